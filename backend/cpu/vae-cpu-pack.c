@@ -1,0 +1,99 @@
+// The last step of every decode on the CPU: the model's float RGB becomes 8-bit pixels in the
+// layout the pipeline negotiated, rounded to nearest. NaN maps to 0 so that a bad latent can
+// never produce an out-of-range byte. YUV uses the luma coefficients and range the caller read
+// from the negotiated colorimetry; 4:2:0 chroma is taken from the mean of each 2x2 RGB quad.
+
+#include "vae-cpu.h"
+
+#include <math.h>
+
+static inline float pack_unit(float v, float scale, float offset) {
+    v = v * scale + offset;
+    return v > 0.0f ? (v < 1.0f ? v : 1.0f) : 0.0f; // also NaN -> 0
+}
+
+static inline uint8_t pack_u8(float v) {
+    return (uint8_t) (v * 255.0f + 0.5f);
+}
+
+// one pixel of the blocked frame as clamped [0, 1] RGB
+static inline void pack_rgb(const float * src, const struct vae_frame * f, int64_t y, int64_t x, float rgb[3]) {
+    const float * p = src + (y * f->width + x) * VAE_CPU_BLOCK;
+    for (int c = 0; c < 3; c++) {
+        rgb[c] = pack_unit(p[c], f->scale, f->offset);
+    }
+}
+
+static void pack_packed(const float * src, const struct vae_frame * f) {
+    // byte positions of R, G, B and the fourth byte (-1: none) per format
+    int r = 0, g = 1, b = 2, a = -1, bpp = 3;
+    switch (f->format) {
+        case VAE_PIXEL_RGBA:
+        case VAE_PIXEL_RGBX: a = 3, bpp = 4; break;
+        case VAE_PIXEL_BGRA:
+        case VAE_PIXEL_BGRX: r = 2, b = 0, a = 3, bpp = 4; break;
+        default: break;
+    }
+#pragma omp parallel for
+    for (int64_t y = 0; y < f->height; y++) {
+        uint8_t * row = f->planes[0] + y * f->strides[0];
+        for (int64_t x = 0; x < f->width; x++) {
+            float rgb[3];
+            pack_rgb(src, f, y, x, rgb);
+            uint8_t * px = row + x * bpp;
+            px[r]        = pack_u8(rgb[0]);
+            px[g]        = pack_u8(rgb[1]);
+            px[b]        = pack_u8(rgb[2]);
+            if (a >= 0) {
+                px[a] = 255;
+            }
+        }
+    }
+}
+
+static void pack_yuv420(const float * src, const struct vae_frame * f) {
+    const float kr = f->kr, kb = f->kb, kg = 1.0f - kr - kb;
+    const float ys = f->full_range ? 255.0f : 219.0f, yo = f->full_range ? 0.0f : 16.0f;
+    const float cs = f->full_range ? 255.0f : 224.0f;
+    const bool  nv12 = f->format == VAE_PIXEL_NV12;
+#pragma omp parallel for
+    for (int64_t cy = 0; cy < (f->height + 1) / 2; cy++) {
+        for (int64_t cx = 0; cx < (f->width + 1) / 2; cx++) {
+            float sum[3] = { 0 };
+            int   n      = 0;
+            for (int64_t y = 2 * cy; y < 2 * cy + 2 && y < f->height; y++) {
+                for (int64_t x = 2 * cx; x < 2 * cx + 2 && x < f->width; x++) {
+                    float rgb[3];
+                    pack_rgb(src, f, y, x, rgb);
+                    const float luma = kr * rgb[0] + kg * rgb[1] + kb * rgb[2];
+                    f->planes[0][y * f->strides[0] + x] = pack_u8((yo + ys * luma) / 255.0f);
+                    for (int c = 0; c < 3; c++) {
+                        sum[c] += rgb[c];
+                    }
+                    n++;
+                }
+            }
+            const float r = sum[0] / n, g = sum[1] / n, b = sum[2] / n;
+            const float luma = kr * r + kg * g + kb * b;
+            const float u = 128.0f + cs * (b - luma) / (2.0f * (1.0f - kb));
+            const float v = 128.0f + cs * (r - luma) / (2.0f * (1.0f - kr));
+            const uint8_t u8 = (uint8_t) fminf(fmaxf(u + 0.5f, 0.0f), 255.0f);
+            const uint8_t v8 = (uint8_t) fminf(fmaxf(v + 0.5f, 0.0f), 255.0f);
+            if (nv12) {
+                f->planes[1][cy * f->strides[1] + 2 * cx]     = u8;
+                f->planes[1][cy * f->strides[1] + 2 * cx + 1] = v8;
+            } else {
+                f->planes[1][cy * f->strides[1] + cx] = u8;
+                f->planes[2][cy * f->strides[2] + cx] = v8;
+            }
+        }
+    }
+}
+
+void vae_cpu_pack_frame(const float * src, const struct vae_frame * dst) {
+    if (dst->format == VAE_PIXEL_I420 || dst->format == VAE_PIXEL_NV12) {
+        pack_yuv420(src, dst);
+    } else {
+        pack_packed(src, dst);
+    }
+}

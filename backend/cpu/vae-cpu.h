@@ -1,0 +1,40 @@
+// Internal to the CPU backend: the activation layout and the ops written by hand (those oneDNN
+// 2.6 lacks or that are too small to be worth a primitive). Activations are f32 in oneDNN's
+// blocked nChw16c layout: element (n, c, y, x) of a [N, C, H, W] tensor is at
+// ((n * CB + c / 16) * H * W + y * W + x) * 16 + c % 16, CB = ceil(C / 16), and the padding
+// lanes of the last block are kept at zero (oneDNN's convolutions read them).
+
+#pragma once
+
+#include "vae-backend.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define VAE_CPU_BLOCK 16
+
+static inline int64_t vae_cpu_blocks(int64_t c) {
+    return (c + VAE_CPU_BLOCK - 1) / VAE_CPU_BLOCK;
+}
+
+// floats a [N, C, H, W] tensor takes in the blocked layout
+static inline size_t vae_cpu_nelements(const int64_t ne[4]) {
+    return (size_t) ne[0] * (size_t) vae_cpu_blocks(ne[1]) * VAE_CPU_BLOCK * (size_t) ne[2] * (size_t) ne[3];
+}
+
+// plain [N, C, H, W] <-> blocked; padding lanes written as zero
+void vae_cpu_to_blocked(const float * src, float * dst, const int64_t ne[4]);
+void vae_cpu_from_blocked(const float * src, float * dst, const int64_t ne[4]);
+
+// y = tanh(x / s) * s over every element (in place allowed)
+void vae_cpu_tanh_clamp(const float * x, float * y, size_t n, float s);
+
+// nearest 2x: x [N, C, H, W] -> y [N, C, 2H, 2W], blocked
+void vae_cpu_upsample2x(const float * x, float * y, const int64_t ne_x[4]);
+
+// y = act(GN(x) * gamma + beta), blocked, in place allowed; statistics in double
+void vae_cpu_group_norm(const float * x, float * y, const int64_t ne[4], int groups, float eps, const float * gamma,
+                        const float * beta, enum vae_act act);
+
+// 8-bit pixels from a blocked 3-channel frame [3, H, W] (one frame of the output)
+void vae_cpu_pack_frame(const float * src, const struct vae_frame * dst);

@@ -1,0 +1,137 @@
+// The seam between the model (which knows decoders) and the devices (which know memory and
+// kernels). A model builds a graph of ops once per input shape; a backend prepares it (weights
+// converted to its layout, one memory plan, primitives chosen) and runs it as often as needed.
+// The op set is the contract: fused ops are first-class nodes, and every backend must give what
+// the CPU backend gives, which is the numerical reference (fp32).
+//
+// Tensors are logically [N, C, H, W] (frames, channels, rows, columns); each backend chooses the
+// physical layout. Weights arrive as f32 host arrays in PyTorch layout, owned by the model.
+
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+enum vae_op {
+    VAE_OP_INPUT,            // the graph input, given at compute time as host f32 [N, C, H, W]
+    VAE_OP_WEIGHT,           // a parameter: host f32 in PyTorch layout (data), any rank
+    VAE_OP_TANH_CLAMP,       // y = tanh(x / s) * s                              f[0] = s
+    VAE_OP_CONV2D,           // y = act(conv(x, w) + b + r), k x k, stride 1, zero pad k/2
+                             //   src: x, w [Cout, Cin, k, k], b [Cout] or NULL, r or NULL
+    VAE_OP_UPSAMPLE_CONV2D,  // the same conv applied to nearest2x(x); 3x3 only (fused)
+    VAE_OP_UPSAMPLE2X,       // y[c, Y, X] = x[c, Y/2, X/2] (the unfused form of the above)
+    VAE_OP_GROUP_NORM,       // y = act(GN(x) * g + b), src: x, g [C], b [C]    i[0] = groups,
+                             //   f[0] = eps; biased variance over (C/groups) x H x W
+    VAE_OP_COUNT,
+};
+
+enum vae_act {
+    VAE_ACT_NONE,
+    VAE_ACT_RELU,
+    VAE_ACT_SILU,
+};
+
+#define VAE_MAX_SRC 4
+
+struct vae_tensor {
+    enum vae_op         op;
+    int64_t             ne[4];             // [N, C, H, W]; weights: their own shape, ne[n_dims..] = 1
+    int                 n_dims;
+    struct vae_tensor * src[VAE_MAX_SRC];
+    enum vae_act        act;
+    int32_t             i[2];              // integer parameters, per op (see enum vae_op)
+    float               f[2];              // float parameters, per op
+    const float *       data;              // VAE_OP_WEIGHT only
+    const char *        name;              // weight name or a label, for messages
+    int                 index;             // position in graph->nodes (-1 for weights)
+};
+
+// nodes in execution order; weights and the input are kept apart
+struct vae_graph {
+    int                  n_nodes;
+    struct vae_tensor ** nodes;
+    int                  n_weights;
+    struct vae_tensor ** weights;
+    struct vae_tensor *  input;
+    struct vae_tensor *  output;
+    bool                 fused;            // false under VAE_DISABLE_FUSION=1
+    void *               backend_data;     // set by graph_prepare
+    size_t               peak_bytes;       // device memory the prepared graph holds
+};
+
+struct vae_graph *  vae_graph_new(void);
+void                vae_graph_free(struct vae_graph * g);
+struct vae_tensor * vae_graph_input(struct vae_graph * g, int64_t n, int64_t c, int64_t h, int64_t w);
+struct vae_tensor * vae_graph_weight(struct vae_graph * g, const char * name, const float * data,
+                                     int n_dims, const int64_t * shape);
+struct vae_tensor * vae_graph_tanh_clamp(struct vae_graph * g, struct vae_tensor * x, float s);
+struct vae_tensor * vae_graph_conv2d(struct vae_graph * g, struct vae_tensor * x, struct vae_tensor * w,
+                                     struct vae_tensor * b, struct vae_tensor * r, enum vae_act act);
+// nearest 2x then 3x3 conv: one fused node, or two nodes when fusion is disabled
+struct vae_tensor * vae_graph_upsample_conv2d(struct vae_graph * g, struct vae_tensor * x, struct vae_tensor * w,
+                                              struct vae_tensor * b, enum vae_act act);
+struct vae_tensor * vae_graph_group_norm(struct vae_graph * g, struct vae_tensor * x, int groups, float eps,
+                                         struct vae_tensor * gamma, struct vae_tensor * beta, enum vae_act act);
+void                vae_graph_set_output(struct vae_graph * g, struct vae_tensor * t);
+const char *        vae_op_name(enum vae_op op);
+
+// decoded frames leave the device through one of these layouts, 8 bits per sample
+enum vae_pixel_format {
+    VAE_PIXEL_RGB,
+    VAE_PIXEL_RGBA,
+    VAE_PIXEL_RGBX,
+    VAE_PIXEL_BGRX,
+    VAE_PIXEL_BGRA,
+    VAE_PIXEL_I420,
+    VAE_PIXEL_NV12,
+};
+
+// where one decoded frame goes: host planes, and how the model's output maps to [0, 1]
+struct vae_frame {
+    enum vae_pixel_format format;
+    int                   width, height;
+    uint8_t *             planes[3];
+    int                   strides[3];
+    float                 scale, offset;       // v01 = clamp(y * scale + offset, 0, 1)
+    float                 kr, kb;              // YUV formats: luma coefficients (BT.601: .299, .114)
+    bool                  full_range;          // YUV formats: 0..255 instead of 16..235/240
+};
+
+enum vae_backend_type {
+    VAE_BACKEND_CPU,
+    VAE_BACKEND_CUDA,
+    VAE_BACKEND_HIP,
+    VAE_BACKEND_COUNT,
+};
+
+typedef struct vae_backend vae_backend_t;
+
+bool            vae_backend_is_built(enum vae_backend_type type);
+const char *    vae_backend_type_name(enum vae_backend_type type);
+vae_backend_t * vae_backend_init(enum vae_backend_type type, int device, char * err, size_t err_size);
+void            vae_backend_free(vae_backend_t * backend);
+const char *    vae_backend_name(vae_backend_t * backend);
+
+// convert weights, plan memory (sets g->peak_bytes), create what the ops need; refuses a plan
+// larger than max_bytes (0 = the device's memory) with a message giving both sizes
+bool vae_backend_graph_prepare(vae_backend_t * backend, struct vae_graph * g, size_t max_bytes,
+                               char * err, size_t err_size);
+// run the graph on host f32 input [N, C, H, W]
+bool vae_backend_graph_compute(vae_backend_t * backend, struct vae_graph * g, const float * input,
+                               char * err, size_t err_size);
+// write frame n of the output (which must have 3 channels) into dst
+bool vae_backend_graph_read_frame(vae_backend_t * backend, struct vae_graph * g, int n,
+                                  const struct vae_frame * dst, char * err, size_t err_size);
+// read the raw output [N, C, H, W] as host f32 (tests, tools)
+bool vae_backend_graph_read_output(vae_backend_t * backend, struct vae_graph * g, float * dst,
+                                   char * err, size_t err_size);
+void vae_backend_graph_release(vae_backend_t * backend, struct vae_graph * g);
+
+#ifdef __cplusplus
+}
+#endif

@@ -1,0 +1,159 @@
+// Building the op graph that backends execute. Builders call these in execution order; each
+// call checks the shapes it is given, so a builder bug shows as an assertion at build time and
+// never as a wrong read on a device. Shapes follow the op definitions in vae-backend.h.
+
+#include "vae-backend.h"
+
+#include <assert.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct vae_graph * vae_graph_new(void) {
+    struct vae_graph * g = calloc(1, sizeof(*g));
+    if (g) {
+        const char * env = getenv("VAE_DISABLE_FUSION");
+        g->fused = !(env && env[0] == '1');
+    }
+    return g;
+}
+
+void vae_graph_free(struct vae_graph * g) {
+    if (!g) {
+        return;
+    }
+    assert(g->backend_data == NULL && "release the graph on its backend first");
+    for (int i = 0; i < g->n_nodes; i++) {
+        free(g->nodes[i]);
+    }
+    for (int i = 0; i < g->n_weights; i++) {
+        free(g->weights[i]);
+    }
+    free(g->nodes);
+    free(g->weights);
+    free(g);
+}
+
+static struct vae_tensor * graph_append(struct vae_tensor *** list, int * n, struct vae_tensor * t) {
+    struct vae_tensor ** grown = realloc(*list, (size_t) (*n + 1) * sizeof(**list));
+    if (!grown) {
+        abort(); // a few hundred pointers: running out here means the process is lost anyway
+    }
+    *list = grown;
+    (*list)[(*n)++] = t;
+    return t;
+}
+
+static struct vae_tensor * graph_node(struct vae_graph * g, enum vae_op op, int64_t n, int64_t c, int64_t h,
+                                      int64_t w) {
+    struct vae_tensor * t = calloc(1, sizeof(*t));
+    if (!t) {
+        abort();
+    }
+    t->op     = op;
+    t->ne[0]  = n;
+    t->ne[1]  = c;
+    t->ne[2]  = h;
+    t->ne[3]  = w;
+    t->n_dims = 4;
+    t->index  = g->n_nodes;
+    return graph_append(&g->nodes, &g->n_nodes, t);
+}
+
+struct vae_tensor * vae_graph_input(struct vae_graph * g, int64_t n, int64_t c, int64_t h, int64_t w) {
+    assert(g->input == NULL);
+    g->input = graph_node(g, VAE_OP_INPUT, n, c, h, w);
+    g->input->name = "input";
+    return g->input;
+}
+
+struct vae_tensor * vae_graph_weight(struct vae_graph * g, const char * name, const float * data, int n_dims,
+                                     const int64_t * shape) {
+    struct vae_tensor * t = calloc(1, sizeof(*t));
+    if (!t) {
+        abort();
+    }
+    t->op     = VAE_OP_WEIGHT;
+    t->n_dims = n_dims;
+    for (int i = 0; i < 4; i++) {
+        t->ne[i] = i < n_dims ? shape[i] : 1;
+    }
+    t->data  = data;
+    t->name  = name;
+    t->index = -1;
+    return graph_append(&g->weights, &g->n_weights, t);
+}
+
+struct vae_tensor * vae_graph_tanh_clamp(struct vae_graph * g, struct vae_tensor * x, float s) {
+    struct vae_tensor * t = graph_node(g, VAE_OP_TANH_CLAMP, x->ne[0], x->ne[1], x->ne[2], x->ne[3]);
+    t->src[0] = x;
+    t->f[0]   = s;
+    return t;
+}
+
+static void graph_check_conv(const struct vae_tensor * x, const struct vae_tensor * w, const struct vae_tensor * b) {
+    assert(w->op == VAE_OP_WEIGHT && w->n_dims == 4 && w->ne[2] == w->ne[3] && (w->ne[2] & 1));
+    assert(w->ne[1] == x->ne[1]);
+    assert(!b || (b->op == VAE_OP_WEIGHT && b->n_dims == 1 && b->ne[0] == w->ne[0]));
+    (void) x, (void) w, (void) b;
+}
+
+struct vae_tensor * vae_graph_conv2d(struct vae_graph * g, struct vae_tensor * x, struct vae_tensor * w,
+                                     struct vae_tensor * b, struct vae_tensor * r, enum vae_act act) {
+    graph_check_conv(x, w, b);
+    struct vae_tensor * t = graph_node(g, VAE_OP_CONV2D, x->ne[0], w->ne[0], x->ne[2], x->ne[3]);
+    assert(!r || memcmp(r->ne, t->ne, sizeof(t->ne)) == 0);
+    t->src[0] = x;
+    t->src[1] = w;
+    t->src[2] = b;
+    t->src[3] = r;
+    t->act    = act;
+    t->name   = w->name;
+    return t;
+}
+
+struct vae_tensor * vae_graph_upsample_conv2d(struct vae_graph * g, struct vae_tensor * x, struct vae_tensor * w,
+                                              struct vae_tensor * b, enum vae_act act) {
+    graph_check_conv(x, w, b);
+    assert(w->ne[2] == 3);
+    if (!g->fused) {
+        struct vae_tensor * up = graph_node(g, VAE_OP_UPSAMPLE2X, x->ne[0], x->ne[1], 2 * x->ne[2], 2 * x->ne[3]);
+        up->src[0] = x;
+        return vae_graph_conv2d(g, up, w, b, NULL, act);
+    }
+    struct vae_tensor * t = graph_node(g, VAE_OP_UPSAMPLE_CONV2D, x->ne[0], w->ne[0], 2 * x->ne[2], 2 * x->ne[3]);
+    t->src[0] = x;
+    t->src[1] = w;
+    t->src[2] = b;
+    t->act    = act;
+    t->name   = w->name;
+    return t;
+}
+
+struct vae_tensor * vae_graph_group_norm(struct vae_graph * g, struct vae_tensor * x, int groups, float eps,
+                                         struct vae_tensor * gamma, struct vae_tensor * beta, enum vae_act act) {
+    assert(groups > 0 && x->ne[1] % groups == 0);
+    assert(gamma->ne[0] == x->ne[1] && beta->ne[0] == x->ne[1]);
+    struct vae_tensor * t = graph_node(g, VAE_OP_GROUP_NORM, x->ne[0], x->ne[1], x->ne[2], x->ne[3]);
+    t->src[0] = x;
+    t->src[1] = gamma;
+    t->src[2] = beta;
+    t->act    = act;
+    t->i[0]   = groups;
+    t->f[0]   = eps;
+    t->name   = gamma->name;
+    return t;
+}
+
+void vae_graph_set_output(struct vae_graph * g, struct vae_tensor * t) {
+    g->output = t;
+}
+
+const char * vae_op_name(enum vae_op op) {
+    static const char * names[VAE_OP_COUNT] = {
+        [VAE_OP_INPUT] = "input",           [VAE_OP_WEIGHT] = "weight",
+        [VAE_OP_TANH_CLAMP] = "tanh_clamp", [VAE_OP_CONV2D] = "conv2d",
+        [VAE_OP_UPSAMPLE_CONV2D] = "upsample_conv2d", [VAE_OP_UPSAMPLE2X] = "upsample2x",
+        [VAE_OP_GROUP_NORM] = "group_norm",
+    };
+    return op < VAE_OP_COUNT ? names[op] : "?";
+}

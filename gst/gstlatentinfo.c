@@ -1,0 +1,113 @@
+/* GStreamer VAE decode
+ * Copyright (C) 2026 gst-vaedecode developers
+ *
+ * Parsing and building the latent caps described in gstlatentinfo.h.
+ */
+
+#include "gstlatentinfo.h"
+
+GType
+gst_vae_latent_space_get_type (void)
+{
+  static GType type = 0;
+  static const GEnumValue values[] = {
+    {GST_VAE_LATENT_SPACE_AUTO, "The decoder's own input space (no conversion), "
+          "or what the caps say", "auto"},
+    {GST_VAE_LATENT_SPACE_RAW, "Raw VAE latents (ComfyUI LATENT, .latent files)",
+        "raw"},
+    {GST_VAE_LATENT_SPACE_NORMALIZED,
+        "The diffusion model's normalized latents (diffusers output_type=latent)",
+        "normalized"},
+    {0, NULL, NULL},
+  };
+
+  if (g_once_init_enter (&type))
+    g_once_init_leave (&type, g_enum_register_static ("GstVaeLatentSpace",
+            values));
+  return type;
+}
+
+const gchar *
+gst_latent_dtype_to_string (enum vae_dtype dtype)
+{
+  switch (dtype) {
+    case VAE_DTYPE_F32:
+      return "float32";
+    case VAE_DTYPE_F16:
+      return "float16";
+    case VAE_DTYPE_BF16:
+      return "bfloat16";
+    default:
+      return NULL;
+  }
+}
+
+gboolean
+gst_latent_info_from_caps (GstLatentInfo * info, const GstCaps * caps)
+{
+  GstStructure *s;
+  const gchar *type, *space;
+
+  if (!gst_caps_is_fixed (caps))
+    return FALSE;
+  s = gst_caps_get_structure (caps, 0);
+  if (!gst_structure_has_name (s, GST_LATENT_MEDIA_TYPE))
+    return FALSE;
+
+  type = gst_structure_get_string (s, "type");
+  if (g_strcmp0 (type, "float32") == 0)
+    info->dtype = VAE_DTYPE_F32;
+  else if (g_strcmp0 (type, "float16") == 0)
+    info->dtype = VAE_DTYPE_F16;
+  else if (g_strcmp0 (type, "bfloat16") == 0)
+    info->dtype = VAE_DTYPE_BF16;
+  else
+    return FALSE;
+
+  if (!gst_structure_get_int (s, "channels", &info->channels) ||
+      !gst_structure_get_int (s, "width", &info->width) ||
+      !gst_structure_get_int (s, "height", &info->height))
+    return FALSE;
+  if (info->channels < 1 || info->width < 1 || info->height < 1 ||
+      info->channels > GST_LATENT_MAX_DIM || info->width > GST_LATENT_MAX_DIM
+      || info->height > GST_LATENT_MAX_DIM)
+    return FALSE;
+  if (!gst_structure_get_fraction (s, "framerate", &info->fps_n, &info->fps_d)) {
+    info->fps_n = 0;
+    info->fps_d = 1;
+  }
+
+  space = gst_structure_get_string (s, "space");
+  if (space == NULL)
+    info->space = GST_VAE_LATENT_SPACE_AUTO;
+  else if (g_str_equal (space, "raw"))
+    info->space = GST_VAE_LATENT_SPACE_RAW;
+  else if (g_str_equal (space, "normalized"))
+    info->space = GST_VAE_LATENT_SPACE_NORMALIZED;
+  else
+    return FALSE;
+  return TRUE;
+}
+
+GstCaps *
+gst_latent_info_to_caps (const GstLatentInfo * info)
+{
+  GstCaps *caps = gst_caps_new_simple (GST_LATENT_MEDIA_TYPE,
+      "type", G_TYPE_STRING, gst_latent_dtype_to_string (info->dtype),
+      "channels", G_TYPE_INT, info->channels,
+      "width", G_TYPE_INT, info->width,
+      "height", G_TYPE_INT, info->height,
+      "framerate", GST_TYPE_FRACTION, info->fps_n, info->fps_d, NULL);
+
+  if (info->space != GST_VAE_LATENT_SPACE_AUTO)
+    gst_caps_set_simple (caps, "space", G_TYPE_STRING,
+        info->space == GST_VAE_LATENT_SPACE_RAW ? "raw" : "normalized", NULL);
+  return caps;
+}
+
+gsize
+gst_latent_info_frame_size (const GstLatentInfo * info)
+{
+  return (gsize) info->channels * info->width * info->height *
+      (vae_dtype_bits (info->dtype) / 8);
+}

@@ -1,0 +1,58 @@
+/* GStreamer VAE decode
+ * Copyright (C) 2026 gst-vaedecode developers
+ *
+ * The latent stream's caps, shared by the elements that produce and take it.
+ *
+ * One buffer carries one latent frame: planar C x H x W, row-major, little-endian, in the
+ * dtype the caps name:
+ *
+ *   video/x-latent,
+ *     type=(string){float32,float16,bfloat16},   GstTensor data-type nicks
+ *     channels=(int)[1,4096],                    latent channels
+ *     width=(int)[1,4096], height=(int)[1,4096], the latent grid (frames are 8x larger)
+ *     framerate=(fraction)[0/1,MAX],             of the decoded video
+ *     space=(string){raw,normalized}             optional: the VAE's raw latents or the
+ *                                                diffusion model's normalized ones
+ *
+ * A buffer's PTS is the PTS of its first decoded frame and its DURATION covers its frames.
+ */
+
+#pragma once
+
+#include <gst/gst.h>
+
+#include "vae-model.h"
+
+G_BEGIN_DECLS
+
+#define GST_LATENT_MEDIA_TYPE "video/x-latent"
+#define GST_LATENT_MAX_DIM    4096
+#define GST_LATENT_CAPS_STR                                                                        \
+  GST_LATENT_MEDIA_TYPE ", type = (string) { float32, float16, bfloat16 }, "                       \
+  "channels = (int) [ 1, 4096 ], width = (int) [ 1, 4096 ], height = (int) [ 1, 4096 ], "          \
+  "framerate = (fraction) [ 0/1, MAX ]"
+
+typedef enum
+{
+  GST_VAE_LATENT_SPACE_AUTO = VAE_SPACE_AUTO,
+  GST_VAE_LATENT_SPACE_RAW = VAE_SPACE_RAW,
+  GST_VAE_LATENT_SPACE_NORMALIZED = VAE_SPACE_NORMALIZED,
+} GstVaeLatentSpace;
+
+#define GST_TYPE_VAE_LATENT_SPACE (gst_vae_latent_space_get_type ())
+GType gst_vae_latent_space_get_type (void);
+
+typedef struct
+{
+  enum vae_dtype dtype;
+  gint channels, width, height;
+  gint fps_n, fps_d;
+  GstVaeLatentSpace space;      /* AUTO when the caps do not say */
+} GstLatentInfo;
+
+gboolean gst_latent_info_from_caps (GstLatentInfo * info, const GstCaps * caps);
+GstCaps *gst_latent_info_to_caps (const GstLatentInfo * info);
+gsize gst_latent_info_frame_size (const GstLatentInfo * info);
+const gchar *gst_latent_dtype_to_string (enum vae_dtype dtype);
+
+G_END_DECLS

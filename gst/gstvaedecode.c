@@ -1,0 +1,895 @@
+/* GStreamer VAE decode
+ * Copyright (C) 2026 gst-vaedecode developers
+ */
+
+/**
+ * SECTION:element-vaedecode
+ * @title: vaedecode
+ * @short_description: decodes diffusion-model latents into raw video frames
+ *
+ * vaedecode runs the decoder half of a VAE (a TAESD-family tiny decoder so far) on a stream
+ * of `video/x-latent` buffers, one latent frame each, and outputs `video/x-raw` frames 8 times
+ * the latent size. The model file is a safetensors file; its family is detected from its keys
+ * and shapes. The output is converted to the negotiated format (RGB, RGBA, RGBx, BGRx, BGRA,
+ * I420, NV12) with 8-bit values rounded to nearest.
+ *
+ * Latents that hold NaN or Inf, latent caps whose channel count does not match the model, and
+ * model files that are missing, malformed or not a decoder stop the pipeline with an error that
+ * names the cause. Frames decoded before an error have already been pushed.
+ *
+ * ## Example launch line
+ * |[
+ * gst-launch-1.0 filesrc location=../shared/reference/taef2/full.latent ! latentparse \
+ *     ! vaedecode model-file=../shared/models/taef2_decoder.safetensors \
+ *     ! videoconvert ! pngenc ! multifilesink location=frame-%02d.png
+ * ]| decodes the two latent frames of a TAEF2 latent file into two 832x480 PNG files.
+ *
+ * Since: 0.1
+ */
+
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+
+#include "gstvaedecode.h"
+#include "gstlatentinfo.h"
+
+#include <gst/video/video.h>
+
+#include "vae-session.h"
+
+GST_DEBUG_CATEGORY_STATIC (gst_vae_decode_debug);
+#define GST_CAT_DEFAULT gst_vae_decode_debug
+
+#define VAE_ERR_SIZE 512
+#define VAE_OUTPUT_FORMATS "{ RGB, RGBA, RGBx, BGRx, BGRA, I420, NV12 }"
+
+typedef enum
+{
+  GST_VAE_BACKEND_AUTO,
+  GST_VAE_BACKEND_CPU,
+  GST_VAE_BACKEND_CUDA,
+  GST_VAE_BACKEND_HIP,
+} GstVaeBackend;
+
+typedef enum
+{
+  GST_VAE_PRECISION_AUTO,
+  GST_VAE_PRECISION_FP32,
+  GST_VAE_PRECISION_TF32,
+  GST_VAE_PRECISION_FP16,
+  GST_VAE_PRECISION_BF16,
+} GstVaePrecision;
+
+enum
+{
+  PROP_0,
+  PROP_MODEL_FILE,
+  PROP_MODEL_FAMILY,
+  PROP_BACKEND,
+  PROP_DEVICE_ID,
+  PROP_PRECISION,
+  PROP_LATENT_SPACE,
+  PROP_CHUNK_FRAMES,
+};
+
+#define DEFAULT_MODEL_FAMILY VAE_FAMILY_AUTO
+#define DEFAULT_BACKEND GST_VAE_BACKEND_AUTO
+#define DEFAULT_DEVICE_ID -1
+#define DEFAULT_PRECISION GST_VAE_PRECISION_AUTO
+#define DEFAULT_LATENT_SPACE GST_VAE_LATENT_SPACE_AUTO
+#define DEFAULT_CHUNK_FRAMES 0
+
+/* PTS and DURATION of one queued latent frame */
+typedef struct
+{
+  GstClockTime pts, duration;
+} GstVaeStamp;
+
+struct _GstVaeDecode
+{
+  GstBaseTransform parent;
+
+  /* properties */
+  gchar *model_file;
+  enum vae_family model_family;
+  GstVaeBackend backend_type;
+  gint device_id;
+  GstVaePrecision precision;
+  GstVaeLatentSpace latent_space;
+  guint chunk_frames;
+
+  /* from start to stop */
+  struct vae_model *model;
+  vae_backend_t *backend;
+
+  /* from set_caps */
+  struct vae_session *session;
+  GstLatentInfo in_info;
+  GstVideoInfo out_info;
+  float *latent;                /* one latent frame as f32 */
+  GArray *stamps;               /* GstVaeStamp of queued and undelivered frames */
+  guint64 frames_in;
+  gboolean discont;
+};
+
+static GstStaticPadTemplate sink_template = GST_STATIC_PAD_TEMPLATE ("sink",
+    GST_PAD_SINK,
+    GST_PAD_ALWAYS,
+    GST_STATIC_CAPS (GST_LATENT_CAPS_STR));
+
+static GstStaticPadTemplate src_template = GST_STATIC_PAD_TEMPLATE ("src",
+    GST_PAD_SRC,
+    GST_PAD_ALWAYS,
+    GST_STATIC_CAPS (GST_VIDEO_CAPS_MAKE (VAE_OUTPUT_FORMATS)));
+
+#define gst_vae_decode_parent_class parent_class
+G_DEFINE_TYPE (GstVaeDecode, gst_vae_decode, GST_TYPE_BASE_TRANSFORM);
+GST_ELEMENT_REGISTER_DEFINE (vaedecode, "vaedecode", GST_RANK_NONE,
+    GST_TYPE_VAE_DECODE);
+
+#define GST_TYPE_VAE_MODEL_FAMILY (gst_vae_model_family_get_type ())
+static GType
+gst_vae_model_family_get_type (void)
+{
+  static GType type = 0;
+  static const GEnumValue values[] = {
+    {VAE_FAMILY_AUTO, "Detect from the file's keys and shapes", "auto"},
+    {VAE_FAMILY_TAESD, "TAESD, tiny decoder for SD 1.x/2.x latents (4 ch)",
+        "taesd"},
+    {VAE_FAMILY_TAESDXL, "TAESDXL, tiny decoder for SDXL latents (4 ch)",
+        "taesdxl"},
+    {VAE_FAMILY_TAESD3, "TAESD3, tiny decoder for SD3 latents (16 ch)",
+        "taesd3"},
+    {VAE_FAMILY_TAEF1, "TAEF1, tiny decoder for FLUX.1 latents (16 ch)",
+        "taef1"},
+    {VAE_FAMILY_TAEF2, "TAEF2, tiny decoder for FLUX.2 latents (32 ch)",
+        "taef2"},
+    {0, NULL, NULL},
+  };
+
+  if (g_once_init_enter (&type))
+    g_once_init_leave (&type, g_enum_register_static ("GstVaeModelFamily",
+            values));
+  return type;
+}
+
+#define GST_TYPE_VAE_BACKEND (gst_vae_backend_get_type ())
+static GType
+gst_vae_backend_get_type (void)
+{
+  static GType type = 0;
+  static GEnumValue values[] = {
+    {GST_VAE_BACKEND_AUTO, "The best backend built and present", "auto"},
+    {GST_VAE_BACKEND_CPU, "CPU (oneDNN, fp32)", "cpu"},
+    {GST_VAE_BACKEND_CUDA, "CUDA (NVIDIA GPUs)", "cuda"},
+    {GST_VAE_BACKEND_HIP, "HIP (AMD GPUs)", "hip"},
+    {0, NULL, NULL},
+  };
+
+  if (g_once_init_enter (&type)) {
+    /* every backend stays listed so pipelines stay portable; say which are missing */
+    if (!vae_backend_is_built (VAE_BACKEND_CUDA))
+      values[GST_VAE_BACKEND_CUDA].value_name = "CUDA (NVIDIA GPUs; not built)";
+    if (!vae_backend_is_built (VAE_BACKEND_HIP))
+      values[GST_VAE_BACKEND_HIP].value_name = "HIP (AMD GPUs; not built)";
+    g_once_init_leave (&type, g_enum_register_static ("GstVaeBackend", values));
+  }
+  return type;
+}
+
+#define GST_TYPE_VAE_PRECISION (gst_vae_precision_get_type ())
+static GType
+gst_vae_precision_get_type (void)
+{
+  static GType type = 0;
+  static const GEnumValue values[] = {
+    {GST_VAE_PRECISION_AUTO, "bf16 on GPUs that have it, fp32 on the CPU",
+        "auto"},
+    {GST_VAE_PRECISION_FP32, "fp32", "fp32"},
+    {GST_VAE_PRECISION_TF32, "tf32 tensor cores, fp32 storage", "tf32"},
+    {GST_VAE_PRECISION_FP16, "fp16 storage, fp32 accumulation", "fp16"},
+    {GST_VAE_PRECISION_BF16, "bf16 storage, fp32 accumulation", "bf16"},
+    {0, NULL, NULL},
+  };
+
+  if (g_once_init_enter (&type))
+    g_once_init_leave (&type, g_enum_register_static ("GstVaePrecision",
+            values));
+  return type;
+}
+
+static void
+gst_vae_decode_clear_stream (GstVaeDecode * self)
+{
+  g_clear_pointer (&self->session, vae_session_free);
+  g_clear_pointer (&self->latent, g_free);
+  if (self->stamps)
+    g_array_set_size (self->stamps, 0);
+  self->frames_in = 0;
+}
+
+static gboolean
+gst_vae_decode_start (GstBaseTransform * trans)
+{
+  GstVaeDecode *self = GST_VAE_DECODE (trans);
+  char err[VAE_ERR_SIZE] = "";
+  enum vae_backend_type type;
+
+  if (self->model_file == NULL || self->model_file[0] == '\0') {
+    GST_ELEMENT_ERROR (self, RESOURCE, NOT_FOUND,
+        ("No model file: set the model-file property to a decoder "
+            "(.safetensors)."), (NULL));
+    return FALSE;
+  }
+
+  self->model = vae_model_load (self->model_file, self->model_family, err,
+      sizeof (err));
+  if (self->model == NULL) {
+    if (g_file_test (self->model_file, G_FILE_TEST_EXISTS))
+      GST_ELEMENT_ERROR (self, RESOURCE, OPEN_READ,
+          ("Could not load model file: %s", err), (NULL));
+    else
+      GST_ELEMENT_ERROR (self, RESOURCE, NOT_FOUND,
+          ("Could not load model file: %s", err), (NULL));
+    return FALSE;
+  }
+  GST_INFO_OBJECT (self, "loaded %s: %s", self->model_file,
+      self->model->description);
+
+  /* auto: the CPU is the only backend built so far */
+  type = self->backend_type == GST_VAE_BACKEND_AUTO ? VAE_BACKEND_CPU :
+      (enum vae_backend_type) (self->backend_type - GST_VAE_BACKEND_CPU);
+  self->backend = vae_backend_init (type, self->device_id, err, sizeof (err));
+  if (self->backend == NULL) {
+    GST_ELEMENT_ERROR (self, RESOURCE, SETTINGS,
+        ("Could not start the %s backend: %s", vae_backend_type_name (type),
+            err), (NULL));
+    g_clear_pointer (&self->model, vae_model_free);
+    return FALSE;
+  }
+  if (type == VAE_BACKEND_CPU && self->precision != GST_VAE_PRECISION_AUTO
+      && self->precision != GST_VAE_PRECISION_FP32)
+    GST_WARNING_OBJECT (self, "the cpu backend computes in fp32 whatever "
+        "precision is asked for");
+  GST_INFO_OBJECT (self, "backend %s", vae_backend_name (self->backend));
+  return TRUE;
+}
+
+static gboolean
+gst_vae_decode_stop (GstBaseTransform * trans)
+{
+  GstVaeDecode *self = GST_VAE_DECODE (trans);
+
+  gst_vae_decode_clear_stream (self);
+  g_clear_pointer (&self->backend, vae_backend_free);
+  g_clear_pointer (&self->model, vae_model_free);
+  return TRUE;
+}
+
+/* multiply (or divide) an int or int range field by 8 */
+static void
+gst_vae_decode_scale_field (GstStructure * s, const gchar * field,
+    gboolean up)
+{
+  const GValue *v = gst_structure_get_value (s, field);
+  gint lo, hi;
+
+  if (v == NULL)
+    return;
+  if (G_VALUE_HOLDS_INT (v)) {
+    lo = hi = g_value_get_int (v);
+  } else if (GST_VALUE_HOLDS_INT_RANGE (v)) {
+    lo = gst_value_get_int_range_min (v);
+    hi = gst_value_get_int_range_max (v);
+  } else {
+    gst_structure_remove_field (s, field);
+    return;
+  }
+  if (up) {
+    lo = MIN (lo, G_MAXINT / 8) * 8;
+    hi = MIN (hi, G_MAXINT / 8) * 8;
+  } else {
+    lo = MAX ((lo + 7) / 8, 1);
+    hi = MIN (hi / 8, GST_LATENT_MAX_DIM);
+  }
+  if (lo > hi) {
+    gst_structure_remove_field (s, field);
+    gst_structure_set (s, field, G_TYPE_INT, 0, NULL);  /* matches nothing */
+  } else if (lo == hi) {
+    gst_structure_set (s, field, G_TYPE_INT, lo, NULL);
+  } else {
+    gst_structure_set (s, field, GST_TYPE_INT_RANGE, lo, hi, NULL);
+  }
+}
+
+static GstCaps *
+gst_vae_decode_transform_caps (GstBaseTransform * trans,
+    GstPadDirection direction, GstCaps * caps, GstCaps * filter)
+{
+  GstVaeDecode *self = GST_VAE_DECODE (trans);
+  GstCaps *result = gst_caps_new_empty ();
+  guint i;
+
+  for (i = 0; i < gst_caps_get_size (caps); i++) {
+    const GstStructure *in = gst_caps_get_structure (caps, i);
+    const GValue *fps = gst_structure_get_value (in, "framerate");
+    GstStructure *out;
+
+    if (direction == GST_PAD_SINK) {
+      GstCaps *tmpl = gst_static_pad_template_get_caps (&src_template);
+      out = gst_structure_copy (gst_caps_get_structure (tmpl, 0));
+      gst_caps_unref (tmpl);
+    } else {
+      out = gst_structure_from_string (GST_LATENT_MEDIA_TYPE
+          ", type = (string) { float32, float16, bfloat16 }", NULL);
+      if (self->model)
+        gst_structure_set (out, "channels", G_TYPE_INT,
+            self->model->latent_channels, NULL);
+      else
+        gst_structure_set (out, "channels", GST_TYPE_INT_RANGE, 1,
+            GST_LATENT_MAX_DIM, NULL);
+    }
+    gst_structure_set_value (out, "width", gst_structure_get_value (in,
+            "width"));
+    gst_structure_set_value (out, "height", gst_structure_get_value (in,
+            "height"));
+    gst_vae_decode_scale_field (out, "width", direction == GST_PAD_SINK);
+    gst_vae_decode_scale_field (out, "height", direction == GST_PAD_SINK);
+    if (fps)
+      gst_structure_set_value (out, "framerate", fps);
+    else
+      gst_structure_remove_field (out, "framerate");
+    result = gst_caps_merge_structure (result, out);
+  }
+
+  if (filter) {
+    GstCaps *tmp = gst_caps_intersect_full (filter, result,
+        GST_CAPS_INTERSECT_FIRST);
+    gst_caps_unref (result);
+    result = tmp;
+  }
+  GST_DEBUG_OBJECT (self, "%s caps %" GST_PTR_FORMAT " -> %" GST_PTR_FORMAT,
+      direction == GST_PAD_SINK ? "sink" : "src", caps, result);
+  return result;
+}
+
+static enum vae_pixel_format
+gst_vae_decode_pixel_format (GstVideoFormat format)
+{
+  switch (format) {
+    case GST_VIDEO_FORMAT_RGBA:
+      return VAE_PIXEL_RGBA;
+    case GST_VIDEO_FORMAT_RGBx:
+      return VAE_PIXEL_RGBX;
+    case GST_VIDEO_FORMAT_BGRx:
+      return VAE_PIXEL_BGRX;
+    case GST_VIDEO_FORMAT_BGRA:
+      return VAE_PIXEL_BGRA;
+    case GST_VIDEO_FORMAT_I420:
+      return VAE_PIXEL_I420;
+    case GST_VIDEO_FORMAT_NV12:
+      return VAE_PIXEL_NV12;
+    default:
+      return VAE_PIXEL_RGB;
+  }
+}
+
+static gboolean
+gst_vae_decode_set_caps (GstBaseTransform * trans, GstCaps * incaps,
+    GstCaps * outcaps)
+{
+  GstVaeDecode *self = GST_VAE_DECODE (trans);
+  GstLatentInfo info;
+  struct vae_session_config cfg;
+  char err[VAE_ERR_SIZE] = "";
+
+  if (!gst_latent_info_from_caps (&info, incaps)) {
+    GST_ELEMENT_ERROR (self, STREAM, FORMAT,
+        ("Invalid latent caps: %" GST_PTR_FORMAT, incaps), (NULL));
+    return FALSE;
+  }
+  if (info.channels != self->model->latent_channels) {
+    GST_ELEMENT_ERROR (self, STREAM, FORMAT,
+        ("The latents have %d channels but the %s decoder in '%s' takes %d.",
+            info.channels, vae_family_name (self->model->family),
+            self->model_file, self->model->latent_channels), (NULL));
+    return FALSE;
+  }
+  if (!gst_video_info_from_caps (&self->out_info, outcaps))
+    return FALSE;
+
+  gst_vae_decode_clear_stream (self);
+  cfg.channels = info.channels;
+  cfg.height = info.height;
+  cfg.width = info.width;
+  /* the property names the space when set, else the caps, else the decoder's own */
+  cfg.space = (enum vae_space) (self->latent_space != GST_VAE_LATENT_SPACE_AUTO
+      ? self->latent_space : info.space);
+  cfg.chunk_frames = self->chunk_frames;
+  cfg.max_bytes = 0;
+  self->session = vae_session_new (self->model, self->backend, &cfg, err,
+      sizeof (err));
+  if (self->session == NULL) {
+    GST_ELEMENT_ERROR (self, STREAM, FORMAT,
+        ("Cannot decode %dx%d latents with %d channels: %s", info.width,
+            info.height, info.channels, err), (NULL));
+    return FALSE;
+  }
+  self->in_info = info;
+  self->latent = g_new (float, (gsize) info.channels * info.width *
+      info.height);
+  GST_INFO_OBJECT (self, "decoding %dx%d latents into %dx%d %s frames, "
+      "%d per step, %.1f MiB planned", info.width, info.height,
+      GST_VIDEO_INFO_WIDTH (&self->out_info),
+      GST_VIDEO_INFO_HEIGHT (&self->out_info),
+      GST_VIDEO_INFO_NAME (&self->out_info),
+      vae_session_chunk_frames (self->session),
+      vae_session_peak_bytes (self->session) / 1048576.0);
+  return TRUE;
+}
+
+static gboolean
+gst_vae_decode_decide_allocation (GstBaseTransform * trans, GstQuery * query)
+{
+  GstCaps *caps;
+  GstVideoInfo info;
+  GstBufferPool *pool = NULL;
+  GstStructure *config;
+  guint size, min = 0, max = 0;
+
+  gst_query_parse_allocation (query, &caps, NULL);
+  if (caps == NULL || !gst_video_info_from_caps (&info, caps))
+    return FALSE;
+
+  if (gst_query_get_n_allocation_pools (query) > 0)
+    gst_query_parse_nth_allocation_pool (query, 0, &pool, &size, &min, &max);
+  if (pool == NULL)
+    pool = gst_video_buffer_pool_new ();
+  size = MAX (size, (guint) info.size);
+  if (pool && !GST_IS_VIDEO_BUFFER_POOL (pool) && size < info.size) {
+    gst_object_unref (pool);
+    pool = gst_video_buffer_pool_new ();
+  }
+
+  config = gst_buffer_pool_get_config (pool);
+  gst_buffer_pool_config_set_params (config, caps, info.size, min, max);
+  if (gst_query_find_allocation_meta (query, GST_VIDEO_META_API_TYPE, NULL))
+    gst_buffer_pool_config_add_option (config,
+        GST_BUFFER_POOL_OPTION_VIDEO_META);
+  if (!gst_buffer_pool_set_config (pool, config)) {
+    config = gst_buffer_pool_get_config (pool);
+    if (!gst_buffer_pool_config_validate_params (config, caps, info.size, min,
+            max) || !gst_buffer_pool_set_config (pool, config)) {
+      gst_object_unref (pool);
+      return FALSE;
+    }
+  }
+  if (gst_query_get_n_allocation_pools (query) > 0)
+    gst_query_set_nth_allocation_pool (query, 0, pool, info.size, min, max);
+  else
+    gst_query_add_allocation_pool (query, pool, info.size, min, max);
+  gst_object_unref (pool);
+
+  return GST_BASE_TRANSFORM_CLASS (parent_class)->decide_allocation (trans,
+      query);
+}
+
+static GstFlowReturn
+gst_vae_decode_submit_input_buffer (GstBaseTransform * trans,
+    gboolean is_discont, GstBuffer * input)
+{
+  GstVaeDecode *self = GST_VAE_DECODE (trans);
+  const GstLatentInfo *info = &self->in_info;
+  gsize need = gst_latent_info_frame_size (info);
+  GstVaeStamp stamp;
+  GstMapInfo map;
+  char err[VAE_ERR_SIZE] = "";
+  gboolean ok;
+
+  if (self->session == NULL) {
+    gst_buffer_unref (input);
+    GST_ELEMENT_ERROR (self, CORE, NEGOTIATION,
+        ("Received a latent buffer before the latent caps."), (NULL));
+    return GST_FLOW_NOT_NEGOTIATED;
+  }
+  if (is_discont)
+    self->discont = TRUE;
+  /* (the base class does this in the submit_input_buffer we replace) */
+  if (!gst_base_transform_reconfigure (trans)) {
+    gst_buffer_unref (input);
+    return GST_FLOW_NOT_NEGOTIATED;
+  }
+
+  if (!gst_buffer_map (input, &map, GST_MAP_READ)) {
+    gst_buffer_unref (input);
+    GST_ELEMENT_ERROR (self, RESOURCE, READ, ("Could not map a latent buffer."),
+        (NULL));
+    return GST_FLOW_ERROR;
+  }
+  if (map.size != need) {
+    GST_ELEMENT_ERROR (self, STREAM, FORMAT,
+        ("Latent frame %" G_GUINT64_FORMAT " has %" G_GSIZE_FORMAT " bytes but "
+            "the caps (%d x %d x %d %s) need %" G_GSIZE_FORMAT ".",
+            self->frames_in, map.size, info->channels, info->height,
+            info->width, gst_latent_dtype_to_string (info->dtype), need),
+        (NULL));
+    gst_buffer_unmap (input, &map);
+    gst_buffer_unref (input);
+    return GST_FLOW_ERROR;
+  }
+  vae_dtype_to_f32 (info->dtype, map.data, self->latent,
+      (gsize) info->channels * info->width * info->height);
+  gst_buffer_unmap (input, &map);
+
+  stamp.pts = GST_BUFFER_PTS (input);
+  stamp.duration = GST_BUFFER_DURATION (input);
+  if (!GST_CLOCK_TIME_IS_VALID (stamp.pts) && info->fps_n > 0)
+    stamp.pts = gst_util_uint64_scale (self->frames_in,
+        GST_SECOND * info->fps_d, info->fps_n);
+  if (!GST_CLOCK_TIME_IS_VALID (stamp.duration) && info->fps_n > 0)
+    stamp.duration = gst_util_uint64_scale (GST_SECOND, info->fps_d,
+        info->fps_n);
+  gst_buffer_unref (input);
+
+  ok = vae_session_push (self->session, self->latent, err, sizeof (err));
+  if (!ok) {
+    GST_ELEMENT_ERROR (self, STREAM, DECODE,
+        ("Could not decode latent frame %" G_GUINT64_FORMAT ": %s",
+            self->frames_in, err), (NULL));
+    return GST_FLOW_ERROR;
+  }
+  g_array_append_val (self->stamps, stamp);
+  self->frames_in++;
+  return GST_FLOW_OK;
+}
+
+static GstFlowReturn
+gst_vae_decode_generate_output (GstBaseTransform * trans, GstBuffer ** outbuf)
+{
+  GstVaeDecode *self = GST_VAE_DECODE (trans);
+  GstBufferPool *pool;
+  GstVideoFrame frame;
+  struct vae_frame dst = { 0 };
+  GstVaeStamp stamp;
+  GstFlowReturn ret;
+  char err[VAE_ERR_SIZE] = "";
+  gdouble kr = 0.299, kb = 0.114;
+  guint i;
+
+  *outbuf = NULL;
+  if (self->session == NULL || vae_session_frames_ready (self->session) == 0)
+    return GST_FLOW_OK;
+
+  pool = gst_base_transform_get_buffer_pool (trans);
+  if (pool == NULL) {
+    GST_ELEMENT_ERROR (self, RESOURCE, NO_SPACE_LEFT,
+        ("No buffer pool for the decoded frames."), (NULL));
+    return GST_FLOW_ERROR;
+  }
+  if (!gst_buffer_pool_is_active (pool)
+      && !gst_buffer_pool_set_active (pool, TRUE)) {
+    gst_object_unref (pool);
+    GST_ELEMENT_ERROR (self, RESOURCE, SETTINGS,
+        ("Could not activate the buffer pool."), (NULL));
+    return GST_FLOW_ERROR;
+  }
+  ret = gst_buffer_pool_acquire_buffer (pool, outbuf, NULL);
+  gst_object_unref (pool);
+  if (ret != GST_FLOW_OK)
+    return ret;
+
+  if (!gst_video_frame_map (&frame, &self->out_info, *outbuf, GST_MAP_WRITE)) {
+    gst_clear_buffer (outbuf);
+    GST_ELEMENT_ERROR (self, RESOURCE, WRITE, ("Could not map an output frame."),
+        (NULL));
+    return GST_FLOW_ERROR;
+  }
+  dst.format = gst_vae_decode_pixel_format (GST_VIDEO_FRAME_FORMAT (&frame));
+  dst.width = GST_VIDEO_FRAME_WIDTH (&frame);
+  dst.height = GST_VIDEO_FRAME_HEIGHT (&frame);
+  for (i = 0; i < GST_VIDEO_FRAME_N_PLANES (&frame); i++) {
+    dst.planes[i] = GST_VIDEO_FRAME_PLANE_DATA (&frame, i);
+    dst.strides[i] = GST_VIDEO_FRAME_PLANE_STRIDE (&frame, i);
+  }
+  if (GST_VIDEO_INFO_IS_YUV (&self->out_info)) {
+    gst_video_color_matrix_get_Kr_Kb (self->out_info.colorimetry.matrix, &kr,
+        &kb);
+    dst.full_range =
+        self->out_info.colorimetry.range == GST_VIDEO_COLOR_RANGE_0_255;
+  }
+  dst.kr = kr;
+  dst.kb = kb;
+  if (!vae_session_pop_frame (self->session, &dst, err, sizeof (err))) {
+    gst_video_frame_unmap (&frame);
+    gst_clear_buffer (outbuf);
+    GST_ELEMENT_ERROR (self, STREAM, DECODE, ("%s", err), (NULL));
+    return GST_FLOW_ERROR;
+  }
+  gst_video_frame_unmap (&frame);
+
+  stamp = g_array_index (self->stamps, GstVaeStamp, 0);
+  g_array_remove_index (self->stamps, 0);
+  GST_BUFFER_PTS (*outbuf) = stamp.pts;
+  GST_BUFFER_DURATION (*outbuf) = stamp.duration;
+  if (self->discont) {
+    GST_BUFFER_FLAG_SET (*outbuf, GST_BUFFER_FLAG_DISCONT);
+    self->discont = FALSE;
+  }
+  return GST_FLOW_OK;
+}
+
+/* GstBaseTransform only negotiates an output pool for elements that have a transform
+ * function; ours produces its output in generate_output and never calls this */
+static GstFlowReturn
+gst_vae_decode_transform (GstBaseTransform * trans, GstBuffer * inbuf,
+    GstBuffer * outbuf)
+{
+  GST_ELEMENT_ERROR (trans, CORE, NOT_IMPLEMENTED,
+      ("Internal error: vaedecode decodes in generate_output."), (NULL));
+  return GST_FLOW_ERROR;
+}
+
+/* decode what is queued and push it: end of stream, or new caps */
+static GstFlowReturn
+gst_vae_decode_drain (GstVaeDecode * self)
+{
+  GstBaseTransform *trans = GST_BASE_TRANSFORM (self);
+  char err[VAE_ERR_SIZE] = "";
+  GstFlowReturn ret = GST_FLOW_OK;
+  GstBuffer *buf;
+
+  if (self->session == NULL)
+    return GST_FLOW_OK;
+  if (!vae_session_drain (self->session, err, sizeof (err))) {
+    GST_ELEMENT_ERROR (self, STREAM, DECODE,
+        ("Could not decode the last latent frames: %s", err), (NULL));
+    return GST_FLOW_ERROR;
+  }
+  while (ret == GST_FLOW_OK) {
+    ret = gst_vae_decode_generate_output (trans, &buf);
+    if (ret != GST_FLOW_OK || buf == NULL)
+      break;
+    ret = gst_pad_push (GST_BASE_TRANSFORM_SRC_PAD (trans), buf);
+  }
+  return ret;
+}
+
+static gboolean
+gst_vae_decode_sink_event (GstBaseTransform * trans, GstEvent * event)
+{
+  GstVaeDecode *self = GST_VAE_DECODE (trans);
+
+  switch (GST_EVENT_TYPE (event)) {
+    case GST_EVENT_EOS:
+      if (gst_vae_decode_drain (self) == GST_FLOW_ERROR) {
+        gst_event_unref (event);
+        return FALSE;
+      }
+      break;
+    case GST_EVENT_CAPS:
+      gst_vae_decode_drain (self);
+      break;
+    case GST_EVENT_FLUSH_STOP:
+      if (self->session)
+        vae_session_reset (self->session);
+      g_array_set_size (self->stamps, 0);
+      self->discont = TRUE;
+      break;
+    default:
+      break;
+  }
+  return GST_BASE_TRANSFORM_CLASS (parent_class)->sink_event (trans, event);
+}
+
+static void
+gst_vae_decode_set_property (GObject * object, guint prop_id,
+    const GValue * value, GParamSpec * pspec)
+{
+  GstVaeDecode *self = GST_VAE_DECODE (object);
+
+  GST_OBJECT_LOCK (self);
+  switch (prop_id) {
+    case PROP_MODEL_FILE:
+      g_free (self->model_file);
+      self->model_file = g_value_dup_string (value);
+      break;
+    case PROP_MODEL_FAMILY:
+      self->model_family = g_value_get_enum (value);
+      break;
+    case PROP_BACKEND:
+      self->backend_type = g_value_get_enum (value);
+      break;
+    case PROP_DEVICE_ID:
+      self->device_id = g_value_get_int (value);
+      break;
+    case PROP_PRECISION:
+      self->precision = g_value_get_enum (value);
+      break;
+    case PROP_LATENT_SPACE:
+      self->latent_space = g_value_get_enum (value);
+      break;
+    case PROP_CHUNK_FRAMES:
+      self->chunk_frames = g_value_get_uint (value);
+      break;
+    default:
+      G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
+      break;
+  }
+  GST_OBJECT_UNLOCK (self);
+}
+
+static void
+gst_vae_decode_get_property (GObject * object, guint prop_id, GValue * value,
+    GParamSpec * pspec)
+{
+  GstVaeDecode *self = GST_VAE_DECODE (object);
+
+  GST_OBJECT_LOCK (self);
+  switch (prop_id) {
+    case PROP_MODEL_FILE:
+      g_value_set_string (value, self->model_file);
+      break;
+    case PROP_MODEL_FAMILY:
+      g_value_set_enum (value, self->model_family);
+      break;
+    case PROP_BACKEND:
+      g_value_set_enum (value, self->backend_type);
+      break;
+    case PROP_DEVICE_ID:
+      g_value_set_int (value, self->device_id);
+      break;
+    case PROP_PRECISION:
+      g_value_set_enum (value, self->precision);
+      break;
+    case PROP_LATENT_SPACE:
+      g_value_set_enum (value, self->latent_space);
+      break;
+    case PROP_CHUNK_FRAMES:
+      g_value_set_uint (value, self->chunk_frames);
+      break;
+    default:
+      G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
+      break;
+  }
+  GST_OBJECT_UNLOCK (self);
+}
+
+static void
+gst_vae_decode_finalize (GObject * object)
+{
+  GstVaeDecode *self = GST_VAE_DECODE (object);
+
+  gst_vae_decode_stop (GST_BASE_TRANSFORM (self));
+  g_array_unref (self->stamps);
+  g_free (self->model_file);
+  G_OBJECT_CLASS (parent_class)->finalize (object);
+}
+
+static void
+gst_vae_decode_class_init (GstVaeDecodeClass * klass)
+{
+  GObjectClass *gobject_class = G_OBJECT_CLASS (klass);
+  GstElementClass *element_class = GST_ELEMENT_CLASS (klass);
+  GstBaseTransformClass *trans_class = GST_BASE_TRANSFORM_CLASS (klass);
+  const GParamFlags flags = G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
+      GST_PARAM_MUTABLE_READY;
+
+  gobject_class->set_property = gst_vae_decode_set_property;
+  gobject_class->get_property = gst_vae_decode_get_property;
+  gobject_class->finalize = gst_vae_decode_finalize;
+
+  /**
+   * GstVaeDecode:model-file:
+   *
+   * The decoder weights, a safetensors file: a TAESD-family decoder (taesd, taesdxl,
+   * taesd3, taef1, taef2), in the original, diffusers or ComfyUI naming. Loaded on the
+   * way to PAUSED.
+   */
+  g_object_class_install_property (gobject_class, PROP_MODEL_FILE,
+      g_param_spec_string ("model-file", "Model file",
+          "Decoder weights (.safetensors); loaded on the way to PAUSED", NULL,
+          flags));
+  /**
+   * GstVaeDecode:model-family:
+   *
+   * The decoder family; auto detects it from the file's keys and shapes. Files whose
+   * shapes cannot tell (4 channels: taesd or taesdxl; 16: taesd3 or taef1) decode the
+   * same either way, but converting raw latents needs the family named.
+   */
+  g_object_class_install_property (gobject_class, PROP_MODEL_FAMILY,
+      g_param_spec_enum ("model-family", "Model family",
+          "Decoder family, or auto to detect it from the file",
+          GST_TYPE_VAE_MODEL_FAMILY, DEFAULT_MODEL_FAMILY, flags));
+  /**
+   * GstVaeDecode:backend:
+   *
+   * Where the decoder runs. Every backend is listed; one that this build lacks is
+   * described as not built, and asking for it is an error.
+   */
+  g_object_class_install_property (gobject_class, PROP_BACKEND,
+      g_param_spec_enum ("backend", "Backend", "Device backend",
+          GST_TYPE_VAE_BACKEND, DEFAULT_BACKEND, flags));
+  /**
+   * GstVaeDecode:device-id:
+   *
+   * The device of the backend to use; -1 picks the default one.
+   */
+  g_object_class_install_property (gobject_class, PROP_DEVICE_ID,
+      g_param_spec_int ("device-id", "Device id",
+          "Device index for the backend (-1 = default)", -1, G_MAXINT16,
+          DEFAULT_DEVICE_ID, flags));
+  /**
+   * GstVaeDecode:precision:
+   *
+   * Compute precision. Accumulation, norm statistics and softmax stay in fp32 at every
+   * precision. The CPU backend always computes in fp32.
+   */
+  g_object_class_install_property (gobject_class, PROP_PRECISION,
+      g_param_spec_enum ("precision", "Precision", "Compute precision",
+          GST_TYPE_VAE_PRECISION, DEFAULT_PRECISION, flags));
+  /**
+   * GstVaeDecode:latent-space:
+   *
+   * What the incoming latents are. auto takes the caps' `space` field when it is there,
+   * and otherwise assumes the decoder's own input space (no conversion). raw and
+   * normalized convert with the family's constants, or fail with an error naming the
+   * family when it has none.
+   */
+  g_object_class_install_property (gobject_class, PROP_LATENT_SPACE,
+      g_param_spec_enum ("latent-space", "Latent space",
+          "Space of the incoming latents (auto = the caps' space field, else "
+          "the decoder's own)", GST_TYPE_VAE_LATENT_SPACE,
+          DEFAULT_LATENT_SPACE, flags));
+  /**
+   * GstVaeDecode:chunk-frames:
+   *
+   * Latent frames decoded per step; 0 chooses (1 on the CPU). A larger chunk batches
+   * frames and holds them until it is full or the stream ends.
+   */
+  g_object_class_install_property (gobject_class, PROP_CHUNK_FRAMES,
+      g_param_spec_uint ("chunk-frames", "Chunk frames",
+          "Latent frames decoded per step (0 = automatic)", 0, 256,
+          DEFAULT_CHUNK_FRAMES, flags));
+
+  gst_element_class_add_static_pad_template (element_class, &sink_template);
+  gst_element_class_add_static_pad_template (element_class, &src_template);
+  gst_element_class_set_static_metadata (element_class, "VAE latent decoder",
+      "Codec/Decoder/Video", "Decodes diffusion-model latents into raw video "
+      "frames with a VAE decoder", "gst-vaedecode developers");
+
+  trans_class->start = GST_DEBUG_FUNCPTR (gst_vae_decode_start);
+  trans_class->stop = GST_DEBUG_FUNCPTR (gst_vae_decode_stop);
+  trans_class->transform_caps =
+      GST_DEBUG_FUNCPTR (gst_vae_decode_transform_caps);
+  trans_class->set_caps = GST_DEBUG_FUNCPTR (gst_vae_decode_set_caps);
+  trans_class->decide_allocation =
+      GST_DEBUG_FUNCPTR (gst_vae_decode_decide_allocation);
+  trans_class->submit_input_buffer =
+      GST_DEBUG_FUNCPTR (gst_vae_decode_submit_input_buffer);
+  trans_class->generate_output =
+      GST_DEBUG_FUNCPTR (gst_vae_decode_generate_output);
+  trans_class->sink_event = GST_DEBUG_FUNCPTR (gst_vae_decode_sink_event);
+  trans_class->transform = GST_DEBUG_FUNCPTR (gst_vae_decode_transform);
+  trans_class->passthrough_on_same_caps = FALSE;
+
+  gst_type_mark_as_plugin_api (GST_TYPE_VAE_MODEL_FAMILY, 0);
+  gst_type_mark_as_plugin_api (GST_TYPE_VAE_BACKEND, 0);
+  gst_type_mark_as_plugin_api (GST_TYPE_VAE_PRECISION, 0);
+  gst_type_mark_as_plugin_api (GST_TYPE_VAE_LATENT_SPACE, 0);
+
+  GST_DEBUG_CATEGORY_INIT (gst_vae_decode_debug, "vaedecode", 0,
+      "VAE latent decoder");
+}
+
+static void
+gst_vae_decode_init (GstVaeDecode * self)
+{
+  self->model_family = DEFAULT_MODEL_FAMILY;
+  self->backend_type = DEFAULT_BACKEND;
+  self->device_id = DEFAULT_DEVICE_ID;
+  self->precision = DEFAULT_PRECISION;
+  self->latent_space = DEFAULT_LATENT_SPACE;
+  self->chunk_frames = DEFAULT_CHUNK_FRAMES;
+  self->stamps = g_array_new (FALSE, FALSE, sizeof (GstVaeStamp));
+}
