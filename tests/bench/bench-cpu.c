@@ -11,6 +11,7 @@
 #include "vae-model.h"
 
 #include <oneapi/dnnl/dnnl.h>
+#include <oneapi/dnnl/dnnl_debug.h>
 #include <omp.h>
 
 #include <ctype.h>
@@ -186,11 +187,11 @@ static void run_peer(struct peer * p, const char * python, const char * script, 
     memset(p, 0, sizeof(*p));
     p->min_ms = -1.0;
     if (access(script, R_OK) != 0) {
-        snprintf(p->reason, sizeof(p->reason), "cannot read the peer script %s: %s", script, strerror(errno));
+        snprintf(p->reason, sizeof(p->reason), "cannot read the peer script %.400s: %s", script, strerror(errno));
         return;
     }
     if (access(python, X_OK) != 0) {
-        snprintf(p->reason, sizeof(p->reason), "cannot run %s: %s", python, strerror(errno));
+        snprintf(p->reason, sizeof(p->reason), "cannot run %.400s: %s", python, strerror(errno));
         return;
     }
     char cmd[4096] = "";
@@ -355,8 +356,9 @@ int main(int argc, char ** argv) {
     }
     const double prepare_ms = now_ms() - t_prep;
 
-    const int64_t * in_ne  = g->input->ne;
-    const int64_t * out_ne = g->output->ne;
+    int64_t in_ne[4], out_ne[4];  // copied: the graph is freed before the report
+    memcpy(in_ne, g->input->ne, sizeof(in_ne));
+    memcpy(out_ne, g->output->ne, sizeof(out_ne));
     const size_t    n_in   = (size_t) (in_ne[0] * in_ne[1] * in_ne[2] * in_ne[3]);
     float *         input  = malloc(n_in * sizeof(float));
     double *        times  = malloc((size_t) frames * sizeof(double));
