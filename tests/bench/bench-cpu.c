@@ -214,14 +214,13 @@ static void run_peer(struct peer * p, const char * python, const char * script, 
         return;
     }
     // keep the last non-empty line, and every "<layout>: N frames, ms/frame mean X min Y" line
-    char line[1024], last[1024] = "", prev[1024] = "";
+    char line[1024], last[1024] = "";
     char layout_lines[4][1024];
     int  n_layout_lines = 0;
     while (fgets(line, sizeof(line), f)) {
         rstrip(line);
         if (!line[0]) continue;
         printf("  peer| %s\n", line);
-        snprintf(prev, sizeof(prev), "%s", last);
         snprintf(last, sizeof(last), "%s", line);
         if (strstr(line, ": ") && strstr(line, " frames, ms/frame mean ") && n_layout_lines < 4) {
             snprintf(layout_lines[n_layout_lines++], sizeof(layout_lines[0]), "%s", line);
@@ -251,7 +250,6 @@ static void run_peer(struct peer * p, const char * python, const char * script, 
             }
         }
     }
-    (void) prev;
     p->ok = true;
 }
 
@@ -300,10 +298,11 @@ int main(int argc, char ** argv) {
         }
     }
 
-    static char model_buf[4096], script_buf[4096];
+    static char script_buf[4096];
     if (!model_path) {
         model_path = DEFAULT_MODEL;
 #ifdef VAE_SOURCE_DIR
+        static char model_buf[4096];
         // run from elsewhere than the repository root: fall back to the shared dir beside the source
         if (access(model_path, R_OK) != 0) {
             snprintf(model_buf, sizeof(model_buf), "%s/%s", VAE_SOURCE_DIR, DEFAULT_MODEL);
@@ -456,9 +455,9 @@ int main(int argc, char ** argv) {
     printf("%s decoder, %lldx%lld frame (latent %lldx%lldx%lld), fp32, CPU, %d threads\n", family,
            (long long) out_ne[3], (long long) out_ne[2], (long long) in_ne[1], (long long) in_ne[2],
            (long long) in_ne[3], threads);
-    printf("model GFLOP/frame: %.2f (convolutions; upsample+conv counted unfused); executed by our fused graph: "
+    printf("model GFLOP/frame: %.2f (convolutions; upsample+conv counted unfused); executed by our %s graph: "
            "%.2f GFLOP\n",
-           fl.model / 1e9, fl.executed / 1e9);
+           fl.model / 1e9, fl.n_upconv ? "fused" : "unfused", fl.executed / 1e9);
     if (peak_fs > 0) {
         printf("measured fp32 peak: %.1f GFLOP/s (dnnl_sgemm %dx%dx%d, best of %d: %.1f ms)\n", peak_fs / 1e9,
                SGEMM_N, SGEMM_N, SGEMM_N, SGEMM_RUNS, sgemm_ms);
@@ -469,14 +468,17 @@ int main(int argc, char ** argv) {
            "sd %.1f ms; peak %.1f MiB, max RSS %.1f MiB\n",
            prepare_ms, frames, warmup, mean, median, mn, mx, sd, peak_mib, maxrss_mib);
     printf("\n");
-    printf("%-30s %9s %8s %9s %17s %9s\n", "impl", "ms/frame", "min ms", "GFLOP/s", "% of sgemm peak", "peak MiB");
+    printf("%-32s %9s %8s %9s %17s %9s\n", "impl", "ms/frame", "min ms", "GFLOP/s", "% of sgemm peak", "peak MiB");
     char pct[32] = "-";
     if (peak_fs > 0) snprintf(pct, sizeof(pct), "%.1f", 100.0 * our_fs / peak_fs);
-    printf("%-30s %9.1f %8.1f %9.1f %17s %9.1f\n", "gst-vaedecode cpu", mean, mn, our_fs / 1e9, pct, peak_mib);
+    printf("%-32s %9.1f %8.1f %9.1f %17s %9.1f\n", "gst-vaedecode cpu", mean, mn, our_fs / 1e9, pct, peak_mib);
     if (!no_peer) {
         if (peer.ok) {
             char label[128], version[64], minbuf[32] = "-";
             snprintf(version, sizeof(version), "%s", peer.version);
+            // major.minor in the table ("1.13"); the full version is printed below it
+            char * dot = strchr(version, '.');
+            if (dot && (dot = strchr(dot + 1, '.'))) *dot = '\0';
             char * plus = strchr(version, '+');
             if (plus) *plus = '\0';
             if (peer.layout[0]) {
@@ -488,14 +490,21 @@ int main(int argc, char ** argv) {
             const double peer_fs = fl.model / (peer.ms / 1e3);
             snprintf(pct, sizeof(pct), "-");
             if (peak_fs > 0) snprintf(pct, sizeof(pct), "%.1f", 100.0 * peer_fs / peak_fs);
-            printf("%-30s %9.1f %8s %9.1f %17s %9s\n", label, peer.ms, minbuf, peer_fs / 1e9, pct, "-");
+            printf("%-32s %9.1f %8s %9.1f %17s %9s\n", label, peer.ms, minbuf, peer_fs / 1e9, pct, "-");
             printf("ratio (PyTorch / ours): %.2fx\n", peer.ms / mean);
+            printf("peer: torch %s, %d threads, best layout %s\n", peer.version, peer.threads,
+                   peer.layout[0] ? peer.layout : "nchw");
             if (peer.threads != threads) {
                 printf("note: the peer ran with %d threads, ours with %d\n", peer.threads, threads);
             }
         } else {
             printf("peer: unavailable (%s)\n", peer.reason);
         }
+    }
+    if (peak_fs > 0) {
+        printf("ours, executed FLOPs (fused upsample-convs at 4/9 of their model FLOPs): %.1f GFLOP/s, "
+               "%.1f%% of sgemm peak\n",
+               fl.executed / (mean / 1e3) / 1e9, 100.0 * fl.executed / (mean / 1e3) / peak_fs);
     }
     printf("threads: %d (omp_get_max_threads); max RSS %.1f MiB (before the sgemm)\n", threads, maxrss_mib);
 

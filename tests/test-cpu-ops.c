@@ -1,0 +1,1348 @@
+// The ops suite of the CPU backend, through the public API of backend/vae-backend.h only: small
+// graphs built with vae_graph_*, prepared and run on the cpu backend, read back with
+// vae_backend_graph_read_output / vae_backend_graph_read_frame, and compared with naive C
+// references written here (double accumulation, NCHW, no blocking) on seeded random inputs.
+//
+// Covered: conv2d (k 1/3, bias, residual, act none/relu/silu, odd channel counts and sizes),
+// upsample_conv2d fused and unfused, group_norm (groups, eps, act, large offsets), tanh_clamp,
+// chains that exercise the memory planner (in-place residuals, reused buffers, dead nodes, an
+// intermediate output), pixel packing for every vae_pixel_format, memory limits, graph reuse,
+// NaN propagation and the size checks of read_frame.
+//
+// Tolerances (fp32): NMSE = sum (a-b)^2 / sum b^2 <= 1e-10 and max |a-b| <= 1e-4 * max |b|;
+// a NaN or Inf where the reference is finite (or a finite value where it is NaN) always fails.
+// `test-cpu-ops --quick` runs a small subset (for valgrind).
+
+#include "vae-backend.h"
+#include "vae-test.h"
+
+#include <math.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define NMSE_TOL 1e-10
+#define REL_TOL  1e-4
+
+static vae_backend_t * B;
+static bool            g_quick;
+
+// ---- random numbers and allocations -----------------------------------------------------------
+
+static uint64_t g_rng = 0x9E3779B97F4A7C15ull;
+
+static void rng_seed(uint64_t s) {
+    g_rng = s * 0x9E3779B97F4A7C15ull + 0x632BE59BD9B4E019ull;
+}
+
+static uint64_t rng_u64(void) { // splitmix64
+    uint64_t z = (g_rng += 0x9E3779B97F4A7C15ull);
+    z          = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z          = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+static float rng_uniform(float lo, float hi) {
+    return lo + (hi - lo) * (float) ((double) (rng_u64() >> 11) / 9007199254740992.0);
+}
+
+static void * xmalloc(size_t bytes) {
+    void * p = malloc(bytes ? bytes : 1);
+    if (!p) {
+        fprintf(stderr, "out of memory (%zu bytes)\n", bytes);
+        exit(2);
+    }
+    return p;
+}
+
+// every host array of one case (weights must outlive the prepared graph)
+struct pool {
+    void * p[128];
+    int    n;
+};
+
+static void * pool_add(struct pool * pl, void * p) {
+    if (pl->n == (int) (sizeof(pl->p) / sizeof(pl->p[0]))) {
+        fprintf(stderr, "pool full\n");
+        exit(2);
+    }
+    pl->p[pl->n++] = p;
+    return p;
+}
+
+static void pool_free(struct pool * pl) {
+    for (int i = 0; i < pl->n; i++) {
+        free(pl->p[i]);
+    }
+    pl->n = 0;
+}
+
+static float * rnd(struct pool * pl, size_t n, float lo, float hi) {
+    float * a = pool_add(pl, xmalloc(n * sizeof(float)));
+    for (size_t i = 0; i < n; i++) {
+        a[i] = rng_uniform(lo, hi);
+    }
+    return a;
+}
+
+static double * to_double(struct pool * pl, const float * a, size_t n) {
+    double * d = pool_add(pl, xmalloc(n * sizeof(double)));
+    for (size_t i = 0; i < n; i++) {
+        d[i] = a[i];
+    }
+    return d;
+}
+
+static const char * act_name(enum vae_act a) {
+    return a == VAE_ACT_RELU ? "relu" : a == VAE_ACT_SILU ? "silu" : "none";
+}
+
+// ---- naive references (NCHW, double) ---------------------------------------------------------
+
+static double ref_act(double v, enum vae_act a) {
+    switch (a) {
+        case VAE_ACT_RELU: return isnan(v) ? v : (v > 0 ? v : 0.0);
+        case VAE_ACT_SILU: return v / (1.0 + exp(-v));
+        default:           return v;
+    }
+}
+
+// y = act(conv(x, w) + b + r), k x k, stride 1, zero pad k/2
+static double * ref_conv(struct pool * pl, const double * x, int N, int Ci, int H, int W, const float * w, int Co,
+                         int k, const float * b, const double * r, enum vae_act act) {
+    double *  y   = pool_add(pl, xmalloc((size_t) N * Co * H * W * sizeof(double)));
+    const int pad = k / 2;
+    for (int n = 0; n < N; n++) {
+        for (int co = 0; co < Co; co++) {
+            for (int yy = 0; yy < H; yy++) {
+                for (int xx = 0; xx < W; xx++) {
+                    double s = b ? b[co] : 0.0;
+                    for (int ci = 0; ci < Ci; ci++) {
+                        for (int ky = 0; ky < k; ky++) {
+                            const int iy = yy + ky - pad;
+                            if (iy < 0 || iy >= H) {
+                                continue;
+                            }
+                            for (int kx = 0; kx < k; kx++) {
+                                const int ix = xx + kx - pad;
+                                if (ix < 0 || ix >= W) {
+                                    continue;
+                                }
+                                s += (double) w[((size_t) (co * Ci + ci) * k + ky) * k + kx] *
+                                     x[(((size_t) n * Ci + ci) * H + iy) * W + ix];
+                            }
+                        }
+                    }
+                    const size_t o = (((size_t) n * Co + co) * H + yy) * W + xx;
+                    if (r) {
+                        s += r[o];
+                    }
+                    y[o] = ref_act(s, act);
+                }
+            }
+        }
+    }
+    return y;
+}
+
+// nearest 2x: [N, C, H, W] -> [N, C, 2H, 2W]
+static double * ref_up2(struct pool * pl, const double * x, int N, int C, int H, int W) {
+    double * y = pool_add(pl, xmalloc((size_t) N * C * 4 * H * W * sizeof(double)));
+    for (int nc = 0; nc < N * C; nc++) {
+        for (int yy = 0; yy < 2 * H; yy++) {
+            for (int xx = 0; xx < 2 * W; xx++) {
+                y[((size_t) nc * 2 * H + yy) * 2 * W + xx] = x[((size_t) nc * H + yy / 2) * W + xx / 2];
+            }
+        }
+    }
+    return y;
+}
+
+// y = act(GN(x) * g + b), biased variance over (C/groups) x H x W, two passes in double
+static double * ref_gn(struct pool * pl, const double * x, int N, int C, int H, int W, int groups, float eps,
+                       const float * gamma, const float * beta, enum vae_act act) {
+    double *     y   = pool_add(pl, xmalloc((size_t) N * C * H * W * sizeof(double)));
+    const int    cpg = C / groups;
+    const size_t HW  = (size_t) H * W, cnt = (size_t) cpg * HW;
+    for (int n = 0; n < N; n++) {
+        for (int g = 0; g < groups; g++) {
+            const double * xs = x + ((size_t) n * C + (size_t) g * cpg) * HW;
+            double         m  = 0, v = 0;
+            for (size_t i = 0; i < cnt; i++) {
+                m += xs[i];
+            }
+            m /= (double) cnt;
+            for (size_t i = 0; i < cnt; i++) {
+                v += (xs[i] - m) * (xs[i] - m);
+            }
+            v /= (double) cnt;
+            const double rstd = 1.0 / sqrt(v + (double) eps);
+            for (int c = g * cpg; c < (g + 1) * cpg; c++) {
+                for (size_t p = 0; p < HW; p++) {
+                    const size_t o = ((size_t) n * C + c) * HW + p;
+                    y[o]           = ref_act((x[o] - m) * rstd * gamma[c] + beta[c], act);
+                }
+            }
+        }
+    }
+    return y;
+}
+
+static double * ref_tanh_clamp(struct pool * pl, const double * x, size_t n, double s) {
+    double * y = pool_add(pl, xmalloc(n * sizeof(double)));
+    for (size_t i = 0; i < n; i++) {
+        y[i] = tanh(x[i] / s) * s;
+    }
+    return y;
+}
+
+// ---- comparison --------------------------------------------------------------------------------
+
+struct cmp {
+    double nmse, maxerr, maxref;
+    size_t bad;      // non-finite / NaN-pattern mismatches
+    size_t first_bad;
+    size_t n_nan;    // NaNs expected (and found) in the reference
+};
+
+static struct cmp compare_raw(const float * got, const double * ref, size_t n) {
+    struct cmp c = { 0 };
+    double     num = 0, den = 0;
+    c.first_bad    = (size_t) -1;
+    for (size_t i = 0; i < n; i++) {
+        const double r = ref[i], a = got[i];
+        bool         bad = false;
+        if (isnan(r)) {
+            c.n_nan++;
+            bad = !isnan(a); // a NaN source must stay visible
+        } else if (isinf(r)) {
+            bad = a != r;
+        } else if (!isfinite(a)) {
+            bad = true;
+        } else {
+            const double d = a - r;
+            num += d * d;
+            den += r * r;
+            if (fabs(d) > c.maxerr) {
+                c.maxerr = fabs(d);
+            }
+            if (fabs(r) > c.maxref) {
+                c.maxref = fabs(r);
+            }
+        }
+        if (bad) {
+            if (c.bad++ == 0) {
+                c.first_bad = i;
+            }
+        }
+    }
+    c.nmse = den > 0 ? num / den : (num > 0 ? INFINITY : 0.0);
+    return c;
+}
+
+// one line per case; returns whether it passed
+static bool report(const char * label, const float * got, const double * ref, size_t n) {
+    if (!got) {
+        CHECK(false, "%s: the graph did not run", label);
+        printf("%s: FAIL (did not run)\n", label);
+        return false;
+    }
+    const struct cmp c  = compare_raw(got, ref, n);
+    const double     at = REL_TOL * (c.maxref > 1e-6 ? c.maxref : 1e-6);
+    const bool       ok = c.bad == 0 && c.nmse <= NMSE_TOL && c.maxerr <= at;
+    printf("%s: %s nmse=%.3g maxerr=%.3g maxref=%.3g%s\n", label, ok ? "OK" : "FAIL", c.nmse, c.maxerr, c.maxref,
+           c.n_nan ? " (NaN pattern matched)" : "");
+    CHECK(c.bad == 0, "%s: %zu non-finite mismatches, first at %zu: got %g, want %g", label, c.bad,
+          c.first_bad, c.bad ? got[c.first_bad] : 0.0, c.bad ? ref[c.first_bad] : 0.0);
+    CHECK(c.nmse <= NMSE_TOL, "%s: nmse %.3g > %.1g", label, c.nmse, NMSE_TOL);
+    CHECK(c.maxerr <= at, "%s: max abs error %.3g > %.3g", label, c.maxerr, at);
+    return ok;
+}
+
+// NaN-aware bit-for-bit equality
+static bool same_floats(const float * a, const float * b, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        if (isnan(a[i]) != isnan(b[i]) || (!isnan(a[i]) && a[i] != b[i])) {
+            return false;
+        }
+    }
+    return true;
+}
+
+// ---- running graphs ----------------------------------------------------------------------------
+
+static size_t out_count(const struct vae_graph * g) {
+    const int64_t * ne = g->output->ne;
+    return (size_t) (ne[0] * ne[1] * ne[2] * ne[3]);
+}
+
+// prepare (unless prepared), compute, read the output into a pool array; NULL on failure
+static float * run_keep(struct pool * pl, struct vae_graph * g, const float * input, bool release) {
+    char err[512] = "";
+    if (!g->backend_data) {
+        const bool ok = vae_backend_graph_prepare(B, g, 0, err, sizeof(err));
+        CHECK(ok, "prepare: %s", err);
+        if (!ok) {
+            return NULL;
+        }
+        CHECK(g->peak_bytes > 0, "prepare left peak_bytes at 0");
+    }
+    bool ok = vae_backend_graph_compute(B, g, input, err, sizeof(err));
+    CHECK(ok, "compute: %s", err);
+    float * out = NULL;
+    if (ok) {
+        out = pool_add(pl, xmalloc(out_count(g) * sizeof(float)));
+        ok  = vae_backend_graph_read_output(B, g, out, err, sizeof(err));
+        CHECK(ok, "read_output: %s", err);
+        if (!ok) {
+            out = NULL;
+        }
+    }
+    if (release) {
+        vae_backend_graph_release(B, g);
+        CHECK(g->backend_data == NULL, "release left backend_data set");
+    }
+    return out;
+}
+
+static float * run(struct pool * pl, struct vae_graph * g, const float * input) {
+    return run_keep(pl, g, input, true);
+}
+
+static struct vae_graph * graph_new(bool fused) {
+    struct vae_graph * g = vae_graph_new();
+    if (!g) {
+        fprintf(stderr, "vae_graph_new failed\n");
+        exit(2);
+    }
+    g->fused = fused; // independent of VAE_DISABLE_FUSION in the environment
+    return g;
+}
+
+// conv weights [co, ci, k, k] scaled by 1/sqrt(fan in), so outputs stay O(1) along chains
+static struct vae_tensor * conv_w(struct vae_graph * g, struct pool * pl, int co, int ci, int k, const float ** data) {
+    const float   s     = 1.5f / sqrtf((float) (ci * k * k));
+    const float * w     = rnd(pl, (size_t) co * ci * k * k, -s, s);
+    const int64_t sh[4] = { co, ci, k, k };
+    *data               = w;
+    return vae_graph_weight(g, "w", w, 4, sh);
+}
+
+static struct vae_tensor * vec_w(struct vae_graph * g, struct pool * pl, int n, float lo, float hi,
+                                 const float ** data) {
+    const float * b     = rnd(pl, (size_t) n, lo, hi);
+    const int64_t sh[1] = { n };
+    *data               = b;
+    return vae_graph_weight(g, "b", b, 1, sh);
+}
+
+// ---- conv2d ------------------------------------------------------------------------------------
+
+static void test_conv_case(int N, int Ci, int Co, int H, int W, int k, bool bias, bool res, enum vae_act act) {
+    struct pool        pl = { 0 };
+    struct vae_graph * g  = graph_new(true);
+    const float *      w, *b = NULL, *wr;
+    struct vae_tensor * x  = vae_graph_input(g, N, Ci, H, W);
+    struct vae_tensor * tw = conv_w(g, &pl, Co, Ci, k, &w);
+    struct vae_tensor * tb = bias ? vec_w(g, &pl, Co, -0.5f, 0.5f, &b) : NULL;
+    struct vae_tensor * r  = NULL;
+    if (res) { // a residual computed from the input (it dies at the conv: in place)
+        r = vae_graph_conv2d(g, x, conv_w(g, &pl, Co, Ci, 1, &wr), NULL, NULL, VAE_ACT_NONE);
+    }
+    vae_graph_set_output(g, vae_graph_conv2d(g, x, tw, tb, r, act));
+
+    const size_t   nin = (size_t) N * Ci * H * W;
+    const float *  in  = rnd(&pl, nin, -1.0f, 1.0f);
+    const double * xd  = to_double(&pl, in, nin);
+    const double * rd  = res ? ref_conv(&pl, xd, N, Ci, H, W, wr, Co, 1, NULL, NULL, VAE_ACT_NONE) : NULL;
+    const double * yd  = ref_conv(&pl, xd, N, Ci, H, W, w, Co, k, b, rd, act);
+
+    char label[160];
+    snprintf(label, sizeof(label), "conv2d(n=%d,cin=%d,cout=%d,h=%d,w=%d,k=%d%s%s,%s)", N, Ci, Co, H, W, k,
+             bias ? ",bias" : "", res ? ",res" : "", act_name(act));
+    report(label, run(&pl, g, in), yd, (size_t) N * Co * H * W);
+    vae_graph_free(g);
+    pool_free(&pl);
+}
+
+static void test_conv(void) {
+    static const int shapes[][5] = {
+        // n, cin, cout, h, w
+        { 1, 1, 3, 1, 1 },   { 1, 3, 16, 3, 3 },  { 2, 5, 3, 7, 5 },   { 1, 16, 16, 16, 9 },
+        { 2, 20, 33, 7, 5 }, { 1, 33, 5, 16, 9 }, { 1, 64, 3, 7, 5 },  { 2, 64, 64, 3, 3 },
+        { 1, 3, 20, 16, 9 }, { 2, 16, 1, 1, 1 },  { 1, 5, 64, 1, 7 },  { 2, 33, 20, 9, 16 },
+    };
+    const int n_shapes = g_quick ? 1 : (int) (sizeof(shapes) / sizeof(shapes[0]));
+    for (int s = 0; s < n_shapes; s++) {
+        for (int k = 1; k <= 3; k += 2) {
+            for (int combo = 0; combo < 12; combo++) {
+                const bool         bias = combo & 1, res = (combo >> 1) & 1;
+                const enum vae_act act  = (enum vae_act) (combo >> 2);
+                if (g_quick && combo != 7) {
+                    continue;
+                }
+                rng_seed((uint64_t) (s * 100 + k * 20 + combo));
+                test_conv_case(shapes[s][0], shapes[s][1], shapes[s][2], shapes[s][3], shapes[s][4], k, bias, res,
+                               act);
+            }
+        }
+    }
+}
+
+// ---- upsample_conv2d ---------------------------------------------------------------------------
+
+static void test_upconv_case(int N, int Ci, int Co, int H, int W, bool fused, bool bias, enum vae_act act) {
+    struct pool         pl = { 0 };
+    struct vae_graph *  g  = graph_new(fused);
+    const float *       w, *b = NULL;
+    struct vae_tensor * x  = vae_graph_input(g, N, Ci, H, W);
+    struct vae_tensor * tw = conv_w(g, &pl, Co, Ci, 3, &w);
+    struct vae_tensor * tb = bias ? vec_w(g, &pl, Co, -0.5f, 0.5f, &b) : NULL;
+    struct vae_tensor * y  = vae_graph_upsample_conv2d(g, x, tw, tb, act);
+    vae_graph_set_output(g, y);
+    CHECK(g->n_nodes == (fused ? 2 : 3), "upsample_conv2d built %d nodes with fused=%d", g->n_nodes, fused);
+    CHECK(y->ne[2] == 2 * H && y->ne[3] == 2 * W && y->ne[1] == Co, "upsample_conv2d output shape");
+
+    const size_t   nin = (size_t) N * Ci * H * W;
+    const float *  in  = rnd(&pl, nin, -1.0f, 1.0f);
+    const double * up  = ref_up2(&pl, to_double(&pl, in, nin), N, Ci, H, W);
+    const double * yd  = ref_conv(&pl, up, N, Ci, 2 * H, 2 * W, w, Co, 3, b, NULL, act);
+
+    char label[160];
+    snprintf(label, sizeof(label), "upsample_conv2d(n=%d,cin=%d,cout=%d,h=%d,w=%d,%s%s,%s)", N, Ci, Co, H, W,
+             fused ? "fused" : "unfused", bias ? ",bias" : "", act_name(act));
+    report(label, run(&pl, g, in), yd, (size_t) N * Co * 4 * H * W);
+    vae_graph_free(g);
+    pool_free(&pl);
+}
+
+static void test_upconv(void) {
+    static const int shapes[][5] = {
+        { 1, 1, 3, 1, 1 },  { 1, 3, 3, 3, 3 },   { 2, 5, 16, 7, 5 }, { 1, 16, 3, 16, 9 },
+        { 1, 20, 33, 7, 5 }, { 2, 64, 20, 3, 3 }, { 1, 33, 64, 4, 4 }, { 1, 16, 16, 1, 6 },
+    };
+    const int n_shapes = g_quick ? 1 : (int) (sizeof(shapes) / sizeof(shapes[0]));
+    for (int s = 0; s < n_shapes; s++) {
+        for (int combo = 0; combo < 6; combo++) {
+            const bool         bias = combo & 1;
+            const enum vae_act act  = (enum vae_act) (combo >> 1);
+            if (g_quick && combo != 3) {
+                continue;
+            }
+            for (int fused = 1; fused >= 0; fused--) {
+                rng_seed((uint64_t) (1000 + s * 10 + combo)); // same data fused and unfused
+                test_upconv_case(shapes[s][0], shapes[s][1], shapes[s][2], shapes[s][3], shapes[s][4], fused, bias,
+                                 act);
+            }
+        }
+    }
+}
+
+// ---- group_norm --------------------------------------------------------------------------------
+
+static void test_gn_case(int N, int C, int H, int W, int groups, float eps, enum vae_act act, float offset) {
+    struct pool         pl = { 0 };
+    struct vae_graph *  g  = graph_new(true);
+    const float *       gamma, *beta;
+    struct vae_tensor * x  = vae_graph_input(g, N, C, H, W);
+    struct vae_tensor * tg = vec_w(g, &pl, C, 0.5f, 1.5f, &gamma);
+    struct vae_tensor * tb = vec_w(g, &pl, C, -0.5f, 0.5f, &beta);
+    vae_graph_set_output(g, vae_graph_group_norm(g, x, groups, eps, tg, tb, act));
+
+    const size_t n  = (size_t) N * C * H * W;
+    float *      in = rnd(&pl, n, -1.0f, 1.0f);
+    for (size_t i = 0; i < n; i++) {
+        in[i] += offset;
+    }
+    const double * yd = ref_gn(&pl, to_double(&pl, in, n), N, C, H, W, groups, eps, gamma, beta, act);
+
+    char label[160];
+    snprintf(label, sizeof(label), "group_norm(n=%d,c=%d,h=%d,w=%d,groups=%d,eps=%g,%s,offset=%g)", N, C, H, W,
+             groups, eps, act_name(act), offset);
+    report(label, run(&pl, g, in), yd, n);
+    vae_graph_free(g);
+    pool_free(&pl);
+}
+
+static void test_gn(void) {
+    static const int shapes[][5] = {
+        // n, c, h, w, groups
+        { 1, 32, 7, 5, 1 },  { 2, 32, 7, 5, 4 },  { 1, 32, 16, 9, 32 }, { 2, 64, 3, 3, 32 }, { 1, 64, 16, 9, 4 },
+        { 1, 64, 1, 1, 1 },  { 2, 20, 7, 5, 4 },  { 1, 20, 16, 9, 1 },  { 1, 16, 3, 3, 4 },  { 2, 16, 1, 1, 1 },
+        { 1, 33, 7, 5, 1 },  { 1, 5, 16, 9, 1 },  { 2, 3, 3, 3, 1 },    { 1, 1, 7, 5, 1 },   { 1, 32, 1, 1, 32 },
+        { 2, 64, 9, 16, 32 },
+    };
+    static const float eps[2] = { 1e-5f, 1e-6f };
+    const int          n_shapes = g_quick ? 1 : (int) (sizeof(shapes) / sizeof(shapes[0]));
+    for (int s = 0; s < n_shapes; s++) {
+        for (int combo = 0; combo < 12; combo++) {
+            const float        e      = eps[combo & 1];
+            const float        offset = (combo >> 1) & 1 ? 100.0f : 0.0f;
+            const enum vae_act act    = (enum vae_act) (combo >> 2);
+            if (g_quick && combo != 10) {
+                continue;
+            }
+            rng_seed((uint64_t) (2000 + s * 20 + combo));
+            test_gn_case(shapes[s][0], shapes[s][1], shapes[s][2], shapes[s][3], shapes[s][4], e, act, offset);
+        }
+    }
+}
+
+// ---- tanh_clamp --------------------------------------------------------------------------------
+
+static void test_tanh_case(int N, int C, int H, int W, float s, float mag, bool specials) {
+    struct pool        pl = { 0 };
+    struct vae_graph * g  = graph_new(true);
+    vae_graph_set_output(g, vae_graph_tanh_clamp(g, vae_graph_input(g, N, C, H, W), s));
+    const size_t n  = (size_t) N * C * H * W;
+    float *      in = rnd(&pl, n, -mag, mag);
+    if (specials) {
+        static const float sp[] = { INFINITY, -INFINITY, 1e30f, -1e30f, 3e38f, -3e38f, 0.0f, -0.0f, 1e-30f, 88.0f, -89.0f };
+        for (size_t i = 0; i < sizeof(sp) / sizeof(sp[0]) && i < n; i++) {
+            in[(i * 7) % n] = sp[i];
+        }
+    }
+    const double * yd = ref_tanh_clamp(&pl, to_double(&pl, in, n), n, s);
+    char           label[160];
+    snprintf(label, sizeof(label), "tanh_clamp(n=%d,c=%d,h=%d,w=%d,s=%g,mag=%g%s)", N, C, H, W, s, mag,
+             specials ? ",inf/huge" : "");
+    const float * out = run(&pl, g, in);
+    report(label, out, yd, n);
+    if (out) {
+        bool bounded = true;
+        for (size_t i = 0; i < n; i++) {
+            bounded = bounded && fabsf(out[i]) <= s;
+        }
+        CHECK(bounded, "%s: an output exceeds s", label);
+    }
+    vae_graph_free(g);
+    pool_free(&pl);
+}
+
+static void test_tanh(void) {
+    rng_seed(3000);
+    test_tanh_case(1, 3, 7, 5, 3.0f, 1.0f, false);
+    if (g_quick) {
+        return;
+    }
+    test_tanh_case(2, 3, 16, 9, 3.0f, 10.0f, false);
+    test_tanh_case(1, 20, 7, 5, 3.0f, 1000.0f, true);
+    test_tanh_case(1, 1, 1, 1, 3.0f, 2.0f, false);
+    test_tanh_case(2, 33, 3, 3, 3.0f, 100.0f, true);
+    test_tanh_case(1, 64, 9, 16, 3.0f, 5.0f, true);
+    test_tanh_case(1, 5, 7, 5, 1.0f, 4.0f, true);
+}
+
+// ---- chains: the memory planner ----------------------------------------------------------------
+
+// a residual whose source (the input) is used again later: it must be copied, not taken over
+static void test_chain_res_reused(int N, int C, int H, int W) {
+    struct pool        pl = { 0 };
+    struct vae_graph * g  = graph_new(true);
+    const float *      w1, *w2, *w3, *b2, *gg, *gb;
+    struct vae_tensor * x = vae_graph_input(g, N, C, H, W);
+    struct vae_tensor * a = vae_graph_conv2d(g, x, conv_w(g, &pl, C, C, 3, &w1), NULL, NULL, VAE_ACT_SILU);
+    struct vae_tensor * b = vae_graph_conv2d(g, a, conv_w(g, &pl, C, C, 3, &w2), vec_w(g, &pl, C, -.5f, .5f, &b2), x,
+                                             VAE_ACT_NONE);
+    struct vae_tensor * c = vae_graph_conv2d(g, b, conv_w(g, &pl, C, C, 1, &w3), NULL, x, VAE_ACT_RELU);
+    // and a group norm of x at the very end: x lives to here
+    struct vae_tensor * d = vae_graph_group_norm(g, x, 1, 1e-6f, vec_w(g, &pl, C, .5f, 1.5f, &gg),
+                                                 vec_w(g, &pl, C, -.5f, .5f, &gb), VAE_ACT_NONE);
+    struct vae_tensor * wsum;
+    const float *       w4;
+    wsum = vae_graph_conv2d(g, d, conv_w(g, &pl, C, C, 1, &w4), NULL, c, VAE_ACT_NONE);
+    vae_graph_set_output(g, wsum);
+
+    const size_t   n  = (size_t) N * C * H * W;
+    const float *  in = rnd(&pl, n, -1, 1);
+    const double * xd = to_double(&pl, in, n);
+    const double * ad = ref_conv(&pl, xd, N, C, H, W, w1, C, 3, NULL, NULL, VAE_ACT_SILU);
+    const double * bd = ref_conv(&pl, ad, N, C, H, W, w2, C, 3, b2, xd, VAE_ACT_NONE);
+    const double * cd = ref_conv(&pl, bd, N, C, H, W, w3, C, 1, NULL, xd, VAE_ACT_RELU);
+    const double * dd = ref_gn(&pl, xd, N, C, H, W, 1, 1e-6f, gg, gb, VAE_ACT_NONE);
+    const double * yd = ref_conv(&pl, dd, N, C, H, W, w4, C, 1, NULL, cd, VAE_ACT_NONE);
+    char           label[160];
+    snprintf(label, sizeof(label), "chain_residual_source_used_later(n=%d,c=%d,h=%d,w=%d)", N, C, H, W);
+    report(label, run(&pl, g, in), yd, n);
+    vae_graph_free(g);
+    pool_free(&pl);
+}
+
+// residuals that die at their conv (in place), a conv whose residual is its own source, and an
+// in-place tanh / group norm
+static void test_chain_res_inplace(int N, int Ci, int C, int H, int W) {
+    struct pool        pl = { 0 };
+    struct vae_graph * g  = graph_new(true);
+    const float *      w1, *w2, *w3, *w4, *gg, *gb, *b3;
+    struct vae_tensor * x = vae_graph_input(g, N, Ci, H, W);
+    struct vae_tensor * a = vae_graph_conv2d(g, x, conv_w(g, &pl, C, Ci, 1, &w1), NULL, NULL, VAE_ACT_NONE);
+    struct vae_tensor * b = vae_graph_conv2d(g, x, conv_w(g, &pl, C, Ci, 3, &w2), NULL, a, VAE_ACT_SILU); // a dies
+    struct vae_tensor * c = vae_graph_group_norm(g, b, C % 4 ? 1 : 4, 1e-5f, vec_w(g, &pl, C, .5f, 1.5f, &gg),
+                                                 vec_w(g, &pl, C, -.5f, .5f, &gb), VAE_ACT_SILU); // b dies
+    struct vae_tensor * d = vae_graph_conv2d(g, c, conv_w(g, &pl, C, C, 3, &w3), vec_w(g, &pl, C, -.5f, .5f, &b3), c,
+                                             VAE_ACT_NONE); // residual is the conv's own source
+    struct vae_tensor * e = vae_graph_tanh_clamp(g, d, 3.0f);                                       // d dies
+    struct vae_tensor * f = vae_graph_conv2d(g, e, conv_w(g, &pl, C, C, 1, &w4), NULL, e, VAE_ACT_RELU);
+    vae_graph_set_output(g, f);
+
+    const size_t   nin = (size_t) N * Ci * H * W, n = (size_t) N * C * H * W;
+    const float *  in  = rnd(&pl, nin, -1, 1);
+    const double * xd  = to_double(&pl, in, nin);
+    const double * ad  = ref_conv(&pl, xd, N, Ci, H, W, w1, C, 1, NULL, NULL, VAE_ACT_NONE);
+    const double * bd  = ref_conv(&pl, xd, N, Ci, H, W, w2, C, 3, NULL, ad, VAE_ACT_SILU);
+    const double * cd  = ref_gn(&pl, bd, N, C, H, W, C % 4 ? 1 : 4, 1e-5f, gg, gb, VAE_ACT_SILU);
+    const double * dd  = ref_conv(&pl, cd, N, C, H, W, w3, C, 3, b3, cd, VAE_ACT_NONE);
+    const double * ed  = ref_tanh_clamp(&pl, dd, n, 3.0);
+    const double * yd  = ref_conv(&pl, ed, N, C, H, W, w4, C, 1, NULL, ed, VAE_ACT_RELU);
+    char           label[160];
+    snprintf(label, sizeof(label), "chain_inplace_residuals(n=%d,cin=%d,c=%d,h=%d,w=%d)", N, Ci, C, H, W);
+    report(label, run(&pl, g, in), yd, n);
+    vae_graph_free(g);
+    pool_free(&pl);
+}
+
+// the output is an intermediate node that later nodes read (and would otherwise overwrite in
+// place); also a dead node nobody reads
+static void test_chain_mid_output(int N, int C, int H, int W, int which) {
+    struct pool        pl = { 0 };
+    struct vae_graph * g  = graph_new(true);
+    const float *      w1, *w2, *w3, *wd, *gg, *gb;
+    struct vae_tensor * x    = vae_graph_input(g, N, C, H, W);
+    struct vae_tensor * a    = vae_graph_conv2d(g, x, conv_w(g, &pl, C, C, 3, &w1), NULL, NULL, VAE_ACT_NONE);
+    struct vae_tensor * dead = vae_graph_conv2d(g, a, conv_w(g, &pl, 7, C, 1, &wd), NULL, NULL, VAE_ACT_NONE);
+    struct vae_tensor * b    = vae_graph_tanh_clamp(g, a, 0.5f);                     // would be in place over a
+    struct vae_tensor * c    = vae_graph_conv2d(g, b, conv_w(g, &pl, C, C, 1, &w2), NULL, a, VAE_ACT_NONE); // a
+    struct vae_tensor * d    = vae_graph_group_norm(g, c, 1, 1e-6f, vec_w(g, &pl, C, .5f, 1.5f, &gg),
+                                                    vec_w(g, &pl, C, -.5f, .5f, &gb), VAE_ACT_RELU);
+    struct vae_tensor * e    = vae_graph_conv2d(g, d, conv_w(g, &pl, C, C, 3, &w3), NULL, c, VAE_ACT_SILU);
+    (void) dead;
+    struct vae_tensor * outs[5] = { a, b, c, d, e };
+    vae_graph_set_output(g, outs[which]);
+
+    const size_t   n   = (size_t) N * C * H * W;
+    const float *  in  = rnd(&pl, n, -1, 1);
+    const double * xd  = to_double(&pl, in, n);
+    const double * ad  = ref_conv(&pl, xd, N, C, H, W, w1, C, 3, NULL, NULL, VAE_ACT_NONE);
+    const double * bd  = ref_tanh_clamp(&pl, ad, n, 0.5);
+    const double * cd  = ref_conv(&pl, bd, N, C, H, W, w2, C, 1, NULL, ad, VAE_ACT_NONE);
+    const double * dd  = ref_gn(&pl, cd, N, C, H, W, 1, 1e-6f, gg, gb, VAE_ACT_RELU);
+    const double * ed  = ref_conv(&pl, dd, N, C, H, W, w3, C, 3, NULL, cd, VAE_ACT_SILU);
+    const double * r[] = { ad, bd, cd, dd, ed };
+    char           label[160];
+    snprintf(label, sizeof(label), "chain_output_is_node_%c_of_a..e_with_dead_node(n=%d,c=%d,h=%d,w=%d)",
+             'a' + which, N, C, H, W);
+    report(label, run(&pl, g, in), r[which], n);
+    vae_graph_free(g);
+    pool_free(&pl);
+}
+
+// a small decoder: conv in, res blocks (in place and with a 1x1 shortcut), upsamples (fused or
+// not), channel widths that change so freed blocks get reused, tanh clamp, conv to RGB
+struct dec {
+    struct pool *      pl;
+    struct vae_graph * g;
+    const double *     ref;
+    int                N, C, H, W;
+};
+
+static void dec_conv(struct dec * d, struct vae_tensor ** t, int co, int k, bool bias, enum vae_act act) {
+    const float *       w, *b = NULL;
+    struct vae_tensor * tw = conv_w(d->g, d->pl, co, d->C, k, &w);
+    struct vae_tensor * tb = bias ? vec_w(d->g, d->pl, co, -.3f, .3f, &b) : NULL;
+    *t                     = vae_graph_conv2d(d->g, *t, tw, tb, NULL, act);
+    d->ref                 = ref_conv(d->pl, d->ref, d->N, d->C, d->H, d->W, w, co, k, b, NULL, act);
+    d->C                   = co;
+}
+
+static void dec_resblock(struct dec * d, struct vae_tensor ** t, int co, int groups) {
+    const int           ci = d->C;
+    struct vae_tensor * x  = *t;
+    const double *      xd = d->ref;
+    const float *       g1, *b1, *g2, *b2, *w1, *w2, *c1, *c2, *ws = NULL;
+    struct vae_tensor * h  = vae_graph_group_norm(d->g, x, ci % groups ? 1 : groups, 1e-6f,
+                                                  vec_w(d->g, d->pl, ci, .5f, 1.5f, &g1),
+                                                  vec_w(d->g, d->pl, ci, -.3f, .3f, &b1), VAE_ACT_SILU);
+    h = vae_graph_conv2d(d->g, h, conv_w(d->g, d->pl, co, ci, 3, &w1), vec_w(d->g, d->pl, co, -.3f, .3f, &c1), NULL,
+                         VAE_ACT_NONE);
+    h = vae_graph_group_norm(d->g, h, co % groups ? 1 : groups, 1e-6f, vec_w(d->g, d->pl, co, .5f, 1.5f, &g2),
+                             vec_w(d->g, d->pl, co, -.3f, .3f, &b2), VAE_ACT_SILU);
+    struct vae_tensor * sc = x;
+    if (co != ci) {
+        sc = vae_graph_conv2d(d->g, x, conv_w(d->g, d->pl, co, ci, 1, &ws), NULL, NULL, VAE_ACT_NONE);
+    }
+    *t = vae_graph_conv2d(d->g, h, conv_w(d->g, d->pl, co, co, 3, &w2), vec_w(d->g, d->pl, co, -.3f, .3f, &c2), sc,
+                          VAE_ACT_NONE);
+
+    const int      N = d->N, H = d->H, W = d->W;
+    const double * hd = ref_gn(d->pl, xd, N, ci, H, W, ci % groups ? 1 : groups, 1e-6f, g1, b1, VAE_ACT_SILU);
+    hd                = ref_conv(d->pl, hd, N, ci, H, W, w1, co, 3, c1, NULL, VAE_ACT_NONE);
+    hd                = ref_gn(d->pl, hd, N, co, H, W, co % groups ? 1 : groups, 1e-6f, g2, b2, VAE_ACT_SILU);
+    const double * sd = co != ci ? ref_conv(d->pl, xd, N, ci, H, W, ws, co, 1, NULL, NULL, VAE_ACT_NONE) : xd;
+    d->ref            = ref_conv(d->pl, hd, N, co, H, W, w2, co, 3, c2, sd, VAE_ACT_NONE);
+    d->C              = co;
+}
+
+static void dec_upconv(struct dec * d, struct vae_tensor ** t, int co) {
+    const float * w, *b;
+    *t     = vae_graph_upsample_conv2d(d->g, *t, conv_w(d->g, d->pl, co, d->C, 3, &w), vec_w(d->g, d->pl, co, -.3f, .3f, &b),
+                                       VAE_ACT_NONE);
+    d->ref = ref_up2(d->pl, d->ref, d->N, d->C, d->H, d->W);
+    d->H *= 2, d->W *= 2;
+    d->ref = ref_conv(d->pl, d->ref, d->N, d->C, d->H, d->W, w, co, 3, b, NULL, VAE_ACT_NONE);
+    d->C   = co;
+}
+
+static void test_chain_decoder(int N, int Cz, int H, int W, bool fused) {
+    struct pool pl = { 0 };
+    struct dec  d  = { &pl, graph_new(fused), NULL, N, Cz, H, W };
+    const size_t nin = (size_t) N * Cz * H * W;
+    const float * in = rnd(&pl, nin, -2, 2);
+    d.ref            = to_double(&pl, in, nin);
+    struct vae_tensor * t = vae_graph_input(d.g, N, Cz, H, W);
+    dec_conv(&d, &t, 64, 3, true, VAE_ACT_NONE);
+    dec_resblock(&d, &t, 64, 32);
+    dec_resblock(&d, &t, 64, 32);
+    dec_upconv(&d, &t, 33);
+    dec_resblock(&d, &t, 20, 4); // 33 -> 20 through a 1x1 shortcut; GN of 33 channels in 1 group
+    dec_conv(&d, &t, 5, 1, false, VAE_ACT_RELU);
+    dec_upconv(&d, &t, 16);
+    dec_resblock(&d, &t, 16, 4);
+    struct vae_tensor * pre = t;
+    const double *      pred = d.ref;
+    t                      = vae_graph_tanh_clamp(d.g, t, 3.0f);
+    d.ref                  = ref_tanh_clamp(&pl, d.ref, (size_t) d.N * d.C * d.H * d.W, 3.0);
+    (void) pre, (void) pred;
+    dec_conv(&d, &t, 3, 3, true, VAE_ACT_NONE);
+    vae_graph_set_output(d.g, t);
+
+    char label[160];
+    snprintf(label, sizeof(label), "chain_decoder(n=%d,cz=%d,h=%d,w=%d,%s,%d nodes)", N, Cz, H, W,
+             fused ? "fused" : "unfused", d.g->n_nodes);
+    report(label, run(&pl, d.g, in), d.ref, (size_t) d.N * d.C * d.H * d.W);
+    vae_graph_free(d.g);
+    pool_free(&pl);
+}
+
+static void test_chains(void) {
+    rng_seed(4000);
+    test_chain_res_reused(1, 16, 7, 5);
+    test_chain_res_inplace(2, 5, 20, 7, 5);
+    test_chain_decoder(1, 4, 3, 2, true);
+    if (g_quick) {
+        return;
+    }
+    test_chain_res_reused(2, 33, 3, 3);
+    test_chain_res_reused(1, 3, 16, 9);
+    test_chain_res_inplace(1, 3, 33, 16, 9);
+    test_chain_res_inplace(1, 64, 16, 1, 1);
+    for (int which = 0; which < 5; which++) {
+        test_chain_mid_output(2, 20, 7, 5, which);
+    }
+    test_chain_decoder(1, 4, 3, 2, false);
+    test_chain_decoder(2, 16, 4, 3, true);
+    test_chain_decoder(2, 16, 4, 3, false);
+    test_chain_decoder(1, 4, 1, 1, true);
+}
+
+// ---- pixel packing -----------------------------------------------------------------------------
+
+#define SENTINEL 0xA5
+
+static bool is_yuv(enum vae_pixel_format f) {
+    return f == VAE_PIXEL_I420 || f == VAE_PIXEL_NV12;
+}
+
+static const char * fmt_name(enum vae_pixel_format f) {
+    static const char * n[] = { "RGB", "RGBA", "RGBX", "BGRX", "BGRA", "I420", "NV12" };
+    return n[f];
+}
+
+// v01 in double (NaN -> 0)
+static double unit_d(float y, float scale, float offset) {
+    const double v = (double) y * scale + offset;
+    return v > 0 ? (v < 1 ? v : 1) : 0;
+}
+
+// the byte the spec gives, computed two ways (float as written, double) to forgive ties that
+// rounding of v*255+0.5 may move
+static void rgb_byte_expect(float y, float scale, float offset, int * e1, int * e2) {
+    float v = y * scale + offset;
+    v       = v > 0.0f ? (v < 1.0f ? v : 1.0f) : 0.0f;
+    *e1     = (int) (v * 255.0f + 0.5f);
+    *e2     = (int) floor(unit_d(y, scale, offset) * 255.0 + 0.5);
+}
+
+// an 8-bit code from an exact value; *tie when rounding error could move it either way
+static int code_of(double v, bool * tie) {
+    const double r = v + 0.5;
+    *tie           = fabs(r - floor(r + 0.5)) < 1e-3 && fabs(r - floor(r + 0.5)) > 0; // near, not on, a boundary
+    if (r <= 0) {
+        return 0;
+    }
+    return r >= 255 ? 255 : (int) floor(r);
+}
+
+struct frame_case {
+    const char * what;
+    float        scale, offset;
+    float        kr, kb;
+    bool         full;
+};
+
+// src: the backend's own floats of frame n, [3, H, W]
+static void check_frame(const char * label, const float * src, int H, int W, const struct vae_frame * f,
+                        uint8_t * const bufs[3], const size_t sizes[3]) {
+    long bad_rgb = 0, bad_y = 0, bad_c = 0, bad_pad = 0, bad_alpha = 0, max_c = 0, ties = 0;
+    const size_t plane = (size_t) H * W;
+    char         first[256] = "";
+    if (!is_yuv(f->format)) {
+        int r = 0, g = 1, b = 2, a = -1, bpp = 3;
+        if (f->format == VAE_PIXEL_RGBA || f->format == VAE_PIXEL_RGBX) {
+            a = 3, bpp = 4;
+        } else if (f->format == VAE_PIXEL_BGRA || f->format == VAE_PIXEL_BGRX) {
+            r = 2, b = 0, a = 3, bpp = 4;
+        }
+        const int pos[3] = { r, g, b };
+        for (size_t i = 0; i < sizes[0]; i++) {
+            const int yy = (int) (i / (size_t) f->strides[0]), xb = (int) (i % (size_t) f->strides[0]);
+            if (xb >= W * bpp) {
+                bad_pad += bufs[0][i] != SENTINEL;
+                continue;
+            }
+            const int x = xb / bpp, byte = xb % bpp;
+            if (byte == a) {
+                if (f->format == VAE_PIXEL_RGBA || f->format == VAE_PIXEL_BGRA) {
+                    bad_alpha += bufs[0][i] != 255;
+                }
+                continue;
+            }
+            const int c = byte == pos[0] ? 0 : byte == pos[1] ? 1 : 2;
+            int       e1, e2;
+            const float v = src[c * plane + (size_t) yy * W + x];
+            rgb_byte_expect(v, f->scale, f->offset, &e1, &e2);
+            if (bufs[0][i] != e1 && bufs[0][i] != e2) {
+                if (!bad_rgb++) {
+                    snprintf(first, sizeof(first), "pixel (%d,%d) channel %d: value %g gives %d, want %d", x, yy, c,
+                             v, bufs[0][i], e1);
+                }
+            }
+        }
+    } else {
+        const double kr = f->kr, kb = f->kb, kg = 1.0 - kr - kb;
+        const double ys = f->full_range ? 255 : 219, yo = f->full_range ? 0 : 16, cs = f->full_range ? 255 : 224;
+        const int    cw = (W + 1) / 2;
+        const bool   nv12 = f->format == VAE_PIXEL_NV12;
+        // luma, and the padding of the luma plane
+        for (size_t i = 0; i < sizes[0]; i++) {
+            const int yy = (int) (i / (size_t) f->strides[0]), x = (int) (i % (size_t) f->strides[0]);
+            if (x >= W) {
+                bad_pad += bufs[0][i] != SENTINEL;
+                continue;
+            }
+            double rgb[3];
+            for (int c = 0; c < 3; c++) {
+                rgb[c] = unit_d(src[c * plane + (size_t) yy * W + x], f->scale, f->offset);
+            }
+            bool      tie;
+            const int e = code_of(yo + ys * (kr * rgb[0] + kg * rgb[1] + kb * rgb[2]), &tie);
+            ties += tie;
+            if (bufs[0][i] != e && !(tie && abs(bufs[0][i] - e) <= 1)) {
+                if (!bad_y++) {
+                    snprintf(first, sizeof(first), "luma (%d,%d): %d, want %d", x, yy, bufs[0][i], e);
+                }
+            }
+        }
+        // chroma from the mean of each 2x2 quad (clipped at odd edges)
+        for (int p = 1; p < (nv12 ? 2 : 3); p++) {
+            for (size_t i = 0; i < sizes[p]; i++) {
+                const int cy = (int) (i / (size_t) f->strides[p]), xb = (int) (i % (size_t) f->strides[p]);
+                if (xb >= (nv12 ? 2 * cw : cw)) {
+                    bad_pad += bufs[p][i] != SENTINEL;
+                    continue;
+                }
+                const int cx = nv12 ? xb / 2 : xb;
+                const int is_v = nv12 ? xb % 2 : p == 2;
+                double    m[3] = { 0, 0, 0 };
+                int       cnt  = 0;
+                for (int yy = 2 * cy; yy < 2 * cy + 2 && yy < H; yy++) {
+                    for (int x = 2 * cx; x < 2 * cx + 2 && x < W; x++) {
+                        for (int c = 0; c < 3; c++) {
+                            m[c] += unit_d(src[c * plane + (size_t) yy * W + x], f->scale, f->offset);
+                        }
+                        cnt++;
+                    }
+                }
+                for (int c = 0; c < 3; c++) {
+                    m[c] /= cnt;
+                }
+                const double l = kr * m[0] + kg * m[1] + kb * m[2];
+                const double v = is_v ? 128 + cs * (m[0] - l) / (2 * (1 - kr)) : 128 + cs * (m[2] - l) / (2 * (1 - kb));
+                bool         tie;
+                const int    e = code_of(v, &tie);
+                const long   d = labs((long) bufs[p][i] - e);
+                if (d > max_c) {
+                    max_c = d;
+                }
+                if (d > 1) {
+                    if (!bad_c++) {
+                        snprintf(first, sizeof(first), "chroma %c (%d,%d): %d, want %d", is_v ? 'V' : 'U', cx, cy,
+                                 bufs[p][i], e);
+                    }
+                }
+            }
+        }
+    }
+    const bool ok = !bad_rgb && !bad_y && !bad_c && !bad_pad && !bad_alpha;
+    printf("%s: %s", label, ok ? "OK" : "FAIL");
+    if (is_yuv(f->format)) {
+        printf(" max chroma diff=%ld luma ties=%ld", max_c, ties);
+    }
+    printf("%s%s\n", first[0] ? " first: " : "", first);
+    CHECK(bad_rgb == 0, "%s: %ld RGB bytes differ (%s)", label, bad_rgb, first);
+    CHECK(bad_y == 0, "%s: %ld luma bytes differ (%s)", label, bad_y, first);
+    CHECK(bad_c == 0, "%s: %ld chroma bytes off by more than 1 (%s)", label, bad_c, first);
+    CHECK(bad_pad == 0, "%s: %ld bytes written past the rows (stride padding)", label, bad_pad);
+    CHECK(bad_alpha == 0, "%s: %ld alpha bytes are not 255", label, bad_alpha);
+}
+
+// read frame n of a prepared, computed 3-channel graph in every format and check it against
+// the backend's own floats (so only the packing is under test)
+static void check_frames(const char * what, struct vae_graph * g, const float * out, int n, int extra,
+                         const struct frame_case * fc) {
+    const int H = (int) g->output->ne[2], W = (int) g->output->ne[3];
+    for (int fmt = VAE_PIXEL_RGB; fmt <= VAE_PIXEL_NV12; fmt++) {
+        if (is_yuv(fmt) != (fc->kr > 0)) {
+            continue;
+        }
+        struct vae_frame f = { 0 };
+        f.format           = (enum vae_pixel_format) fmt;
+        f.width = W, f.height = H;
+        f.scale = fc->scale, f.offset = fc->offset;
+        f.kr = fc->kr, f.kb = fc->kb, f.full_range = fc->full;
+        uint8_t * bufs[3] = { NULL, NULL, NULL };
+        size_t    sizes[3] = { 0, 0, 0 };
+        const int cw = (W + 1) / 2, ch = (H + 1) / 2;
+        if (!is_yuv(f.format)) {
+            const int bpp = fmt == VAE_PIXEL_RGB ? 3 : 4;
+            f.strides[0]  = W * bpp + extra;
+            sizes[0]      = (size_t) f.strides[0] * H;
+        } else {
+            f.strides[0] = W + extra;
+            sizes[0]     = (size_t) f.strides[0] * H;
+            if (fmt == VAE_PIXEL_I420) {
+                f.strides[1] = f.strides[2] = cw + extra;
+                sizes[1] = sizes[2] = (size_t) f.strides[1] * ch;
+            } else {
+                f.strides[1] = 2 * cw + extra;
+                sizes[1]     = (size_t) f.strides[1] * ch;
+            }
+        }
+        for (int p = 0; p < 3; p++) {
+            if (sizes[p]) {
+                bufs[p] = xmalloc(sizes[p]);
+                memset(bufs[p], SENTINEL, sizes[p]);
+                f.planes[p] = bufs[p];
+            }
+        }
+        char       err[256] = "";
+        const bool ok       = vae_backend_graph_read_frame(B, g, n, &f, err, sizeof(err));
+        char       label[200];
+        snprintf(label, sizeof(label), "read_frame(%s,%s,%dx%d,frame %d,stride+%d,scale=%g,offset=%g%s)", what,
+                 fmt_name(f.format), W, H, n, extra, fc->scale, fc->offset, fc->what);
+        CHECK(ok, "%s: %s", label, err);
+        if (ok) {
+            check_frame(label, out + (size_t) n * 3 * H * W, H, W, &f, bufs, sizes);
+        }
+        for (int p = 0; p < 3; p++) {
+            free(bufs[p]);
+        }
+    }
+}
+
+// special values at fixed places: NaN (-> 0), infinities, huge values, exact ties
+static void put_specials(float * in, int N, int H, int W) {
+    static const float sp[] = { NAN, INFINITY, -INFINITY, 1e30f, -1e30f, 0.5f, 0.0f, 1.0f, -1.0f, 2.0f, -NAN };
+    const size_t       n    = (size_t) N * 3 * H * W;
+    for (size_t i = 0; i < sizeof(sp) / sizeof(sp[0]); i++) {
+        in[(i * 5 + 1) % n] = sp[i];
+    }
+    if (n > 2) {
+        in[0] = in[n / 2] = NAN; // NaN in R of the first pixel, and somewhere in the middle
+    }
+}
+
+static void test_frames(void) {
+    static const int sizes[][2] = { { 1, 1 }, { 2, 2 }, { 7, 5 }, { 16, 9 }, { 5, 8 }, { 1, 6 }, { 6, 1 }, { 3, 3 } };
+    static const struct frame_case cases[] = {
+        { "", 1.0f, 0.0f, 0, 0, false },
+        { "", 0.5f, 0.5f, 0, 0, false },
+        { ",BT601 limited", 0.5f, 0.5f, 0.299f, 0.114f, false },
+        { ",BT601 full", 0.5f, 0.5f, 0.299f, 0.114f, true },
+        { ",BT709 limited", 1.0f, 0.0f, 0.2126f, 0.0722f, false },
+        { ",BT709 full", 0.5f, 0.5f, 0.2126f, 0.0722f, true },
+    };
+    const int n_sizes = g_quick ? 1 : (int) (sizeof(sizes) / sizeof(sizes[0]));
+    for (int s = 0; s < n_sizes; s++) {
+        const int W = sizes[s][0], H = sizes[s][1];
+        // the input itself as the output: exact floats, NaN and Inf included
+        {
+            struct pool        pl = { 0 };
+            struct vae_graph * g  = graph_new(true);
+            const int          N  = 2;
+            vae_graph_set_output(g, vae_graph_input(g, N, 3, H, W));
+            rng_seed((uint64_t) (5000 + s));
+            float * in = rnd(&pl, (size_t) N * 3 * H * W, -1.5f, 1.5f);
+            put_specials(in, N, H, W);
+            const float * out = run_keep(&pl, g, in, false);
+            if (out) {
+                CHECK(same_floats(out, in, (size_t) N * 3 * H * W), "an input-only graph changed its values");
+                for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+                    if (g_quick && c != 0 && c != 2) {
+                        continue;
+                    }
+                    for (int n = 0; n < N; n++) {
+                        check_frames("input", g, out, n, (int) ((s + c + n) % 3) * 5, &cases[c]);
+                    }
+                }
+            }
+            vae_backend_graph_release(B, g);
+            vae_graph_free(g);
+            pool_free(&pl);
+        }
+        // a conv to 3 channels as the output (a buffer the planner placed, frame 1 of 2)
+        if (!g_quick) {
+            struct pool        pl = { 0 };
+            struct vae_graph * g  = graph_new(true);
+            const float *      w;
+            struct vae_tensor * x = vae_graph_input(g, 2, 5, H, W);
+            x = vae_graph_conv2d(g, x, conv_w(g, &pl, 20, 5, 3, &w), NULL, NULL, VAE_ACT_SILU);
+            x = vae_graph_conv2d(g, x, conv_w(g, &pl, 3, 20, 3, &w), NULL, NULL, VAE_ACT_NONE);
+            vae_graph_set_output(g, vae_graph_tanh_clamp(g, x, 3.0f));
+            float * in = rnd(&pl, (size_t) 2 * 5 * H * W, -2, 2);
+            const float * out = run_keep(&pl, g, in, false);
+            if (out) {
+                for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c += 3) {
+                    check_frames("conv", g, out, 1, 3, &cases[c]);
+                }
+            }
+            vae_backend_graph_release(B, g);
+            vae_graph_free(g);
+            pool_free(&pl);
+        }
+    }
+}
+
+// a few exact bytes, written out by hand
+static void test_frame_bytes(void) {
+    struct pool        pl = { 0 };
+    struct vae_graph * g  = graph_new(true);
+    vae_graph_set_output(g, vae_graph_input(g, 1, 3, 1, 4));
+    // pixels: (NaN, +Inf, -Inf), (0.5, 0, 1), (-1, 0.2, 2), (0, 127.4/255, 0.6/255)
+    float in[12] = {
+        NAN, 0.5f, -1.0f, 0.0f,                   // R
+        INFINITY, 0.0f, 0.2f, 127.4f / 255.0f,    // G
+        -INFINITY, 1.0f, 2.0f, 0.6f / 255.0f,     // B
+    };
+    const float * out = run_keep(&pl, g, in, false);
+    (void) out;
+    uint8_t           px[16];
+    struct vae_frame  f   = { VAE_PIXEL_RGBA, 4, 1, { px, NULL, NULL }, { 16, 0, 0 }, 1.0f, 0.0f, 0, 0, false };
+    char              err[256];
+    static const uint8_t want_rgba[16] = { 0, 255, 0, 255, 128, 0, 255, 255, 0, 51, 255, 255, 0, 127, 1, 255 };
+    bool ok = vae_backend_graph_read_frame(B, g, 0, &f, err, sizeof(err));
+    CHECK(ok, "read_frame: %s", err);
+    CHECK(memcmp(px, want_rgba, 16) == 0, "RGBA bytes %d %d %d %d | %d %d %d %d | %d %d %d %d | %d %d %d %d", px[0],
+          px[1], px[2], px[3], px[4], px[5], px[6], px[7], px[8], px[9], px[10], px[11], px[12], px[13], px[14],
+          px[15]);
+    // scale .5 offset .5: -1 -> 0, 0 -> 128 (127.5 rounds up), .5 -> 191, 1 -> 255, NaN -> 0
+    f.scale = 0.5f, f.offset = 0.5f;
+    static const uint8_t want_half[16] = { 0, 255, 0, 255, 191, 128, 255, 255, 0, 153, 255, 255, 128, 191, 128, 255 };
+    ok = vae_backend_graph_read_frame(B, g, 0, &f, err, sizeof(err));
+    CHECK(ok, "read_frame: %s", err);
+    CHECK(memcmp(px, want_half, 16) == 0, "RGBA(.5,.5) bytes %d %d %d %d | %d %d %d %d | %d %d %d %d | %d %d %d %d",
+          px[0], px[1], px[2], px[3], px[4], px[5], px[6], px[7], px[8], px[9], px[10], px[11], px[12], px[13],
+          px[14], px[15]);
+    printf("read_frame(hand-written RGBA bytes: NaN/Inf/-Inf/ties, scale 1 and .5): %s\n",
+           !memcmp(px, want_half, 16) ? "OK" : "FAIL");
+    vae_backend_graph_release(B, g);
+    vae_graph_free(g);
+
+    g = graph_new(true);
+    vae_graph_set_output(g, vae_graph_input(g, 1, 3, 2, 2));
+    float grey[12] = { 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1 }; // columns: black, white
+    run_keep(&pl, g, grey, false);
+    uint8_t yp[4], up[1], vp[1];
+    f = (struct vae_frame) { VAE_PIXEL_I420, 2, 2, { yp, up, vp }, { 2, 1, 1 }, 1.0f, 0.0f, 0.299f, 0.114f, false };
+    ok = vae_backend_graph_read_frame(B, g, 0, &f, err, sizeof(err));
+    CHECK(ok, "read_frame: %s", err);
+    const bool lim = yp[0] == 16 && yp[1] == 235 && yp[2] == 16 && yp[3] == 235 && up[0] == 128 && vp[0] == 128;
+    CHECK(lim, "I420 limited black/white: Y %d %d %d %d U %d V %d", yp[0], yp[1], yp[2], yp[3], up[0], vp[0]);
+    f.full_range = true;
+    ok           = vae_backend_graph_read_frame(B, g, 0, &f, err, sizeof(err));
+    const bool full = yp[0] == 0 && yp[1] == 255 && yp[2] == 0 && yp[3] == 255 && up[0] == 128 && vp[0] == 128;
+    CHECK(ok && full, "I420 full black/white: Y %d %d %d %d U %d V %d", yp[0], yp[1], yp[2], yp[3], up[0], vp[0]);
+    printf("read_frame(hand-written I420 black/white, limited and full): %s\n", lim && full ? "OK" : "FAIL");
+    vae_backend_graph_release(B, g);
+    vae_graph_free(g);
+
+    // pure red/blue 2x2 in BT.601 limited: V(red) = 128 + 224 * .5 = 240, U(blue) = 240
+    g = graph_new(true);
+    vae_graph_set_output(g, vae_graph_input(g, 1, 3, 2, 4));
+    float rb[24] = { 1, 1, 0, 0, 1, 1, 0, 0, /* R */ 0, 0, 0, 0, 0, 0, 0, 0, /* G */ 0, 0, 1, 1, 0, 0, 1, 1 /* B */ };
+    run_keep(&pl, g, rb, false);
+    uint8_t yp2[8], uv[4];
+    f = (struct vae_frame) { VAE_PIXEL_NV12, 4, 2, { yp2, uv, NULL }, { 4, 4, 0 }, 1.0f, 0.0f, 0.299f, 0.114f, false };
+    ok = vae_backend_graph_read_frame(B, g, 0, &f, err, sizeof(err));
+    CHECK(ok, "read_frame: %s", err);
+    // red: Y = 16 + 219 * .299 = 81.48 -> 81, U = 128 - 224 * .299 / (2 * .886) = 90.2 -> 90, V = 240
+    // blue: Y = 16 + 219 * .114 = 40.97 -> 41, U = 240, V = 128 - 224 * .114 / (2 * .701) = 109.8 -> 110
+    const bool rbok = yp2[0] == 81 && yp2[1] == 81 && yp2[2] == 41 && yp2[3] == 41 && yp2[4] == 81 && yp2[7] == 41 &&
+                      abs(uv[0] - 90) <= 1 && abs(uv[1] - 240) <= 1 && abs(uv[2] - 240) <= 1 && abs(uv[3] - 110) <= 1;
+    CHECK(rbok, "NV12 red/blue: Y %d %d %d %d UV %d %d %d %d", yp2[0], yp2[1], yp2[2], yp2[3], uv[0], uv[1], uv[2],
+          uv[3]);
+    printf("read_frame(hand-written NV12 red/blue BT.601 limited): %s\n", rbok ? "OK" : "FAIL");
+    vae_backend_graph_release(B, g);
+    vae_graph_free(g);
+    pool_free(&pl);
+}
+
+// ---- prepare, reuse, memory limits, errors, NaN ---------------------------------------------------
+
+static struct vae_graph * small_net(struct pool * pl, int N, int Ci, int H, int W, bool fused) {
+    struct vae_graph *  g = graph_new(fused);
+    const float *       w;
+    struct vae_tensor * x = vae_graph_input(g, N, Ci, H, W);
+    struct vae_tensor * a = vae_graph_conv2d(g, x, conv_w(g, pl, 64, Ci, 3, &w), NULL, NULL, VAE_ACT_RELU);
+    struct vae_tensor * b = vae_graph_upsample_conv2d(g, a, conv_w(g, pl, 20, 64, 3, &w), NULL, VAE_ACT_SILU);
+    struct vae_tensor * c = vae_graph_conv2d(g, b, conv_w(g, pl, 3, 20, 3, &w), NULL, NULL, VAE_ACT_NONE);
+    vae_graph_set_output(g, vae_graph_tanh_clamp(g, c, 3.0f));
+    return g;
+}
+
+static void test_prepare_and_reuse(void) {
+    struct pool        pl = { 0 };
+    char               err[512];
+    rng_seed(6000);
+    struct vae_graph * g  = small_net(&pl, 2, 4, 16, 9, true);
+    const size_t       nin = (size_t) 2 * 4 * 16 * 9, nout = out_count(g);
+    const float *      in  = rnd(&pl, nin, -1, 1);
+    const float *      in2 = rnd(&pl, nin, -1, 1);
+
+    // too little memory: refused with both sizes in MiB, nothing left prepared
+    err[0]  = 0;
+    bool ok = vae_backend_graph_prepare(B, g, 4096, err, sizeof(err));
+    CHECK(!ok, "prepare with max_bytes=4096 succeeded");
+    CHECK_ERR_HAS(err, "MiB");
+    CHECK(g->backend_data == NULL, "a refused prepare left backend_data set");
+    printf("prepare(max_bytes=4096): %s \"%s\"\n", !ok && strstr(err, "MiB") ? "OK refused:" : "FAIL", err);
+
+    ok = vae_backend_graph_prepare(B, g, 0, err, sizeof(err));
+    CHECK(ok, "prepare: %s", err);
+    const size_t peak = g->peak_bytes;
+    CHECK(peak > 0, "peak_bytes is 0");
+    float * o1 = run_keep(&pl, g, in, false);
+    float * o2 = run_keep(&pl, g, in2, false);
+    float * o3 = run_keep(&pl, g, in, false);
+    CHECK(o1 && o3 && same_floats(o1, o3, nout), "computing the same input twice gave different outputs");
+    CHECK(o1 && o2 && !same_floats(o1, o2, nout), "different inputs gave the same output");
+    vae_backend_graph_release(B, g);
+    CHECK(g->backend_data == NULL && g->peak_bytes == 0, "release left state behind");
+
+    // exactly at the limit works; one byte below does not
+    ok = vae_backend_graph_prepare(B, g, peak, err, sizeof(err));
+    CHECK(ok, "prepare with max_bytes = peak_bytes (%zu) failed: %s", peak, err);
+    vae_backend_graph_release(B, g);
+    err[0] = 0;
+    ok     = vae_backend_graph_prepare(B, g, peak - 1, err, sizeof(err));
+    CHECK(!ok, "prepare with max_bytes = peak_bytes - 1 succeeded");
+    CHECK_ERR_HAS(err, "MiB");
+    vae_backend_graph_release(B, g);
+
+    // prepare again after release: same results
+    float * o4 = run_keep(&pl, g, in, false);
+    CHECK(o1 && o4 && same_floats(o1, o4, nout), "release + prepare changed the output");
+
+    // a second graph prepared at the same time does not disturb the first
+    struct vae_graph * g2 = small_net(&pl, 1, 4, 7, 5, false);
+    float *            p1 = run_keep(&pl, g2, in, false);
+    float *            o5 = run_keep(&pl, g, in, false);
+    float *            p2 = run_keep(&pl, g2, in, false);
+    CHECK(o1 && o5 && same_floats(o1, o5, nout), "another prepared graph changed this one's output");
+    CHECK(p1 && p2 && same_floats(p1, p2, out_count(g2)), "interleaved computes changed an output");
+    printf("graph reuse (compute x3, release/prepare, max_bytes = peak %zu bytes, two graphs at once): %s\n", peak,
+           o1 && o3 && o4 && o5 && same_floats(o1, o3, nout) && same_floats(o1, o4, nout) && same_floats(o1, o5, nout)
+               ? "OK"
+               : "FAIL");
+    vae_backend_graph_release(B, g2);
+    vae_graph_free(g2);
+    vae_backend_graph_release(B, g);
+    vae_graph_free(g);
+    pool_free(&pl);
+}
+
+static void test_errors(void) {
+    struct pool pl = { 0 };
+    char        err[256];
+    rng_seed(7000);
+
+    err[0]          = 0;
+    vae_backend_t * b = vae_backend_init(VAE_BACKEND_CUDA, 0, err, sizeof(err));
+    if (!vae_backend_is_built(VAE_BACKEND_CUDA)) {
+        CHECK(b == NULL, "init of an unbuilt backend succeeded");
+        CHECK_ERR_HAS(err, "cuda");
+    }
+    vae_backend_free(b);
+    err[0] = 0;
+    b      = vae_backend_init(VAE_BACKEND_CPU, 3, err, sizeof(err));
+    CHECK(b == NULL, "cpu device 3 accepted");
+    CHECK(err[0] != 0, "no message for cpu device 3");
+    vae_backend_free(b);
+
+    // read_frame: frame index, channel count and size are checked
+    struct vae_graph * g = graph_new(true);
+    vae_graph_set_output(g, vae_graph_input(g, 2, 3, 3, 5));
+    const float * in = rnd(&pl, 2 * 3 * 3 * 5, -1, 1);
+    run_keep(&pl, g, in, false);
+    uint8_t          px[4 * 3 * 8];
+    struct vae_frame f = { VAE_PIXEL_RGBA, 5, 3, { px, NULL, NULL }, { 32, 0, 0 }, 1, 0, 0, 0, false };
+    bool             ok;
+    ok = vae_backend_graph_read_frame(B, g, 1, &f, err, sizeof(err));
+    CHECK(ok, "frame 1 of 2: %s", err);
+    err[0] = 0;
+    ok     = vae_backend_graph_read_frame(B, g, 2, &f, err, sizeof(err));
+    CHECK(!ok && err[0], "frame 2 of 2 accepted");
+    ok = vae_backend_graph_read_frame(B, g, -1, &f, err, sizeof(err));
+    CHECK(!ok && err[0], "frame -1 accepted");
+    f.width = 4;
+    err[0]  = 0;
+    ok      = vae_backend_graph_read_frame(B, g, 0, &f, err, sizeof(err));
+    CHECK(!ok, "a 4x3 frame accepted for a 5x3 output");
+    CHECK_ERR_HAS(err, "5x3");
+    f.width = 5, f.height = 2;
+    ok      = vae_backend_graph_read_frame(B, g, 0, &f, err, sizeof(err));
+    CHECK(!ok, "a 5x2 frame accepted for a 5x3 output");
+    vae_backend_graph_release(B, g);
+    vae_graph_free(g);
+
+    g = graph_new(true);
+    vae_graph_set_output(g, vae_graph_input(g, 1, 4, 3, 5));
+    run_keep(&pl, g, rnd(&pl, 4 * 3 * 5, -1, 1), false);
+    f.height = 3;
+    err[0]   = 0;
+    ok       = vae_backend_graph_read_frame(B, g, 0, &f, err, sizeof(err));
+    CHECK(!ok && err[0], "read_frame of a 4-channel output accepted");
+    vae_backend_graph_release(B, g);
+    vae_graph_free(g);
+    printf("errors (unbuilt backend, bad device, frame index/size/channels): checked\n");
+    pool_free(&pl);
+}
+
+// NaN inputs: they propagate where the reference says (and nowhere else), nothing crashes, and
+// the next finite input gives a clean result (no NaN left behind in the arena)
+static void test_nan(void) {
+    struct pool pl = { 0 };
+    rng_seed(8000);
+    {
+        // conv 5 -> 20 -> 33 (3x3 each), 1x1 to 3: a NaN at one pixel spreads over a 5x5 window
+        const int          N = 2, H = 9, W = 7;
+        struct vae_graph * g = graph_new(true);
+        const float *      w1, *w2, *w3;
+        struct vae_tensor * x = vae_graph_input(g, N, 5, H, W);
+        x = vae_graph_conv2d(g, x, conv_w(g, &pl, 20, 5, 3, &w1), NULL, NULL, VAE_ACT_NONE);
+        x = vae_graph_conv2d(g, x, conv_w(g, &pl, 33, 20, 3, &w2), NULL, NULL, VAE_ACT_SILU);
+        x = vae_graph_conv2d(g, x, conv_w(g, &pl, 3, 33, 1, &w3), NULL, NULL, VAE_ACT_NONE);
+        vae_graph_set_output(g, x);
+        const size_t nin = (size_t) N * 5 * H * W, nout = (size_t) N * 3 * H * W;
+        float *      in  = rnd(&pl, nin, -1, 1);
+        float *      fin = pool_add(&pl, xmalloc(nin * sizeof(float)));
+        memcpy(fin, in, nin * sizeof(float));
+        in[((size_t) 0 * 5 + 2) * H * W + 4 * W + 3] = NAN; // frame 0, channel 2, (3, 4)
+        const double * d = to_double(&pl, in, nin);
+        d = ref_conv(&pl, d, N, 5, H, W, w1, 20, 3, NULL, NULL, VAE_ACT_NONE);
+        d = ref_conv(&pl, d, N, 20, H, W, w2, 33, 3, NULL, NULL, VAE_ACT_SILU);
+        d = ref_conv(&pl, d, N, 33, H, W, w3, 3, 1, NULL, NULL, VAE_ACT_NONE);
+        float * o = run_keep(&pl, g, in, false);
+        report("nan_conv_chain(n=2,5->20->33->3,h=9,w=7,one NaN input)", o, d, nout);
+        const double * df = to_double(&pl, fin, nin);
+        df = ref_conv(&pl, df, N, 5, H, W, w1, 20, 3, NULL, NULL, VAE_ACT_NONE);
+        df = ref_conv(&pl, df, N, 20, H, W, w2, 33, 3, NULL, NULL, VAE_ACT_SILU);
+        df = ref_conv(&pl, df, N, 33, H, W, w3, 3, 1, NULL, NULL, VAE_ACT_NONE);
+        report("nan_conv_chain then finite input (same prepared graph)", run_keep(&pl, g, fin, false), df, nout);
+        vae_backend_graph_release(B, g);
+        vae_graph_free(g);
+    }
+    {
+        // group norm: a NaN poisons its own group of its own frame only
+        const int          N = 2, C = 32, H = 3, W = 5;
+        struct vae_graph * g = graph_new(true);
+        const float *      gg, *gb;
+        struct vae_tensor * x = vae_graph_input(g, N, C, H, W);
+        vae_graph_set_output(g, vae_graph_group_norm(g, x, 4, 1e-6f, vec_w(g, &pl, C, .5f, 1.5f, &gg),
+                                                     vec_w(g, &pl, C, -.5f, .5f, &gb), VAE_ACT_NONE));
+        const size_t n  = (size_t) N * C * H * W;
+        float *      in = rnd(&pl, n, -1, 1);
+        in[((size_t) 1 * C + 9) * H * W + 7] = NAN; // frame 1, channel 9: group 1
+        const double * d = ref_gn(&pl, to_double(&pl, in, n), N, C, H, W, 4, 1e-6f, gg, gb, VAE_ACT_NONE);
+        report("nan_group_norm(n=2,c=32,groups=4,one NaN in frame 1 group 1)", run(&pl, g, in), d, n);
+        vae_graph_free(g);
+    }
+    {
+        // tanh clamp and a fused upsample conv of a NaN
+        const int          N = 1, C = 3, H = 4, W = 4;
+        struct vae_graph * g = graph_new(true);
+        const float *      w;
+        struct vae_tensor * x = vae_graph_input(g, N, C, H, W);
+        x = vae_graph_tanh_clamp(g, x, 3.0f);
+        x = vae_graph_upsample_conv2d(g, x, conv_w(g, &pl, 3, 3, 3, &w), NULL, VAE_ACT_NONE);
+        vae_graph_set_output(g, x);
+        const size_t n  = (size_t) N * C * H * W;
+        float *      in = rnd(&pl, n, -1, 1);
+        in[5]           = NAN;
+        const double * d = ref_tanh_clamp(&pl, to_double(&pl, in, n), n, 3.0);
+        d = ref_conv(&pl, ref_up2(&pl, d, N, C, H, W), N, C, 2 * H, 2 * W, w, 3, 3, NULL, NULL, VAE_ACT_NONE);
+        report("nan_tanh_upsample_conv(n=1,c=3,h=4,w=4,fused)", run(&pl, g, in), d, (size_t) N * 3 * 4 * H * W);
+        vae_graph_free(g);
+    }
+    pool_free(&pl);
+}
+
+int main(int argc, char ** argv) {
+    g_quick = argc > 1 && strcmp(argv[1], "--quick") == 0;
+    char err[256];
+    B = vae_backend_init(VAE_BACKEND_CPU, 0, err, sizeof(err));
+    if (!B) {
+        fprintf(stderr, "cpu backend: %s\n", err);
+        return 1;
+    }
+    printf("backend: %s%s\n", vae_backend_name(B), g_quick ? " (quick subset)" : "");
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+
+    static const struct {
+        const char * name;
+        void (*fn)(void);
+    } sections[] = {
+        { "conv2d", test_conv },         { "upsample_conv2d", test_upconv },
+        { "group_norm", test_gn },       { "tanh_clamp", test_tanh },
+        { "chains", test_chains },       { "read_frame", test_frames },
+        { "read_frame bytes", test_frame_bytes }, { "prepare/reuse", test_prepare_and_reuse },
+        { "errors", test_errors },       { "nan", test_nan },
+    };
+    for (size_t i = 0; i < sizeof(sections) / sizeof(sections[0]); i++) {
+        struct timespec s0, s1;
+        const int       failed = vae_test_failed;
+        clock_gettime(CLOCK_MONOTONIC, &s0);
+        sections[i].fn();
+        clock_gettime(CLOCK_MONOTONIC, &s1);
+        printf("== %s: %s, %.2f s\n", sections[i].name, vae_test_failed == failed ? "OK" : "FAILED",
+               (double) (s1.tv_sec - s0.tv_sec) + 1e-9 * (double) (s1.tv_nsec - s0.tv_nsec));
+    }
+
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    printf("time: %.2f s\n", (double) (t1.tv_sec - t0.tv_sec) + 1e-9 * (double) (t1.tv_nsec - t0.tv_nsec));
+    vae_backend_free(B);
+    return vae_test_summary();
+}
