@@ -84,7 +84,7 @@ struct _GstLatentParse
   gsize item_bytes;             /* bytes of one batch item: C * T * H * W * elsize */
   gint items_done;
   guint64 frames_out;
-  GstFlowReturn last_flow;      /* of the last push downstream */
+  GstFlowReturn last_flow;      /* of the last chain call */
   GstLatentInfo info;
 };
 
@@ -227,14 +227,12 @@ gst_latent_parse_push_item (GstLatentParse * self, const guint8 * item)
     self->frames_out++;
     ret = gst_pad_push (self->srcpad, buf);
   }
-  self->last_flow = ret;
   return ret;
 }
 
 static GstFlowReturn
-gst_latent_parse_chain (GstPad * pad, GstObject * parent, GstBuffer * buffer)
+gst_latent_parse_process (GstLatentParse * self, GstBuffer * buffer)
 {
-  GstLatentParse *self = GST_LATENT_PARSE (parent);
   char err[VAE_ERR_SIZE] = "";
   GstFlowReturn ret = GST_FLOW_OK;
 
@@ -251,7 +249,7 @@ gst_latent_parse_chain (GstPad * pad, GstObject * parent, GstBuffer * buffer)
       if (!vae_st_prefix_parse (prefix, &self->header_len, err, sizeof (err))) {
         GST_ELEMENT_ERROR (self, STREAM, FORMAT,
             ("Not a safetensors latent file: %s", err), (NULL));
-        return GST_FLOW_ERROR;
+        return GST_FLOW_CUSTOM_ERROR;
       }
       gst_adapter_flush (self->adapter, 8);
       self->state = STATE_HEADER;
@@ -268,12 +266,12 @@ gst_latent_parse_chain (GstPad * pad, GstObject * parent, GstBuffer * buffer)
       if (hdr == NULL) {
         GST_ELEMENT_ERROR (self, STREAM, FORMAT,
             ("Malformed latent file header: %s", err), (NULL));
-        return GST_FLOW_ERROR;
+        return GST_FLOW_CUSTOM_ERROR;
       }
       ok = gst_latent_parse_setup (self, hdr);
       vae_st_header_free (hdr);
       if (!ok)
-        return GST_FLOW_ERROR;
+        return GST_FLOW_CUSTOM_ERROR;
       gst_adapter_flush (self->adapter, self->header_len);
       self->state = STATE_DATA;
     } else if (self->state == STATE_DATA) {
@@ -308,6 +306,21 @@ gst_latent_parse_chain (GstPad * pad, GstObject * parent, GstBuffer * buffer)
   return ret;
 }
 
+static GstFlowReturn
+gst_latent_parse_chain (GstPad * pad, GstObject * parent, GstBuffer * buffer)
+{
+  GstLatentParse *self = GST_LATENT_PARSE (parent);
+
+  GstFlowReturn ret = gst_latent_parse_process (self, buffer);
+
+  /* A fatal error has been posted already, by us or by the decoder downstream (which
+   * posts before it returns not-negotiated or an error): stop upstream with EOS rather
+   * than a fatal flow, on which the source would post a second error (gst-launch-1.0
+   * 1.22 can hang when two errors arrive during preroll). */
+  self->last_flow = ret == GST_FLOW_CUSTOM_ERROR ? GST_FLOW_ERROR : ret;
+  return self->last_flow <= GST_FLOW_NOT_NEGOTIATED ? GST_FLOW_EOS : ret;
+}
+
 static gboolean
 gst_latent_parse_sink_event (GstPad * pad, GstObject * parent,
     GstEvent * event)
@@ -324,8 +337,13 @@ gst_latent_parse_sink_event (GstPad * pad, GstObject * parent,
       gst_latent_parse_reset (self);
       break;
     case GST_EVENT_EOS:
-      /* (after a failed push, downstream has already said what went wrong) */
-      if (self->state != STATE_DONE && self->last_flow == GST_FLOW_OK) {
+      /* after a fatal flow error, which has been posted already, the pipeline is going
+       * down: an EOS would only race with that (sinks preroll on it) */
+      if (self->last_flow <= GST_FLOW_NOT_NEGOTIATED) {
+        gst_event_unref (event);
+        return FALSE;
+      }
+      if (self->state != STATE_DONE) {
         guint64 got = self->consumed + gst_adapter_available (self->adapter);
         if (self->state == STATE_PREFIX && got == 0)
           GST_ELEMENT_ERROR (self, STREAM, FORMAT,

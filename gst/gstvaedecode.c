@@ -111,6 +111,7 @@ struct _GstVaeDecode
   GArray *stamps;               /* GstVaeStamp of queued and undelivered frames */
   guint64 frames_in;
   gboolean discont;
+  gboolean caps_error;          /* set_caps failed and said why */
 };
 
 static GstStaticPadTemplate sink_template = GST_STATIC_PAD_TEMPLATE ("sink",
@@ -384,6 +385,7 @@ gst_vae_decode_set_caps (GstBaseTransform * trans, GstCaps * incaps,
   struct vae_session_config cfg;
   char err[VAE_ERR_SIZE] = "";
 
+  self->caps_error = TRUE;      /* until these caps are taken */
   if (!gst_latent_info_from_caps (&info, incaps)) {
     GST_ELEMENT_ERROR (self, STREAM, FORMAT,
         ("Invalid latent caps: %" GST_PTR_FORMAT, incaps), (NULL));
@@ -416,6 +418,7 @@ gst_vae_decode_set_caps (GstBaseTransform * trans, GstCaps * incaps,
             info.height, info.channels, err), (NULL));
     return FALSE;
   }
+  self->caps_error = FALSE;
   self->in_info = info;
   self->latent = g_new (float, (gsize) info.channels * info.width *
       info.height);
@@ -667,9 +670,23 @@ gst_vae_decode_sink_event (GstBaseTransform * trans, GstEvent * event)
         return FALSE;
       }
       break;
-    case GST_EVENT_CAPS:
+    case GST_EVENT_CAPS:{
+      GstCaps *caps;
+      gboolean ret;
+
       gst_vae_decode_drain (self);
-      break;
+      gst_event_parse_caps (event, &caps);
+      caps = gst_caps_ref (caps);
+      self->caps_error = FALSE;
+      ret = GST_BASE_TRANSFORM_CLASS (parent_class)->sink_event (trans, event);
+      /* not-negotiated always comes with an error that says why (upstream relies on it) */
+      if (!ret && !self->caps_error)
+        GST_ELEMENT_ERROR (self, CORE, NEGOTIATION,
+            ("Could not negotiate: downstream takes no raw video for latents "
+                "%" GST_PTR_FORMAT, caps), (NULL));
+      gst_caps_unref (caps);
+      return ret;
+    }
     case GST_EVENT_FLUSH_STOP:
       if (self->session)
         vae_session_reset (self->session);

@@ -146,7 +146,7 @@ static bool cpu_plan(struct vae_graph * g, struct cpu_graph * cg, char * err, si
         if (live[i].offset + size > peak) {
             peak = live[i].offset + size;
         }
-        for (int j = 0; j < i; j++) {
+        for (int j = 0; j <= i; j++) { // (j == i: a node nothing reads)
             if (live[j].owner == j && last[j] == i) {
                 live[j].owner = -1;
             }

@@ -131,11 +131,12 @@ void vae_cpu_group_norm(const float * x, float * y, const int64_t ne[4], int gro
 #pragma omp parallel for collapse(2)
     for (int64_t n = 0; n < N; n++) {
         for (int64_t cb = 0; cb < CB; cb++) {
-            float m[VAE_CPU_BLOCK], a[VAE_CPU_BLOCK], b[VAE_CPU_BLOCK];
+            double m[VAE_CPU_BLOCK];
+            float  a[VAE_CPU_BLOCK], b[VAE_CPU_BLOCK];
             for (int l = 0; l < VAE_CPU_BLOCK; l++) {
                 const int64_t c = cb * VAE_CPU_BLOCK + l, i = n * CB * VAE_CPU_BLOCK + c;
                 // y = (x - mean) * (rstd * gamma) + beta; padding lanes stay 0
-                m[l] = c < C ? (float) mean[i] : 0.0f;
+                m[l] = c < C ? mean[i] : 0.0;
                 a[l] = c < C ? (float) (rstd[i] * gamma[c]) : 0.0f;
                 b[l] = c < C ? beta[c] : 0.0f;
             }
@@ -143,7 +144,7 @@ void vae_cpu_group_norm(const float * x, float * y, const int64_t ne[4], int gro
             float *       d = y + (n * CB + cb) * HW * VAE_CPU_BLOCK;
             for (int64_t p = 0; p < HW; p++) {
                 for (int l = 0; l < VAE_CPU_BLOCK; l++) {
-                    d[p * VAE_CPU_BLOCK + l] = cpu_act((s[p * VAE_CPU_BLOCK + l] - m[l]) * a[l] + b[l], act);
+                    d[p * VAE_CPU_BLOCK + l] = cpu_act((float) ((double) s[p * VAE_CPU_BLOCK + l] - m[l]) * a[l] + b[l], act);
                 }
             }
         }
