@@ -24,7 +24,7 @@ expect_error() {
     shift 2
     local rc try
     for try in 1 2 3; do
-        timeout 60 gst-launch-1.0 -q "$@" >"$tmp/out" 2>&1
+        timeout 20 gst-launch-1.0 -q "$@" >"$tmp/out" 2>&1
         rc=$?
         [ $rc -eq 124 ] && grep -qF -- "$needle" "$tmp/out" || break
         echo "note: $name: gst-launch lost its main-loop quit after the error (try $try)"
