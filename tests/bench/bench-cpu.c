@@ -351,12 +351,6 @@ int main(int argc, char ** argv) {
     // how busy the machine is without us: a benchmark on shared cores is not worth much
     double busy[2] = { other_load(500), -1.0 };
 
-    // the machine's fp32 peak, measured twice in this run (before our side and after the peer): a
-    // large difference means something else was using the cores meanwhile
-    double       sgemm_ms[2] = { 0.0, 0.0 };
-    double       sgemm_fs[2] = { 0.0, 0.0 };
-    sgemm_fs[0]              = sgemm_peak(&sgemm_ms[0]);
-
     // our side: load, build, prepare
     struct vae_model * model = vae_model_load(model_path, VAE_FAMILY_AUTO, err, sizeof(err));
     if (!model) {
@@ -469,6 +463,12 @@ int main(int argc, char ** argv) {
     vae_graph_free(g);
     vae_model_free(model);
 
+    // the machine's fp32 peak, measured twice in this run (after our side, after the peer): a large
+    // difference means something else was using the cores meanwhile
+    double sgemm_ms[2] = { 0.0, 0.0 };
+    double sgemm_fs[2] = { 0.0, 0.0 };
+    sgemm_fs[0]        = sgemm_peak(&sgemm_ms[0]);
+
     struct peer peer = { 0 };
     if (!no_peer) {
         printf("peer: %s %s (frames %d, warmup %d, threads %d, --best-layout)\n", python, peer_script, frames,
@@ -492,7 +492,7 @@ int main(int argc, char ** argv) {
            fl.model / 1e9, fl.n_upconv ? "fused" : "unfused", fl.executed / 1e9);
     if (peak_fs > 0) {
         printf("measured fp32 peak: %.1f GFLOP/s (dnnl_sgemm %dx%dx%d, best of %d: %.1f ms; "
-               "before/after: %.1f / %.1f GFLOP/s)\n",
+               "after ours / after the peer: %.1f / %.1f GFLOP/s)\n",
                peak_fs / 1e9, SGEMM_N, SGEMM_N, SGEMM_N, SGEMM_RUNS, sgemm_ms[best_i], sgemm_fs[0] / 1e9,
                sgemm_fs[1] / 1e9);
         if (low_fs < 0.85 * peak_fs) {
