@@ -93,6 +93,24 @@ static void cpu_channel_sums(const float * x, const int64_t ne[4], const double 
     }
 }
 
+// per channel: the mean over its group of the channel sums; with eps >= 0, 1 / sqrt(that + eps)
+static void cpu_group_mean(const double * sums, double * out, int64_t N, int64_t CB, int64_t groups, int64_t cpg,
+                           int64_t HW, float eps) {
+    for (int64_t n = 0; n < N; n++) {
+        for (int64_t g = 0; g < groups; g++) {
+            const int64_t base = n * CB * VAE_CPU_BLOCK;
+            double        s    = 0;
+            for (int64_t c = g * cpg; c < (g + 1) * cpg; c++) {
+                s += sums[base + c];
+            }
+            s /= (double) (cpg * HW);
+            for (int64_t c = g * cpg; c < (g + 1) * cpg; c++) {
+                out[base + c] = eps < 0 ? s : 1.0 / sqrt(s + (double) eps);
+            }
+        }
+    }
+}
+
 void vae_cpu_group_norm(const float * x, float * y, const int64_t ne[4], int groups, float eps, const float * gamma,
                         const float * beta, enum vae_act act) {
     const int64_t N = ne[0], C = ne[1], CB = vae_cpu_blocks(C), HW = ne[2] * ne[3], cpg = C / groups;
@@ -105,29 +123,9 @@ void vae_cpu_group_norm(const float * x, float * y, const int64_t ne[4], int gro
 
     // two passes (mean, then centered squares) so large offsets lose no precision
     cpu_channel_sums(x, ne, NULL, sums);
-    for (int64_t n = 0; n < N; n++) {
-        for (int64_t g = 0; g < groups; g++) {
-            double s = 0;
-            for (int64_t c = g * cpg; c < (g + 1) * cpg; c++) {
-                s += sums[n * CB * VAE_CPU_BLOCK + c];
-            }
-            for (int64_t c = g * cpg; c < (g + 1) * cpg; c++) {
-                mean[n * CB * VAE_CPU_BLOCK + c] = s / (double) (cpg * HW);
-            }
-        }
-    }
+    cpu_group_mean(sums, mean, N, CB, groups, cpg, HW, -1.0f);
     cpu_channel_sums(x, ne, mean, sums);
-    for (int64_t n = 0; n < N; n++) {
-        for (int64_t g = 0; g < groups; g++) {
-            double s = 0;
-            for (int64_t c = g * cpg; c < (g + 1) * cpg; c++) {
-                s += sums[n * CB * VAE_CPU_BLOCK + c];
-            }
-            for (int64_t c = g * cpg; c < (g + 1) * cpg; c++) {
-                rstd[n * CB * VAE_CPU_BLOCK + c] = 1.0 / sqrt(s / (double) (cpg * HW) + (double) eps);
-            }
-        }
-    }
+    cpu_group_mean(sums, rstd, N, CB, groups, cpg, HW, eps);
 #pragma omp parallel for collapse(2)
     for (int64_t n = 0; n < N; n++) {
         for (int64_t cb = 0; cb < CB; cb++) {
