@@ -343,7 +343,8 @@ gst_latent_parse_sink_event (GstPad * pad, GstObject * parent,
         gst_event_unref (event);
         return FALSE;
       }
-      if (self->state != STATE_DONE) {
+      /* (downstream may have asked for no more: then nothing is missing) */
+      if (self->state != STATE_DONE && self->last_flow == GST_FLOW_OK) {
         guint64 got = self->consumed + gst_adapter_available (self->adapter);
         if (self->state == STATE_PREFIX && got == 0)
           GST_ELEMENT_ERROR (self, STREAM, FORMAT,

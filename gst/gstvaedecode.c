@@ -439,21 +439,16 @@ gst_vae_decode_decide_allocation (GstBaseTransform * trans, GstQuery * query)
   GstVideoInfo info;
   GstBufferPool *pool = NULL;
   GstStructure *config;
-  guint size, min = 0, max = 0;
+  guint min = 0, max = 0;
 
   gst_query_parse_allocation (query, &caps, NULL);
   if (caps == NULL || !gst_video_info_from_caps (&info, caps))
     return FALSE;
 
   if (gst_query_get_n_allocation_pools (query) > 0)
-    gst_query_parse_nth_allocation_pool (query, 0, &pool, &size, &min, &max);
+    gst_query_parse_nth_allocation_pool (query, 0, &pool, NULL, &min, &max);
   if (pool == NULL)
     pool = gst_video_buffer_pool_new ();
-  size = MAX (size, (guint) info.size);
-  if (pool && !GST_IS_VIDEO_BUFFER_POOL (pool) && size < info.size) {
-    gst_object_unref (pool);
-    pool = gst_video_buffer_pool_new ();
-  }
 
   config = gst_buffer_pool_get_config (pool);
   gst_buffer_pool_config_set_params (config, caps, info.size, min, max);
