@@ -13,13 +13,23 @@ struct vae_backend_i {
     // convert weights, plan memory and build what each node needs; set g->backend_data and
     // g->peak_bytes; refuse plans above max_bytes (0 = device memory)
     bool (*graph_prepare)(vae_backend_t * backend, struct vae_graph * g, size_t max_bytes, char * err, size_t err_size);
-    // run every node; input is host f32 [N, C, H, W]
-    bool (*graph_compute)(vae_backend_t * backend, struct vae_graph * g, const float * input, char * err, size_t err_size);
+    // zeroed storage for every state slot of g (the last kt-1 input frames of each causal conv)
+    vae_state_t * (*state_new)(vae_backend_t * backend, const struct vae_graph * g, char * err, size_t err_size);
+    // zero every slot
+    void (*state_reset)(vae_backend_t * backend, vae_state_t * state);
+    // device memory the state holds
+    size_t (*state_bytes)(vae_backend_t * backend, const vae_state_t * state);
+    void (*state_free)(vae_backend_t * backend, vae_state_t * state);
+    // run every node; input is host f32 [N, C, H, W]; a state is given when g->n_states > 0 and must
+    // match the shapes of its slots (the backend checks)
+    bool (*graph_compute)(vae_backend_t * backend, struct vae_graph * g, vae_state_t * state, const float * input,
+                          char * err, size_t err_size);
     // convert frame n of the 3-channel output to 8-bit pixels in dst
     bool (*graph_read_frame)(vae_backend_t * backend, struct vae_graph * g, int n, const struct vae_frame * dst,
                              char * err, size_t err_size);
-    // copy the whole output to host f32 [N, C, H, W]
-    bool (*graph_read_output)(vae_backend_t * backend, struct vae_graph * g, float * dst, char * err, size_t err_size);
+    // copy output frames [first, first + count) to host f32 [count, C, H, W] (range checked by the caller)
+    bool (*graph_read_output)(vae_backend_t * backend, struct vae_graph * g, int first, int count, float * dst,
+                              char * err, size_t err_size);
     // free what graph_prepare made (g->backend_data); g stays valid
     void (*graph_release)(vae_backend_t * backend, struct vae_graph * g);
 };

@@ -46,9 +46,31 @@ bool vae_backend_graph_prepare(vae_backend_t * backend, struct vae_graph * g, si
     return backend->iface->graph_prepare(backend, g, max_bytes, err, err_size);
 }
 
-bool vae_backend_graph_compute(vae_backend_t * backend, struct vae_graph * g, const float * input, char * err,
-                               size_t err_size) {
-    return backend->iface->graph_compute(backend, g, input, err, err_size);
+vae_state_t * vae_backend_state_new(vae_backend_t * backend, const struct vae_graph * g, char * err, size_t err_size) {
+    return backend->iface->state_new(backend, g, err, err_size);
+}
+
+void vae_backend_state_reset(vae_backend_t * backend, vae_state_t * state) {
+    backend->iface->state_reset(backend, state);
+}
+
+size_t vae_backend_state_bytes(vae_backend_t * backend, const vae_state_t * state) {
+    return state ? backend->iface->state_bytes(backend, state) : 0;
+}
+
+void vae_backend_state_free(vae_backend_t * backend, vae_state_t * state) {
+    if (state) {
+        backend->iface->state_free(backend, state);
+    }
+}
+
+bool vae_backend_graph_compute(vae_backend_t * backend, struct vae_graph * g, vae_state_t * state, const float * input,
+                               char * err, size_t err_size) {
+    if ((g->n_states > 0) != (state != NULL)) {
+        snprintf(err, err_size, "this graph has %d state slots but %s state was given", g->n_states, state ? "a" : "no");
+        return false;
+    }
+    return backend->iface->graph_compute(backend, g, state, input, err, err_size);
 }
 
 bool vae_backend_graph_read_frame(vae_backend_t * backend, struct vae_graph * g, int n, const struct vae_frame * dst,
@@ -60,9 +82,14 @@ bool vae_backend_graph_read_frame(vae_backend_t * backend, struct vae_graph * g,
     return backend->iface->graph_read_frame(backend, g, n, dst, err, err_size);
 }
 
-bool vae_backend_graph_read_output(vae_backend_t * backend, struct vae_graph * g, float * dst, char * err,
-                                   size_t err_size) {
-    return backend->iface->graph_read_output(backend, g, dst, err, err_size);
+bool vae_backend_graph_read_output(vae_backend_t * backend, struct vae_graph * g, int first, int count, float * dst,
+                                   char * err, size_t err_size) {
+    if (first < 0 || count < 0 || first + count > g->output->ne[0]) {
+        snprintf(err, err_size, "frames %d..%d are not all in an output of %lld frames", first, first + count - 1,
+                 (long long) g->output->ne[0]);
+        return false;
+    }
+    return backend->iface->graph_read_output(backend, g, first, count, dst, err, err_size);
 }
 
 void vae_backend_graph_release(vae_backend_t * backend, struct vae_graph * g) {

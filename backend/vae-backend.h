@@ -27,6 +27,17 @@ enum vae_op {
     VAE_OP_UPSAMPLE2X,       // y[c, Y, X] = x[c, Y/2, X/2] (the unfused form of the above)
     VAE_OP_GROUP_NORM,       // y = act(GN(x) * g + b), src: x, g [C], b [C]    i[0] = groups,
                              //   f[0] = eps; biased variance over (C/groups) x H x W
+    VAE_OP_CAUSAL_CONV3D,    // y[t] = act(b + r[t] + sum_k conv2d(xh[t + k], w[:, :, k])), k < kt, where
+                             //   xh = the last kt-1 frames of x from earlier computes (the state;
+                             //   zeros after a reset) followed by x; src: x, w [Cout, Cin, kt, k, k],
+                             //   b [Cout] or NULL, r or NULL; i[0] = state slot
+    VAE_OP_RMS_NORM,         // y = act(x / max(|x|, 1e-12) * sqrt(C) * g), |x| = the L2 norm over the
+                             //   channels at each pixel; src: x, g [C]
+    VAE_OP_ATTENTION,        // per frame, one head over the H*W positions: src qkv [N, 3C, H, W] ->
+                             //   [N, C, H, W], o = softmax(q k^T / sqrt(C)) v; q, k, v = thirds of qkv
+    VAE_OP_FRAME_SPLIT,      // [N, C, H, W] -> [N*s, C/s, H, W], frame s*t+j = channels [j*C/s, (j+1)*C/s)
+                             //   of frame t                                       i[0] = s
+    VAE_OP_PIXEL_SHUFFLE,    // [N, 4C, H, W] -> [N, C, 2H, 2W], y[c, 2Y+i, 2X+j] = x[4c+2i+j, Y, X]
     VAE_OP_COUNT,
 };
 
@@ -36,11 +47,12 @@ enum vae_act {
     VAE_ACT_SILU,
 };
 
-#define VAE_MAX_SRC 4
+#define VAE_MAX_SRC  4
+#define VAE_MAX_DIMS 5   // activations use 4 ([N, C, H, W]); conv3d weights 5
 
 struct vae_tensor {
     enum vae_op         op;
-    int64_t             ne[4];             // [N, C, H, W]; weights: their own shape, ne[n_dims..] = 1
+    int64_t             ne[VAE_MAX_DIMS];  // [N, C, H, W, 1]; weights: their own shape, ne[n_dims..] = 1
     int                 n_dims;
     struct vae_tensor * src[VAE_MAX_SRC];
     enum vae_act        act;
@@ -60,8 +72,10 @@ struct vae_graph {
     struct vae_tensor *  input;
     struct vae_tensor *  output;
     bool                 fused;            // false under VAE_DISABLE_FUSION=1
+    int                  n_states;         // state slots its causal ops use (see VAE_OP_CAUSAL_CONV3D)
     void *               backend_data;     // set by graph_prepare
     size_t               peak_bytes;       // device memory the prepared graph holds
+    size_t               arena_bytes;      // the part of it that is activations (weights may be shared)
 };
 
 struct vae_graph *  vae_graph_new(void);
@@ -77,6 +91,15 @@ struct vae_tensor * vae_graph_upsample_conv2d(struct vae_graph * g, struct vae_t
                                               struct vae_tensor * b, enum vae_act act);
 struct vae_tensor * vae_graph_group_norm(struct vae_graph * g, struct vae_tensor * x, int groups, float eps,
                                          struct vae_tensor * gamma, struct vae_tensor * beta, enum vae_act act);
+// causal conv over the frames with w [Cout, Cin, kt, k, k]; `slot` numbers its state: graphs that
+// share a state (the steps of one stream) give the same op the same slot
+struct vae_tensor * vae_graph_causal_conv3d(struct vae_graph * g, struct vae_tensor * x, struct vae_tensor * w,
+                                            struct vae_tensor * b, struct vae_tensor * r, enum vae_act act, int slot);
+struct vae_tensor * vae_graph_rms_norm(struct vae_graph * g, struct vae_tensor * x, struct vae_tensor * gamma,
+                                       enum vae_act act);
+struct vae_tensor * vae_graph_attention(struct vae_graph * g, struct vae_tensor * qkv);
+struct vae_tensor * vae_graph_frame_split(struct vae_graph * g, struct vae_tensor * x, int s);
+struct vae_tensor * vae_graph_pixel_shuffle(struct vae_graph * g, struct vae_tensor * x);
 void                vae_graph_set_output(struct vae_graph * g, struct vae_tensor * t);
 const char *        vae_op_name(enum vae_op op);
 
@@ -121,14 +144,22 @@ const char *    vae_backend_name(vae_backend_t * backend);
 // larger than max_bytes (0 = the device's memory) with a message giving both sizes
 bool vae_backend_graph_prepare(vae_backend_t * backend, struct vae_graph * g, size_t max_bytes,
                                char * err, size_t err_size);
-// run the graph on host f32 input [N, C, H, W]
-bool vae_backend_graph_compute(vae_backend_t * backend, struct vae_graph * g, const float * input,
-                               char * err, size_t err_size);
+// the frames causal ops carry from one compute to the next, for every slot of g (n_states > 0);
+// all zero at first. Any graph whose causal ops have the same slots and shapes may use it.
+typedef struct vae_state vae_state_t;
+vae_state_t * vae_backend_state_new(vae_backend_t * backend, const struct vae_graph * g, char * err, size_t err_size);
+void          vae_backend_state_reset(vae_backend_t * backend, vae_state_t * state);   // back to zeros
+size_t        vae_backend_state_bytes(vae_backend_t * backend, const vae_state_t * state);
+void          vae_backend_state_free(vae_backend_t * backend, vae_state_t * state);
+// run the graph on host f32 input [N, C, H, W]; state: NULL when g->n_states == 0, else read
+// and updated
+bool vae_backend_graph_compute(vae_backend_t * backend, struct vae_graph * g, vae_state_t * state,
+                               const float * input, char * err, size_t err_size);
 // write frame n of the output (which must have 3 channels) into dst
 bool vae_backend_graph_read_frame(vae_backend_t * backend, struct vae_graph * g, int n,
                                   const struct vae_frame * dst, char * err, size_t err_size);
-// read the raw output [N, C, H, W] as host f32 (tests, tools)
-bool vae_backend_graph_read_output(vae_backend_t * backend, struct vae_graph * g, float * dst,
+// read frames [first, first + count) of the raw output [N, C, H, W] as host f32 (tests, tools)
+bool vae_backend_graph_read_output(vae_backend_t * backend, struct vae_graph * g, int first, int count, float * dst,
                                    char * err, size_t err_size);
 void vae_backend_graph_release(vae_backend_t * backend, struct vae_graph * g);
 

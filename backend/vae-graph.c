@@ -54,6 +54,7 @@ static struct vae_tensor * graph_node(struct vae_graph * g, enum vae_op op, int6
     t->ne[1]  = c;
     t->ne[2]  = h;
     t->ne[3]  = w;
+    t->ne[4]  = 1;
     t->n_dims = 4;
     t->index  = g->n_nodes;
     return graph_append(&g->nodes, &g->n_nodes, t);
@@ -73,8 +74,9 @@ struct vae_tensor * vae_graph_weight(struct vae_graph * g, const char * name, co
         abort();
     }
     t->op     = VAE_OP_WEIGHT;
+    assert(n_dims <= VAE_MAX_DIMS);
     t->n_dims = n_dims;
-    for (int i = 0; i < 4; i++) {
+    for (int i = 0; i < VAE_MAX_DIMS; i++) {
         t->ne[i] = i < n_dims ? shape[i] : 1;
     }
     t->data  = data;
@@ -144,6 +146,62 @@ struct vae_tensor * vae_graph_group_norm(struct vae_graph * g, struct vae_tensor
     return t;
 }
 
+struct vae_tensor * vae_graph_causal_conv3d(struct vae_graph * g, struct vae_tensor * x, struct vae_tensor * w,
+                                            struct vae_tensor * b, struct vae_tensor * r, enum vae_act act, int slot) {
+    assert(w->op == VAE_OP_WEIGHT && w->n_dims == 5 && w->ne[3] == w->ne[4] && (w->ne[3] & 1) && w->ne[2] >= 2);
+    assert(w->ne[1] == x->ne[1] && slot >= 0);
+    assert(!b || (b->op == VAE_OP_WEIGHT && b->n_dims == 1 && b->ne[0] == w->ne[0]));
+    struct vae_tensor * t = graph_node(g, VAE_OP_CAUSAL_CONV3D, x->ne[0], w->ne[0], x->ne[2], x->ne[3]);
+    assert(!r || memcmp(r->ne, t->ne, sizeof(t->ne)) == 0);
+    t->src[0] = x;
+    t->src[1] = w;
+    t->src[2] = b;
+    t->src[3] = r;
+    t->act    = act;
+    t->i[0]   = slot;
+    t->name   = w->name;
+    if (slot >= g->n_states) {
+        g->n_states = slot + 1;
+    }
+    return t;
+}
+
+struct vae_tensor * vae_graph_rms_norm(struct vae_graph * g, struct vae_tensor * x, struct vae_tensor * gamma,
+                                       enum vae_act act) {
+    assert(gamma->op == VAE_OP_WEIGHT && gamma->ne[0] == x->ne[1]);
+    struct vae_tensor * t = graph_node(g, VAE_OP_RMS_NORM, x->ne[0], x->ne[1], x->ne[2], x->ne[3]);
+    t->src[0] = x;
+    t->src[1] = gamma;
+    t->act    = act;
+    t->name   = gamma->name;
+    return t;
+}
+
+struct vae_tensor * vae_graph_attention(struct vae_graph * g, struct vae_tensor * qkv) {
+    assert(qkv->ne[1] % 3 == 0);
+    struct vae_tensor * t = graph_node(g, VAE_OP_ATTENTION, qkv->ne[0], qkv->ne[1] / 3, qkv->ne[2], qkv->ne[3]);
+    t->src[0] = qkv;
+    t->name   = qkv->name;
+    return t;
+}
+
+struct vae_tensor * vae_graph_frame_split(struct vae_graph * g, struct vae_tensor * x, int s) {
+    assert(s >= 1 && x->ne[1] % s == 0);
+    struct vae_tensor * t = graph_node(g, VAE_OP_FRAME_SPLIT, x->ne[0] * s, x->ne[1] / s, x->ne[2], x->ne[3]);
+    t->src[0] = x;
+    t->i[0]   = s;
+    t->name   = x->name;
+    return t;
+}
+
+struct vae_tensor * vae_graph_pixel_shuffle(struct vae_graph * g, struct vae_tensor * x) {
+    assert(x->ne[1] % 4 == 0);
+    struct vae_tensor * t = graph_node(g, VAE_OP_PIXEL_SHUFFLE, x->ne[0], x->ne[1] / 4, 2 * x->ne[2], 2 * x->ne[3]);
+    t->src[0] = x;
+    t->name   = x->name;
+    return t;
+}
+
 void vae_graph_set_output(struct vae_graph * g, struct vae_tensor * t) {
     g->output = t;
 }
@@ -153,7 +211,9 @@ const char * vae_op_name(enum vae_op op) {
         [VAE_OP_INPUT] = "input",           [VAE_OP_WEIGHT] = "weight",
         [VAE_OP_TANH_CLAMP] = "tanh_clamp", [VAE_OP_CONV2D] = "conv2d",
         [VAE_OP_UPSAMPLE_CONV2D] = "upsample_conv2d", [VAE_OP_UPSAMPLE2X] = "upsample2x",
-        [VAE_OP_GROUP_NORM] = "group_norm",
+        [VAE_OP_GROUP_NORM] = "group_norm", [VAE_OP_CAUSAL_CONV3D] = "causal_conv3d",
+        [VAE_OP_RMS_NORM] = "rms_norm",     [VAE_OP_ATTENTION] = "attention",
+        [VAE_OP_FRAME_SPLIT] = "frame_split", [VAE_OP_PIXEL_SHUFFLE] = "pixel_shuffle",
     };
     return op < VAE_OP_COUNT ? names[op] : "?";
 }

@@ -21,6 +21,9 @@ enum vae_family {
     VAE_FAMILY_TAESD3,    // tiny decoder for SD3 latents (16 ch)
     VAE_FAMILY_TAEF1,     // tiny decoder for FLUX.1 latents (16 ch)
     VAE_FAMILY_TAEF2,     // tiny decoder for FLUX.2 latents (32 ch, mid-block GroupNorm)
+    VAE_FAMILY_WAN21,     // Wan 2.1 VAE: Wan 2.1, Wan 2.2-A14B, Qwen-Image (16 ch, causal video)
+    VAE_FAMILY_TAEW21,    // TAEHV for Wan 2.1 latents (16 ch)
+    VAE_FAMILY_TAEW22,    // TAEHV for Wan 2.2-5B latents (48 ch, 2x2 pixel shuffle)
     VAE_FAMILY_COUNT,
 };
 
@@ -42,8 +45,12 @@ struct vae_model {
     enum vae_family     family;
     bool                family_certain;   // false when the file cannot tell (4 ch: taesd or taesdxl)
     int                 latent_channels;
+    int                 scale;            // output pixels per latent pixel, each axis (8 or 16)
+    int                 frames_per_latent; // output frames per latent frame after the first (video: 4)
+    int                 trim_frames;      // frames the graphs give ahead of the first real one (TAEHV: 3)
+    bool                first_apart;      // the first latent frame of a stream has a graph of its own (Wan)
     enum vae_space      own_space;        // the space the decoder itself takes
-    float               out_scale, out_offset; // decoder output -> [0, 1]
+    float               out_scale, out_offset; // decoder output -> [0, 1], clamped when packed
     int                 n_weights;
     struct vae_weight * weights;
     char                description[160];
@@ -57,17 +64,48 @@ struct vae_model * vae_model_load(const char * path, enum vae_family family, cha
 void               vae_model_free(struct vae_model * model);
 const struct vae_weight * vae_model_weight(const struct vae_model * model, const char * name);
 
-// per-channel affine (scale, shift: latent_channels each) that takes latents in `space` to the
-// decoder's own space; false with a message where the family has no constants for it
-bool vae_model_space_affine(const struct vae_model * model, enum vae_space space, float * scale, float * shift,
+// per-channel constants (latent_channels each) that take latents in `space` to the decoder's own
+// space as z = x / div + add (the form the upstream pipelines compute); false with a message
+// where the family has no constants for it
+bool vae_model_space_affine(const struct vae_model * model, enum vae_space space, float * div, float * add,
                             char * err, size_t err_size);
 
-// the decode graph for n latent frames of h x w (in the decoder's own space)
-struct vae_graph * vae_model_build_graph(const struct vae_model * model, int n, int h, int w, char * err,
+// the decoded frames that latent frame k (from the start of a stream) gives: 1 for k = 0
+int vae_model_frames_of_latent(const struct vae_model * model, uint64_t k);
+
+// the decode graph for n latent frames of h x w (in the decoder's own space); `first`: the step
+// that starts a stream (only where model->first_apart, with n = 1). It gives
+// trim_frames + 1 + frames_per_latent * (n - 1) frames for a first step, frames_per_latent * n
+// otherwise (trim_frames at the start of each stream are not frames of the video).
+struct vae_graph * vae_model_build_graph(const struct vae_model * model, int n, int h, int w, bool first, char * err,
                                          size_t err_size);
 
-// builders, one per family group
+// shared by the builders: the graph being built and the first error met
+struct vae_builder {
+    const struct vae_model * model;
+    struct vae_graph *       g;
+    char *                   err;
+    size_t                   err_size;
+    bool                     failed;
+    int                      n_slots;        // state slots numbered so far
+};
+
+// the graph weight for the model tensor named by fmt, checked against shape (-1: any size; n_dims
+// of them); NULL after setting the builder's error
+struct vae_tensor * vae_builder_weight(struct vae_builder * b, int n_dims, const int64_t * shape, const char * fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+// the k x k conv `name` (`name.weight`, and `name.bias` when bias) on x, with residual r (or NULL),
+// applied to nearest2x(x) when upsample
+struct vae_tensor * vae_builder_conv2d(struct vae_builder * b, struct vae_tensor * x, const char * name, int k,
+                                       bool bias, struct vae_tensor * r, enum vae_act act, bool upsample);
+// fail the build with a message (returns NULL for convenience)
+struct vae_tensor * vae_builder_fail(struct vae_builder * b, const char * fmt, ...) __attribute__((format(printf, 2, 3)));
+
+// builders, one per family group (same contract as vae_model_build_graph)
 struct vae_graph * vae_taesd_build(const struct vae_model * model, int n, int h, int w, char * err, size_t err_size);
+struct vae_graph * vae_wan_build(const struct vae_model * model, int n, int h, int w, bool first, char * err,
+                                 size_t err_size);
+struct vae_graph * vae_taehv_build(const struct vae_model * model, int n, int h, int w, char * err, size_t err_size);
 
 #ifdef __cplusplus
 }

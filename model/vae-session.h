@@ -1,7 +1,11 @@
 // A decode session: the streaming side of a loaded model on one backend. The caller pushes one
 // latent frame at a time (f32 [C, H, W], in the stream's latent space) and pops the decoded
-// frames as they become ready; `chunk-frames` latent frames are decoded per step, the rest is
-// decoded by a drain at the end of the stream. Graphs are built and prepared once per chunk size.
+// frames as they become ready: image decoders give one frame per latent frame, the causal video
+// decoders (Wan, TAEHV) one for the first latent frame of a stream and frames_per_latent (4) for
+// each later one, the same frames as a decode of the whole sequence at once. `chunk-frames`
+// latent frames are decoded per step; a drain at the end of the stream decodes the rest. Memory
+// is fixed when the session starts (one or two prepared graphs and the causal state) and does not
+// grow with the length of the stream.
 
 #pragma once
 
@@ -27,17 +31,23 @@ void                 vae_session_free(struct vae_session * s);
 // queue one latent frame; decodes when a chunk is full. Refuses non-finite latents (the message
 // gives the count and the first position). Pop every ready frame before pushing again.
 bool vae_session_push(struct vae_session * s, const float * latent, char * err, size_t err_size);
-// decode what is queued (end of stream)
+// decode what is queued (end of stream); the next push starts a new stream
 bool vae_session_drain(struct vae_session * s, char * err, size_t err_size);
 // frames decoded and not yet popped
 int  vae_session_frames_ready(const struct vae_session * s);
 // write the oldest ready frame into dst (its scale/offset are filled in from the model)
 bool vae_session_pop_frame(struct vae_session * s, struct vae_frame * dst, char * err, size_t err_size);
-// forget queued latents and undelivered frames (flush)
+// the oldest ready frame as the decoder's raw f32 output [3, H, W] (unclamped; tests, tools)
+bool vae_session_pop_output(struct vae_session * s, float * dst, char * err, size_t err_size);
+// forget queued latents, undelivered frames and the causal state: the next push starts a new stream
 void vae_session_reset(struct vae_session * s);
 
 int    vae_session_chunk_frames(const struct vae_session * s);
-size_t vae_session_peak_bytes(const struct vae_session * s);   // of the largest prepared graph
+size_t vae_session_peak_bytes(const struct vae_session * s);   // graphs, weights and state together
+// latent frames pushed and frames decoded (ready or popped) since the stream started (they
+// still count the stream that a drain ended, until the next push)
+uint64_t vae_session_latents_in(const struct vae_session * s);
+uint64_t vae_session_frames_out(const struct vae_session * s);
 
 #ifdef __cplusplus
 }

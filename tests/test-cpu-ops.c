@@ -1,4 +1,4 @@
-// The ops suite of the CPU backend, through the public API of backend/vae-backend.h only: small
+// The ops suite of the CPU backend, mostly through the public API of backend/vae-backend.h: small
 // graphs built with vae_graph_*, prepared and run on the cpu backend, read back with
 // vae_backend_graph_read_output / vae_backend_graph_read_frame, and compared with naive C
 // references written here (double accumulation, NCHW, no blocking) on seeded random inputs.
@@ -7,7 +7,9 @@
 // upsample_conv2d fused and unfused, group_norm (groups, eps, act, large offsets), tanh_clamp,
 // chains that exercise the memory planner (in-place residuals, reused buffers, dead nodes, an
 // intermediate output), pixel packing for every vae_pixel_format, memory limits, graph reuse,
-// NaN propagation and the size checks of read_frame.
+// NaN propagation and the size checks of read_frame. The hand-written ops of the blocked layout
+// (RMS norm, attention, frame split, pixel shuffle) are also called directly, through
+// backend/cpu/vae-cpu.h, on buffers made with vae_cpu_to_blocked.
 //
 // Tolerances (fp32): NMSE = sum (a-b)^2 / sum b^2 <= 1e-10 (sum b^2 floored at 1e-4 per element)
 // and max |a-b| <= 1e-4 * max |b|;
@@ -15,6 +17,7 @@
 // `test-cpu-ops --quick` runs a small subset (for valgrind); VAE_TEST_SEED=n draws other data.
 
 #include "vae-backend.h"
+#include "cpu/vae-cpu.h"
 #include "vae-test.h"
 
 #include <math.h>
@@ -295,12 +298,12 @@ static float * run_keep(struct pool * pl, struct vae_graph * g, const float * in
         }
         CHECK(g->peak_bytes > 0, "prepare left peak_bytes at 0");
     }
-    bool ok = vae_backend_graph_compute(B, g, input, err, sizeof(err));
+    bool ok = vae_backend_graph_compute(B, g, NULL, input, err, sizeof(err));
     CHECK(ok, "compute: %s", err);
     float * out = NULL;
     if (ok) {
         out = pool_add(pl, xmalloc(out_count(g) * sizeof(float)));
-        ok  = vae_backend_graph_read_output(B, g, out, err, sizeof(err));
+        ok  = vae_backend_graph_read_output(B, g, 0, (int) g->output->ne[0], out, err, sizeof(err));
         CHECK(ok, "read_output: %s", err);
         if (!ok) {
             out = NULL;
@@ -349,7 +352,7 @@ static struct vae_tensor * vec_w(struct vae_graph * g, struct pool * pl, int n, 
 static void test_conv_case(int N, int Ci, int Co, int H, int W, int k, bool bias, bool res, enum vae_act act) {
     struct pool        pl = { 0 };
     struct vae_graph * g  = graph_new(true);
-    const float *      w, *b = NULL, *wr;
+    const float *      w, *b = NULL, *wr = NULL;
     struct vae_tensor * x  = vae_graph_input(g, N, Ci, H, W);
     struct vae_tensor * tw = conv_w(g, &pl, Co, Ci, k, &w);
     struct vae_tensor * tb = bias ? vec_w(g, &pl, Co, -0.5f, 0.5f, &b) : NULL;
@@ -1374,6 +1377,349 @@ static void test_nan(void) {
     pool_free(&pl);
 }
 
+// ---- the blocked ops, called directly (backend/cpu/vae-cpu.h) -----------------------------------
+// RMS norm, attention, frame split and pixel shuffle on blocked buffers made with
+// vae_cpu_to_blocked. Inputs have their padding lanes poisoned with NaN (the ops must not depend
+// on them) and outputs start as all NaN (every element, padding lanes included, must be written;
+// padding lanes as zero).
+
+static void poison_padding(float * b, const int64_t ne[4]) {
+    const int64_t CB = vae_cpu_blocks(ne[1]), HW = ne[2] * ne[3];
+    for (int64_t n = 0; n < ne[0]; n++) {
+        for (int64_t p = 0; p < HW; p++) {
+            for (int64_t c = ne[1]; c < CB * VAE_CPU_BLOCK; c++) {
+                b[((n * CB + CB - 1) * HW + p) * VAE_CPU_BLOCK + c % VAE_CPU_BLOCK] = NAN;
+            }
+        }
+    }
+}
+
+static float * blocked_in(struct pool * pl, const float * plain, const int64_t ne[4]) {
+    float * b = pool_add(pl, xmalloc(vae_cpu_nelements(ne) * sizeof(float)));
+    vae_cpu_to_blocked(plain, b, ne);
+    poison_padding(b, ne);
+    return b;
+}
+
+static float * blocked_out(struct pool * pl, const int64_t ne[4]) {
+    const size_t n = vae_cpu_nelements(ne);
+    float *      b = pool_add(pl, xmalloc(n * sizeof(float)));
+    for (size_t i = 0; i < n; i++) {
+        b[i] = NAN;
+    }
+    return b;
+}
+
+// checks that every padding lane of b is zero, returns b unblocked
+static float * unblock(struct pool * pl, const char * label, const float * b, const int64_t ne[4]) {
+    const int64_t CB = vae_cpu_blocks(ne[1]), HW = ne[2] * ne[3];
+    size_t        bad = 0;
+    for (int64_t n = 0; n < ne[0]; n++) {
+        for (int64_t p = 0; p < HW; p++) {
+            for (int64_t c = ne[1]; c < CB * VAE_CPU_BLOCK; c++) {
+                bad += b[((n * CB + CB - 1) * HW + p) * VAE_CPU_BLOCK + c % VAE_CPU_BLOCK] != 0.0f; // NaN too
+            }
+        }
+    }
+    CHECK(bad == 0, "%s: %zu padding lanes of the output are not zero", label, bad);
+    float * plain = pool_add(pl, xmalloc((size_t) (ne[0] * ne[1] * HW) * sizeof(float)));
+    vae_cpu_from_blocked(b, plain, ne);
+    return plain;
+}
+
+// y = act(x / max(|x|, 1e-12) * sqrt(C) * gamma), |x| over the channels; a NaN norm stays NaN
+static double * ref_rms(struct pool * pl, const float * x, int N, int C, int HW, const float * gamma, enum vae_act act) {
+    double * y = pool_add(pl, xmalloc((size_t) N * C * HW * sizeof(double)));
+    for (int n = 0; n < N; n++) {
+        for (int p = 0; p < HW; p++) {
+            double ss = 0;
+            for (int c = 0; c < C; c++) {
+                const double v = x[((size_t) n * C + c) * HW + p];
+                ss += v * v;
+            }
+            const double norm = sqrt(ss), d = norm < 1e-12 ? 1e-12 : norm;
+            for (int c = 0; c < C; c++) {
+                const size_t o = ((size_t) n * C + c) * HW + p;
+                y[o]           = ref_act(x[o] / d * sqrt((double) C) * gamma[c], act);
+            }
+        }
+    }
+    return y;
+}
+
+// specials: a pixel of zeros (0 out, not NaN), a pixel whose norm is below the 1e-12 clamp and
+// (unless relu, whose NaN result is left open) a pixel with one NaN (NaN in every channel)
+static void test_rms_case(int N, int C, int H, int W, enum vae_act act, float mag, bool specials, bool inplace) {
+    struct pool   pl = { 0 };
+    const int64_t ne[4] = { N, C, H, W };
+    const int     HW = H * W;
+    const size_t  n  = (size_t) N * C * HW;
+    float *       x  = rnd(&pl, n, -mag, mag);
+    const float * gamma = rnd(&pl, (size_t) C, -1.5f, 1.5f);
+    if (specials && HW >= 3) {
+        for (int c = 0; c < C; c++) {
+            x[(size_t) c * HW + 0] = 0.0f;
+            x[(size_t) c * HW + 1] = rng_uniform(-1e-14f, 1e-14f) / (float) C;
+        }
+        if (act != VAE_ACT_RELU) {
+            x[((size_t) (N - 1) * C + C - 1) * HW + 2] = NAN;
+        }
+    }
+    const double * yd    = ref_rms(&pl, x, N, C, HW, gamma, act);
+    size_t         n_nan = 0;
+    for (size_t i = 0; i < n; i++) {
+        n_nan += isnan(yd[i]);
+    }
+    CHECK(n_nan == (specials && HW >= 3 && act != VAE_ACT_RELU ? (size_t) C : 0), "rms_norm: the reference has %zu NaNs",
+          n_nan);
+    float * xb = blocked_in(&pl, x, ne);
+    float *        yb = inplace ? xb : blocked_out(&pl, ne);
+    vae_cpu_rms_norm(xb, yb, ne, gamma, act);
+    char label[160];
+    snprintf(label, sizeof(label), "rms_norm(n=%d,c=%d,h=%d,w=%d,%s,mag=%g%s%s)", N, C, H, W, act_name(act), mag,
+             specials ? ",zero/tiny/nan pixels" : "", inplace ? ",in place" : "");
+    const float * y = unblock(&pl, label, yb, ne);
+    report(label, y, yd, n);
+    if (specials && HW >= 3) {
+        bool zero = true;
+        for (int c = 0; c < C; c++) {
+            zero = zero && y[(size_t) c * HW] == 0.0f;
+        }
+        CHECK(zero, "%s: a pixel of zeros does not give zeros", label);
+    }
+    // relative to the largest output, whatever its size (report() floors it at 1e-6, which says
+    // nothing about the tiny outputs of a tiny input)
+    double maxerr = 0, maxref = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (isfinite(yd[i])) {
+            maxerr = fabs(y[i] - yd[i]) > maxerr ? fabs(y[i] - yd[i]) : maxerr;
+            maxref = fabs(yd[i]) > maxref ? fabs(yd[i]) : maxref;
+        }
+    }
+    CHECK(maxerr <= 1e-6 * maxref, "%s: max error %.3g > 1e-6 * max |y| = %.3g", label, maxerr, 1e-6 * maxref);
+    pool_free(&pl);
+}
+
+static void test_rms(void) {
+    static const int shapes[][4] = {
+        // n, c, h, w
+        { 1, 1, 7, 5 }, { 2, 3, 5, 3 }, { 1, 20, 7, 5 }, { 2, 33, 3, 11 }, { 1, 96, 9, 7 }, { 1, 384, 5, 7 },
+        { 1, 16, 1, 1 }, { 1, 32, 37, 3 },
+    };
+    const int n_shapes = g_quick ? 2 : (int) (sizeof(shapes) / sizeof(shapes[0]));
+    for (int s = 0; s < n_shapes; s++) {
+        for (int a = 0; a < 3; a++) {
+            rng_seed((uint64_t) (6000 + s * 10 + a));
+            test_rms_case(shapes[s][0], shapes[s][1], shapes[s][2], shapes[s][3], (enum vae_act) a, 2.0f, a != 1,
+                          a == 2);
+        }
+    }
+    // magnitudes whose squares overflow fp32 (1e20: |x|^2 = 1e40; 1e38, near FLT_MAX) or
+    // underflow it (1e-25; 1e-40, itself subnormal): the sum of squares is in double, so the
+    // result is still x / max(|x|, 1e-12) * sqrt(C) * gamma to about 1 ulp (the same unit
+    // vectors at every magnitude down to the clamp, which the last two are below)
+    static const float mags[] = { 1e20f, 1e38f, 1e-25f, 1e-40f };
+    for (int m = 0; m < (g_quick ? 1 : 4); m++) {
+        rng_seed((uint64_t) (6500 + m));
+        test_rms_case(1, 384, 3, 5, VAE_ACT_NONE, mags[m], false, false);
+        test_rms_case(2, 33, 5, 3, VAE_ACT_SILU, mags[m], true, m == 1);
+    }
+}
+
+// o = softmax(q k^T / sqrt(C)) v per frame, in double; *max_logit gets max |q.k| / sqrt(C)
+static double * ref_attention(struct pool * pl, const float * x, int N, int C, int HW, double * max_logit) {
+    double * y = pool_add(pl, xmalloc((size_t) N * C * HW * sizeof(double)));
+    double * s = pool_add(pl, xmalloc((size_t) HW * sizeof(double)));
+    double * o = pool_add(pl, xmalloc((size_t) C * sizeof(double)));
+    double * kt = pool_add(pl, xmalloc((size_t) HW * C * sizeof(double))); // token-major k, then v
+    double * vt = pool_add(pl, xmalloc((size_t) HW * C * sizeof(double)));
+    *max_logit  = 0;
+    for (int n = 0; n < N; n++) {
+        const float * q = x + (size_t) n * 3 * C * HW, *k = q + (size_t) C * HW, *v = k + (size_t) C * HW;
+        for (int j = 0; j < HW; j++) {
+            for (int c = 0; c < C; c++) {
+                kt[(size_t) j * C + c] = k[(size_t) c * HW + j];
+                vt[(size_t) j * C + c] = v[(size_t) c * HW + j];
+            }
+        }
+        for (int i = 0; i < HW; i++) {
+            double m = -INFINITY;
+            for (int j = 0; j < HW; j++) {
+                double d = 0;
+                for (int c = 0; c < C; c++) {
+                    d += (double) q[(size_t) c * HW + i] * kt[(size_t) j * C + c];
+                }
+                s[j] = d / sqrt((double) C);
+                m    = s[j] > m ? s[j] : m; // skips a NaN, whose exp then makes the row NaN
+                *max_logit = fabs(s[j]) > *max_logit ? fabs(s[j]) : *max_logit;
+            }
+            double sum = 0;
+            memset(o, 0, (size_t) C * sizeof(double));
+            for (int j = 0; j < HW; j++) {
+                const double e = exp(s[j] - m);
+                sum += e;
+                for (int c = 0; c < C; c++) {
+                    o[c] += e * vt[(size_t) j * C + c];
+                }
+            }
+            for (int c = 0; c < C; c++) {
+                y[((size_t) n * C + c) * HW + i] = o[c] / sum;
+            }
+        }
+    }
+    return y;
+}
+
+// q and k scaled by qk_mag (logits grow as qk_mag^2), v by v_mag; nan: a NaN in one query
+// channel of one token, whose output (only) must be NaN
+static void test_attention_case(int N, int C, int H, int W, float qk_mag, float v_mag, bool nan) {
+    struct pool   pl = { 0 };
+    const int64_t ne[4] = { N, 3 * C, H, W }, ne_y[4] = { N, C, H, W };
+    const int     HW = H * W;
+    const size_t  n  = (size_t) N * 3 * C * HW;
+    float *       x  = rnd(&pl, n, -1.0f, 1.0f);
+    for (int f = 0; f < N; f++) {
+        for (size_t i = 0; i < (size_t) 3 * C * HW; i++) {
+            x[(size_t) f * 3 * C * HW + i] *= i < (size_t) 2 * C * HW ? qk_mag : v_mag;
+        }
+    }
+    if (nan) {
+        x[(size_t) (N - 1) * 3 * C * HW + (size_t) (C / 2) * HW + HW / 2] = NAN;
+    }
+    double         max_logit;
+    const double * yd = ref_attention(&pl, x, N, C, HW, &max_logit);
+
+    // the scratch starts as NaN and is followed by a guard that must stay untouched
+    const size_t ns = vae_cpu_attention_scratch(ne), guard = 64;
+    float *      scratch = pool_add(&pl, xmalloc((ns + guard) * sizeof(float)));
+    for (size_t i = 0; i < ns + guard; i++) {
+        scratch[i] = i < ns ? NAN : 1234.5f;
+    }
+    float * yb = blocked_out(&pl, ne_y);
+    vae_cpu_attention(blocked_in(&pl, x, ne), yb, ne, scratch);
+
+    char label[160];
+    snprintf(label, sizeof(label), "attention(n=%d,c=%d,h=%d,w=%d,max|logit|=%.3g,max|v|=%g%s)", N, C, H, W,
+             max_logit, v_mag, nan ? ",nan" : "");
+    bool guard_ok = true;
+    for (size_t i = ns; i < ns + guard; i++) {
+        guard_ok = guard_ok && scratch[i] == 1234.5f;
+    }
+    CHECK(guard_ok, "%s: wrote past vae_cpu_attention_scratch() floats", label);
+    const float * y = unblock(&pl, label, yb, ne_y);
+    report(label, y, yd, (size_t) N * C * HW);
+    // the outputs are averages of v: an error relative to max |v|. The fp32 rounding of the
+    // logits (~1e-7 of their size) moves the weights, hence the allowance growing with them
+    double maxerr = 0;
+    for (size_t i = 0; i < (size_t) N * C * HW; i++) {
+        if (isfinite(yd[i]) && fabs(y[i] - yd[i]) > maxerr) {
+            maxerr = fabs(y[i] - yd[i]);
+        }
+    }
+    const double tol = (1e-6 + 1e-7 * max_logit) * v_mag;
+    printf("    max error / max|v| = %.3g\n", maxerr / v_mag);
+    CHECK(maxerr <= tol, "%s: max error %.3g > %.3g", label, maxerr, tol);
+    pool_free(&pl);
+}
+
+static void test_attention(void) {
+    static const int shapes[][4] = {
+        // n, c, h, w
+        { 2, 3, 1, 1 }, { 1, 20, 7, 5 }, { 2, 32, 13, 11 }, { 1, 33, 3, 40 }, { 1, 384, 16, 9 }, { 1, 16, 1, 7 },
+        { 1, 32, 20, 37 }, // 740 tokens: two full query blocks of 256 and a short last one
+    };
+    const int n_shapes = g_quick ? 2 : (int) (sizeof(shapes) / sizeof(shapes[0]));
+    for (int s = 0; s < n_shapes; s++) {
+        rng_seed((uint64_t) (7000 + s));
+        test_attention_case(shapes[s][0], shapes[s][1], shapes[s][2], shapes[s][3], 1.0f, 1.0f, false);
+    }
+    if (g_quick) {
+        return;
+    }
+    // logits of 130 to 380 in size (exp(88) overflows fp32): nothing overflows once the row max
+    // is subtracted
+    rng_seed(7100);
+    test_attention_case(1, 32, 17, 20, 9.0f, 100.0f, false);
+    test_attention_case(2, 20, 7, 5, 12.0f, 1.0f, false);
+    test_attention_case(1, 384, 4, 5, 20.0f, 1e3f, false);
+    rng_seed(7200);
+    test_attention_case(2, 33, 5, 7, 1.0f, 1.0f, true);
+}
+
+// frame s*t+j of y = channels [j*C/s, (j+1)*C/s) of frame t of x; a pure copy, NaN included
+static void test_split_case(int N, int C, int H, int W, int s) {
+    struct pool   pl = { 0 };
+    const int     HW = H * W, Cs = C / s;
+    const int64_t ne[4] = { N, C, H, W }, ne_y[4] = { (int64_t) N * s, Cs, H, W };
+    const size_t  n  = (size_t) N * C * HW;
+    float *       x  = rnd(&pl, n, -1.0f, 1.0f);
+    float *       yr = pool_add(&pl, xmalloc(n * sizeof(float)));
+    x[n / 2]         = NAN;
+    for (int t = 0; t < N; t++) {
+        for (int j = 0; j < s; j++) {
+            for (int c = 0; c < Cs; c++) {
+                memcpy(yr + ((size_t) (t * s + j) * Cs + c) * HW, x + ((size_t) t * C + j * Cs + c) * HW,
+                       (size_t) HW * sizeof(float));
+            }
+        }
+    }
+    float * yb = blocked_out(&pl, ne_y);
+    vae_cpu_frame_split(blocked_in(&pl, x, ne), yb, ne, s);
+    char label[160];
+    snprintf(label, sizeof(label), "frame_split(n=%d,c=%d,h=%d,w=%d,s=%d)", N, C, H, W, s);
+    const bool ok = same_floats(unblock(&pl, label, yb, ne_y), yr, n);
+    printf("%s: %s\n", label, ok ? "OK" : "FAIL");
+    CHECK(ok, "%s: not an exact copy", label);
+    pool_free(&pl);
+}
+
+// y[c, 2Y+i, 2X+j] = x[4c+2i+j, Y, X]
+static void test_shuffle_case(int N, int C, int H, int W) {
+    struct pool   pl = { 0 };
+    const int64_t ne[4] = { N, 4 * C, H, W }, ne_y[4] = { N, C, 2 * H, 2 * W };
+    const size_t  n  = (size_t) N * 4 * C * H * W;
+    float *       x  = rnd(&pl, n, -1.0f, 1.0f);
+    float *       yr = pool_add(&pl, xmalloc(n * sizeof(float)));
+    x[n / 3]         = NAN;
+    for (int f = 0; f < N; f++) {
+        for (int c = 0; c < C; c++) {
+            for (int yy = 0; yy < 2 * H; yy++) {
+                for (int xx = 0; xx < 2 * W; xx++) {
+                    yr[(((size_t) f * C + c) * 2 * H + yy) * 2 * W + xx] =
+                        x[(((size_t) f * 4 * C + 4 * c + 2 * (yy & 1) + (xx & 1)) * H + yy / 2) * W + xx / 2];
+                }
+            }
+        }
+    }
+    float * yb = blocked_out(&pl, ne_y);
+    vae_cpu_pixel_shuffle(blocked_in(&pl, x, ne), yb, ne);
+    char label[160];
+    snprintf(label, sizeof(label), "pixel_shuffle(n=%d,c=%d->%d,h=%d,w=%d)", N, 4 * C, C, H, W);
+    const bool ok = same_floats(unblock(&pl, label, yb, ne_y), yr, n);
+    printf("%s: %s\n", label, ok ? "OK" : "FAIL");
+    CHECK(ok, "%s: not an exact copy", label);
+    pool_free(&pl);
+}
+
+static void test_shuffles(void) {
+    rng_seed(8000);
+    static const int splits[][5] = {
+        // n, c, h, w, s
+        { 1, 40, 7, 5, 2 },  { 2, 40, 3, 3, 1 }, { 2, 64, 5, 3, 2 }, { 1, 64, 7, 5, 4 }, { 1, 48, 3, 7, 4 },
+        { 3, 6, 1, 1, 2 },   { 1, 384, 5, 3, 2 }, { 2, 96, 3, 5, 4 }, { 1, 33, 5, 5, 3 }, { 1, 16, 2, 2, 16 },
+    };
+    for (size_t i = 0; i < (g_quick ? 2 : sizeof(splits) / sizeof(splits[0])); i++) {
+        test_split_case(splits[i][0], splits[i][1], splits[i][2], splits[i][3], splits[i][4]);
+    }
+    static const int shuffles[][4] = {
+        // n, c (out), h, w
+        { 1, 3, 7, 5 }, { 2, 1, 3, 4 }, { 1, 20, 5, 3 }, { 1, 16, 3, 3 }, { 2, 12, 1, 1 }, { 1, 33, 4, 7 },
+    };
+    for (size_t i = 0; i < (g_quick ? 2 : sizeof(shuffles) / sizeof(shuffles[0])); i++) {
+        test_shuffle_case(shuffles[i][0], shuffles[i][1], shuffles[i][2], shuffles[i][3]);
+    }
+}
+
 int main(int argc, char ** argv) {
     g_quick                 = argc > 1 && strcmp(argv[1], "--quick") == 0;
     const char * seed       = getenv("VAE_TEST_SEED");
@@ -1398,6 +1744,8 @@ int main(int argc, char ** argv) {
         { "chains", test_chains },       { "read_frame", test_frames },
         { "read_frame bytes", test_frame_bytes }, { "prepare/reuse", test_prepare_and_reuse },
         { "errors", test_errors },       { "nan", test_nan },
+        { "rms_norm (blocked, direct)", test_rms }, { "attention (blocked, direct)", test_attention },
+        { "frame_split, pixel_shuffle (blocked, direct)", test_shuffles },
     };
     for (size_t i = 0; i < sizeof(sections) / sizeof(sections[0]); i++) {
         struct timespec s0, s1;

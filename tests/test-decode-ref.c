@@ -3,45 +3,10 @@
 // variant and naming (tests/data, made by gen_fixtures.py). Also the loader's refusals, the
 // latent-space conversion, and the decode session's chunking and NaN refusal.
 
-#include "vae-session.h"
-#include "vae-test.h"
+#include "vae-test-data.h"
 
 #include <stdlib.h>
 #include <unistd.h>
-
-static char  err[512];
-static const char * shared_dir;
-static const char * data_dir;
-static vae_backend_t * cpu;
-
-static const char * path_in(const char * dir, const char * name) {
-    static char buf[4][1024];
-    static int  i;
-    i = (i + 1) % 4;
-    snprintf(buf[i], sizeof(buf[i]), "%s/%s", dir, name);
-    return buf[i];
-}
-
-// a tensor of a safetensors file as f32 (caller frees), with its shape
-static float * read_tensor(const char * path, const char * name, int64_t shape[5]) {
-    struct vae_st_file * f = vae_st_file_open(path, err, sizeof(err));
-    if (!f) {
-        CHECK(0, "%s", err);
-        return NULL;
-    }
-    const struct vae_st_tensor * t = vae_st_header_find(f->hdr, name);
-    float *                      data = NULL;
-    if (t) {
-        data = malloc(t->numel * sizeof(float));
-        vae_dtype_to_f32(t->dtype, t->data, data, t->numel);
-        for (int i = 0; i < 5; i++) {
-            shape[i] = i < t->n_dims ? t->shape[i] : 1;
-        }
-    }
-    CHECK(t != NULL, "no tensor %s in %s", name, path);
-    vae_st_file_close(f);
-    return data;
-}
 
 // decode a latent file with a model; returns the output [N, 3, 8h, 8w] (caller frees)
 static float * decode_file(struct vae_model * m, const char * latent_path, int64_t shape[5]) {
@@ -49,29 +14,18 @@ static float * decode_file(struct vae_model * m, const char * latent_path, int64
     if (!lat) {
         return NULL;
     }
-    struct vae_graph * g   = vae_model_build_graph(m, (int) shape[0], (int) shape[2], (int) shape[3], err, sizeof(err));
+    struct vae_graph * g   = vae_model_build_graph(m, (int) shape[0], (int) shape[2], (int) shape[3], false, err, sizeof(err));
     float *            out = NULL;
     if (g && vae_backend_graph_prepare(cpu, g, 0, err, sizeof(err)) &&
-        vae_backend_graph_compute(cpu, g, lat, err, sizeof(err))) {
+        vae_backend_graph_compute(cpu, g, NULL, lat, err, sizeof(err))) {
         out = malloc((size_t) (shape[0] * 3 * 64 * shape[2] * shape[3]) * sizeof(float));
-        vae_backend_graph_read_output(cpu, g, out, err, sizeof(err));
+        vae_backend_graph_read_output(cpu, g, 0, (int) g->output->ne[0], out, err, sizeof(err));
     }
     CHECK(out != NULL, "decode of %s failed: %s", latent_path, err);
     vae_backend_graph_release(cpu, g);
     vae_graph_free(g);
     free(lat);
     return out;
-}
-
-static double max_abs_diff(const float * a, const float * b, size_t n) {
-    double m = 0;
-    for (size_t i = 0; i < n; i++) {
-        const double d = fabs((double) a[i] - (double) b[i]);
-        if (!(d <= m)) {
-            m = d; // NaN propagates and fails the caller's check
-        }
-    }
-    return m;
 }
 
 static void check_reference(const char * model_path, const char * latent_path, const char * expected_path,
@@ -190,22 +144,22 @@ static void test_load_errors(void) {
 static void test_latent_space(void) {
     struct vae_model * m = vae_model_load(path_in(data_dir, "taesd_z4_w16.orig.safetensors"), VAE_FAMILY_AUTO, err,
                                           sizeof(err));
-    float              scale[32], shift[32];
+    float              div[32], add[32];
     CHECK(m && !m->family_certain, "z=4 should be ambiguous");
-    CHECK(!vae_model_space_affine(m, VAE_SPACE_RAW, scale, shift, err, sizeof(err)), "raw should be refused");
+    CHECK(!vae_model_space_affine(m, VAE_SPACE_RAW, div, add, err, sizeof(err)), "raw should be refused");
     CHECK_ERR_HAS(err, "model-family");
-    CHECK(vae_model_space_affine(m, VAE_SPACE_NORMALIZED, scale, shift, err, sizeof(err)) && scale[0] == 1.0f &&
-              shift[0] == 0.0f, "normalized is the identity");
+    CHECK(vae_model_space_affine(m, VAE_SPACE_NORMALIZED, div, add, err, sizeof(err)) && div[0] == 1.0f &&
+              add[0] == 0.0f, "normalized is the identity");
     vae_model_free(m);
 
     m = vae_model_load(path_in(data_dir, "taesd_z16_w16.comfy.safetensors"), VAE_FAMILY_TAEF1, err, sizeof(err));
-    CHECK(m && vae_model_space_affine(m, VAE_SPACE_RAW, scale, shift, err, sizeof(err)), "%s", err);
+    CHECK(m && vae_model_space_affine(m, VAE_SPACE_RAW, div, add, err, sizeof(err)), "%s", err);
     // FLUX.1: (raw - 0.1159) * 0.3611
-    CHECK(fabsf(scale[5] * 1.0f + shift[5] - (1.0f - 0.1159f) * 0.3611f) < 1e-6f, "taef1 raw conversion");
+    CHECK(fabsf(1.0f / div[5] + add[5] - (1.0f - 0.1159f) * 0.3611f) < 1e-6f, "taef1 raw conversion");
     vae_model_free(m);
 
     m = vae_model_load(path_in(data_dir, "taef2_z32_w16.orig.safetensors"), VAE_FAMILY_AUTO, err, sizeof(err));
-    CHECK(m && !vae_model_space_affine(m, VAE_SPACE_RAW, scale, shift, err, sizeof(err)), "taef2 raw refused");
+    CHECK(m && !vae_model_space_affine(m, VAE_SPACE_RAW, div, add, err, sizeof(err)), "taef2 raw refused");
     CHECK_ERR_HAS(err, "taef2 has no constants");
     vae_model_free(m);
 }

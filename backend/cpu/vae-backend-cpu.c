@@ -3,8 +3,12 @@
 // (a sum post-op into the residual's own buffer) and activation fused into the primitive. The
 // nearest-2x upsample followed by a 3x3 conv runs as one stride-2 4x4 deconvolution whose kernel
 // is the 3x3 kernel summed over the taps each output phase sees: exact, and 4/9 of the work.
+// A causal conv3d runs as one 2-D convolution per time tap, each reading its input shifted by a
+// frame; the frames remembered from earlier steps (the state) are copied into room the planner
+// leaves in front of the input, so no tap ever reads a concatenated copy.
 // All activations live in one arena whose offsets are planned from tensor lifetimes at prepare
-// time, so the peak is known before the first frame.
+// time, so the peak is known before the first frame. Converted weights are shared by every graph
+// of the backend that uses the same tensor in the same layout (the steps of one stream).
 
 #include "vae-backend-impl.h"
 #include "vae-cpu.h"
@@ -20,26 +24,52 @@
 
 #define CPU_ALIGN 64
 
+#define CPU_MAX_TAPS 3   // time taps of a causal conv (Wan: 3, TAEHV: 2)
+
+// weights converted to one primitive layout, shared by the graphs that use them
+struct cpu_weights {
+    const float *        src;         // the model's tensor
+    int                  tap;         // time tap of a conv3d weight (0 for conv2d)
+    bool                 fold;        // folded for the fused nearest-2x upsample
+    dnnl_memory_desc_t   md;
+    float *              data;
+    int                  refs;
+    struct cpu_weights * next;
+};
+
 struct cpu_context {
-    dnnl_engine_t engine;
-    dnnl_stream_t stream;
-    char          name[96];
+    dnnl_engine_t        engine;
+    dnnl_stream_t        stream;
+    struct cpu_weights * weights;
+    char                 name[96];
 };
 
 // what one node needs at run time
 struct cpu_node {
-    size_t           offset;          // of its output in the arena, in floats
-    dnnl_primitive_t prim;            // convolutions only
-    dnnl_memory_t    src, wei, bias, dst;
-    float *          wei_data;        // weights in the primitive's layout (owned)
-    float *          bias_data;       // a copy: oneDNN takes non-const handles
-    bool             copy_residual;   // the residual is still needed later: copy it into dst first
+    size_t               offset;                // of its output in the arena, in floats
+    size_t               front;                 // floats of room before it for state frames
+    int                  n_taps;                // convolutions: primitives run one after another
+    dnnl_primitive_t     prim[CPU_MAX_TAPS];
+    dnnl_memory_t        src[CPU_MAX_TAPS], wei[CPU_MAX_TAPS], bias, dst;
+    struct cpu_weights * weights[CPU_MAX_TAPS];
+    float *              bias_data;             // a copy: oneDNN takes non-const handles
+    bool                 copy_residual;         // the residual is still needed later: copy it into dst first
+    bool                 view;                  // frame split whose output is its input's memory
 };
 
 struct cpu_graph {
     float *           arena;
     size_t            arena_floats;
+    float *           scratch;        // for the op running now (attention)
+    size_t            scratch_floats;
     struct cpu_node * nodes;
+};
+
+// the remembered frames of each causal conv, by slot: [kt - 1, Cin, H, W] blocked
+struct vae_state {
+    int      n_slots;
+    size_t * floats;
+    float ** data;
 };
 
 #define CPU_DNNL(call, what)                                                                          \
@@ -74,6 +104,15 @@ static void * cpu_alloc(size_t bytes) {
 
 static float * cpu_node_data(struct cpu_graph * cg, const struct vae_tensor * t) {
     return cg->arena + cg->nodes[t->index].offset;
+}
+
+static size_t cpu_frame_floats(const struct vae_tensor * t) {
+    return (size_t) vae_cpu_blocks(t->ne[1]) * VAE_CPU_BLOCK * (size_t) t->ne[2] * (size_t) t->ne[3];
+}
+
+// floats a causal conv remembers: its last kt - 1 input frames
+static size_t cpu_state_floats(const struct vae_tensor * t) {
+    return (size_t) (t->src[1]->ne[2] - 1) * cpu_frame_floats(t->src[0]);
 }
 
 // ---- memory plan ------------------------------------------------------------------------------
@@ -122,27 +161,37 @@ static bool cpu_plan(struct vae_graph * g, struct cpu_graph * cg, char * err, si
     last[g->output->index] = n; // the output outlives the run
     size_t peak = 0;
     for (int i = 0; i < n; i++) {
-        const struct vae_tensor * t    = g->nodes[i];
-        const size_t              size = (vae_cpu_nelements(t->ne) + CPU_ALIGN / 4 - 1) / (CPU_ALIGN / 4) * (CPU_ALIGN / 4);
+        const struct vae_tensor * t = g->nodes[i];
+        if (t->op == VAE_OP_CAUSAL_CONV3D && cpu_state_floats(t) > cg->nodes[t->src[0]->index].front) {
+            cg->nodes[t->src[0]->index].front = cpu_state_floats(t);
+        }
+    }
+    for (int i = 0; i < n; i++) {
+        const struct vae_tensor * t     = g->nodes[i];
+        const size_t              front = cg->nodes[i].front;
+        const size_t              size  = (front + vae_cpu_nelements(t->ne) + CPU_ALIGN / 4 - 1) / (CPU_ALIGN / 4) * (CPU_ALIGN / 4);
+        const bool                conv  = t->op == VAE_OP_CONV2D || t->op == VAE_OP_CAUSAL_CONV3D;
         // in place: the output takes over the block of a source that dies here
         const struct vae_tensor * heir = NULL;
-        if (t->op == VAE_OP_CONV2D && t->src[3]) {
+        if (conv && t->src[3]) {
             heir = t->src[3];
-        } else if (t->op == VAE_OP_TANH_CLAMP || t->op == VAE_OP_GROUP_NORM) {
-            heir = t->src[0];
+        } else if (t->op == VAE_OP_TANH_CLAMP || t->op == VAE_OP_GROUP_NORM || t->op == VAE_OP_RMS_NORM ||
+                   (t->op == VAE_OP_FRAME_SPLIT && t->ne[1] % VAE_CPU_BLOCK == 0)) {
+            heir = t->src[0]; // (an aligned frame split is the same memory read differently)
         }
-        if (heir && last[heir->index] == i && live[heir->index].size == size &&
-            (t->op != VAE_OP_CONV2D || t->src[0] != heir)) {
-            live[i]                = live[heir->index];
-            live[i].owner          = i;
+        if (heir && last[heir->index] == i && live[heir->index].size == size && front == 0 &&
+            cg->nodes[heir->index].front == 0 && (!conv || t->src[0] != heir)) {
+            live[i]                 = live[heir->index];
+            live[i].owner           = i;
             live[heir->index].owner = -1;
+            cg->nodes[i].view       = t->op == VAE_OP_FRAME_SPLIT;
         } else {
             live[i].size   = size;
             live[i].offset = cpu_plan_place(live, i, size);
             live[i].owner  = i;
-            cg->nodes[i].copy_residual = t->op == VAE_OP_CONV2D && t->src[3] != NULL;
+            cg->nodes[i].copy_residual = conv && t->src[3] != NULL;
         }
-        cg->nodes[i].offset = live[i].offset;
+        cg->nodes[i].offset = live[i].offset + front;
         if (live[i].offset + size > peak) {
             peak = live[i].offset + size;
         }
@@ -181,133 +230,199 @@ static void cpu_fold_upsample_kernel(const float * w3, float * w4, int64_t cout,
     }
 }
 
-static bool cpu_prepare_conv(struct cpu_context * ctx, struct vae_graph * g, struct cpu_graph * cg,
-                             const struct vae_tensor * t, char * err, size_t err_size) {
-    struct cpu_node *         node = &cg->nodes[t->index];
-    const struct vae_tensor * x = t->src[0], *w = t->src[1], *b = t->src[2];
-    const bool                up = t->op == VAE_OP_UPSAMPLE_CONV2D;
-    const int64_t             k = up ? 4 : w->ne[2];
-    const dnnl_dims_t src_dims = { x->ne[0], x->ne[1], x->ne[2], x->ne[3] };
-    const dnnl_dims_t dst_dims = { t->ne[0], t->ne[1], t->ne[2], t->ne[3] };
-    const dnnl_dims_t wei_dims = { w->ne[0], w->ne[1], k, k };
-    const dnnl_dims_t bias_dims = { w->ne[0] };
-    const dnnl_dims_t strides   = { up ? 2 : 1, up ? 2 : 1 };
-    const dnnl_dims_t pad       = { up ? 1 : w->ne[2] / 2, up ? 1 : w->ne[2] / 2 };
-    (void) g;
-
-    dnnl_memory_desc_t src_md, dst_md, wei_any, wei_plain, bias_md;
-    CPU_DNNL(dnnl_memory_desc_init_by_tag(&src_md, 4, src_dims, dnnl_f32, dnnl_nChw16c), "describe the source");
-    CPU_DNNL(dnnl_memory_desc_init_by_tag(&dst_md, 4, dst_dims, dnnl_f32, dnnl_nChw16c), "describe the output");
-    CPU_DNNL(dnnl_memory_desc_init_by_tag(&wei_any, 4, wei_dims, dnnl_f32, dnnl_format_tag_any), "describe the weights");
-    CPU_DNNL(dnnl_memory_desc_init_by_tag(&wei_plain, 4, wei_dims, dnnl_f32, dnnl_oihw), "describe the weights");
-    CPU_DNNL(dnnl_memory_desc_init_by_tag(&bias_md, 1, bias_dims, dnnl_f32, dnnl_a), "describe the bias");
-
-    dnnl_primitive_attr_t attr;
-    dnnl_post_ops_t       po;
-    CPU_DNNL(dnnl_primitive_attr_create(&attr), "create attributes");
-    CPU_DNNL(dnnl_post_ops_create(&po), "create post-ops");
-    if (t->src[3]) {
-        dnnl_post_ops_append_sum(po, 1.0f);
-    }
-    if (t->act == VAE_ACT_RELU) {
-        dnnl_post_ops_append_eltwise(po, 1.0f, dnnl_eltwise_relu, 0.0f, 0.0f);
-    } else if (t->act == VAE_ACT_SILU) {
-        dnnl_post_ops_append_eltwise(po, 1.0f, dnnl_eltwise_swish, 1.0f, 0.0f);
-    }
-    dnnl_primitive_attr_set_post_ops(attr, po);
-    dnnl_post_ops_destroy(po);
-
-    dnnl_primitive_desc_t pd = NULL;
-    dnnl_status_t         st;
-    if (up) {
-        dnnl_deconvolution_desc_t dd;
-        st = dnnl_deconvolution_forward_desc_init(&dd, dnnl_forward_inference, dnnl_deconvolution_direct, &src_md,
-                                                  &wei_any, b ? &bias_md : NULL, &dst_md, strides, pad, pad);
-        if (st == dnnl_success) {
-            st = dnnl_primitive_desc_create(&pd, &dd, attr, ctx->engine, NULL);
-        }
-    } else {
-        dnnl_convolution_desc_t cd;
-        st = dnnl_convolution_forward_desc_init(&cd, dnnl_forward_inference, dnnl_convolution_direct, &src_md,
-                                                &wei_any, b ? &bias_md : NULL, &dst_md, strides, pad, pad);
-        if (st == dnnl_success) {
-            st = dnnl_primitive_desc_create(&pd, &cd, attr, ctx->engine, NULL);
+// the weights of one tap in the primitive's layout: found among those already converted, or
+// made from the model's tensor (its time tap `tap`, folded for the upsample when `fold`)
+static struct cpu_weights * cpu_weights_get(struct cpu_context * ctx, const struct vae_tensor * w, int tap, bool fold,
+                                            const dnnl_memory_desc_t * md) {
+    for (struct cpu_weights * e = ctx->weights; e; e = e->next) {
+        if (e->src == w->data && e->tap == tap && e->fold == fold && dnnl_memory_desc_equal(&e->md, md)) {
+            e->refs++;
+            return e;
         }
     }
-    dnnl_primitive_attr_destroy(attr);
-    CPU_DNNL(st, "set up the convolution");
-
-    // weights: PyTorch oihw (folded for the upsample) reordered once into the primitive's layout
-    const dnnl_memory_desc_t * wei_md = dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
-    const size_t               n_plain = (size_t) (w->ne[0] * w->ne[1] * k * k);
-    float *                    plain   = (float *) w->data;
-    float *                    folded  = NULL;
-    if (up) {
-        folded = cpu_alloc(n_plain * sizeof(float));
-        if (!folded) {
-            dnnl_primitive_desc_destroy(pd);
-            snprintf(err, err_size, "out of host memory for the weights of %s", t->name);
-            return false;
-        }
-        cpu_fold_upsample_kernel(w->data, folded, w->ne[0], w->ne[1]);
-        plain = folded;
+    // [Cout, Cin] padded to whole blocks with zeros: padding lanes of activations stay zero
+    const int64_t cout = w->ne[0], cin = w->ne[1], kt = w->n_dims == 5 ? w->ne[2] : 1, k = w->ne[w->n_dims - 1];
+    const int64_t cout_p = vae_cpu_blocks(cout) * VAE_CPU_BLOCK, cin_p = vae_cpu_blocks(cin) * VAE_CPU_BLOCK;
+    const int64_t kd   = fold ? 4 : k;
+    const dnnl_dims_t  dims = { cout_p, cin_p, kd, kd };
+    dnnl_memory_desc_t plain_md;
+    struct cpu_weights * e     = calloc(1, sizeof(*e));
+    float *              plain = cpu_alloc((size_t) (cout_p * cin_p * kd * kd) * sizeof(float));
+    float *              tmp   = cpu_alloc((size_t) (cout_p * cin_p * k * k) * sizeof(float));
+    dnnl_status_t        st    = e && plain && tmp ? dnnl_success : dnnl_out_of_memory;
+    if (st == dnnl_success) {
+        e->data = cpu_alloc(dnnl_memory_desc_get_size(md));
+        st      = e->data ? dnnl_memory_desc_init_by_tag(&plain_md, 4, dims, dnnl_f32, dnnl_oihw) : dnnl_out_of_memory;
     }
-    node->wei_data = cpu_alloc(dnnl_memory_desc_get_size(wei_md));
-    dnnl_memory_t plain_mem = NULL;
-    dnnl_primitive_desc_t rpd = NULL;
+    if (st == dnnl_success) {
+        // oihw of this tap: [Cout, Cin, kt, k, k] -> [Cout_p, Cin_p, k, k]
+        memset(tmp, 0, (size_t) (cout_p * cin_p * k * k) * sizeof(float));
+        for (int64_t o = 0; o < cout; o++) {
+            for (int64_t i = 0; i < cin; i++) {
+                memcpy(tmp + (o * cin_p + i) * k * k, w->data + ((o * cin + i) * kt + tap) * k * k,
+                       (size_t) (k * k) * sizeof(float));
+            }
+        }
+        if (fold) {
+            cpu_fold_upsample_kernel(tmp, plain, cout_p, cin_p);
+        } else {
+            memcpy(plain, tmp, (size_t) (cout_p * cin_p * k * k) * sizeof(float));
+        }
+    }
+    dnnl_memory_t         from = NULL, to = NULL;
+    dnnl_primitive_desc_t rpd  = NULL;
     dnnl_primitive_t      reorder = NULL;
-    st = node->wei_data ? dnnl_memory_create(&plain_mem, &wei_plain, ctx->engine, plain) : dnnl_out_of_memory;
-    if (st == dnnl_success) st = dnnl_memory_create(&node->wei, wei_md, ctx->engine, node->wei_data);
-    if (st == dnnl_success) st = dnnl_reorder_primitive_desc_create(&rpd, &wei_plain, ctx->engine, wei_md, ctx->engine, NULL);
+    if (st == dnnl_success) st = dnnl_memory_create(&from, &plain_md, ctx->engine, plain);
+    if (st == dnnl_success) st = dnnl_memory_create(&to, md, ctx->engine, e->data);
+    if (st == dnnl_success) st = dnnl_reorder_primitive_desc_create(&rpd, &plain_md, ctx->engine, md, ctx->engine, NULL);
     if (st == dnnl_success) st = dnnl_primitive_create(&reorder, rpd);
     if (st == dnnl_success) {
-        dnnl_exec_arg_t args[2] = { { DNNL_ARG_FROM, plain_mem }, { DNNL_ARG_TO, node->wei } };
+        dnnl_exec_arg_t args[2] = { { DNNL_ARG_FROM, from }, { DNNL_ARG_TO, to } };
         st = dnnl_primitive_execute(reorder, ctx->stream, 2, args);
         if (st == dnnl_success) st = dnnl_stream_wait(ctx->stream);
     }
     dnnl_primitive_destroy(reorder);
     dnnl_primitive_desc_destroy(rpd);
-    dnnl_memory_destroy(plain_mem);
-    free(folded);
+    dnnl_memory_destroy(from);
+    dnnl_memory_destroy(to);
+    free(plain);
+    free(tmp);
     if (st != dnnl_success) {
-        dnnl_primitive_desc_destroy(pd);
-    }
-    CPU_DNNL(st, "convert the weights");
-
-    if (b) {
-        node->bias_data = cpu_alloc((size_t) b->ne[0] * sizeof(float));
-        if (node->bias_data) {
-            memcpy(node->bias_data, b->data, (size_t) b->ne[0] * sizeof(float));
+        if (e) {
+            free(e->data);
         }
-        st = node->bias_data ? dnnl_memory_create(&node->bias, &bias_md, ctx->engine, node->bias_data) : dnnl_out_of_memory;
+        free(e);
+        return NULL;
     }
-    if (st == dnnl_success) st = dnnl_memory_create(&node->src, &src_md, ctx->engine, cpu_node_data(cg, x));
-    if (st == dnnl_success) st = dnnl_memory_create(&node->dst, &dst_md, ctx->engine, cpu_node_data(cg, t));
-    if (st == dnnl_success) st = dnnl_primitive_create(&node->prim, pd);
-    dnnl_primitive_desc_destroy(pd);
-    CPU_DNNL(st, "create the convolution");
-    return true;
+    e->src      = w->data;
+    e->tap      = tap;
+    e->fold     = fold;
+    e->md       = *md;
+    e->refs     = 1;
+    e->next     = ctx->weights;
+    ctx->weights = e;
+    return e;
 }
 
-static void cpu_release_nodes(struct vae_graph * g, struct cpu_graph * cg) {
-    for (int i = 0; i < g->n_nodes; i++) {
-        struct cpu_node * node = &cg->nodes[i];
-        dnnl_primitive_destroy(node->prim);
-        dnnl_memory_destroy(node->src);
-        dnnl_memory_destroy(node->wei);
-        dnnl_memory_destroy(node->bias);
-        dnnl_memory_destroy(node->dst);
-        free(node->wei_data);
-        free(node->bias_data);
+static void cpu_weights_put(struct cpu_context * ctx, struct cpu_weights * w) {
+    if (!w || --w->refs > 0) {
+        return;
     }
+    for (struct cpu_weights ** p = &ctx->weights; *p; p = &(*p)->next) {
+        if (*p == w) {
+            *p = w->next;
+            break;
+        }
+    }
+    free(w->data);
+    free(w);
+}
+
+// one primitive per time tap (one for a 2-D conv): tap j reads the input j - (kt - 1) frames
+// back, into the room in front of it; the first tap adds the bias (and the residual copied into
+// dst), the later ones add into dst, the last applies the activation
+static bool cpu_prepare_conv(struct cpu_context * ctx, struct cpu_graph * cg, const struct vae_tensor * t, char * err,
+                             size_t err_size) {
+    struct cpu_node *         node = &cg->nodes[t->index];
+    const struct vae_tensor * x = t->src[0], *w = t->src[1], *b = t->src[2];
+    const bool                up = t->op == VAE_OP_UPSAMPLE_CONV2D;
+    const int                 kt = t->op == VAE_OP_CAUSAL_CONV3D ? (int) w->ne[2] : 1;
+    const int64_t             k  = w->ne[w->n_dims - 1], kd = up ? 4 : k;
+    // channels padded to whole blocks (the layout's padding lanes, zero), where oneDNN's fast
+    // kernels work; the weights and bias are padded with zeros to match
+    const int64_t     cin = vae_cpu_blocks(x->ne[1]) * VAE_CPU_BLOCK, cout = vae_cpu_blocks(t->ne[1]) * VAE_CPU_BLOCK;
+    const dnnl_dims_t src_dims  = { x->ne[0], cin, x->ne[2], x->ne[3] };
+    const dnnl_dims_t dst_dims  = { t->ne[0], cout, t->ne[2], t->ne[3] };
+    const dnnl_dims_t wei_dims  = { cout, cin, kd, kd };
+    const dnnl_dims_t bias_dims = { cout };
+    const dnnl_dims_t strides   = { up ? 2 : 1, up ? 2 : 1 };
+    const dnnl_dims_t pad       = { up ? 1 : k / 2, up ? 1 : k / 2 };
+    if (kt > CPU_MAX_TAPS) {
+        snprintf(err, err_size, "%s: %d time taps, the cpu backend takes at most %d", t->name, kt, CPU_MAX_TAPS);
+        return false;
+    }
+
+    dnnl_memory_desc_t src_md, dst_md, wei_any, bias_md;
+    CPU_DNNL(dnnl_memory_desc_init_by_tag(&src_md, 4, src_dims, dnnl_f32, dnnl_nChw16c), "describe the source");
+    CPU_DNNL(dnnl_memory_desc_init_by_tag(&dst_md, 4, dst_dims, dnnl_f32, dnnl_nChw16c), "describe the output");
+    CPU_DNNL(dnnl_memory_desc_init_by_tag(&wei_any, 4, wei_dims, dnnl_f32, dnnl_format_tag_any), "describe the weights");
+    CPU_DNNL(dnnl_memory_desc_init_by_tag(&bias_md, 1, bias_dims, dnnl_f32, dnnl_a), "describe the bias");
+    if (b) {
+        node->bias_data = cpu_alloc((size_t) cout * sizeof(float));
+        if (!node->bias_data) {
+            snprintf(err, err_size, "out of host memory for the bias of %s", t->name);
+            return false;
+        }
+        memset(node->bias_data, 0, (size_t) cout * sizeof(float));
+        memcpy(node->bias_data, b->data, (size_t) b->ne[0] * sizeof(float));
+        CPU_DNNL(dnnl_memory_create(&node->bias, &bias_md, ctx->engine, node->bias_data), "describe the bias");
+    }
+    CPU_DNNL(dnnl_memory_create(&node->dst, &dst_md, ctx->engine, cpu_node_data(cg, t)), "describe the output");
+
+    node->n_taps = kt;
+    for (int j = 0; j < kt; j++) {
+        dnnl_primitive_attr_t attr;
+        dnnl_post_ops_t       po;
+        CPU_DNNL(dnnl_primitive_attr_create(&attr), "create attributes");
+        CPU_DNNL(dnnl_post_ops_create(&po), "create post-ops");
+        if (j > 0 || t->src[3]) {
+            dnnl_post_ops_append_sum(po, 1.0f);
+        }
+        if (j == kt - 1 && t->act == VAE_ACT_RELU) {
+            dnnl_post_ops_append_eltwise(po, 1.0f, dnnl_eltwise_relu, 0.0f, 0.0f);
+        } else if (j == kt - 1 && t->act == VAE_ACT_SILU) {
+            dnnl_post_ops_append_eltwise(po, 1.0f, dnnl_eltwise_swish, 1.0f, 0.0f);
+        }
+        dnnl_primitive_attr_set_post_ops(attr, po);
+        dnnl_post_ops_destroy(po);
+
+        const dnnl_memory_desc_t * bmd = b && j == 0 ? &bias_md : NULL;
+        dnnl_primitive_desc_t      pd  = NULL;
+        dnnl_status_t              st;
+        if (up) {
+            dnnl_deconvolution_desc_t dd;
+            st = dnnl_deconvolution_forward_desc_init(&dd, dnnl_forward_inference, dnnl_deconvolution_direct, &src_md,
+                                                      &wei_any, bmd, &dst_md, strides, pad, pad);
+            if (st == dnnl_success) st = dnnl_primitive_desc_create(&pd, &dd, attr, ctx->engine, NULL);
+        } else {
+            dnnl_convolution_desc_t cd;
+            st = dnnl_convolution_forward_desc_init(&cd, dnnl_forward_inference, dnnl_convolution_direct, &src_md,
+                                                    &wei_any, bmd, &dst_md, strides, pad, pad);
+            if (st == dnnl_success) st = dnnl_primitive_desc_create(&pd, &cd, attr, ctx->engine, NULL);
+        }
+        dnnl_primitive_attr_destroy(attr);
+        CPU_DNNL(st, "set up the convolution");
+
+        const dnnl_memory_desc_t * wei_md = dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
+        node->weights[j] = cpu_weights_get(ctx, w, j, up, wei_md);
+        st = node->weights[j] ? dnnl_success : dnnl_out_of_memory;
+        float * src = cpu_node_data(cg, x) - (size_t) (kt - 1 - j) * cpu_frame_floats(x);
+        if (st == dnnl_success) st = dnnl_memory_create(&node->wei[j], wei_md, ctx->engine, node->weights[j]->data);
+        if (st == dnnl_success) st = dnnl_memory_create(&node->src[j], &src_md, ctx->engine, src);
+        if (st == dnnl_success) st = dnnl_primitive_create(&node->prim[j], pd);
+        dnnl_primitive_desc_destroy(pd);
+        CPU_DNNL(st, "prepare the weights and the convolution");
+    }
+    return true;
 }
 
 static void cpu_graph_release(vae_backend_t * backend, struct vae_graph * g) {
     struct cpu_graph * cg = g->backend_data;
-    (void) backend;
-    cpu_release_nodes(g, cg);
+    for (int i = 0; i < g->n_nodes; i++) {
+        struct cpu_node * node = &cg->nodes[i];
+        for (int j = 0; j < CPU_MAX_TAPS; j++) {
+            dnnl_primitive_destroy(node->prim[j]);
+            dnnl_memory_destroy(node->src[j]);
+            dnnl_memory_destroy(node->wei[j]);
+            cpu_weights_put(backend->context, node->weights[j]);
+        }
+        dnnl_memory_destroy(node->bias);
+        dnnl_memory_destroy(node->dst);
+        free(node->bias_data);
+    }
     free(cg->nodes);
     free(cg->arena);
+    free(cg->scratch);
     free(cg);
     g->backend_data = NULL;
     g->peak_bytes   = 0;
@@ -332,11 +447,22 @@ static bool cpu_graph_prepare(vae_backend_t * backend, struct vae_graph * g, siz
         free(cg);
         return false;
     }
+    for (int i = 0; i < g->n_nodes; i++) {
+        if (g->nodes[i]->op == VAE_OP_ATTENTION) {
+            const size_t n = vae_cpu_attention_scratch(g->nodes[i]->src[0]->ne);
+            cg->scratch_floats = n > cg->scratch_floats ? n : cg->scratch_floats;
+        }
+    }
     size_t weight_bytes = 0;
     for (int i = 0; i < g->n_weights; i++) {
-        weight_bytes += (size_t) (g->weights[i]->ne[0] * g->weights[i]->ne[1] * g->weights[i]->ne[2] * g->weights[i]->ne[3]) * sizeof(float);
+        size_t n = 1;
+        for (int d = 0; d < VAE_MAX_DIMS; d++) {
+            n *= (size_t) g->weights[i]->ne[d];
+        }
+        weight_bytes += n * sizeof(float);
     }
-    const size_t need  = cg->arena_floats * sizeof(float) + weight_bytes;
+    g->arena_bytes     = (cg->arena_floats + cg->scratch_floats) * sizeof(float);
+    const size_t need  = g->arena_bytes + weight_bytes;
     const size_t limit = max_bytes ? max_bytes : cpu_physical_memory();
     if (need > limit) {
         snprintf(err, err_size,
@@ -348,9 +474,12 @@ static bool cpu_graph_prepare(vae_backend_t * backend, struct vae_graph * g, siz
         free(cg);
         return false;
     }
-    cg->arena = cpu_alloc(cg->arena_floats * sizeof(float));
-    if (!cg->arena) {
-        snprintf(err, err_size, "could not allocate the %.1f MiB activation arena", cg->arena_floats * 4 / 1048576.0);
+    cg->arena   = cpu_alloc(cg->arena_floats * sizeof(float));
+    cg->scratch = cpu_alloc(cg->scratch_floats * sizeof(float));
+    if (!cg->arena || !cg->scratch) {
+        snprintf(err, err_size, "could not allocate the %.1f MiB activation arena", need / 1048576.0);
+        free(cg->arena);
+        free(cg->scratch);
         free(cg->nodes);
         free(cg);
         return false;
@@ -359,8 +488,8 @@ static bool cpu_graph_prepare(vae_backend_t * backend, struct vae_graph * g, siz
     g->backend_data = cg;
     for (int i = 0; i < g->n_nodes; i++) {
         const struct vae_tensor * t = g->nodes[i];
-        if ((t->op == VAE_OP_CONV2D || t->op == VAE_OP_UPSAMPLE_CONV2D) &&
-            !cpu_prepare_conv(ctx, g, cg, t, err, err_size)) {
+        if ((t->op == VAE_OP_CONV2D || t->op == VAE_OP_UPSAMPLE_CONV2D || t->op == VAE_OP_CAUSAL_CONV3D) &&
+            !cpu_prepare_conv(ctx, cg, t, err, err_size)) {
             cpu_graph_release(backend, g);
             return false;
         }
@@ -369,43 +498,140 @@ static bool cpu_graph_prepare(vae_backend_t * backend, struct vae_graph * g, siz
     return true;
 }
 
-static bool cpu_graph_compute(vae_backend_t * backend, struct vae_graph * g, const float * input, char * err,
-                              size_t err_size) {
+static void cpu_state_reset(vae_backend_t * backend, vae_state_t * st) {
+    (void) backend;
+    for (int i = 0; i < st->n_slots; i++) {
+        memset(st->data[i], 0, st->floats[i] * sizeof(float));
+    }
+}
+
+static size_t cpu_state_bytes(vae_backend_t * backend, const vae_state_t * st) {
+    size_t n = 0;
+    (void) backend;
+    for (int i = 0; i < st->n_slots; i++) {
+        n += st->floats[i] * sizeof(float);
+    }
+    return n;
+}
+
+static void cpu_state_free(vae_backend_t * backend, vae_state_t * st) {
+    (void) backend;
+    for (int i = 0; st->data && i < st->n_slots; i++) {
+        free(st->data[i]);
+    }
+    free(st->data);
+    free(st->floats);
+    free(st);
+}
+
+static vae_state_t * cpu_state_new(vae_backend_t * backend, const struct vae_graph * g, char * err, size_t err_size) {
+    struct vae_state * st = calloc(1, sizeof(*st));
+    bool               ok = st && (st->floats = calloc((size_t) g->n_states, sizeof(size_t))) &&
+              (st->data = calloc((size_t) g->n_states, sizeof(float *)));
+    if (ok) {
+        st->n_slots = g->n_states;
+        for (int i = 0; i < g->n_nodes; i++) {
+            const struct vae_tensor * t = g->nodes[i];
+            if (t->op == VAE_OP_CAUSAL_CONV3D) {
+                st->floats[t->i[0]] = cpu_state_floats(t);
+            }
+        }
+        for (int i = 0; ok && i < st->n_slots; i++) {
+            ok = (st->data[i] = cpu_alloc(st->floats[i] * sizeof(float))) != NULL;
+        }
+    }
+    if (!ok) {
+        snprintf(err, err_size, "out of host memory for the streaming state of %d causal ops", g->n_states);
+        if (st) {
+            cpu_state_free(backend, st);
+        }
+        return NULL;
+    }
+    cpu_state_reset(backend, st);
+    return st;
+}
+
+// the taps of a convolution; a causal conv first puts the remembered frames in front of its
+// input and afterwards remembers the last kt - 1 frames of [state, input]
+static bool cpu_run_conv(struct cpu_context * ctx, struct cpu_graph * cg, const struct vae_tensor * t,
+                         vae_state_t * state, char * err, size_t err_size) {
+    struct cpu_node * node = &cg->nodes[t->index];
+    float *           y    = cpu_node_data(cg, t);
+    float *           x    = cpu_node_data(cg, t->src[0]);
+    const size_t      hist = t->op == VAE_OP_CAUSAL_CONV3D ? cpu_state_floats(t) : 0;
+    if (hist) {
+        memcpy(x - hist, state->data[t->i[0]], hist * sizeof(float));
+    }
+    if (node->copy_residual) {
+        memcpy(y, cpu_node_data(cg, t->src[3]), vae_cpu_nelements(t->ne) * sizeof(float));
+    }
+    for (int j = 0; j < node->n_taps; j++) {
+        dnnl_exec_arg_t args[4] = {
+            { DNNL_ARG_SRC, node->src[j] },
+            { DNNL_ARG_WEIGHTS, node->wei[j] },
+            { DNNL_ARG_DST, node->dst },
+            { DNNL_ARG_BIAS, node->bias },
+        };
+        CPU_DNNL(dnnl_primitive_execute(node->prim[j], ctx->stream, node->bias && j == 0 ? 4 : 3, args),
+                 "run the convolution");
+    }
+    if (hist) {
+        memcpy(state->data[t->i[0]], x + vae_cpu_nelements(t->src[0]->ne) - hist, hist * sizeof(float));
+    }
+    return true;
+}
+
+static bool cpu_graph_compute(vae_backend_t * backend, struct vae_graph * g, vae_state_t * state, const float * input,
+                              char * err, size_t err_size) {
     struct cpu_context * ctx = backend->context;
     struct cpu_graph *   cg  = g->backend_data;
     for (int i = 0; i < g->n_nodes; i++) {
-        const struct vae_tensor * t    = g->nodes[i];
-        struct cpu_node *         node = &cg->nodes[i];
-        float *                   y    = cpu_node_data(cg, t);
+        const struct vae_tensor * t = g->nodes[i];
+        if (t->op == VAE_OP_CAUSAL_CONV3D &&
+            (t->i[0] >= state->n_slots || state->floats[t->i[0]] != cpu_state_floats(t))) {
+            snprintf(err, err_size, "the state given has no slot %d of %zu floats for %s", t->i[0],
+                     cpu_state_floats(t), t->name);
+            return false;
+        }
+    }
+    for (int i = 0; i < g->n_nodes; i++) {
+        const struct vae_tensor * t = g->nodes[i];
+        float *                   y = cpu_node_data(cg, t);
+        const float *             x = t->src[0] ? cpu_node_data(cg, t->src[0]) : NULL;
         switch (t->op) {
             case VAE_OP_INPUT:
                 vae_cpu_to_blocked(input, y, t->ne);
                 break;
             case VAE_OP_TANH_CLAMP:
-                vae_cpu_tanh_clamp(cpu_node_data(cg, t->src[0]), y, vae_cpu_nelements(t->ne), t->f[0]);
+                vae_cpu_tanh_clamp(x, y, vae_cpu_nelements(t->ne), t->f[0]);
                 break;
             case VAE_OP_UPSAMPLE2X:
-                vae_cpu_upsample2x(cpu_node_data(cg, t->src[0]), y, t->src[0]->ne);
+                vae_cpu_upsample2x(x, y, t->src[0]->ne);
                 break;
             case VAE_OP_GROUP_NORM:
-                vae_cpu_group_norm(cpu_node_data(cg, t->src[0]), y, t->ne, t->i[0], t->f[0], t->src[1]->data,
-                                   t->src[2]->data, t->act);
+                vae_cpu_group_norm(x, y, t->ne, t->i[0], t->f[0], t->src[1]->data, t->src[2]->data, t->act);
+                break;
+            case VAE_OP_RMS_NORM:
+                vae_cpu_rms_norm(x, y, t->ne, t->src[1]->data, t->act);
+                break;
+            case VAE_OP_ATTENTION:
+                vae_cpu_attention(x, y, t->src[0]->ne, cg->scratch);
+                break;
+            case VAE_OP_FRAME_SPLIT:
+                if (!cg->nodes[i].view) {
+                    vae_cpu_frame_split(x, y, t->src[0]->ne, t->i[0]);
+                }
+                break;
+            case VAE_OP_PIXEL_SHUFFLE:
+                vae_cpu_pixel_shuffle(x, y, t->src[0]->ne);
                 break;
             case VAE_OP_CONV2D:
             case VAE_OP_UPSAMPLE_CONV2D:
-                {
-                    if (node->copy_residual) {
-                        memcpy(y, cpu_node_data(cg, t->src[3]), vae_cpu_nelements(t->ne) * sizeof(float));
-                    }
-                    dnnl_exec_arg_t args[4] = {
-                        { DNNL_ARG_SRC, node->src },
-                        { DNNL_ARG_WEIGHTS, node->wei },
-                        { DNNL_ARG_DST, node->dst },
-                        { DNNL_ARG_BIAS, node->bias },
-                    };
-                    CPU_DNNL(dnnl_primitive_execute(node->prim, ctx->stream, node->bias ? 4 : 3, args), "run the convolution");
-                    break;
+            case VAE_OP_CAUSAL_CONV3D:
+                if (!cpu_run_conv(ctx, cg, t, state, err, err_size)) {
+                    return false;
                 }
+                break;
             default:
                 snprintf(err, err_size, "the cpu backend has no op %s", vae_op_name(t->op));
                 return false;
@@ -433,10 +659,12 @@ static bool cpu_graph_read_frame(vae_backend_t * backend, struct vae_graph * g, 
     return true;
 }
 
-static bool cpu_graph_read_output(vae_backend_t * backend, struct vae_graph * g, float * dst, char * err,
-                                  size_t err_size) {
+static bool cpu_graph_read_output(vae_backend_t * backend, struct vae_graph * g, int first, int count, float * dst,
+                                  char * err, size_t err_size) {
+    const struct vae_tensor * out = g->output;
+    const int64_t             ne[4] = { count, out->ne[1], out->ne[2], out->ne[3] };
     (void) backend, (void) err, (void) err_size;
-    vae_cpu_from_blocked(cpu_node_data(g->backend_data, g->output), dst, g->output->ne);
+    vae_cpu_from_blocked(cpu_node_data(g->backend_data, out) + (size_t) first * cpu_frame_floats(out), dst, ne);
     return true;
 }
 
@@ -444,6 +672,10 @@ static const struct vae_backend_i cpu_backend_i = {
     /* .get_name          = */ cpu_get_name,
     /* .free              = */ cpu_free,
     /* .graph_prepare     = */ cpu_graph_prepare,
+    /* .state_new         = */ cpu_state_new,
+    /* .state_reset       = */ cpu_state_reset,
+    /* .state_bytes       = */ cpu_state_bytes,
+    /* .state_free        = */ cpu_state_free,
     /* .graph_compute     = */ cpu_graph_compute,
     /* .graph_read_frame  = */ cpu_graph_read_frame,
     /* .graph_read_output = */ cpu_graph_read_output,

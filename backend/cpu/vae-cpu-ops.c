@@ -1,5 +1,7 @@
-// The CPU ops that are not convolutions: layout changes, the tanh clamp, nearest upsampling and
-// GroupNorm, written for the blocked nChw16c layout so that the 16 lanes of a block vectorise.
+// The CPU ops that are not convolutions (attention has a file of its own): layout changes, the
+// tanh clamp, nearest upsampling, GroupNorm, Wan's RMS norm, the frame split of temporal
+// upsampling and pixel shuffle, written for the blocked nChw16c layout so that the 16 lanes of a
+// block vectorise.
 // They run on all cores through OpenMP, the runtime oneDNN itself uses here.
 
 #include "vae-cpu.h"
@@ -148,4 +150,127 @@ void vae_cpu_group_norm(const float * x, float * y, const int64_t ne[4], int gro
         }
     }
     free(sums);
+}
+
+// Wan's RMS_norm, F.normalize(x, dim=1) * sqrt(C) * gamma: per pixel, x / max(|x|, 1e-12) over
+// the C channels. The sum of squares is taken in double, so it neither overflows nor underflows
+// for any finite input (|x| up to FLT_MAX, subnormals), and the scale is applied in double: y is
+// x / |x| * sqrt(C) * gamma computed in double and rounded to float once (then the activation,
+// in float), so |y| <= sqrt(C) * |gamma| never overflows. A NaN anywhere in a pixel makes every
+// channel of that pixel NaN, as in PyTorch (clamp_min keeps a NaN norm). Pixels go in tiles so
+// that the channel blocks are read once per pass; what the input's padding lanes hold is
+// ignored, and the output's are written as zero.
+#define RMS_TILE 32
+
+void vae_cpu_rms_norm(const float * x, float * y, const int64_t ne[4], const float * gamma, enum vae_act act) {
+    const int64_t N = ne[0], C = ne[1], CB = vae_cpu_blocks(C), HW = ne[2] * ne[3];
+    const int64_t tiles  = (HW + RMS_TILE - 1) / RMS_TILE;
+    const double  sqrt_c = sqrt((double) C);
+#pragma omp parallel for collapse(2)
+    for (int64_t n = 0; n < N; n++) {
+        for (int64_t t = 0; t < tiles; t++) {
+            const int64_t p0 = t * RMS_TILE, np = HW - p0 < RMS_TILE ? HW - p0 : RMS_TILE;
+            // lane-wise partial sums: the 16 lanes vectorise without reassociating anything
+            double acc[RMS_TILE][VAE_CPU_BLOCK] = { { 0 } };
+            double scale[RMS_TILE];
+            for (int64_t cb = 0; cb < CB; cb++) {
+                const float * s  = x + ((n * CB + cb) * HW + p0) * VAE_CPU_BLOCK;
+                const int64_t nl = C - cb * VAE_CPU_BLOCK < VAE_CPU_BLOCK ? C - cb * VAE_CPU_BLOCK : VAE_CPU_BLOCK;
+                for (int64_t p = 0; p < np; p++) {
+                    for (int l = 0; l < VAE_CPU_BLOCK; l++) {
+                        const double v = l < nl ? (double) s[p * VAE_CPU_BLOCK + l] : 0.0;
+                        acc[p][l] += v * v;
+                    }
+                }
+            }
+            for (int64_t p = 0; p < np; p++) {
+                double ss = 0;
+                for (int l = 0; l < VAE_CPU_BLOCK; l++) {
+                    ss += acc[p][l];
+                }
+                const double norm = sqrt(ss);
+                scale[p]          = sqrt_c / (norm < 1e-12 ? 1e-12 : norm); // a NaN norm stays NaN
+            }
+            for (int64_t cb = 0; cb < CB; cb++) {
+                const float * s = x + ((n * CB + cb) * HW + p0) * VAE_CPU_BLOCK;
+                float *       d = y + ((n * CB + cb) * HW + p0) * VAE_CPU_BLOCK;
+                double        g[VAE_CPU_BLOCK];
+                for (int l = 0; l < VAE_CPU_BLOCK; l++) {
+                    const int64_t c = cb * VAE_CPU_BLOCK + l;
+                    g[l]            = c < C ? gamma[c] : 0.0;
+                }
+                const bool tail = C - cb * VAE_CPU_BLOCK < VAE_CPU_BLOCK;
+                for (int64_t p = 0; p < np; p++) {
+                    for (int l = 0; l < VAE_CPU_BLOCK; l++) {
+                        d[p * VAE_CPU_BLOCK + l] = cpu_act((float) ((double) s[p * VAE_CPU_BLOCK + l] * scale[p] * g[l]), act);
+                    }
+                    if (tail) { // x * scale * 0 is NaN for a NaN pixel: write the zeros again
+                        for (int l = (int) (C - cb * VAE_CPU_BLOCK); l < VAE_CPU_BLOCK; l++) {
+                            d[p * VAE_CPU_BLOCK + l] = 0.0f;
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+// offset (in floats) of channel c, pixel 0, from the start of a blocked frame of HW pixels
+static inline int64_t cpu_lane_offset(int64_t c, int64_t HW) {
+    return (c / VAE_CPU_BLOCK) * HW * VAE_CPU_BLOCK + c % VAE_CPU_BLOCK;
+}
+
+void vae_cpu_frame_split(const float * x, float * y, const int64_t ne_x[4], int s) {
+    const int64_t N = ne_x[0], C = ne_x[1], HW = ne_x[2] * ne_x[3], Cs = C / s;
+    const int64_t CBx = vae_cpu_blocks(C), CBy = vae_cpu_blocks(Cs);
+#pragma omp parallel for collapse(2)
+    for (int64_t f = 0; f < N * s; f++) {
+        for (int64_t cb = 0; cb < CBy; cb++) {
+            const int64_t t = f / s, c0 = (f % s) * Cs + cb * VAE_CPU_BLOCK; // source channel of lane 0
+            const int64_t nl = Cs - cb * VAE_CPU_BLOCK < VAE_CPU_BLOCK ? Cs - cb * VAE_CPU_BLOCK : VAE_CPU_BLOCK;
+            const float * src = x + t * CBx * HW * VAE_CPU_BLOCK;
+            float *       d   = y + (f * CBy + cb) * HW * VAE_CPU_BLOCK;
+            if (c0 % VAE_CPU_BLOCK == 0 && nl == VAE_CPU_BLOCK) { // a whole source block
+                memcpy(d, src + cpu_lane_offset(c0, HW), (size_t) (HW * VAE_CPU_BLOCK) * sizeof(float));
+                continue;
+            }
+            int64_t off[VAE_CPU_BLOCK];
+            for (int l = 0; l < VAE_CPU_BLOCK; l++) {
+                off[l] = l < nl ? cpu_lane_offset(c0 + l, HW) : 0;
+            }
+            for (int64_t p = 0; p < HW; p++) {
+                for (int l = 0; l < VAE_CPU_BLOCK; l++) {
+                    d[p * VAE_CPU_BLOCK + l] = l < nl ? src[off[l] + p * VAE_CPU_BLOCK] : 0.0f;
+                }
+            }
+        }
+    }
+}
+
+void vae_cpu_pixel_shuffle(const float * x, float * y, const int64_t ne_x[4]) {
+    const int64_t N = ne_x[0], C = ne_x[1] / 4, H = ne_x[2], W = ne_x[3], HW = H * W;
+    const int64_t CBx = vae_cpu_blocks(4 * C), CBy = vae_cpu_blocks(C);
+#pragma omp parallel for collapse(3)
+    for (int64_t n = 0; n < N; n++) {
+        for (int64_t cb = 0; cb < CBy; cb++) {
+            for (int64_t Y2 = 0; Y2 < 2 * H; Y2++) {
+                const int64_t i = Y2 & 1, nl = C - cb * VAE_CPU_BLOCK < VAE_CPU_BLOCK ? C - cb * VAE_CPU_BLOCK : VAE_CPU_BLOCK;
+                const float * src = x + (n * CBx * HW + (Y2 >> 1) * W) * VAE_CPU_BLOCK;
+                float *       d   = y + ((n * CBy + cb) * 2 * H + Y2) * 2 * W * VAE_CPU_BLOCK;
+                int64_t       off[2][VAE_CPU_BLOCK]; // source of lane l for output column parity j
+                for (int j = 0; j < 2; j++) {
+                    for (int l = 0; l < VAE_CPU_BLOCK; l++) {
+                        off[j][l] = l < nl ? cpu_lane_offset(4 * (cb * VAE_CPU_BLOCK + l) + 2 * i + j, HW) : 0;
+                    }
+                }
+                for (int64_t X = 0; X < W; X++) {
+                    for (int j = 0; j < 2; j++) {
+                        for (int l = 0; l < VAE_CPU_BLOCK; l++) {
+                            d[(2 * X + j) * VAE_CPU_BLOCK + l] = l < nl ? src[off[j][l] + X * VAE_CPU_BLOCK] : 0.0f;
+                        }
+                    }
+                }
+            }
+        }
+    }
 }

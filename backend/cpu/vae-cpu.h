@@ -38,3 +38,19 @@ void vae_cpu_group_norm(const float * x, float * y, const int64_t ne[4], int gro
 
 // 8-bit pixels from a blocked 3-channel frame [3, H, W] (one frame of the output)
 void vae_cpu_pack_frame(const float * src, const struct vae_frame * dst);
+
+// y = act(x / max(|x|, 1e-12) * sqrt(C) * gamma[c]), |x| = the L2 norm over the C channels at
+// each pixel (Wan's RMS_norm); blocked, in place allowed
+void vae_cpu_rms_norm(const float * x, float * y, const int64_t ne[4], const float * gamma, enum vae_act act);
+
+// single-head attention within each frame over its H*W positions: qkv [N, 3C, H, W] -> y [N, C, H, W],
+// both blocked; q, k, v are channels [0, C), [C, 2C), [2C, 3C); y = softmax(q k^T / sqrt(C)) v, exact,
+// without an (HW)^2 buffer. scratch holds vae_cpu_attention_scratch(ne_qkv) floats.
+size_t vae_cpu_attention_scratch(const int64_t ne_qkv[4]);
+void   vae_cpu_attention(const float * qkv, float * y, const int64_t ne_qkv[4], float * scratch);
+
+// [N, C, H, W] -> [N*s, C/s, H, W]: frame s*t+j of y = channels [j*C/s, (j+1)*C/s) of frame t of x; blocked
+void vae_cpu_frame_split(const float * x, float * y, const int64_t ne_x[4], int s);
+
+// [N, 4C, H, W] -> [N, C, 2H, 2W]: y[c, 2Y+i, 2X+j] = x[4c+2i+j, Y, X]; blocked
+void vae_cpu_pixel_shuffle(const float * x, float * y, const int64_t ne_x[4]);

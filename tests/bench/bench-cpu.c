@@ -357,7 +357,7 @@ int main(int argc, char ** argv) {
         fprintf(stderr, "bench-cpu: %s: %s\n", model_path, err);
         return 1;
     }
-    struct vae_graph * g = vae_model_build_graph(model, 1, LATENT_H, LATENT_W, err, sizeof(err));
+    struct vae_graph * g = vae_model_build_graph(model, 1, LATENT_H, LATENT_W, false, err, sizeof(err));
     if (!g) {
         fprintf(stderr, "bench-cpu: building the graph: %s\n", err);
         vae_model_free(model);
@@ -416,14 +416,14 @@ int main(int argc, char ** argv) {
            (long long) out_ne[1], (long long) out_ne[2], (long long) out_ne[3]);
 
     for (int i = 0; i < warmup; i++) {
-        if (!vae_backend_graph_compute(be, g, input, err, sizeof(err))) {
+        if (!vae_backend_graph_compute(be, g, NULL, input, err, sizeof(err))) {
             fprintf(stderr, "bench-cpu: compute: %s\n", err);
             return 1;
         }
     }
     for (int i = 0; i < frames; i++) {
         const double t0 = now_ms();
-        if (!vae_backend_graph_compute(be, g, input, err, sizeof(err))) {
+        if (!vae_backend_graph_compute(be, g, NULL, input, err, sizeof(err))) {
             fprintf(stderr, "bench-cpu: compute: %s\n", err);
             return 1;
         }
@@ -433,7 +433,7 @@ int main(int argc, char ** argv) {
     {
         const size_t n_out = (size_t) (out_ne[0] * out_ne[1] * out_ne[2] * out_ne[3]);
         float *      out   = malloc(n_out * sizeof(float));
-        if (out && vae_backend_graph_read_output(be, g, out, err, sizeof(err))) {
+        if (out && vae_backend_graph_read_output(be, g, 0, (int) g->output->ne[0], out, err, sizeof(err))) {
             size_t bad = 0;
             for (size_t i = 0; i < n_out; i++) bad += !isfinite(out[i]);
             if (bad) printf("WARNING: %zu non-finite output values\n", bad);

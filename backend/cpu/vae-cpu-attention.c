@@ -1,0 +1,122 @@
+// Single-head attention within each frame (the mid-block attention of the Wan VAE and of
+// AutoencoderKL), for the blocked layout. oneDNN 2.6 has no attention primitive, and the score
+// matrix of a frame ((H*W)^2 floats, 1 GiB at 16k tokens) must never exist whole: q, k and v are
+// gathered from the blocked layout into plain matrices in the scratch, then blocks of at most
+// ATTN_ROWS query rows go through S = q k^T * (1/sqrt(C)) (dnnl_sgemm), an exact fp32 softmax
+// per row (max subtracted, libm expf, sum in double) and O = P v (dnnl_sgemm), each row divided
+// by its sum at the end. The GEMMs thread themselves (the same OpenMP pool); the gather, the
+// softmax and the scatter run in parallel loops between them, so nothing is nested.
+
+#include "vae-cpu.h"
+
+#include <math.h>
+#include <oneapi/dnnl/dnnl.h>
+#include <stdlib.h>
+
+// query rows per block: the score block is ATTN_ROWS x HW floats (16 MiB at 16k tokens)
+#define ATTN_ROWS 256
+
+static int64_t attn_rows(int64_t hw) {
+    return hw < ATTN_ROWS ? hw : ATTN_ROWS;
+}
+
+// q and v (HW x C), k (C x HW), the score block (rows x HW), the output block (rows x C), the row sums
+size_t vae_cpu_attention_scratch(const int64_t ne_qkv[4]) {
+    const int64_t C = ne_qkv[1] / 3, HW = ne_qkv[2] * ne_qkv[3], R = attn_rows(HW);
+    return (size_t) (3 * HW * C + R * HW + R * C + R);
+}
+
+static void attn_sgemm(char ta, char tb, int64_t M, int64_t N, int64_t K, float alpha, const float * A, int64_t lda,
+                       const float * Bm, int64_t ldb, float * Cm, int64_t ldc) {
+    if (dnnl_sgemm(ta, tb, M, N, K, alpha, A, lda, Bm, ldb, 0.0f, Cm, ldc) != dnnl_success) {
+        abort(); // only for invalid arguments, which the shapes here cannot produce
+    }
+}
+
+// row <- exp(row - max(row)) in place; returns the sum (in double, in 16 lane-wise partial sums).
+// A NaN in the row gives a NaN sum (the max skips it, its exp does not).
+static double attn_softmax_row(float * row, int64_t n) {
+    float m[VAE_CPU_BLOCK];
+    for (int l = 0; l < VAE_CPU_BLOCK; l++) {
+        m[l] = -INFINITY;
+    }
+    const int64_t n16 = n - n % VAE_CPU_BLOCK;
+    for (int64_t i = 0; i < n16; i += VAE_CPU_BLOCK) {
+        for (int l = 0; l < VAE_CPU_BLOCK; l++) {
+            m[l] = row[i + l] > m[l] ? row[i + l] : m[l];
+        }
+    }
+    for (int64_t i = n16; i < n; i++) {
+        m[0] = row[i] > m[0] ? row[i] : m[0];
+    }
+    float mx = m[0];
+    for (int l = 1; l < VAE_CPU_BLOCK; l++) {
+        mx = m[l] > mx ? m[l] : mx;
+    }
+    double acc[VAE_CPU_BLOCK] = { 0 };
+    for (int64_t i = 0; i < n16; i += VAE_CPU_BLOCK) {
+        for (int l = 0; l < VAE_CPU_BLOCK; l++) {
+            const float e = expf(row[i + l] - mx);
+            row[i + l]    = e;
+            acc[l] += e;
+        }
+    }
+    for (int64_t i = n16; i < n; i++) {
+        row[i] = expf(row[i] - mx);
+        acc[0] += row[i];
+    }
+    double s = 0;
+    for (int l = 0; l < VAE_CPU_BLOCK; l++) {
+        s += acc[l];
+    }
+    return s;
+}
+
+void vae_cpu_attention(const float * qkv, float * y, const int64_t ne_qkv[4], float * scratch) {
+    const int64_t N = ne_qkv[0], C = ne_qkv[1] / 3, HW = ne_qkv[2] * ne_qkv[3], R = attn_rows(HW);
+    const int64_t CB3 = vae_cpu_blocks(3 * C), CB = vae_cpu_blocks(C);
+    float *       q = scratch, *k = q + HW * C, *v = k + HW * C, *s = v + HW * C, *o = s + R * HW;
+    float *       sums  = o + R * C;
+    const float   scale = (float) (1.0 / sqrt((double) C)); // PyTorch's scale: q.k (fp32) * scale
+    for (int64_t n = 0; n < N; n++) {
+        const float * src = qkv + n * CB3 * HW * VAE_CPU_BLOCK;
+        // q and v token-major (HW x C), k channel-major (C x HW): both products are then 'N', 'N',
+        // which oneDNN's sgemm runs faster than q k^T with a transposed k
+#pragma omp parallel for
+        for (int64_t p = 0; p < HW; p++) {
+            for (int64_t c = 0; c < C; c++) {
+                const int64_t cq = c, cv = 2 * C + c;
+                q[p * C + c] = src[((cq / VAE_CPU_BLOCK) * HW + p) * VAE_CPU_BLOCK + cq % VAE_CPU_BLOCK];
+                v[p * C + c] = src[((cv / VAE_CPU_BLOCK) * HW + p) * VAE_CPU_BLOCK + cv % VAE_CPU_BLOCK];
+            }
+        }
+#pragma omp parallel for
+        for (int64_t c = 0; c < C; c++) {
+            const int64_t ck = C + c;
+            const float * s_k = src + (ck / VAE_CPU_BLOCK) * HW * VAE_CPU_BLOCK + ck % VAE_CPU_BLOCK;
+            for (int64_t p = 0; p < HW; p++) {
+                k[c * HW + p] = s_k[p * VAE_CPU_BLOCK];
+            }
+        }
+        float * dst = y + n * CB * HW * VAE_CPU_BLOCK;
+        for (int64_t r0 = 0; r0 < HW; r0 += R) {
+            const int64_t m = HW - r0 < R ? HW - r0 : R;
+            attn_sgemm('N', 'N', m, HW, C, scale, q + r0 * C, C, k, HW, s, HW);
+#pragma omp parallel for
+            for (int64_t r = 0; r < m; r++) {
+                sums[r] = (float) attn_softmax_row(s + r * HW, HW);
+            }
+            attn_sgemm('N', 'N', m, C, HW, 1.0f, s, HW, v, C, o, C);
+#pragma omp parallel for collapse(2)
+            for (int64_t cb = 0; cb < CB; cb++) {
+                for (int64_t r = 0; r < m; r++) {
+                    float * d = dst + (cb * HW + r0 + r) * VAE_CPU_BLOCK;
+                    for (int l = 0; l < VAE_CPU_BLOCK; l++) {
+                        const int64_t c = cb * VAE_CPU_BLOCK + l;
+                        d[l]            = c < C ? o[r * C + c] / sums[r] : 0.0f;
+                    }
+                }
+            }
+        }
+    }
+}

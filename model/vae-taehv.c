@@ -1,0 +1,72 @@
+// Graph builder for TAEHV, the tiny causal video decoders (taew2_1 for Wan 2.1 latents, taew2_2 for
+// Wan 2.2-5B), after madebyollin/taehv (MODELS.md §C.3). A MemBlock convolves its input together
+// with its input one frame earlier; the loader turned that conv's weight into a causal conv3d of
+// two taps, so the previous frame lives in a state slot like Wan's caches. TGrow (a 1x1 conv that
+// turns each frame into s frames) commutes with the nearest 2x upsample before it, so it runs at
+// the lower resolution, followed by a frame split and the fused upsample + conv. Every step gives
+// frames_per_latent frames per latent frame; the session drops the first trim_frames of a stream.
+
+#include "vae-model.h"
+
+#include <stdio.h>
+
+// MemBlock: ReLU(conv(concat[x_t, x_t-1]) + x_t), conv = 3x3 ReLU 3x3 ReLU 3x3
+static struct vae_tensor * taehv_memblock(struct vae_builder * b, struct vae_tensor * x, int k) {
+    const int64_t       c = x->ne[1];
+    struct vae_tensor * w = vae_builder_weight(b, 5, (const int64_t[]) { c, c, 2, 3, 3 }, "decoder.%d.conv.0.weight", k);
+    struct vae_tensor * bt = w ? vae_builder_weight(b, 1, (const int64_t[]) { c }, "decoder.%d.conv.0.bias", k) : NULL;
+    if (!bt) {
+        return NULL;
+    }
+    char name[32];
+    struct vae_tensor * t = vae_graph_causal_conv3d(b->g, x, w, bt, NULL, VAE_ACT_RELU, b->n_slots++); // [N, C, H, W]
+    snprintf(name, sizeof(name), "decoder.%d.conv.2", k);
+    t = vae_builder_conv2d(b, t, name, 3, true, NULL, VAE_ACT_RELU, false);
+    snprintf(name, sizeof(name), "decoder.%d.conv.4", k);
+    return t ? vae_builder_conv2d(b, t, name, 3, true, x, VAE_ACT_RELU, false) : NULL;
+}
+
+struct vae_graph * vae_taehv_build(const struct vae_model * model, int n, int h, int w, char * err, size_t err_size) {
+    struct vae_builder b = { model, vae_graph_new(), err, err_size, false, 0 };
+    if (!b.g) {
+        snprintf(err, err_size, "out of memory building the graph");
+        return NULL;
+    }
+    struct vae_tensor * x = vae_graph_input(b.g, n, model->latent_channels, h, w); // [N, z, h, w]
+    x = vae_graph_tanh_clamp(b.g, x, 3.0f);
+    x = vae_builder_conv2d(&b, x, "decoder.1", 3, true, NULL, VAE_ACT_RELU, false); // [N, 256, h, w]
+    for (int stage = 0; stage < 3 && x; stage++) {
+        // MemBlocks 3,4,5 / 9,10,11 / 15,16,17; TGrow 7 / 13 / 19; conv 8 / 14 / 20 (+ ReLU 21)
+        const int base = 3 + 6 * stage;
+        for (int k = base; k < base + 3 && x; k++) {
+            x = taehv_memblock(&b, x, k);
+        }
+        char name[32];
+        snprintf(name, sizeof(name), "decoder.%d.conv", base + 4);
+        struct vae_tensor * t = x ? vae_builder_conv2d(&b, x, name, 1, false, NULL, VAE_ACT_NONE, false) : NULL;
+        if (t && t->ne[1] % x->ne[1] != 0) {
+            t = vae_builder_fail(&b, "TGrow '%s.weight' has %lld rows, not a multiple of its %lld inputs", name,
+                                 (long long) t->ne[1], (long long) x->ne[1]);
+        }
+        if (t && t->ne[1] > x->ne[1]) {
+            t = vae_graph_frame_split(b.g, t, (int) (t->ne[1] / x->ne[1]));      // [N * s, C, H, W]
+        }
+        snprintf(name, sizeof(name), "decoder.%d", base + 5);
+        x = t ? vae_builder_conv2d(&b, t, name, 3, false, NULL, stage == 2 ? VAE_ACT_RELU : VAE_ACT_NONE, true)
+              : NULL;                                                               // [N * s, C', 2H, 2W]
+    }
+    x = x ? vae_builder_conv2d(&b, x, "decoder.22", 3, true, NULL, VAE_ACT_NONE, false) : NULL; // [4N, 3p², 8h, 8w]
+    if (x && x->ne[1] == 12) {
+        x = vae_graph_pixel_shuffle(b.g, x);                                        // [4N, 3, 16h, 16w]
+    }
+    if (x && x->ne[1] != 3) {
+        x = vae_builder_fail(&b, "tensor 'decoder.22.weight' gives %lld output channels, not 3 or 12",
+                             (long long) x->ne[1]);
+    }
+    if (!x) {
+        vae_graph_free(b.g);
+        return NULL;
+    }
+    vae_graph_set_output(b.g, x);
+    return b.g;
+}

@@ -1,0 +1,461 @@
+#!/usr/bin/env python3
+"""Generate the small, deterministic Wan 2.1 VAE and TAEHV test fixtures in tests/data/.
+
+    WAN_VAE_PY=/tmp/upstream/wan/modules/vae.py TAEHV_PY=/tmp/upstream/taehv.py \\
+        /tmp/fixenv/bin/python tests/data/gen_video_fixtures.py [--out DIR] [--only wan|taehv] [--stats]
+
+The references are computed by the UPSTREAM implementations, not by code in this repository:
+- Wan 2.1 VAE: diffusers' `AutoencoderKLWan` (pip package `diffusers`), `vae.decode(z).sample`,
+  fp32 on the CPU.  Wan's own `WanVAE_` (`wan/modules/vae.py` of Wan-Video/Wan2.1, path in
+  $WAN_VAE_PY) is used as a cross-check only (printed, not stored).
+- TAEHV: `TAEHV.decode_video` of madebyollin/taehv `taehv.py` (path in $TAEHV_PY).
+Neither upstream file is part of this repository; tests/data/README.md says how to get them and
+which Python environment to use (torch >= 2 and diffusers; Debian's torch 1.13 is too old for
+current diffusers).
+
+Random weights (fixed seeds), reduced widths, rounded to the dtype they are stored in *before*
+the reference is computed.  Re-running rewrites byte-identical files (same torch build).
+"""
+
+import argparse
+import importlib.util
+import os
+import re
+import sys
+
+import torch
+import torch.nn as nn
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import taesd_torch as tt  # noqa: E402  (safetensors read/write helpers)
+
+# Latent size shared by all fixtures: T=4 latent frames of 5x7 -> 13 frames of 40x56 (x8)
+LAT_T, LAT_H, LAT_W = 4, 5, 7
+
+# Wan 2.1 latent statistics (MODELS.md §B.4; identical to diffusers' AutoencoderKLWan defaults)
+WAN21_MEAN = [-0.7571, -0.7089, -0.9113, 0.1075, -0.1745, 0.9653, -0.1517, 1.5508,
+              0.4134, -0.0715, 0.5517, -0.3632, -0.1922, -0.9497, 0.2503, -0.2921]
+WAN21_STD = [2.8184, 1.4541, 2.3275, 2.6558, 1.2196, 1.7708, 2.6052, 2.0743,
+             3.2687, 2.1526, 2.8652, 1.5579, 1.6382, 1.1253, 2.8251, 1.9160]
+
+# Reduced Wan widths: decoder base 4 -> decoder dims 4*[4,4,4,2,1] = [16,16,16,8,4]
+# (attention at C=16); encoder base 2.  (base 8 would make the F32 file 3.6 MB.)
+WAN_DEC_BASE = 4
+WAN_ENC_BASE = 2
+
+# Reduced TAEHV widths (upstream: decoder n_f = [256,128,64,64], encoder 64)
+TAEHV_NF = [32, 24, 16, 16]
+TAEHV_ENC_W = 8
+
+
+def load_module(env, name):
+    path = os.environ.get(env)
+    if not path or not os.path.isfile(path):
+        sys.exit(f"set {env} to the upstream file (see tests/data/README.md); got {path!r}")
+    spec = importlib.util.spec_from_file_location(name, path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def uni(g, shape, bound):
+    return (torch.rand(shape, generator=g, dtype=torch.float64) * 2 - 1) * bound
+
+
+def fan_in(shape):
+    n = 1
+    for d in shape[1:]:
+        n *= d
+    return n
+
+
+def describe(y):
+    return (f"{tuple(y.shape)} min {y.min().item():.4f} max {y.max().item():.4f} "
+            f"mean {y.mean().item():.4f} std {y.std().item():.4f}")
+
+
+# --------------------------------------------------------------------------------------------
+# Wan 2.1
+# --------------------------------------------------------------------------------------------
+
+def wan_init(sd_names_shapes, seed):
+    """Random weights in diffusers naming.  Every RMS norm re-normalises, so only the gains of
+    the last conv of each residual branch, the attention and the output conv matter for the
+    activation scale; they are chosen so the output std is ~0.4 with few clamped values."""
+    g = torch.Generator().manual_seed(seed)
+    out = {}
+    for name, shape in sd_names_shapes:
+        if name.endswith(".gamma"):
+            v = 1.0 + uni(g, shape, 0.25)
+        elif name.endswith(".bias"):
+            v = uni(g, shape, 0.1)
+        elif name.endswith(".weight"):
+            if name.startswith("decoder.conv_out."):
+                gain = 0.8
+            elif ".to_qkv." in name:
+                gain = 2.0          # q.k spread of a few units: a non-uniform softmax
+            elif re.search(r"resnets\.\d+\.conv2\.", name):
+                gain = 0.8          # residual branch
+            else:
+                gain = 1.0
+            v = uni(g, shape, gain * (3.0 / fan_in(shape)) ** 0.5)
+        else:
+            raise ValueError(f"unexpected parameter {name} {shape}")
+        out[name] = tt.round_to_dtype(v.float(), torch.bfloat16)
+    return out
+
+
+_RES_SUB = {"norm1": "residual.0", "conv1": "residual.2", "norm2": "residual.3",
+            "conv2": "residual.6", "conv_shortcut": "shortcut"}
+_MID = {"resnets.0": "middle.0", "attentions.0": "middle.1", "resnets.1": "middle.2"}
+
+
+def wan_diffusers_to_original(name):
+    """diffusers AutoencoderKLWan (Wan 2.1 layout) key -> Wan2.1 `WanVAE_` key (MODELS.md §B.6,
+    §B.7; encoder analogous)."""
+    if name.startswith("post_quant_conv."):
+        return "conv2." + name[len("post_quant_conv."):]
+    if name.startswith("quant_conv."):
+        return "conv1." + name[len("quant_conv."):]
+    side, rest = name.split(".", 1)
+    if side not in ("encoder", "decoder"):
+        raise ValueError(name)
+    m = re.match(r"conv_in\.(.*)$", rest)
+    if m:
+        return f"{side}.conv1.{m.group(1)}"
+    m = re.match(r"norm_out\.(.*)$", rest)
+    if m:
+        return f"{side}.head.0.{m.group(1)}"
+    m = re.match(r"conv_out\.(.*)$", rest)
+    if m:
+        return f"{side}.head.2.{m.group(1)}"
+    m = re.match(r"mid_block\.(resnets\.\d|attentions\.\d)\.(.*)$", rest)
+    if m:
+        blk, sub = _MID[m.group(1)], m.group(2)
+        if m.group(1).startswith("resnets"):
+            sub = _res_sub(sub)
+        return f"{side}.{blk}.{sub}"
+    m = re.match(r"down_blocks\.(\d+)\.(.*)$", rest)   # encoder: flat list
+    if m:
+        sub = m.group(2)
+        if not sub.startswith(("resample.", "time_conv.")):
+            sub = _res_sub(sub)
+        return f"{side}.downsamples.{m.group(1)}.{sub}"
+    m = re.match(r"up_blocks\.(\d+)\.resnets\.(\d+)\.(.*)$", rest)
+    if m:
+        i, j = int(m.group(1)), int(m.group(2))
+        return f"{side}.upsamples.{4 * i + j}.{_res_sub(m.group(3))}"
+    m = re.match(r"up_blocks\.(\d+)\.upsamplers\.0\.(.*)$", rest)
+    if m:
+        return f"{side}.upsamples.{4 * int(m.group(1)) + 3}.{m.group(2)}"
+    raise ValueError(f"no original name for {name}")
+
+
+def _res_sub(sub):
+    first, rest = sub.split(".", 1)
+    return f"{_RES_SUB[first]}.{rest}"
+
+
+def wan_make_latents(seed):
+    g = torch.Generator().manual_seed(seed)
+    shape = (1, 16, LAT_T, LAT_H, LAT_W)
+    z = torch.randn(shape, generator=g, dtype=torch.float32) * 1.5     # raw VAE space
+    z[0, 3, 1, 2, 4] = 9.0
+    z[0, 11, LAT_T - 1, LAT_H - 1, LAT_W - 1] = -8.0
+    x = torch.randn(shape, generator=g, dtype=torch.float32)           # normalised space
+    x[0, 5, 0, 0, 0] = 4.5
+    x[0, 14, 2, 3, 1] = -5.0
+    return z, x
+
+
+def wan_denormalize(x):
+    """Exactly diffusers' WanPipeline: latents / (1/std) + mean, all float32."""
+    mean = torch.tensor(WAN21_MEAN).view(1, 16, 1, 1, 1).to(x.device, x.dtype)
+    std_inv = 1.0 / torch.tensor(WAN21_STD).view(1, 16, 1, 1, 1).to(x.device, x.dtype)
+    return x / std_inv + mean
+
+
+def wan_stats(vae, z):
+    rows = []
+    hooks = []
+    mods = [("post_quant_conv", vae.post_quant_conv), ("conv_in", vae.decoder.conv_in),
+            ("mid_block", vae.decoder.mid_block)]
+    mods += [(f"up_blocks.{i}", b) for i, b in enumerate(vae.decoder.up_blocks)]
+    mods += [("conv_out", vae.decoder.conv_out)]
+    for n, m in mods:
+        hooks.append(m.register_forward_hook(
+            lambda mod, inp, out, n=n: rows.append((n, out.std().item(), out.abs().max().item()))))
+    with torch.no_grad():
+        vae.decode(z)
+    for h in hooks:
+        h.remove()
+    # one row per (module, latent frame): summarise per module
+    agg = {}
+    for n, s, mx in rows:
+        a = agg.setdefault(n, [0.0, 0.0])
+        a[0], a[1] = max(a[0], s), max(a[1], mx)
+    return " ".join(f"{n}:{s:.2f}/{mx:.1f}" for n, (s, mx) in agg.items())
+
+
+def gen_wan(args, save):
+    import diffusers
+    from diffusers import AutoencoderKLWan
+
+    torch.manual_seed(0)
+    vae = AutoencoderKLWan(base_dim=WAN_ENC_BASE, decoder_base_dim=WAN_DEC_BASE, z_dim=16,
+                           dim_mult=[1, 2, 4, 4], num_res_blocks=2, attn_scales=[],
+                           temperal_downsample=[False, True, True], dropout=0.0).eval()
+    names_shapes = [(k, tuple(v.shape)) for k, v in vae.state_dict().items()]
+    sd = wan_init(names_shapes, seed=4021)
+    vae.load_state_dict(sd, strict=True)
+
+    z, x = wan_make_latents(seed=5021)
+    zn = wan_denormalize(x)
+    with torch.no_grad():
+        dec = vae.decode(z).sample.float().contiguous()
+        dec_n = vae.decode(zn).sample.float().contiguous()
+    for tag, y in (("decoded", dec), ("decoded_normalized", dec_n)):
+        clamped = (y.abs() >= 1.0).double().mean().item()
+        print(f"wan21: {tag} {describe(y)}  at +-1: {100 * clamped:.2f}%")
+    if args.stats:
+        print("wan21 stats:", wan_stats(vae, z))
+
+    orig = {wan_diffusers_to_original(k): v for k, v in sd.items()}
+    assert len(orig) == len(sd)
+    meta_model = {"model": "Wan 2.1 VAE structure, random weights (bf16-exact values)",
+                  "decoder_base_dim": str(WAN_DEC_BASE), "encoder_base_dim": str(WAN_ENC_BASE),
+                  "z_dim": "16", "generator": "tests/data/gen_video_fixtures.py"}
+    save("wan21_b4.diffusers.safetensors", sd, dict(meta_model, naming="diffusers"))
+    save("wan21_b4.orig.safetensors", {k: v.bfloat16() for k, v in orig.items()},
+         dict(meta_model, naming="original WanVAE_"))
+    lat_meta = {"generator": "tests/data/gen_video_fixtures.py"}
+    save("wan21_b4.latent", {"latent_tensor": z, "latent_format_version_0": torch.zeros(0)},
+         dict(lat_meta, space="raw Wan 2.1 VAE latent (decoder input), NCTHW"))
+    save("wan21_b4.normalized.latent",
+         {"latent_tensor": x, "latent_format_version_0": torch.zeros(0)},
+         dict(lat_meta, space="normalised Wan 2.1 latent x (z = x / (1/std) + mean), NCTHW"))
+    save("wan21_b4.expected.safetensors", {"decoded": dec, "decoded_normalized": dec_n},
+         {"reference": f"diffusers {diffusers.__version__} AutoencoderKLWan.decode(...).sample, "
+                       f"fp32 CPU, torch {torch.__version__}; clamped to [-1,1]",
+          "decoded": "decode(wan21_b4.latent)",
+          "decoded_normalized": "decode(x / (1/std) + mean), x = wan21_b4.normalized.latent"})
+
+    # ---- cross-checks (printed only) ----
+    with torch.no_grad():
+        v64 = AutoencoderKLWan(base_dim=WAN_ENC_BASE, decoder_base_dim=WAN_DEC_BASE, z_dim=16)
+        v64.load_state_dict(sd)
+        v64 = v64.double().eval()
+        d64 = v64.decode(z.double()).sample
+        print(f"wan21: max |fp32 - fp64 diffusers| = {(dec.double() - d64).abs().max().item():.3g}")
+
+    if os.environ.get("WAN_VAE_PY"):
+        wan_crosscheck(orig, z, x, dec, dec_n, vae)
+    else:
+        print("wan21: WAN_VAE_PY not set: cross-check against Wan's own WanVAE_ skipped")
+
+
+def wan_crosscheck(orig, z, x, dec, dec_n, vae):
+    wv = load_module("WAN_VAE_PY", "wan_vae_upstream")
+    cfg = dict(z_dim=16, dim_mult=[1, 2, 4, 4], num_res_blocks=2, attn_scales=[],
+               temperal_downsample=[False, True, True], dropout=0.0)
+    # decoder side: WanVAE_ at the decoder width; encoder side: WanVAE_ at the encoder width
+    mdec = wv.WanVAE_(dim=WAN_DEC_BASE, **cfg).eval()
+    menc = wv.WanVAE_(dim=WAN_ENC_BASE, **cfg).eval()
+    dec_keys = {k: v for k, v in orig.items() if k.startswith(("decoder.", "conv2."))}
+    enc_keys = {k: v for k, v in orig.items() if k.startswith(("encoder.", "conv1."))}
+    want_dec = {k for k in mdec.state_dict() if k.startswith(("decoder.", "conv2."))}
+    want_enc = {k for k in menc.state_dict() if k.startswith(("encoder.", "conv1."))}
+    assert set(dec_keys) == want_dec, sorted(set(dec_keys) ^ want_dec)
+    assert set(enc_keys) == want_enc, sorted(set(enc_keys) ^ want_enc)
+    assert len(dec_keys) + len(enc_keys) == len(orig)
+    r = mdec.load_state_dict(dec_keys, strict=False)
+    assert not r.unexpected_keys and all(k.startswith(("encoder.", "conv1.")) for k in r.missing_keys)
+    r = menc.load_state_dict(enc_keys, strict=False)
+    assert not r.unexpected_keys and all(k.startswith(("decoder.", "conv2.")) for k in r.missing_keys)
+    print(f"wan21: original naming: {len(dec_keys)} decoder-side + {len(enc_keys)} encoder-side "
+          f"tensors load into WanVAE_ (shapes match)")
+    with torch.no_grad():
+        o = mdec.decode(z).float().clamp_(-1, 1)          # chunked, as WanVAE.decode does
+        mean = torch.tensor(WAN21_MEAN, dtype=torch.float32)
+        std = torch.tensor(WAN21_STD, dtype=torch.float32)
+        on = mdec.decode(x, [mean, 1.0 / std]).float().clamp_(-1, 1)
+        print(f"wan21: max |WanVAE_ - diffusers| decoded = {(o - dec).abs().max().item():.3g}, "
+              f"decoded_normalized (WanVAE_ scale=[mean,1/std]) = "
+              f"{(on - dec_n).abs().max().item():.3g}")
+        g = torch.Generator().manual_seed(6021)
+        video = torch.rand((1, 3, 5, 16, 24), generator=g) * 2 - 1
+        mu_o, _ = menc.encode(video)
+        mu_d = vae.encode(video).latent_dist.mean
+        print(f"wan21: encoder naming check: max |WanVAE_ mu - diffusers mu| = "
+              f"{(mu_o - mu_d).abs().max().item():.3g}")
+
+
+# --------------------------------------------------------------------------------------------
+# TAEHV
+# --------------------------------------------------------------------------------------------
+
+def taehv_narrow(th, z, p):
+    """Upstream TAEHV with reduced widths.  Upstream's constructor hard-codes the widths, so the
+    model is built by the upstream constructor and then its `encoder` and `decoder` Sequentials
+    are rebuilt from upstream's own blocks (conv, Clamp, MemBlock, TPool, TGrow) in the same
+    order as upstream builds them, changing only the channel counts; this is checked against a
+    full-width instance (same module types, same keys, same kernel sizes and strides)."""
+    n_f, we = TAEHV_NF, TAEHV_ENC_W
+    full = th.TAEHV(checkpoint_path=None, patch_size=p, latent_channels=z)
+    m = th.TAEHV(checkpoint_path=None, patch_size=p, latent_channels=z)
+    ic = m.image_channels * m.patch_size ** 2
+    etd, dtu, dsu = (True, True, False), (False, True, True), (True, True, True)  # upstream defaults
+    conv, MB, TP, TG = th.conv, th.MemBlock, th.TPool, th.TGrow
+    m.encoder = nn.Sequential(
+        conv(ic, we), nn.ReLU(inplace=True),
+        TP(we, 2 if etd[0] else 1), conv(we, we, stride=2, bias=False), MB(we, we), MB(we, we), MB(we, we),
+        TP(we, 2 if etd[1] else 1), conv(we, we, stride=2, bias=False), MB(we, we), MB(we, we), MB(we, we),
+        TP(we, 2 if etd[2] else 1), conv(we, we, stride=2, bias=False), MB(we, we), MB(we, we), MB(we, we),
+        conv(we, m.latent_channels),
+    )
+    m.decoder = nn.Sequential(
+        th.Clamp(), conv(m.latent_channels, n_f[0]), nn.ReLU(inplace=True),
+        MB(n_f[0], n_f[0]), MB(n_f[0], n_f[0]), MB(n_f[0], n_f[0]),
+        nn.Upsample(scale_factor=2 if dsu[0] else 1), TG(n_f[0], 2 if dtu[0] else 1), conv(n_f[0], n_f[1], bias=False),
+        MB(n_f[1], n_f[1]), MB(n_f[1], n_f[1]), MB(n_f[1], n_f[1]),
+        nn.Upsample(scale_factor=2 if dsu[1] else 1), TG(n_f[1], 2 if dtu[1] else 1), conv(n_f[1], n_f[2], bias=False),
+        MB(n_f[2], n_f[2]), MB(n_f[2], n_f[2]), MB(n_f[2], n_f[2]),
+        nn.Upsample(scale_factor=2 if dsu[2] else 1), TG(n_f[2], 2 if dtu[2] else 1), conv(n_f[2], n_f[3], bias=False),
+        nn.ReLU(inplace=True), conv(n_f[3], m.image_channels * m.patch_size ** 2),
+    )
+    # structure check against the full-width upstream module
+    for part in ("encoder", "decoder"):
+        a, b = getattr(full, part), getattr(m, part)
+        assert [type(x) for x in a] == [type(x) for x in b], part
+        for x, y in zip(a, b):
+            if isinstance(x, (th.TPool, th.TGrow)):
+                assert x.stride == y.stride
+            if isinstance(x, nn.Upsample):
+                assert x.scale_factor == y.scale_factor and x.mode == y.mode
+    fs, ns = full.state_dict(), m.state_dict()
+    assert list(fs) == list(ns)
+    for k in fs:
+        assert fs[k].dim() == ns[k].dim() and fs[k].shape[2:] == ns[k].shape[2:], k
+    assert m.t_upscale == 2 ** sum(t.stride == 2 for t in m.decoder if isinstance(t, th.TGrow))
+    assert m.frames_to_trim == full.frames_to_trim == 3
+    return m.eval()
+
+
+def taehv_init(model, seed, round_dtype):
+    """ReLU-network init as in gen_fixtures.py: MemBlock conv.0/conv.2 gain sqrt(2), conv.4 0.5,
+    output conv bias 0.5 +- 0.1 so the [0,1] clamp rarely triggers."""
+    g = torch.Generator().manual_seed(seed)
+    out = {}
+    last = max(int(k.split(".")[1]) for k in model.state_dict() if k.startswith("decoder."))
+    for name, p in model.state_dict().items():
+        shape = tuple(p.shape)
+        parts = name.split(".")
+        if name.endswith(".weight"):
+            if parts[2:4] in (["conv", "0"], ["conv", "2"]):
+                gain = 2.0 ** 0.5
+            elif parts[2:4] == ["conv", "4"]:
+                gain = 0.5
+            elif parts[0] == "decoder" and int(parts[1]) == last:
+                gain = 0.8
+            else:
+                gain = 1.0
+            v = uni(g, shape, gain * (3.0 / fan_in(shape)) ** 0.5)
+        elif name == f"decoder.{last}.bias":
+            v = 0.5 + uni(g, shape, 0.1)
+        elif name.endswith(".bias"):
+            v = uni(g, shape, 0.1)
+        else:
+            raise ValueError(f"unexpected parameter {name} {shape}")
+        out[name] = tt.round_to_dtype(v.float(), round_dtype)
+    return out
+
+
+def gen_taehv(args, save):
+    th = load_module("TAEHV_PY", "taehv_upstream")
+    # taew2_2-like: a 3x5 latent (-> 48x80) keeps the expected file under 1 MB
+    for base, z, p, lh, lw, seed, dt in (("taew21_nf32", 16, 1, LAT_H, LAT_W, 7021, torch.float16),
+                                         ("taew22_nf32", 48, 2, 3, 5, 7022, torch.float16)):
+        m = taehv_narrow(th, z, p)
+        sd = taehv_init(m, seed, dt)
+        m.load_state_dict(sd, strict=True)
+        g = torch.Generator().manual_seed(seed + 1000)
+        lat = torch.randn((1, z, LAT_T, lh, lw), generator=g, dtype=torch.float32)
+        lat[0, 2, 1, 2, 3] = 7.5           # tanh(x/3)*3 input clamp saturates
+        lat[0, z - 1, LAT_T - 1, 0, lw - 1] = -6.0
+        xin = lat.permute(0, 2, 1, 3, 4).contiguous()             # NCTHW -> NTCHW
+        with torch.no_grad():
+            yp = m.decode_video(xin.clone(), parallel=True, show_progress_bar=False)
+            ys = m.decode_video(xin.clone(), parallel=False, show_progress_bar=False)
+            st = th.StreamingTAEHV(m)
+            frames = []
+            for t in range(xin.shape[1]):
+                f = st.decode(xin[:, t:t + 1])
+                while f is not None:
+                    frames.append(f)
+                    f = st.decode()
+            yst = torch.cat(frames, 1)
+            m64 = taehv_narrow(th, z, p)
+            m64.load_state_dict(sd)
+            y64 = m64.double().decode_video(xin.double(), parallel=True, show_progress_bar=False)
+        print(f"{base}: max |fp32 - fp64| = {(yp.double() - y64).abs().max().item():.3g}")
+        out = yp.permute(0, 2, 1, 3, 4).float().contiguous()      # NTCHW -> NCTHW
+        f0 = (out == 0).double().mean().item()
+        f1 = (out == 1).double().mean().item()
+        print(f"{base}: decoded {describe(out)}  ==0: {100 * f0:.2f}%  ==1: {100 * f1:.2f}%")
+        print(f"{base}: max |parallel - sequential| = {(yp - ys).abs().max().item():.3g}, "
+              f"max |parallel - StreamingTAEHV| = {(yp - yst).abs().max().item():.3g} "
+              f"({yst.shape[1]} frames)")
+        if args.stats:
+            rows = []
+            hooks = [mod.register_forward_hook(
+                lambda mod_, inp, o, i=i: rows.append((i, o.std().item(), o.abs().max().item())))
+                for i, mod in enumerate(m.decoder)]
+            with torch.no_grad():
+                m.decode_video(xin.clone(), parallel=True, show_progress_bar=False)
+            for h in hooks:
+                h.remove()
+            print(f"{base} stats:", " ".join(f"{i}:{s:.2f}/{mx:.1f}" for i, s, mx in rows))
+        desc = (f"TAEHV (taehv.py TAEHV) z={z} patch={p}, decoder n_f={TAEHV_NF}, encoder width "
+                f"{TAEHV_ENC_W}, random weights")
+        save(f"{base}.safetensors", {k: v.to(dt) for k, v in sd.items()},
+             {"model": desc, "latent_channels": str(z), "patch_size": str(p),
+              "generator": "tests/data/gen_video_fixtures.py"})
+        save(f"{base}.latent", {"latent_tensor": lat, "latent_format_version_0": torch.zeros(0)},
+             {"generator": "tests/data/gen_video_fixtures.py",
+              "space": "normalised latent (TAEHV input), NCTHW"})
+        save(f"{base}.expected.safetensors", {"decoded": out},
+             {"reference": f"taehv.py TAEHV.decode_video(parallel=True), fp32 CPU, torch "
+                           f"{torch.__version__}; input/output transposed NCTHW<->NTCHW; "
+                           f"clamped to [0,1]; first 3 frames trimmed", "model": desc})
+
+
+def main():
+    ap = argparse.ArgumentParser(description="generate Wan 2.1 VAE / TAEHV test fixtures")
+    ap.add_argument("--out", default=HERE)
+    ap.add_argument("--only", choices=["wan", "taehv"])
+    ap.add_argument("--stats", action="store_true", help="print per-layer activation std/max")
+    args = ap.parse_args()
+    torch.set_num_threads(1)  # single-threaded: reproducible summation order
+    os.makedirs(args.out, exist_ok=True)
+    written = []
+
+    def save(fname, tensors, meta=None):
+        path = os.path.join(args.out, fname)
+        tt.save_safetensors(path, tensors, meta)
+        written.append(path)
+
+    if args.only in (None, "wan"):
+        gen_wan(args, save)
+    if args.only in (None, "taehv"):
+        gen_taehv(args, save)
+    total = 0
+    for p in written:
+        size = os.path.getsize(p)
+        total += size
+        print(f"wrote {os.path.relpath(p)} {size} bytes")
+    print(f"total {total} bytes in {len(written)} files")
+
+
+if __name__ == "__main__":
+    main()

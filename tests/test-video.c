@@ -1,0 +1,243 @@
+// The causal video decoders (Wan 2.1 VAE, TAEHV) through the streaming session, without
+// GStreamer: random-weight fixtures against the upstream implementations (diffusers'
+// AutoencoderKLWan, taehv.py; tests/data, made by gen_video_fixtures.py) in both Wan namings and
+// both latent spaces, the same frames whatever the chunk size and after a flush, frame counts on
+// the real Wan 2.1 latents of ../shared/media, and memory that stays flat over a long stream.
+
+#include "vae-test-data.h"
+
+#include <unistd.h>
+
+// a video decode: frames [F, 3, H, W] of the decoder's raw output clamped to its range
+struct video {
+    int     frames, height, width;
+    float * data;
+};
+
+// latent frame t of [1, C, T, h, w] as [C, h, w]
+static void latent_frame(const float * lat, const int64_t ls[5], int64_t t, float * dst) {
+    const int64_t hw = ls[3] * ls[4];
+    for (int64_t c = 0; c < ls[1]; c++) {
+        memcpy(dst + c * hw, lat + (c * ls[2] + t) * hw, (size_t) hw * sizeof(float));
+    }
+}
+
+// pop every ready frame into v, clamped to where the model's output maps into [0, 1]
+static void pop_all(struct vae_session * s, const struct vae_model * m, struct video * v) {
+    const size_t n  = (size_t) 3 * v->height * v->width;
+    const float  lo = -m->out_offset / m->out_scale, hi = (1.0f - m->out_offset) / m->out_scale;
+    while (vae_session_frames_ready(s) > 0) {
+        float * dst = v->data + (size_t) v->frames * n;
+        CHECK(vae_session_pop_output(s, dst, err, sizeof(err)), "%s", err);
+        for (size_t i = 0; i < n; i++) {
+            dst[i] = dst[i] < lo ? lo : dst[i] > hi ? hi : dst[i];
+        }
+        v->frames++;
+    }
+}
+
+// decode latents [1, C, T, h, w] pushing one latent frame at a time; with flush_at > 0 the first
+// flush_at frames are pushed, then the session is reset and the whole stream pushed again
+static struct video decode_video(const struct vae_model * m, const float * lat, const int64_t ls[5],
+                                 enum vae_space space, int chunk, int flush_at) {
+    struct video              v   = { 0, m->scale * (int) ls[3], m->scale * (int) ls[4], NULL };
+    struct vae_session_config cfg = { (int) ls[1], (int) ls[3], (int) ls[4], space, chunk, 0 };
+    struct vae_session *      s   = vae_session_new(m, cpu, &cfg, err, sizeof(err));
+    CHECK(s != NULL, "%s", err);
+    if (!s) {
+        return v;
+    }
+    const int64_t T     = ls[2];
+    float *       frame = malloc((size_t) (ls[1] * ls[3] * ls[4]) * sizeof(float));
+    v.data              = malloc((size_t) (1 + m->frames_per_latent * T) * 3 * v.height * v.width * sizeof(float));
+    for (int64_t t = 0; t < flush_at; t++) {
+        latent_frame(lat, ls, t, frame);
+        CHECK(vae_session_push(s, frame, err, sizeof(err)), "%s", err);
+        pop_all(s, m, &v);
+    }
+    vae_session_reset(s);
+    v.frames = 0;
+    for (int64_t t = 0; t < T; t++) {
+        latent_frame(lat, ls, t, frame);
+        CHECK(vae_session_push(s, frame, err, sizeof(err)), "%s", err);
+        pop_all(s, m, &v);
+    }
+    CHECK(vae_session_drain(s, err, sizeof(err)), "%s", err);
+    pop_all(s, m, &v);
+    CHECK(vae_session_latents_in(s) == (uint64_t) T && vae_session_frames_out(s) == (uint64_t) v.frames,
+          "session counted %llu latents and %llu frames, not %lld and %d",
+          (unsigned long long) vae_session_latents_in(s), (unsigned long long) vae_session_frames_out(s),
+          (long long) T, v.frames);
+    vae_session_free(s);
+    free(frame);
+    return v;
+}
+
+// the decode against `expected` [1, 3, F, H, W] (NCTHW), at every chunk size and after a flush
+static void check_video(const char * model_file, enum vae_family family, const char * latent_file,
+                        enum vae_space space, const char * expected_name, double tol) {
+    struct vae_model * m = vae_model_load(path_in(data_dir, model_file), VAE_FAMILY_AUTO, err, sizeof(err));
+    CHECK(m != NULL, "%s: %s", model_file, err);
+    int64_t ls[5], es[5];
+    float * lat = read_tensor(path_in(data_dir, latent_file), "latent_tensor", ls);
+    char    expected_file[256];
+    snprintf(expected_file, sizeof(expected_file), "%.*s.expected.safetensors",
+             (int) (strchr(latent_file, '.') - latent_file), latent_file);
+    float * exp = read_tensor(path_in(data_dir, expected_file), expected_name, es);
+    if (!m || !lat || !exp) {
+        vae_model_free(m);
+        free(lat);
+        free(exp);
+        return;
+    }
+    CHECK(m->family == family, "%s detected as %s", model_file, vae_family_name(m->family));
+    const int F = (int) es[2], H = (int) es[3], W = (int) es[4];
+    CHECK(F == 1 + 4 * ((int) ls[2] - 1), "the fixture has %d frames for %lld latent frames", F, (long long) ls[2]);
+    struct video first = { 0 };
+    for (int run = 0; run < 6; run++) {
+        // chunk 1, 2, 3, 0 (automatic), 5 (more than the stream), then 2 after a flush at frame 3
+        static const int chunks[6] = { 1, 2, 3, 0, 5, 2 };
+        struct video     v = decode_video(m, lat, ls, space, chunks[run], run == 5 ? 3 : 0);
+        if (!v.data) {
+            continue;
+        }
+        CHECK(v.frames == F && v.height == H && v.width == W, "chunk %d: %d frames of %dx%d, expected %d of %dx%d",
+              chunks[run], v.frames, v.width, v.height, F, W, H);
+        double worst = 0;
+        for (int f = 0; f < F && v.frames == F; f++) {
+            for (int c = 0; c < 3; c++) {
+                const double d = max_abs_diff(v.data + ((size_t) f * 3 + c) * H * W,
+                                              exp + ((size_t) c * F + f) * H * W, (size_t) H * W);
+                worst = d > worst || d != d ? d : worst;
+            }
+        }
+        printf("%-36s %-8s %-18s chunk %d%s: max abs error %.3g\n", model_file, vae_family_name(m->family),
+               expected_name, chunks[run], run == 5 ? " after a flush" : "", worst);
+        CHECK(worst <= tol, "%s chunk %d: max abs error %g above %g", model_file, chunks[run], worst, tol);
+        if (run == 0) {
+            first = v;
+            continue;
+        }
+        if (v.frames == first.frames) {
+            const double d = max_abs_diff(v.data, first.data, (size_t) F * 3 * H * W);
+            CHECK(d <= 1e-5, "chunk %d differs from chunk 1 by %g", chunks[run], d);
+        }
+        free(v.data);
+    }
+    free(first.data);
+    free(lat);
+    free(exp);
+    vae_model_free(m);
+}
+
+static void test_references(void) {
+    check_video("wan21_b4.diffusers.safetensors", VAE_FAMILY_WAN21, "wan21_b4.latent", VAE_SPACE_AUTO, "decoded", 1e-4);
+    check_video("wan21_b4.orig.safetensors", VAE_FAMILY_WAN21, "wan21_b4.latent", VAE_SPACE_RAW, "decoded", 1e-4);
+    check_video("wan21_b4.orig.safetensors", VAE_FAMILY_WAN21, "wan21_b4.normalized.latent", VAE_SPACE_NORMALIZED,
+                "decoded_normalized", 1e-4);
+    check_video("taew21_nf32.safetensors", VAE_FAMILY_TAEW21, "taew21_nf32.latent", VAE_SPACE_AUTO, "decoded", 1e-4);
+    check_video("taew22_nf32.safetensors", VAE_FAMILY_TAEW22, "taew22_nf32.latent", VAE_SPACE_NORMALIZED, "decoded",
+                1e-4);
+}
+
+// the real Wan 2.1 latents (16 frames of 40x64) through random-weight models of both kinds
+static void test_cheesecake(void) {
+    int64_t ls[5];
+    float * lat = read_tensor(path_in(shared_dir, "media/wan21_cheesecake.latent"), "latent_tensor", ls);
+    CHECK(lat && ls[0] == 1 && ls[1] == 16 && ls[2] == 16 && ls[3] == 40 && ls[4] == 64, "unexpected latent shape");
+    static const char * models[2] = { "wan21_b4.orig.safetensors", "taew21_nf32.safetensors" };
+    for (int i = 0; lat && i < 2; i++) {
+        struct vae_model * m = vae_model_load(path_in(data_dir, models[i]), VAE_FAMILY_AUTO, err, sizeof(err));
+        CHECK(m != NULL, "%s", err);
+        if (!m) {
+            continue;
+        }
+        struct video v = decode_video(m, lat, ls, VAE_SPACE_NORMALIZED, 0, 0);
+        CHECK(v.frames == 61 && v.width == 512 && v.height == 320, "%s: %d frames of %dx%d, not 61 of 512x320",
+              models[i], v.frames, v.width, v.height);
+        size_t bad = 0;
+        double sum = 0, sq = 0;
+        const size_t n = (size_t) v.frames * 3 * v.height * v.width;
+        for (size_t j = 0; j < n; j++) {
+            bad += !isfinite(v.data[j]);
+            sum += v.data[j];
+            sq += (double) v.data[j] * v.data[j];
+        }
+        const double sd = sqrt(sq / (double) n - (sum / (double) n) * (sum / (double) n));
+        printf("cheesecake through %s: %d frames of %dx%d, mean %.3f std %.3f\n", models[i], v.frames, v.width, v.height,
+               sum / (double) n, sd);
+        CHECK(bad == 0 && sd > 0.01, "%s: %zu non-finite values, std %g", models[i], bad, sd);
+        free(v.data);
+        vae_model_free(m);
+    }
+    free(lat);
+}
+
+static long resident_kib(void) {
+    long  pages = 0, resident = 0;
+    FILE * f    = fopen("/proc/self/statm", "r");
+    if (f) {
+        if (fscanf(f, "%ld %ld", &pages, &resident) != 2) {
+            resident = 0;
+        }
+        fclose(f);
+    }
+    return resident * (sysconf(_SC_PAGESIZE) / 1024);
+}
+
+// hundreds of latent frames at a tiny size: resident memory after the first chunks stays put
+static void test_long_stream(void) {
+    static const char * models[2] = { "wan21_b4.orig.safetensors", "taew21_nf32.safetensors" };
+    for (int i = 0; i < 2; i++) {
+        struct vae_model * m = vae_model_load(path_in(data_dir, models[i]), VAE_FAMILY_AUTO, err, sizeof(err));
+        CHECK(m != NULL, "%s", err);
+        if (!m) {
+            continue;
+        }
+        struct vae_session_config cfg = { 16, 2, 3, VAE_SPACE_AUTO, 2, 0 };
+        struct vae_session *      s   = vae_session_new(m, cpu, &cfg, err, sizeof(err));
+        CHECK(s != NULL, "%s", err);
+        float          lat[16 * 2 * 3];
+        float          out[3 * 16 * 24];
+        long           after_start = 0;
+        const int      T = 400;
+        for (int t = 0; s && t < T; t++) {
+            for (int j = 0; j < 16 * 6; j++) {
+                lat[j] = sinf(0.37f * (float) (t * 96 + j));
+            }
+            CHECK(vae_session_push(s, lat, err, sizeof(err)), "%s", err);
+            while (vae_session_frames_ready(s) > 0) {
+                CHECK(vae_session_pop_output(s, out, err, sizeof(err)), "%s", err);
+            }
+            if (t == 20) {
+                after_start = resident_kib();
+            }
+        }
+        CHECK(s && vae_session_drain(s, err, sizeof(err)), "%s", err);
+        while (s && vae_session_frames_ready(s) > 0) {
+            CHECK(vae_session_pop_output(s, out, err, sizeof(err)), "%s", err);
+        }
+        const long at_end = resident_kib();
+        printf("%s: %d latent frames, %llu frames decoded, resident %ld KiB after 20, %ld KiB after %d\n", models[i], T,
+               s ? (unsigned long long) vae_session_frames_out(s) : 0ULL, after_start, at_end, T);
+        CHECK(s && vae_session_frames_out(s) == (uint64_t) (1 + 4 * (T - 1)), "frame count");
+        CHECK(at_end - after_start < 256, "resident memory grew by %ld KiB over the stream", at_end - after_start);
+        vae_session_free(s);
+        vae_model_free(m);
+    }
+}
+
+int main(void) {
+    shared_dir = getenv("VAE_SHARED_DIR") ? getenv("VAE_SHARED_DIR") : "../shared";
+    data_dir   = getenv("VAE_TEST_DATA") ? getenv("VAE_TEST_DATA") : "tests/data";
+    cpu        = vae_backend_init(VAE_BACKEND_CPU, 0, err, sizeof(err));
+    if (!cpu) {
+        fprintf(stderr, "no cpu backend: %s\n", err);
+        return 1;
+    }
+    test_references();
+    test_cheesecake();
+    test_long_stream();
+    vae_backend_free(cpu);
+    return vae_test_summary();
+}
