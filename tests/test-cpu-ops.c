@@ -9,7 +9,8 @@
 // intermediate output), pixel packing for every vae_pixel_format, memory limits, graph reuse,
 // NaN propagation and the size checks of read_frame. The hand-written ops of the blocked layout
 // (RMS norm, attention, frame split, pixel shuffle) are also called directly, through
-// backend/cpu/vae-cpu.h, on buffers made with vae_cpu_to_blocked.
+// backend/cpu/vae-cpu.h, on buffers made with vae_cpu_to_blocked. Causal conv3d streams frames
+// through a state in steps of several sizes against the whole-sequence reference.
 //
 // Tolerances (fp32): NMSE = sum (a-b)^2 / sum b^2 <= 1e-10 (sum b^2 floored at 1e-4 per element)
 // and max |a-b| <= 1e-4 * max |b|;
@@ -1720,6 +1721,177 @@ static void test_shuffles(void) {
     }
 }
 
+// ---- causal conv3d (streaming through a state) -------------------------------------------------
+
+// the whole-sequence causal conv: y[t] = act(b + r[t] + sum_j conv2d(x[t + j - (kt-1)], w[:, :, j])),
+// frames before 0 being zero; x [T, Ci, H, W], w [Co, Ci, kt, k, k]
+static double * ref_causal(struct pool * pl, const double * x, int T, int Ci, int H, int W, const float * w, int Co,
+                           int kt, int k, const float * b, const double * r, enum vae_act act) {
+    const size_t fi = (size_t) Ci * H * W, fo = (size_t) Co * H * W;
+    double *     y  = pool_add(pl, xmalloc((size_t) T * fo * sizeof(double)));
+    float *      wj = pool_add(pl, xmalloc((size_t) Co * Ci * k * k * sizeof(float)));
+    for (size_t i = 0; i < (size_t) T * fo; i++) {
+        y[i] = (b ? b[i / ((size_t) H * W) % Co] : 0.0) + (r ? r[i] : 0.0);
+    }
+    for (int j = 0; j < kt; j++) {
+        for (int oi = 0; oi < Co * Ci; oi++) {
+            memcpy(wj + (size_t) oi * k * k, w + ((size_t) oi * kt + j) * k * k, (size_t) k * k * sizeof(float));
+        }
+        for (int t = 0; t < T; t++) {
+            const int src = t + j - (kt - 1);
+            if (src < 0) {
+                continue;
+            }
+            const double * c = ref_conv(pl, x + (size_t) src * fi, 1, Ci, H, W, wj, Co, k, NULL, NULL, VAE_ACT_NONE);
+            for (size_t i = 0; i < fo; i++) {
+                y[(size_t) t * fo + i] += c[i];
+            }
+        }
+    }
+    for (size_t i = 0; i < (size_t) T * fo; i++) {
+        y[i] = ref_act(y[i], act);
+    }
+    return y;
+}
+
+// one step graph of n frames: x -> causal(x, w1) [slot 0] -> causal(., w2, residual = its input) [slot 1]
+static struct vae_graph * causal_graph(int n, int Ci, int Co, int H, int W, const int64_t * sh1, const float * w1,
+                                       const float * b1, const int64_t * sh2, const float * w2, enum vae_act act) {
+    struct vae_graph *  g  = graph_new(true);
+    struct vae_tensor * x  = vae_graph_input(g, n, Ci, H, W);
+    struct vae_tensor * t1 = vae_graph_weight(g, "w1", w1, 5, sh1);
+    struct vae_tensor * tb = b1 ? vae_graph_weight(g, "b1", b1, 1, (const int64_t[]) { Co }) : NULL;
+    struct vae_tensor * t2 = vae_graph_weight(g, "w2", w2, 5, sh2);
+    struct vae_tensor * y  = vae_graph_causal_conv3d(g, x, t1, tb, NULL, act, 0);
+    vae_graph_set_output(g, vae_graph_causal_conv3d(g, y, t2, NULL, y, VAE_ACT_NONE, 1));
+    return g;
+}
+
+// a stream of T frames pushed in steps of the given sizes equals the whole-sequence reference,
+// before and after a state reset
+static void test_causal_case(int Ci, int Co, int H, int W, int kt1, int k1, int kt2, bool bias, enum vae_act act,
+                             const int * steps, int n_steps) {
+    struct pool   pl = { 0 };
+    int           T  = 0;
+    char          err[512], label[200];
+    for (int i = 0; i < n_steps; i++) {
+        T += steps[i];
+    }
+    const int64_t sh1[5] = { Co, Ci, kt1, k1, k1 }, sh2[5] = { Co, Co, kt2, 3, 3 };
+    const float   s1 = 1.5f / sqrtf((float) (Ci * kt1 * k1 * k1)), s2 = 1.0f / sqrtf((float) (Co * kt2 * 9));
+    const float * w1 = rnd(&pl, (size_t) Co * Ci * kt1 * k1 * k1, -s1, s1);
+    const float * w2 = rnd(&pl, (size_t) Co * Co * kt2 * 9, -s2, s2);
+    const float * b1 = bias ? rnd(&pl, (size_t) Co, -0.5f, 0.5f) : NULL;
+    const size_t  fi = (size_t) Ci * H * W, fo = (size_t) Co * H * W;
+    const float * in = rnd(&pl, (size_t) T * fi, -1.0f, 1.0f);
+    const double * y1 = ref_causal(&pl, to_double(&pl, in, (size_t) T * fi), T, Ci, H, W, w1, Co, kt1, k1, b1, NULL, act);
+    const double * yd = ref_causal(&pl, y1, T, Co, H, W, w2, Co, kt2, 3, NULL, y1, VAE_ACT_NONE);
+
+    struct vae_graph * graphs[8] = { 0 };
+    vae_state_t *      state     = NULL;
+    float *            out       = pool_add(&pl, xmalloc((size_t) T * fo * sizeof(float)));
+    for (int pass = 0; pass < 2; pass++) {
+        int at = 0;
+        for (int i = 0; i < n_steps; i++) {
+            struct vae_graph ** g = &graphs[steps[i]];
+            if (!*g) {
+                *g = causal_graph(steps[i], Ci, Co, H, W, sh1, w1, b1, sh2, w2, act);
+                CHECK(vae_backend_graph_prepare(B, *g, 0, err, sizeof(err)), "prepare: %s", err);
+                CHECK((*g)->n_states == 2, "%d state slots, not 2", (*g)->n_states);
+            }
+            if (!state) {
+                state = vae_backend_state_new(B, *g, err, sizeof(err));
+                CHECK(state != NULL, "state: %s", err);
+                CHECK(vae_backend_state_bytes(B, state) ==
+                          ((size_t) (kt1 - 1) * ((Ci + 15) / 16) + (size_t) (kt2 - 1) * ((Co + 15) / 16)) * 16 * H * W *
+                              sizeof(float),
+                      "state of %zu bytes", vae_backend_state_bytes(B, state));
+            }
+            CHECK(vae_backend_graph_compute(B, *g, state, in + (size_t) at * fi, err, sizeof(err)), "compute: %s", err);
+            CHECK(vae_backend_graph_read_output(B, *g, 0, steps[i], out + (size_t) at * fo, err, sizeof(err)), "%s",
+                  err);
+            at += steps[i];
+        }
+        snprintf(label, sizeof(label), "causal_conv3d(cin=%d,cout=%d,h=%d,w=%d,kt=%d/%d,k=%d%s,%s) steps of %d..%s", Ci,
+                 Co, H, W, kt1, kt2, k1, bias ? ",bias" : "", act_name(act), steps[0],
+                 pass ? " after a reset" : "");
+        report(label, out, yd, (size_t) T * fo);
+        vae_backend_state_reset(B, state);
+    }
+    // a graph without state slots refuses a state, and one with slots needs it
+    CHECK(!vae_backend_graph_compute(B, graphs[steps[0]], NULL, in, err, sizeof(err)), "computed without a state");
+    CHECK_ERR_HAS(err, "state");
+    // a state made for other shapes is refused
+    struct vae_graph * other = causal_graph(1, Ci, Co, H + 1, W, sh1, w1, b1, sh2, w2, act);
+    CHECK(vae_backend_graph_prepare(B, other, 0, err, sizeof(err)), "prepare: %s", err);
+    CHECK(!vae_backend_graph_compute(B, other, state, in, err, sizeof(err)), "a state of other shapes was taken");
+    CHECK_ERR_HAS(err, "no slot 0");
+    vae_backend_graph_release(B, other);
+    vae_graph_free(other);
+    vae_backend_state_free(B, state);
+    for (int i = 0; i < 8; i++) {
+        vae_backend_graph_release(B, graphs[i]);
+        vae_graph_free(graphs[i]);
+    }
+    pool_free(&pl);
+}
+
+// frame split and pixel shuffle inside a graph: the aligned split whose source dies is a view,
+// an aligned split whose source is still read and an unaligned one are copies
+static void test_split_graph(int C, int s, bool keep_src) {
+    struct pool         pl = { 0 };
+    struct vae_graph *  g  = graph_new(true);
+    const int           N = 2, H = 3, W = 5;
+    const float *       w;
+    struct vae_tensor * x  = vae_graph_input(g, N, C, H, W);
+    struct vae_tensor * c  = vae_graph_conv2d(g, x, conv_w(g, &pl, C, C, 1, &w), NULL, NULL, VAE_ACT_NONE);
+    struct vae_tensor * sp = vae_graph_frame_split(g, c, s);
+    struct vae_tensor * y  = vae_graph_pixel_shuffle(g, vae_graph_conv2d(g, sp, conv_w(g, &pl, 4, C / s, 1, &w), NULL,
+                                                                         NULL, VAE_ACT_NONE));
+    if (keep_src) { // read c again after the split: the split must not take its memory
+        struct vae_tensor * r = vae_graph_conv2d(g, c, conv_w(g, &pl, C, C, 1, &w), NULL, NULL, VAE_ACT_NONE);
+        (void) r;
+    }
+    vae_graph_set_output(g, y);
+    const float * in  = rnd(&pl, (size_t) N * C * H * W, -1.0f, 1.0f);
+    const float * got = run(&pl, g, in);
+    // reference: the same graph with the split and shuffle done by index arithmetic
+    const float *  w1 = g->weights[0]->data, *w2 = g->weights[1]->data;
+    const double * cd = ref_conv(&pl, to_double(&pl, in, (size_t) N * C * H * W), N, C, H, W, w1, C, 1, NULL, NULL,
+                                 VAE_ACT_NONE);
+    const double * sd = cd; // [N, C, H, W] read as [N*s, C/s, H, W]: the same NCHW memory
+    const double * pd = ref_conv(&pl, sd, N * s, C / s, H, W, w2, 4, 1, NULL, NULL, VAE_ACT_NONE);
+    double *       yd = pool_add(&pl, xmalloc((size_t) N * s * 4 * H * W * sizeof(double)));
+    for (int n = 0; n < N * s; n++) {
+        for (int Y = 0; Y < 2 * H; Y++) {
+            for (int X = 0; X < 2 * W; X++) {
+                yd[((size_t) n * 2 * H + Y) * 2 * W + X] = pd[(((size_t) n * 4 + 2 * (Y & 1) + (X & 1)) * H + Y / 2) * W + X / 2];
+            }
+        }
+    }
+    char label[120];
+    snprintf(label, sizeof(label), "frame_split(c=%d,s=%d%s) + pixel_shuffle in a graph", C, s,
+             keep_src ? ",source kept" : "");
+    report(label, got, yd, (size_t) N * s * 4 * H * W);
+    vae_graph_free(g);
+    pool_free(&pl);
+}
+
+static void test_causal(void) {
+    static const int steps_a[] = { 1, 3, 2, 1, 3 }, steps_b[] = { 2, 2, 1 }, steps_c[] = { 1, 1, 1, 1 };
+    test_causal_case(16, 16, 5, 7, 3, 3, 3, true, VAE_ACT_NONE, steps_a, 5);
+    test_causal_case(3, 20, 4, 3, 3, 3, 2, true, VAE_ACT_SILU, steps_b, 3);
+    test_causal_case(33, 17, 3, 5, 3, 1, 3, false, VAE_ACT_RELU, steps_c, 4);
+    test_causal_case(8, 32, 6, 2, 2, 3, 2, true, VAE_ACT_RELU, steps_a, 5);
+    if (!g_quick) {
+        test_causal_case(48, 24, 9, 11, 3, 3, 3, true, VAE_ACT_SILU, steps_b, 3);
+    }
+    test_split_graph(32, 2, false);
+    test_split_graph(32, 2, true);
+    test_split_graph(40, 2, false);
+    test_split_graph(12, 3, false);
+}
+
 int main(int argc, char ** argv) {
     g_quick                 = argc > 1 && strcmp(argv[1], "--quick") == 0;
     const char * seed       = getenv("VAE_TEST_SEED");
@@ -1746,6 +1918,7 @@ int main(int argc, char ** argv) {
         { "errors", test_errors },       { "nan", test_nan },
         { "rms_norm (blocked, direct)", test_rms }, { "attention (blocked, direct)", test_attention },
         { "frame_split, pixel_shuffle (blocked, direct)", test_shuffles },
+        { "causal_conv3d, frame_split in graphs", test_causal },
     };
     for (size_t i = 0; i < sizeof(sections) / sizeof(sections[0]); i++) {
         struct timespec s0, s1;
