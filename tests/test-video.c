@@ -173,6 +173,97 @@ static void test_cheesecake(void) {
     free(lat);
 }
 
+// a copy of a model file without tensor `drop`, and with tensor `cut` one row shorter (NULL: none)
+static const char * edited_model(const char * src, const char * drop, const char * cut) {
+    static char path[256];
+    snprintf(path, sizeof(path), "%s/test-video-%d.safetensors", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp",
+             (int) getpid());
+    struct vae_st_file * f = vae_st_file_open(path_in(data_dir, src), err, sizeof(err));
+    if (!f) {
+        return NULL;
+    }
+    size_t   cap = 1 << 16, len = 0, at = 0;
+    char *   json = malloc(cap);
+    uint8_t * data = malloc(f->hdr->data_size);
+    len += (size_t) snprintf(json + len, cap - len, "{");
+    for (int i = 0; i < f->hdr->n_tensors; i++) {
+        const struct vae_st_tensor * t = &f->hdr->tensors[i];
+        if (drop && strcmp(t->name, drop) == 0) {
+            continue;
+        }
+        const bool shorter = cut && strcmp(t->name, cut) == 0;
+        const size_t bytes = shorter ? t->nbytes / (size_t) t->shape[0] * (size_t) (t->shape[0] - 1) : t->nbytes;
+        len += (size_t) snprintf(json + len, cap - len, "%s\"%s\":{\"dtype\":\"%s\",\"shape\":[", at || len > 1 ? "," : "",
+                                 t->name, vae_dtype_name(t->dtype));
+        for (int d = 0; d < t->n_dims; d++) {
+            len += (size_t) snprintf(json + len, cap - len, "%s%lld", d ? "," : "",
+                                     (long long) (t->shape[d] - (shorter && d == 0)));
+        }
+        len += (size_t) snprintf(json + len, cap - len, "],\"data_offsets\":[%zu,%zu]}", at, at + bytes);
+        memcpy(data + at, t->data, bytes);
+        at += bytes;
+    }
+    len += (size_t) snprintf(json + len, cap - len, "}");
+    FILE *         out   = fopen(path, "wb");
+    const uint64_t n     = len;
+    const bool     wrote = out && fwrite(&n, 8, 1, out) == 1 && fwrite(json, 1, len, out) == len &&
+                       fwrite(data, 1, at, out) == at;
+    CHECK(wrote, "could not write %s", path);
+    if (out) {
+        fclose(out);
+    }
+    free(json);
+    free(data);
+    vae_st_file_close(f);
+    return path;
+}
+
+// files that look like a video decoder but cannot be one are refused with the cause
+static void test_load_errors(void) {
+    static const struct {
+        const char * file, * drop, * cut, * want;
+    } cases[] = {
+        { "wan21_b4.orig.safetensors", "decoder.head.2.weight", NULL, "tensor 'decoder.head.2.weight' is missing" },
+        { "wan21_b4.orig.safetensors", NULL, "decoder.upsamples.3.time_conv.weight", "'decoder.upsamples.3.time_conv.weight' has the wrong shape" },
+        { "wan21_b4.diffusers.safetensors", "decoder.mid_block.attentions.0.proj.bias", NULL, "'decoder.middle.1.proj.bias' is missing" },
+        { "wan21_b4.orig.safetensors", NULL, "decoder.conv1.weight", "has the wrong shape" },
+        { "taew21_nf32.safetensors", "decoder.10.conv.2.bias", NULL, "tensor 'decoder.10.conv.2.bias' is missing" },
+        { "taew21_nf32.safetensors", NULL, "decoder.22.weight", "output channels" },
+        { "taew21_nf32.safetensors", NULL, "decoder.13.conv.weight", "TGrow" },
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        const char *       path = edited_model(cases[i].file, cases[i].drop, cases[i].cut);
+        struct vae_model * m    = path ? vae_model_load(path, VAE_FAMILY_AUTO, err, sizeof(err)) : NULL;
+        CHECK(path && m == NULL, "%s without %s / with a shorter %s loaded", cases[i].file,
+              cases[i].drop ? cases[i].drop : "-", cases[i].cut ? cases[i].cut : "-");
+        CHECK_ERR_HAS(err, cases[i].want);
+        printf("refused: %s\n", err);
+        vae_model_free(m);
+        if (path) {
+            unlink(path);
+        }
+    }
+    // a family the user names must be the file's
+    struct vae_model * m = vae_model_load(path_in(data_dir, "wan21_b4.orig.safetensors"), VAE_FAMILY_TAEW21, err,
+                                          sizeof(err));
+    CHECK(m == NULL, "wan loaded as taew2_1");
+    CHECK_ERR_HAS(err, "model-family taew2_1 was asked for, but the file holds a wan2.1 decoder");
+    m = vae_model_load(path_in(data_dir, "taew21_nf32.safetensors"), VAE_FAMILY_TAESD, err, sizeof(err));
+    CHECK(m == NULL, "taehv loaded as taesd");
+    CHECK_ERR_HAS(err, "model-family taesd was asked for");
+    // raw latents into a 16-channel TAEHV file need the family named (Hunyuan's taehv has its shapes)
+    m = vae_model_load(path_in(data_dir, "taew21_nf32.safetensors"), VAE_FAMILY_AUTO, err, sizeof(err));
+    float div[16], add[16];
+    CHECK(m && !vae_model_space_affine(m, VAE_SPACE_RAW, div, add, err, sizeof(err)), "raw taken without a family");
+    CHECK_ERR_HAS(err, "set model-family");
+    vae_model_free(m);
+    m = vae_model_load(path_in(data_dir, "taew21_nf32.safetensors"), VAE_FAMILY_TAEW21, err, sizeof(err));
+    CHECK(m && vae_model_space_affine(m, VAE_SPACE_RAW, div, add, err, sizeof(err)), "%s", err);
+    // channel 0: (z + 0.7571) / 2.8184
+    CHECK(m && fabsf(1.0f / div[0] + add[0] - (1.0f + 0.7571f) / 2.8184f) < 1e-6f, "taew2_1 raw conversion");
+    vae_model_free(m);
+}
+
 static long resident_kib(void) {
     long  pages = 0, resident = 0;
     FILE * f    = fopen("/proc/self/statm", "r");
@@ -236,6 +327,7 @@ int main(void) {
         return 1;
     }
     test_references();
+    test_load_errors();
     test_cheesecake();
     test_long_stream();
     vae_backend_free(cpu);
