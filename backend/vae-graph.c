@@ -99,10 +99,13 @@ static void graph_check_conv(const struct vae_tensor * x, const struct vae_tenso
     (void) x, (void) w, (void) b;
 }
 
-struct vae_tensor * vae_graph_conv2d(struct vae_graph * g, struct vae_tensor * x, struct vae_tensor * w,
-                                     struct vae_tensor * b, struct vae_tensor * r, enum vae_act act) {
-    graph_check_conv(x, w, b);
-    struct vae_tensor * t = graph_node(g, VAE_OP_CONV2D, x->ne[0], w->ne[0], x->ne[2], x->ne[3]);
+// a convolution node of x's frames and size, w's output channels
+static struct vae_tensor * graph_conv_node(struct vae_graph * g, enum vae_op op, struct vae_tensor * x,
+                                           struct vae_tensor * w, struct vae_tensor * b, struct vae_tensor * r,
+                                           enum vae_act act) {
+    assert(!b || (b->op == VAE_OP_WEIGHT && b->n_dims == 1 && b->ne[0] == w->ne[0]));
+    assert(w->ne[1] == x->ne[1]);
+    struct vae_tensor * t = graph_node(g, op, x->ne[0], w->ne[0], x->ne[2], x->ne[3]);
     assert(!r || memcmp(r->ne, t->ne, sizeof(t->ne)) == 0);
     t->src[0] = x;
     t->src[1] = w;
@@ -111,6 +114,12 @@ struct vae_tensor * vae_graph_conv2d(struct vae_graph * g, struct vae_tensor * x
     t->act    = act;
     t->name   = w->name;
     return t;
+}
+
+struct vae_tensor * vae_graph_conv2d(struct vae_graph * g, struct vae_tensor * x, struct vae_tensor * w,
+                                     struct vae_tensor * b, struct vae_tensor * r, enum vae_act act) {
+    graph_check_conv(x, w, b);
+    return graph_conv_node(g, VAE_OP_CONV2D, x, w, b, r, act);
 }
 
 struct vae_tensor * vae_graph_upsample_conv2d(struct vae_graph * g, struct vae_tensor * x, struct vae_tensor * w,
@@ -149,17 +158,9 @@ struct vae_tensor * vae_graph_group_norm(struct vae_graph * g, struct vae_tensor
 struct vae_tensor * vae_graph_causal_conv3d(struct vae_graph * g, struct vae_tensor * x, struct vae_tensor * w,
                                             struct vae_tensor * b, struct vae_tensor * r, enum vae_act act, int slot) {
     assert(w->op == VAE_OP_WEIGHT && w->n_dims == 5 && w->ne[3] == w->ne[4] && (w->ne[3] & 1) && w->ne[2] >= 2);
-    assert(w->ne[1] == x->ne[1] && slot >= 0);
-    assert(!b || (b->op == VAE_OP_WEIGHT && b->n_dims == 1 && b->ne[0] == w->ne[0]));
-    struct vae_tensor * t = graph_node(g, VAE_OP_CAUSAL_CONV3D, x->ne[0], w->ne[0], x->ne[2], x->ne[3]);
-    assert(!r || memcmp(r->ne, t->ne, sizeof(t->ne)) == 0);
-    t->src[0] = x;
-    t->src[1] = w;
-    t->src[2] = b;
-    t->src[3] = r;
-    t->act    = act;
-    t->i[0]   = slot;
-    t->name   = w->name;
+    assert(slot >= 0);
+    struct vae_tensor * t = graph_conv_node(g, VAE_OP_CAUSAL_CONV3D, x, w, b, r, act);
+    t->i[0]               = slot;
     if (slot >= g->n_states) {
         g->n_states = slot + 1;
     }

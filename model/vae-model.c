@@ -71,6 +71,23 @@ const struct vae_weight * vae_model_weight(const struct vae_model * model, const
     return NULL;
 }
 
+bool vae_builder_init(struct vae_builder * b, const struct vae_model * model, char * err, size_t err_size) {
+    *b = (struct vae_builder) { model, vae_graph_new(), err, err_size, false, 0 };
+    if (!b->g) {
+        snprintf(err, err_size, "out of memory building the graph");
+    }
+    return b->g != NULL;
+}
+
+struct vae_graph * vae_builder_finish(struct vae_builder * b, struct vae_tensor * out) {
+    if (!out || b->failed) {
+        vae_graph_free(b->g);
+        return NULL;
+    }
+    vae_graph_set_output(b->g, out);
+    return b->g;
+}
+
 struct vae_tensor * vae_builder_fail(struct vae_builder * b, const char * fmt, ...) {
     if (!b->failed) {
         va_list ap;

@@ -90,6 +90,10 @@ struct vae_builder {
     int                      n_slots;        // state slots numbered so far
 };
 
+// start a graph for model (false after a message); finish it with out as its output (NULL: the
+// build failed, the graph is freed)
+bool               vae_builder_init(struct vae_builder * b, const struct vae_model * model, char * err, size_t err_size);
+struct vae_graph * vae_builder_finish(struct vae_builder * b, struct vae_tensor * out);
 // the graph weight for the model tensor named by fmt, checked against shape (-1: any size; n_dims
 // of them); NULL after setting the builder's error
 struct vae_tensor * vae_builder_weight(struct vae_builder * b, int n_dims, const int64_t * shape, const char * fmt, ...)

@@ -172,22 +172,25 @@ int vae_session_frames_ready(const struct vae_session * s) {
     return s->ready - s->popped;
 }
 
-bool vae_session_pop_frame(struct vae_session * s, struct vae_frame * dst, char * err, size_t err_size) {
+// the output frame of the graph that the next pop takes, or -1 after a message
+static int session_next_frame(struct vae_session * s, char * err, size_t err_size) {
     if (vae_session_frames_ready(s) <= 0) {
         snprintf(err, err_size, "no decoded frame is ready");
-        return false;
+        return -1;
     }
+    return s->skip + s->popped++;
+}
+
+bool vae_session_pop_frame(struct vae_session * s, struct vae_frame * dst, char * err, size_t err_size) {
+    const int n = session_next_frame(s, err, err_size);
     dst->scale  = s->model->out_scale;
     dst->offset = s->model->out_offset;
-    return vae_backend_graph_read_frame(s->backend, s->done, s->skip + s->popped++, dst, err, err_size);
+    return n >= 0 && vae_backend_graph_read_frame(s->backend, s->done, n, dst, err, err_size);
 }
 
 bool vae_session_pop_output(struct vae_session * s, float * dst, char * err, size_t err_size) {
-    if (vae_session_frames_ready(s) <= 0) {
-        snprintf(err, err_size, "no decoded frame is ready");
-        return false;
-    }
-    return vae_backend_graph_read_output(s->backend, s->done, s->skip + s->popped++, 1, dst, err, err_size);
+    const int n = session_next_frame(s, err, err_size);
+    return n >= 0 && vae_backend_graph_read_output(s->backend, s->done, n, 1, dst, err, err_size);
 }
 
 void vae_session_reset(struct vae_session * s) {

@@ -27,9 +27,8 @@ static struct vae_tensor * taehv_memblock(struct vae_builder * b, struct vae_ten
 }
 
 struct vae_graph * vae_taehv_build(const struct vae_model * model, int n, int h, int w, char * err, size_t err_size) {
-    struct vae_builder b = { model, vae_graph_new(), err, err_size, false, 0 };
-    if (!b.g) {
-        snprintf(err, err_size, "out of memory building the graph");
+    struct vae_builder b;
+    if (!vae_builder_init(&b, model, err, err_size)) {
         return NULL;
     }
     struct vae_tensor * x = vae_graph_input(b.g, n, model->latent_channels, h, w); // [N, z, h, w]
@@ -63,10 +62,5 @@ struct vae_graph * vae_taehv_build(const struct vae_model * model, int n, int h,
         x = vae_builder_fail(&b, "tensor 'decoder.22.weight' gives %lld output channels, not 3 or 12",
                              (long long) x->ne[1]);
     }
-    if (!x) {
-        vae_graph_free(b.g);
-        return NULL;
-    }
-    vae_graph_set_output(b.g, x);
-    return b.g;
+    return vae_builder_finish(&b, x);
 }

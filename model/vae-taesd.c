@@ -46,9 +46,8 @@ static struct vae_tensor * taesd_block(struct vae_builder * b, struct vae_tensor
 }
 
 struct vae_graph * vae_taesd_build(const struct vae_model * model, int n, int h, int w, char * err, size_t err_size) {
-    struct vae_builder b = { model, vae_graph_new(), err, err_size, false, 0 };
-    if (!b.g) {
-        snprintf(err, err_size, "out of memory building the graph");
+    struct vae_builder b;
+    if (!vae_builder_init(&b, model, err, err_size)) {
         return NULL;
     }
     const bool pool = model->family == VAE_FAMILY_TAEF2;
@@ -71,13 +70,7 @@ struct vae_graph * vae_taesd_build(const struct vae_model * model, int n, int h,
     x = x ? taesd_block(&b, x, 18, false) : NULL;
     x = x ? vae_builder_conv2d(&b, x, "19", 3, true, NULL, VAE_ACT_NONE, false) : NULL; // [N, 3, 8h, 8w]
     if (x && x->ne[1] != 3) {
-        snprintf(err, err_size, "tensor '19.weight' gives %lld output channels, not 3 (RGB)", (long long) x->ne[1]);
-        x = NULL;
+        x = vae_builder_fail(&b, "tensor '19.weight' gives %lld output channels, not 3 (RGB)", (long long) x->ne[1]);
     }
-    if (!x) {
-        vae_graph_free(b.g);
-        return NULL;
-    }
-    vae_graph_set_output(b.g, x);
-    return b.g;
+    return vae_builder_finish(&b, x);
 }

@@ -103,9 +103,8 @@ static struct vae_tensor * wan_resample(struct vae_builder * b, struct vae_tenso
 
 struct vae_graph * vae_wan_build(const struct vae_model * model, int n, int h, int w, bool first, char * err,
                                  size_t err_size) {
-    struct vae_builder b = { model, vae_graph_new(), err, err_size, false, 0 };
-    if (!b.g) {
-        snprintf(err, err_size, "out of memory building the graph");
+    struct vae_builder b;
+    if (!vae_builder_init(&b, model, err, err_size)) {
         return NULL;
     }
     struct vae_tensor * x = vae_graph_input(b.g, n, model->latent_channels, h, w); // [N, 16, h, w]
@@ -135,14 +134,8 @@ struct vae_graph * vae_wan_build(const struct vae_model * model, int n, int h, i
     x = x ? wan_rms(&b, x, "decoder.head.0.gamma", 4, VAE_ACT_SILU) : NULL;
     x = x ? wan_causal(&b, x, "decoder.head.2", NULL) : NULL;                       // [N', 3, 8h, 8w]
     if (x && x->ne[1] != 3) {
-        vae_builder_fail(&b, "tensor 'decoder.head.2.weight' gives %lld output channels, not 3 (RGB)",
-                         (long long) x->ne[1]);
-        x = NULL;
+        x = vae_builder_fail(&b, "tensor 'decoder.head.2.weight' gives %lld output channels, not 3 (RGB)",
+                             (long long) x->ne[1]);
     }
-    if (!x) {
-        vae_graph_free(b.g);
-        return NULL;
-    }
-    vae_graph_set_output(b.g, x);
-    return b.g;
+    return vae_builder_finish(&b, x);
 }

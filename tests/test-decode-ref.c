@@ -240,11 +240,7 @@ static void test_session(void) {
 }
 
 int main(void) {
-    shared_dir = getenv("VAE_SHARED_DIR") ? getenv("VAE_SHARED_DIR") : "../shared";
-    data_dir   = getenv("VAE_TEST_DATA") ? getenv("VAE_TEST_DATA") : "tests/data";
-    cpu        = vae_backend_init(VAE_BACKEND_CPU, 0, err, sizeof(err));
-    if (!cpu) {
-        fprintf(stderr, "no cpu backend: %s\n", err);
+    if (!test_data_init()) {
         return 1;
     }
     test_references();

@@ -13,6 +13,17 @@ static const char * shared_dir;
 static const char * data_dir;
 static vae_backend_t * cpu;
 
+// the fixture directories from the environment and a cpu backend; false after a message
+static bool test_data_init(void) {
+    shared_dir = getenv("VAE_SHARED_DIR") ? getenv("VAE_SHARED_DIR") : "../shared";
+    data_dir   = getenv("VAE_TEST_DATA") ? getenv("VAE_TEST_DATA") : "tests/data";
+    cpu        = vae_backend_init(VAE_BACKEND_CPU, 0, err, sizeof(err));
+    if (!cpu) {
+        fprintf(stderr, "no cpu backend: %s\n", err);
+    }
+    return cpu != NULL;
+}
+
 static const char * path_in(const char * dir, const char * name) {
     static char buf[4][1024];
     static int  i;
