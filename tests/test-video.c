@@ -3,6 +3,7 @@
 // AutoencoderKLWan, taehv.py; tests/data, made by gen_video_fixtures.py) in both Wan namings and
 // both latent spaces, the same frames whatever the chunk size and after a flush, frame counts on
 // the real Wan 2.1 latents of ../shared/media, and memory that stays flat over a long stream.
+// `test-video --quick` leaves out the last two (for valgrind).
 
 #include "vae-test-data.h"
 
@@ -318,14 +319,16 @@ static void test_long_stream(void) {
     }
 }
 
-int main(void) {
+int main(int argc, char ** argv) {
     if (!test_data_init()) {
         return 1;
     }
     test_references();
     test_load_errors();
-    test_cheesecake();
-    test_long_stream();
+    if (argc < 2 || strcmp(argv[1], "--quick") != 0) { // --quick: small sizes only (valgrind)
+        test_cheesecake();
+        test_long_stream();
+    }
     vae_backend_free(cpu);
     return vae_test_summary();
 }
