@@ -9,12 +9,15 @@
  *   video/x-latent,
  *     type=(string){float32,float16,bfloat16},   GstTensor data-type nicks
  *     channels=(int)[1,4096],                    latent channels
- *     width=(int)[1,4096], height=(int)[1,4096], the latent grid (frames are 8x larger)
- *     framerate=(fraction)[0/1,MAX],             of the decoded video
+ *     width=(int)[1,4096], height=(int)[1,4096], the latent grid (frames are 8x larger,
+ *                                                16x for taew2_2)
+ *     framerate=(fraction)[0/1,MAX],             of the decoded video, not of the latents
  *     space=(string){raw,normalized}             optional: the VAE's raw latents or the
  *                                                diffusion model's normalized ones
  *
- * A buffer's PTS is the PTS of its first decoded frame and its DURATION covers its frames.
+ * A buffer's PTS is the PTS of its first decoded frame and its DURATION covers its frames:
+ * one for an image decoder, and for a causal video decoder (Wan, TAEHV) one for latent frame
+ * 0 of a stream and 4 for each later one. DISCONT on a latent buffer starts a new stream.
  */
 
 #pragma once

@@ -12,17 +12,33 @@
  * The tensor is chosen by name (#GstLatentParse:tensor-name) and may be F32, F16 or BF16 with
  * shape [B, C, H, W] (B frames) or [B, C, T, H, W] (T latent frames per batch item, pushed in
  * order). Frames are pushed as soon as their bytes have arrived; the header is validated as
- * strictly as a model file's. PTS and DURATION follow #GstLatentParse:framerate.
+ * strictly as a model file's.
+ *
+ * PTS and DURATION are those of the decoded frames a latent frame gives, at
+ * #GstLatentParse:framerate (the decoded video's rate, also put in the caps). A 4-D tensor
+ * holds images: one frame per latent frame. A 5-D tensor holds videos for a causal video
+ * decoder: latent frame 0 of each batch item gives one frame and every later one
+ * #GstLatentParse:frames-per-latent (4 for Wan 2.1/2.2 and TAEHV), so latent t > 0 of a
+ * video starts at frame 4t-3 and lasts four frames. Each batch item after the first is a new
+ * video: its first latent buffer is flagged DISCONT (which makes vaedecode start a new
+ * stream), and the timestamps run on from the previous item's.
  *
  * A stream that ends early, a malformed header, a missing tensor or an unusable shape or dtype
  * stops the pipeline with an error that names the cause; frames pushed before stay pushed.
  *
- * ## Example launch line
+ * ## Example launch lines
  * |[
  * gst-launch-1.0 filesrc location=../shared/reference/taef2/full.latent ! latentparse \
  *     ! vaedecode model-file=../shared/models/taef2_decoder.safetensors \
  *     ! videoconvert ! pngenc ! multifilesink location=frame-%02d.png
  * ]|
+ * |[
+ * gst-launch-1.0 filesrc location=../shared/media/wan21_cheesecake.latent \
+ *     ! latentparse latent-space=normalized \
+ *     ! vaedecode model-file=wan_2.1_vae.safetensors \
+ *     ! video/x-raw,format=I420 ! x264enc ! mp4mux ! filesink location=cheesecake.mp4
+ * ]| splits a [1, 16, 16, 40, 64] Wan 2.1 latent into 16 latent frames stamped for the 61
+ * frames they decode to at 16 fps.
  *
  * Since: 0.1
  */
@@ -49,12 +65,14 @@ enum
   PROP_TENSOR_NAME,
   PROP_FRAMERATE,
   PROP_LATENT_SPACE,
+  PROP_FRAMES_PER_LATENT,
 };
 
 #define DEFAULT_TENSOR_NAME "latent_tensor"
 #define DEFAULT_FPS_N 16
 #define DEFAULT_FPS_D 1
 #define DEFAULT_LATENT_SPACE GST_VAE_LATENT_SPACE_AUTO
+#define DEFAULT_FRAMES_PER_LATENT 4
 
 typedef enum
 {
@@ -73,6 +91,7 @@ struct _GstLatentParse
   gchar *tensor_name;
   gint fps_n, fps_d;
   GstVaeLatentSpace latent_space;
+  guint frames_per_latent;
 
   /* stream state */
   GstAdapter *adapter;
@@ -81,9 +100,11 @@ struct _GstLatentParse
   guint64 consumed;             /* bytes of the byte buffer taken so far */
   guint64 tensor_offset, tensor_bytes;
   gint batch, frames_per_item;  /* B and T */
+  gboolean video;               /* 5-D: causal video latents */
   gsize item_bytes;             /* bytes of one batch item: C * T * H * W * elsize */
   gint items_done;
-  guint64 frames_out;
+  guint64 frames_out;           /* latent frames pushed */
+  guint64 video_frames;         /* decoded frames they stand for */
   GstFlowReturn last_flow;      /* of the last chain call */
   GstLatentInfo info;
 };
@@ -112,6 +133,7 @@ gst_latent_parse_reset (GstLatentParse * self)
   self->consumed = 0;
   self->items_done = 0;
   self->frames_out = 0;
+  self->video_frames = 0;
   self->last_flow = GST_FLOW_OK;
 }
 
@@ -178,13 +200,14 @@ gst_latent_parse_setup (GstLatentParse * self, const struct vae_st_header *hdr)
   self->info.space = self->latent_space;
   self->batch = t->shape[0];
   self->frames_per_item = tf;
+  self->video = t->n_dims == 5;
   self->item_bytes = (gsize) (t->nbytes / t->shape[0]);
   self->tensor_offset = t->offset;
   self->tensor_bytes = t->nbytes;
   GST_INFO_OBJECT (self, "tensor '%s': %" G_GINT64_FORMAT " x %d frames of "
-      "%" G_GINT64_FORMAT " x %" G_GINT64_FORMAT " x %" G_GINT64_FORMAT " %s",
+      "%" G_GINT64_FORMAT " x %" G_GINT64_FORMAT " x %" G_GINT64_FORMAT " %s%s",
       t->name, t->shape[0], self->frames_per_item, c, h, w,
-      vae_dtype_name (t->dtype));
+      vae_dtype_name (t->dtype), self->video ? " (video)" : "");
 
   {
     GstCaps *caps = gst_latent_info_to_caps (&self->info);
@@ -196,7 +219,8 @@ gst_latent_parse_setup (GstLatentParse * self, const struct vae_st_header *hdr)
   return TRUE;
 }
 
-/* push the T frames of one complete batch item */
+/* push the T frames of one complete batch item; each is stamped for the decoded frames it
+ * gives: 1, or for latent t > 0 of a video frames_per_latent */
 static GstFlowReturn
 gst_latent_parse_push_item (GstLatentParse * self, const guint8 * item)
 {
@@ -204,11 +228,17 @@ gst_latent_parse_push_item (GstLatentParse * self, const guint8 * item)
   const gsize plane = (gsize) self->info.height * self->info.width * el;
   const gint tf = self->frames_per_item;
   GstFlowReturn ret = GST_FLOW_OK;
+  guint fpl;
   gint t, c;
+
+  GST_OBJECT_LOCK (self);
+  fpl = self->frames_per_latent;
+  GST_OBJECT_UNLOCK (self);
 
   for (t = 0; t < tf && ret == GST_FLOW_OK; t++) {
     GstBuffer *buf = gst_buffer_new_allocate (NULL,
         plane * self->info.channels, NULL);
+    const guint m = self->video && t > 0 ? fpl : 1;
     GstMapInfo map;
 
     gst_buffer_map (buf, &map, GST_MAP_WRITE);
@@ -218,12 +248,18 @@ gst_latent_parse_push_item (GstLatentParse * self, const guint8 * item)
     gst_buffer_unmap (buf, &map);
 
     if (self->fps_n > 0) {
-      GST_BUFFER_PTS (buf) = gst_util_uint64_scale (self->frames_out,
+      GST_BUFFER_PTS (buf) = gst_util_uint64_scale (self->video_frames,
           GST_SECOND * self->fps_d, self->fps_n);
-      GST_BUFFER_DURATION (buf) = gst_util_uint64_scale (self->frames_out + 1,
+      GST_BUFFER_DURATION (buf) = gst_util_uint64_scale (self->video_frames + m,
           GST_SECOND * self->fps_d, self->fps_n) - GST_BUFFER_PTS (buf);
     }
-    GST_BUFFER_OFFSET (buf) = self->frames_out;
+    /* offsets count decoded frames, as a raw video stream's do */
+    GST_BUFFER_OFFSET (buf) = self->video_frames;
+    GST_BUFFER_OFFSET_END (buf) = self->video_frames + m;
+    /* a new video: a causal decoder starts a new stream */
+    if (self->video && t == 0 && self->items_done > 0)
+      GST_BUFFER_FLAG_SET (buf, GST_BUFFER_FLAG_DISCONT);
+    self->video_frames += m;
     self->frames_out++;
     ret = gst_pad_push (self->srcpad, buf);
   }
@@ -408,6 +444,9 @@ gst_latent_parse_set_property (GObject * object, guint prop_id,
     case PROP_LATENT_SPACE:
       self->latent_space = g_value_get_enum (value);
       break;
+    case PROP_FRAMES_PER_LATENT:
+      self->frames_per_latent = g_value_get_uint (value);
+      break;
     default:
       G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
       break;
@@ -431,6 +470,9 @@ gst_latent_parse_get_property (GObject * object, guint prop_id,
       break;
     case PROP_LATENT_SPACE:
       g_value_set_enum (value, self->latent_space);
+      break;
+    case PROP_FRAMES_PER_LATENT:
+      g_value_set_uint (value, self->frames_per_latent);
       break;
     default:
       G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
@@ -472,8 +514,9 @@ gst_latent_parse_class_init (GstLatentParseClass * klass)
   /**
    * GstLatentParse:framerate:
    *
-   * Frame rate of the decoded video; it sets each latent frame's PTS and DURATION and the
-   * caps' framerate. 0/1 leaves buffers without timestamps.
+   * Frame rate of the decoded video; it sets each latent frame's PTS and DURATION (those
+   * of the decoded frames it gives) and the caps' framerate. 0/1 leaves buffers without
+   * timestamps.
    */
   g_object_class_install_property (gobject_class, PROP_FRAMERATE,
       gst_param_spec_fraction ("framerate", "Frame rate",
@@ -489,6 +532,17 @@ gst_latent_parse_class_init (GstLatentParseClass * klass)
       g_param_spec_enum ("latent-space", "Latent space",
           "Space of the file's latents, put in the caps (auto = not stated)",
           GST_TYPE_VAE_LATENT_SPACE, DEFAULT_LATENT_SPACE, flags));
+  /**
+   * GstLatentParse:frames-per-latent:
+   *
+   * Decoded frames per latent frame of a video after its first (which gives one); only
+   * used for 5-D [B, C, T, H, W] tensors, to stamp each latent frame with the time of the
+   * frames it decodes to. Wan 2.1/2.2 and TAEHV use 4.
+   */
+  g_object_class_install_property (gobject_class, PROP_FRAMES_PER_LATENT,
+      g_param_spec_uint ("frames-per-latent", "Frames per latent",
+          "Decoded frames per latent frame after a video's first (5-D tensors "
+          "only; Wan and TAEHV: 4)", 1, 64, DEFAULT_FRAMES_PER_LATENT, flags));
 
   gst_element_class_add_static_pad_template (element_class, &sink_template);
   gst_element_class_add_static_pad_template (element_class, &src_template);
@@ -519,5 +573,6 @@ gst_latent_parse_init (GstLatentParse * self)
   self->fps_n = DEFAULT_FPS_N;
   self->fps_d = DEFAULT_FPS_D;
   self->latent_space = DEFAULT_LATENT_SPACE;
+  self->frames_per_latent = DEFAULT_FRAMES_PER_LATENT;
   self->adapter = gst_adapter_new ();
 }

@@ -7,22 +7,64 @@
  * @title: vaedecode
  * @short_description: decodes diffusion-model latents into raw video frames
  *
- * vaedecode runs the decoder half of a VAE (a TAESD-family tiny decoder so far) on a stream
- * of `video/x-latent` buffers, one latent frame each, and outputs `video/x-raw` frames 8 times
- * the latent size. The model file is a safetensors file; its family is detected from its keys
- * and shapes. The output is converted to the negotiated format (RGB, RGBA, RGBx, BGRx, BGRA,
- * I420, NV12) with 8-bit values rounded to nearest.
+ * vaedecode runs the decoder half of a VAE on a stream of `video/x-latent` buffers, one
+ * latent frame each, and outputs `video/x-raw` frames `scale` times the latent size (8, or
+ * 16 for taew2_2). The model file is a safetensors file; its family is detected from its
+ * keys and shapes: the TAESD image decoders (taesd, taesdxl, taesd3, taef1, taef2), the
+ * Wan 2.1 VAE (wan2.1) and the TAEHV video decoders (taew2_1, taew2_2). The output is
+ * converted to the negotiated format (RGB, RGBA, RGBx, BGRx, BGRA, I420, NV12) with 8-bit
+ * values rounded to nearest.
+ *
+ * ## Video decoders and timestamps
+ *
+ * Wan and TAEHV are causal video decoders: latent frame 0 of a stream gives one frame and
+ * every later latent frame four, so T latent frames give 1 + 4 (T - 1) frames (frame 0 comes
+ * from latent 0, frames 4k-3 .. 4k from latent k). Image decoders give one frame per latent
+ * frame. Frame j of a latent frame is stamped at the latent buffer's PTS plus j frame
+ * durations of the caps' framerate (the decoded video's), each one frame duration long; a
+ * latent buffer without a PTS continues from the frames stamped so far in the segment.
+ * With framerate 0/1 the latent buffer's DURATION is split evenly between its frames.
+ *
+ * A latent buffer flagged DISCONT in the middle of a video stream ends that stream: the
+ * frames of the latents already taken are decoded and pushed, and the buffer becomes latent
+ * frame 0 of a new stream (latentparse flags the first latent frame of each batch item so).
+ * EOS and new caps drain the same way; a flush drops what is queued.
+ *
+ * ## Latency and messages
+ *
+ * With #GstVaeDecode:chunk-frames above 1 a latent frame waits for the rest of its chunk: the
+ * LATENCY query adds (chunk-frames - 1) latent frames' worth of video, (chunk-frames - 1) x 4
+ * frame durations for the video decoders, to upstream's latency.
+ *
+ * After each decode step that gave frames (the drain at the end of a stream included), the
+ * element posts an element message named `vaedecode-progress`, unless
+ * #GstVaeDecode:post-messages is FALSE. Its fields:
+ *
+ * - `latent-frames` (#guint64): latent frames taken in the current stream
+ * - `frames` (#guint64): frames decoded in the current stream
+ * - `timestamp`, `stream-time`, `running-time`, `duration` (#GstClockTime): of the last
+ *   frame the step gave (GST_CLOCK_TIME_NONE when unknown)
+ *
+ * ## Errors
  *
  * Latents that hold NaN or Inf, latent caps whose channel count does not match the model, and
  * model files that are missing, malformed or not a decoder stop the pipeline with an error that
  * names the cause. Frames decoded before an error have already been pushed.
  *
- * ## Example launch line
+ * ## Example launch lines
  * |[
  * gst-launch-1.0 filesrc location=../shared/reference/taef2/full.latent ! latentparse \
  *     ! vaedecode model-file=../shared/models/taef2_decoder.safetensors \
  *     ! videoconvert ! pngenc ! multifilesink location=frame-%02d.png
  * ]| decodes the two latent frames of a TAEF2 latent file into two 832x480 PNG files.
+ * |[
+ * gst-launch-1.0 filesrc location=../shared/media/wan21_cheesecake.latent ! latentparse \
+ *     ! vaedecode model-file=wan_2.1_vae.safetensors latent-space=normalized \
+ *     ! video/x-raw,format=I420 ! x264enc ! mp4mux ! filesink location=cheesecake.mp4
+ * ]| decodes 16 normalized Wan 2.1 latent frames (64x40) into 61 frames of 512x320 at 16 fps
+ * with the Wan 2.1 VAE (ComfyUI's `wan_2.1_vae.safetensors`, or the diffusers `vae/` file);
+ * `tests/data/wan21_b4.orig.safetensors`, a random-weight model of the same shape, runs the
+ * same pipeline in seconds. `pipelines/wan-to-mp4.sh` wraps it.
  *
  * Since: 0.1
  */
@@ -71,6 +113,7 @@ enum
   PROP_PRECISION,
   PROP_LATENT_SPACE,
   PROP_CHUNK_FRAMES,
+  PROP_POST_MESSAGES,
 };
 
 #define DEFAULT_MODEL_FAMILY VAE_FAMILY_AUTO
@@ -79,8 +122,9 @@ enum
 #define DEFAULT_PRECISION GST_VAE_PRECISION_AUTO
 #define DEFAULT_LATENT_SPACE GST_VAE_LATENT_SPACE_AUTO
 #define DEFAULT_CHUNK_FRAMES 0
+#define DEFAULT_POST_MESSAGES TRUE
 
-/* PTS and DURATION of one queued latent frame */
+/* PTS and DURATION of one output frame, decoded or still to come */
 typedef struct
 {
   GstClockTime pts, duration;
@@ -98,6 +142,7 @@ struct _GstVaeDecode
   GstVaePrecision precision;
   GstVaeLatentSpace latent_space;
   guint chunk_frames;
+  gboolean post_messages;
 
   /* from start to stop */
   struct vae_model *model;
@@ -108,8 +153,11 @@ struct _GstVaeDecode
   GstLatentInfo in_info;
   GstVideoInfo out_info;
   float *latent;                /* one latent frame as f32 */
-  GArray *stamps;               /* GstVaeStamp of queued and undelivered frames */
-  guint64 frames_in;
+  GArray *stamps;               /* GstVaeStamp of each frame pushed latents give, not yet output */
+  guint64 frames_in;            /* latent frames taken since the caps (for messages) */
+  guint64 stream_latents;       /* latent frames pushed in the current causal stream */
+  guint64 segment_frames;       /* frames stamped in this segment */
+  GstClockTime latency;         /* ours, from the caps (object lock) */
   gboolean discont;
   gboolean caps_error;          /* set_caps failed and said why */
 };
@@ -146,6 +194,13 @@ gst_vae_model_family_get_type (void)
         "taef1"},
     {VAE_FAMILY_TAEF2, "TAEF2, tiny decoder for FLUX.2 latents (32 ch)",
         "taef2"},
+    {VAE_FAMILY_WAN21, "Wan 2.1 VAE: Wan 2.1, Wan 2.2-A14B, Qwen-Image (16 ch)",
+        "wan2.1"},
+    {VAE_FAMILY_TAEW21, "TAEHV tiny decoder for Wan 2.1 latents (16 ch)",
+        "taew2_1"},
+    {VAE_FAMILY_TAEW22,
+        "TAEHV tiny decoder for Wan 2.2-5B latents (48 ch, 16x spatial scale)",
+        "taew2_2"},
     {0, NULL, NULL},
   };
 
@@ -208,6 +263,7 @@ gst_vae_decode_clear_stream (GstVaeDecode * self)
   if (self->stamps)
     g_array_set_size (self->stamps, 0);
   self->frames_in = 0;
+  self->stream_latents = 0;
 }
 
 static gboolean
@@ -254,6 +310,11 @@ gst_vae_decode_start (GstBaseTransform * trans)
     GST_WARNING_OBJECT (self, "the cpu backend computes in fp32 whatever "
         "precision is asked for");
   GST_INFO_OBJECT (self, "backend %s", vae_backend_name (self->backend));
+  self->segment_frames = 0;
+  self->discont = FALSE;
+  GST_OBJECT_LOCK (self);
+  self->latency = 0;
+  GST_OBJECT_UNLOCK (self);
   return TRUE;
 }
 
@@ -268,10 +329,10 @@ gst_vae_decode_stop (GstBaseTransform * trans)
   return TRUE;
 }
 
-/* multiply (or divide) an int or int range field by 8 */
+/* multiply (or divide) an int or int range field by scale */
 static void
 gst_vae_decode_scale_field (GstStructure * s, const gchar * field,
-    gboolean up)
+    gboolean up, gint scale)
 {
   const GValue *v = gst_structure_get_value (s, field);
   gint lo, hi;
@@ -288,11 +349,11 @@ gst_vae_decode_scale_field (GstStructure * s, const gchar * field,
     return;
   }
   if (up) {
-    lo = MIN (lo, G_MAXINT / 8) * 8;
-    hi = MIN (hi, G_MAXINT / 8) * 8;
+    lo = MIN (lo, G_MAXINT / scale) * scale;
+    hi = MIN (hi, G_MAXINT / scale) * scale;
   } else {
-    lo = MAX ((lo + 7) / 8, 1);
-    hi = MIN (hi / 8, GST_LATENT_MAX_DIM);
+    lo = MAX ((lo + scale - 1) / scale, 1);
+    hi = MIN (hi / scale, GST_LATENT_MAX_DIM);
   }
   if (lo > hi) {
     gst_structure_remove_field (s, field);
@@ -310,11 +371,16 @@ gst_vae_decode_transform_caps (GstBaseTransform * trans,
 {
   GstVaeDecode *self = GST_VAE_DECODE (trans);
   GstCaps *result = gst_caps_new_empty ();
+  /* frames are model->scale times the latent grid; before the model is loaded, either size */
+  const gint any_scale[] = { 8, 16 };
+  const gint *scales = self->model ? &self->model->scale : any_scale;
+  const guint n_scales = self->model ? 1 : G_N_ELEMENTS (any_scale);
   guint i;
 
-  for (i = 0; i < gst_caps_get_size (caps); i++) {
-    const GstStructure *in = gst_caps_get_structure (caps, i);
+  for (i = 0; i < gst_caps_get_size (caps) * n_scales; i++) {
+    const GstStructure *in = gst_caps_get_structure (caps, i / n_scales);
     const GValue *fps = gst_structure_get_value (in, "framerate");
+    const gint scale = scales[i % n_scales];
     GstStructure *out;
 
     if (direction == GST_PAD_SINK) {
@@ -335,8 +401,10 @@ gst_vae_decode_transform_caps (GstBaseTransform * trans,
             "width"));
     gst_structure_set_value (out, "height", gst_structure_get_value (in,
             "height"));
-    gst_vae_decode_scale_field (out, "width", direction == GST_PAD_SINK);
-    gst_vae_decode_scale_field (out, "height", direction == GST_PAD_SINK);
+    gst_vae_decode_scale_field (out, "width", direction == GST_PAD_SINK,
+        scale);
+    gst_vae_decode_scale_field (out, "height", direction == GST_PAD_SINK,
+        scale);
     if (fps)
       gst_structure_set_value (out, "framerate", fps);
     else
@@ -384,6 +452,8 @@ gst_vae_decode_set_caps (GstBaseTransform * trans, GstCaps * incaps,
   GstLatentInfo info;
   struct vae_session_config cfg;
   char err[VAE_ERR_SIZE] = "";
+  GstClockTime latency;
+  gboolean latency_changed;
 
   self->caps_error = TRUE;      /* until these caps are taken */
   if (!gst_latent_info_from_caps (&info, incaps)) {
@@ -422,6 +492,24 @@ gst_vae_decode_set_caps (GstBaseTransform * trans, GstCaps * incaps,
   self->in_info = info;
   self->latent = g_new (float, (gsize) info.channels * info.width *
       info.height);
+
+  /* a chunk holds its first latent frame until chunk - 1 more have come, each worth
+   * frames_per_latent frames of video */
+  latency = 0;
+  if (info.fps_n > 0)
+    latency = gst_util_uint64_scale ((guint64) (vae_session_chunk_frames
+            (self->session) - 1) * self->model->frames_per_latent,
+        GST_SECOND * info.fps_d, info.fps_n);
+  GST_OBJECT_LOCK (self);
+  latency_changed = latency != self->latency;
+  self->latency = latency;
+  GST_OBJECT_UNLOCK (self);
+  if (latency_changed) {
+    GST_INFO_OBJECT (self, "latency %" GST_TIME_FORMAT,
+        GST_TIME_ARGS (latency));
+    gst_element_post_message (GST_ELEMENT (self),
+        gst_message_new_latency (GST_OBJECT (self)));
+  }
   GST_INFO_OBJECT (self, "decoding %dx%d latents into %dx%d %s frames, "
       "%d per step, %.1f MiB planned", info.width, info.height,
       GST_VIDEO_INFO_WIDTH (&self->out_info),
@@ -473,73 +561,74 @@ gst_vae_decode_decide_allocation (GstBaseTransform * trans, GstQuery * query)
       query);
 }
 
-static GstFlowReturn
-gst_vae_decode_submit_input_buffer (GstBaseTransform * trans,
-    gboolean is_discont, GstBuffer * input)
+/* the time of frame n at the caps' frame rate (which must not be 0/1) */
+static GstClockTime
+gst_vae_decode_frame_time (GstVaeDecode * self, guint64 n)
 {
-  GstVaeDecode *self = GST_VAE_DECODE (trans);
-  const GstLatentInfo *info = &self->in_info;
-  gsize need = gst_latent_info_frame_size (info);
-  GstVaeStamp stamp;
-  GstMapInfo map;
-  char err[VAE_ERR_SIZE] = "";
-  gboolean ok;
+  return gst_util_uint64_scale (n, GST_SECOND * self->in_info.fps_d,
+      self->in_info.fps_n);
+}
 
-  if (self->session == NULL) {
-    gst_buffer_unref (input);
-    GST_ELEMENT_ERROR (self, CORE, NEGOTIATION,
-        ("Received a latent buffer before the latent caps."), (NULL));
-    return GST_FLOW_NOT_NEGOTIATED;
-  }
-  if (is_discont)
-    self->discont = TRUE;
-  /* (the base class does this in the submit_input_buffer we replace) */
-  if (!gst_base_transform_reconfigure (trans)) {
-    gst_buffer_unref (input);
-    return GST_FLOW_NOT_NEGOTIATED;
-  }
+/* queue the stamps of the m frames that a latent frame with this PTS and DURATION gives:
+ * frame j at base + j frame durations of the caps' frame rate, base being the latent's PTS,
+ * or when it has none, the frames stamped so far in this segment; at 0/1, the latent's
+ * DURATION split evenly (or nothing known) */
+static void
+gst_vae_decode_add_stamps (GstVaeDecode * self, GstClockTime pts,
+    GstClockTime duration, guint m)
+{
+  const guint64 n = self->segment_frames;
+  guint j;
 
-  if (!gst_buffer_map (input, &map, GST_MAP_READ)) {
-    gst_buffer_unref (input);
-    GST_ELEMENT_ERROR (self, RESOURCE, READ, ("Could not map a latent buffer."),
-        (NULL));
-    return GST_FLOW_ERROR;
-  }
-  if (map.size != need) {
-    GST_ELEMENT_ERROR (self, STREAM, FORMAT,
-        ("Latent frame %" G_GUINT64_FORMAT " has %" G_GSIZE_FORMAT " bytes but "
-            "the caps (%d x %d x %d %s) need %" G_GSIZE_FORMAT ".",
-            self->frames_in, map.size, info->channels, info->height,
-            info->width, gst_latent_dtype_to_string (info->dtype), need),
-        (NULL));
-    gst_buffer_unmap (input, &map);
-    gst_buffer_unref (input);
-    return GST_FLOW_ERROR;
-  }
-  vae_dtype_to_f32 (info->dtype, map.data, self->latent,
-      (gsize) info->channels * info->width * info->height);
-  gst_buffer_unmap (input, &map);
+  for (j = 0; j < m; j++) {
+    GstVaeStamp stamp = { GST_CLOCK_TIME_NONE, GST_CLOCK_TIME_NONE };
 
-  stamp.pts = GST_BUFFER_PTS (input);
-  stamp.duration = GST_BUFFER_DURATION (input);
-  if (!GST_CLOCK_TIME_IS_VALID (stamp.pts) && info->fps_n > 0)
-    stamp.pts = gst_util_uint64_scale (self->frames_in,
-        GST_SECOND * info->fps_d, info->fps_n);
-  if (!GST_CLOCK_TIME_IS_VALID (stamp.duration) && info->fps_n > 0)
-    stamp.duration = gst_util_uint64_scale (GST_SECOND, info->fps_d,
-        info->fps_n);
-  gst_buffer_unref (input);
+    if (self->in_info.fps_n > 0 && GST_CLOCK_TIME_IS_VALID (pts)) {
+      stamp.pts = pts + gst_vae_decode_frame_time (self, j);
+      stamp.duration = gst_vae_decode_frame_time (self, j + 1) -
+          gst_vae_decode_frame_time (self, j);
+    } else if (self->in_info.fps_n > 0) {
+      stamp.pts = gst_vae_decode_frame_time (self, n + j);
+      stamp.duration = gst_vae_decode_frame_time (self, n + j + 1) - stamp.pts;
+    } else if (GST_CLOCK_TIME_IS_VALID (duration)) {
+      GstClockTime at = gst_util_uint64_scale_int (duration, j, m);
 
-  ok = vae_session_push (self->session, self->latent, err, sizeof (err));
-  if (!ok) {
-    GST_ELEMENT_ERROR (self, STREAM, DECODE,
-        ("Could not decode latent frame %" G_GUINT64_FORMAT ": %s",
-            self->frames_in, err), (NULL));
-    return GST_FLOW_ERROR;
+      stamp.duration = gst_util_uint64_scale_int (duration, j + 1, m) - at;
+      if (GST_CLOCK_TIME_IS_VALID (pts))
+        stamp.pts = pts + at;
+    } else if (j == 0) {
+      stamp.pts = pts;
+    }
+    g_array_append_val (self->stamps, stamp);
   }
-  g_array_append_val (self->stamps, stamp);
-  self->frames_in++;
-  return GST_FLOW_OK;
+  self->segment_frames += m;
+}
+
+/* the vaedecode-progress element message, after the last frame of a decode step */
+static void
+gst_vae_decode_post_progress (GstVaeDecode * self, const GstVaeStamp * last)
+{
+  GstBaseTransform *trans = GST_BASE_TRANSFORM (self);
+  GstStructure *s;
+  gboolean post;
+
+  GST_OBJECT_LOCK (self);
+  post = self->post_messages;
+  GST_OBJECT_UNLOCK (self);
+  if (!post)
+    return;
+
+  s = gst_structure_new ("vaedecode-progress",
+      "latent-frames", G_TYPE_UINT64, vae_session_latents_in (self->session),
+      "frames", G_TYPE_UINT64, vae_session_frames_out (self->session),
+      "timestamp", G_TYPE_UINT64, last->pts,
+      "stream-time", G_TYPE_UINT64, gst_segment_to_stream_time (&trans->segment,
+          GST_FORMAT_TIME, last->pts),
+      "running-time", G_TYPE_UINT64,
+      gst_segment_to_running_time (&trans->segment, GST_FORMAT_TIME,
+          last->pts), "duration", G_TYPE_UINT64, last->duration, NULL);
+  gst_element_post_message (GST_ELEMENT (self),
+      gst_message_new_element (GST_OBJECT (self), s));
 }
 
 static GstFlowReturn
@@ -549,7 +638,7 @@ gst_vae_decode_generate_output (GstBaseTransform * trans, GstBuffer ** outbuf)
   GstBufferPool *pool;
   GstVideoFrame frame;
   struct vae_frame dst = { 0 };
-  GstVaeStamp stamp;
+  GstVaeStamp stamp = { GST_CLOCK_TIME_NONE, GST_CLOCK_TIME_NONE };
   GstFlowReturn ret;
   char err[VAE_ERR_SIZE] = "";
   gdouble kr = 0.299, kb = 0.114;
@@ -606,29 +695,26 @@ gst_vae_decode_generate_output (GstBaseTransform * trans, GstBuffer ** outbuf)
   }
   gst_video_frame_unmap (&frame);
 
-  stamp = g_array_index (self->stamps, GstVaeStamp, 0);
-  g_array_remove_index (self->stamps, 0);
+  /* every frame the session gives was stamped when its latent frame came */
+  if (self->stamps->len > 0) {
+    stamp = g_array_index (self->stamps, GstVaeStamp, 0);
+    g_array_remove_index (self->stamps, 0);
+  } else {
+    GST_WARNING_OBJECT (self, "a decoded frame without a stamp");
+  }
   GST_BUFFER_PTS (*outbuf) = stamp.pts;
   GST_BUFFER_DURATION (*outbuf) = stamp.duration;
   if (self->discont) {
     GST_BUFFER_FLAG_SET (*outbuf, GST_BUFFER_FLAG_DISCONT);
     self->discont = FALSE;
   }
+  if (vae_session_frames_ready (self->session) == 0)
+    gst_vae_decode_post_progress (self, &stamp);
   return GST_FLOW_OK;
 }
 
-/* GstBaseTransform only negotiates an output pool for elements that have a transform
- * function; ours produces its output in generate_output and never calls this */
-static GstFlowReturn
-gst_vae_decode_transform (GstBaseTransform * trans, GstBuffer * inbuf,
-    GstBuffer * outbuf)
-{
-  GST_ELEMENT_ERROR (trans, CORE, NOT_IMPLEMENTED,
-      ("Internal error: vaedecode decodes in generate_output."), (NULL));
-  return GST_FLOW_ERROR;
-}
-
-/* decode what is queued and push it: end of stream, or new caps */
+/* decode what is queued and push it: end of stream, new caps, or a DISCONT latent frame
+ * that starts a new causal stream */
 static GstFlowReturn
 gst_vae_decode_drain (GstVaeDecode * self)
 {
@@ -639,6 +725,7 @@ gst_vae_decode_drain (GstVaeDecode * self)
 
   if (self->session == NULL)
     return GST_FLOW_OK;
+  self->stream_latents = 0;
   if (!vae_session_drain (self->session, err, sizeof (err))) {
     GST_ELEMENT_ERROR (self, STREAM, DECODE,
         ("Could not decode the last latent frames: %s", err), (NULL));
@@ -651,6 +738,98 @@ gst_vae_decode_drain (GstVaeDecode * self)
     ret = gst_pad_push (GST_BASE_TRANSFORM_SRC_PAD (trans), buf);
   }
   return ret;
+}
+
+static GstFlowReturn
+gst_vae_decode_submit_input_buffer (GstBaseTransform * trans,
+    gboolean is_discont, GstBuffer * input)
+{
+  GstVaeDecode *self = GST_VAE_DECODE (trans);
+  const GstLatentInfo *info = &self->in_info;
+  gsize need = gst_latent_info_frame_size (info);
+  GstClockTime pts, duration;
+  GstMapInfo map;
+  char err[VAE_ERR_SIZE] = "";
+  guint64 k;
+
+  if (self->session == NULL) {
+    gst_buffer_unref (input);
+    GST_ELEMENT_ERROR (self, CORE, NEGOTIATION,
+        ("Received a latent buffer before the latent caps."), (NULL));
+    return GST_FLOW_NOT_NEGOTIATED;
+  }
+  is_discont = is_discont || GST_BUFFER_IS_DISCONT (input);
+  /* (the base class does this in the submit_input_buffer we replace) */
+  if (!gst_base_transform_reconfigure (trans)) {
+    gst_buffer_unref (input);
+    return GST_FLOW_NOT_NEGOTIATED;
+  }
+
+  /* a discontinuity inside a causal video stream starts a new one: the frames of the
+   * old one come out first (the first buffer after start or a flush starts one anyway) */
+  if (is_discont && self->model->frames_per_latent > 1
+      && self->stream_latents > 0) {
+    GstFlowReturn ret;
+
+    GST_DEBUG_OBJECT (self, "DISCONT after %" G_GUINT64_FORMAT " latent "
+        "frames: draining, then a new stream", self->stream_latents);
+    ret = gst_vae_decode_drain (self);
+    if (ret != GST_FLOW_OK) {
+      gst_buffer_unref (input);
+      return ret;
+    }
+  }
+  if (is_discont)
+    self->discont = TRUE;
+
+  if (!gst_buffer_map (input, &map, GST_MAP_READ)) {
+    gst_buffer_unref (input);
+    GST_ELEMENT_ERROR (self, RESOURCE, READ, ("Could not map a latent buffer."),
+        (NULL));
+    return GST_FLOW_ERROR;
+  }
+  if (map.size != need) {
+    GST_ELEMENT_ERROR (self, STREAM, FORMAT,
+        ("Latent frame %" G_GUINT64_FORMAT " has %" G_GSIZE_FORMAT " bytes but "
+            "the caps (%d x %d x %d %s) need %" G_GSIZE_FORMAT ".",
+            self->frames_in, map.size, info->channels, info->height,
+            info->width, gst_latent_dtype_to_string (info->dtype), need),
+        (NULL));
+    gst_buffer_unmap (input, &map);
+    gst_buffer_unref (input);
+    return GST_FLOW_ERROR;
+  }
+  vae_dtype_to_f32 (info->dtype, map.data, self->latent,
+      (gsize) info->channels * info->width * info->height);
+  gst_buffer_unmap (input, &map);
+  pts = GST_BUFFER_PTS (input);
+  duration = GST_BUFFER_DURATION (input);
+  gst_buffer_unref (input);
+
+  if (!vae_session_push (self->session, self->latent, err, sizeof (err))) {
+    GST_ELEMENT_ERROR (self, STREAM, DECODE,
+        ("Could not decode latent frame %" G_GUINT64_FORMAT ": %s",
+            self->frames_in, err), (NULL));
+    return GST_FLOW_ERROR;
+  }
+  /* latent frame k of the stream gives 1 frame for k = 0, frames_per_latent after */
+  k = vae_session_latents_in (self->session) - 1;
+  gst_vae_decode_add_stamps (self, pts, duration,
+      vae_model_frames_of_latent (self->model, k));
+  self->stream_latents = k + 1;
+  self->frames_in++;
+  return GST_FLOW_OK;
+}
+
+/* GstBaseTransform only negotiates an output pool for elements that have a transform
+ * function; ours produces its output in generate_output and never calls this */
+static GstFlowReturn
+gst_vae_decode_transform (GstBaseTransform * trans, GstBuffer * inbuf,
+    GstBuffer * outbuf)
+{
+  GST_ELEMENT_ERROR (trans, CORE, NOT_IMPLEMENTED,
+      ("Internal error: vaedecode decodes in generate_output."), (NULL));
+  return GST_FLOW_ERROR;
 }
 
 static gboolean
@@ -682,16 +861,50 @@ gst_vae_decode_sink_event (GstBaseTransform * trans, GstEvent * event)
       gst_caps_unref (caps);
       return ret;
     }
+    case GST_EVENT_SEGMENT:
+      self->segment_frames = 0;
+      break;
     case GST_EVENT_FLUSH_STOP:
       if (self->session)
         vae_session_reset (self->session);
       g_array_set_size (self->stamps, 0);
+      self->stream_latents = 0;
+      self->segment_frames = 0;
       self->discont = TRUE;
       break;
     default:
       break;
   }
   return GST_BASE_TRANSFORM_CLASS (parent_class)->sink_event (trans, event);
+}
+
+/* LATENCY: upstream's plus the frames a chunk holds back */
+static gboolean
+gst_vae_decode_query (GstBaseTransform * trans, GstPadDirection direction,
+    GstQuery * query)
+{
+  GstVaeDecode *self = GST_VAE_DECODE (trans);
+  GstClockTime min, max, ours;
+  gboolean live;
+
+  if (direction != GST_PAD_SRC || GST_QUERY_TYPE (query) != GST_QUERY_LATENCY)
+    return GST_BASE_TRANSFORM_CLASS (parent_class)->query (trans, direction,
+        query);
+
+  if (!gst_pad_peer_query (GST_BASE_TRANSFORM_SINK_PAD (trans), query))
+    return FALSE;
+  gst_query_parse_latency (query, &live, &min, &max);
+  GST_OBJECT_LOCK (self);
+  ours = self->latency;
+  GST_OBJECT_UNLOCK (self);
+  min += ours;
+  if (GST_CLOCK_TIME_IS_VALID (max))
+    max += ours;
+  GST_DEBUG_OBJECT (self, "latency: ours %" GST_TIME_FORMAT ", total min %"
+      GST_TIME_FORMAT " max %" GST_TIME_FORMAT, GST_TIME_ARGS (ours),
+      GST_TIME_ARGS (min), GST_TIME_ARGS (max));
+  gst_query_set_latency (query, live, min, max);
+  return TRUE;
 }
 
 static void
@@ -723,6 +936,9 @@ gst_vae_decode_set_property (GObject * object, guint prop_id,
       break;
     case PROP_CHUNK_FRAMES:
       self->chunk_frames = g_value_get_uint (value);
+      break;
+    case PROP_POST_MESSAGES:
+      self->post_messages = g_value_get_boolean (value);
       break;
     default:
       G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
@@ -760,6 +976,9 @@ gst_vae_decode_get_property (GObject * object, guint prop_id, GValue * value,
     case PROP_CHUNK_FRAMES:
       g_value_set_uint (value, self->chunk_frames);
       break;
+    case PROP_POST_MESSAGES:
+      g_value_set_boolean (value, self->post_messages);
+      break;
     default:
       G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
       break;
@@ -795,8 +1014,9 @@ gst_vae_decode_class_init (GstVaeDecodeClass * klass)
    * GstVaeDecode:model-file:
    *
    * The decoder weights, a safetensors file: a TAESD-family decoder (taesd, taesdxl,
-   * taesd3, taef1, taef2), in the original, diffusers or ComfyUI naming. Loaded on the
-   * way to PAUSED.
+   * taesd3, taef1, taef2) in the original, diffusers or ComfyUI naming, the Wan 2.1 VAE
+   * in the original or diffusers naming (encoder tensors are ignored), or a TAEHV decoder
+   * (taew2_1, taew2_2). Loaded on the way to PAUSED.
    */
   g_object_class_install_property (gobject_class, PROP_MODEL_FILE,
       g_param_spec_string ("model-file", "Model file",
@@ -806,8 +1026,9 @@ gst_vae_decode_class_init (GstVaeDecodeClass * klass)
    * GstVaeDecode:model-family:
    *
    * The decoder family; auto detects it from the file's keys and shapes. Files whose
-   * shapes cannot tell (4 channels: taesd or taesdxl; 16: taesd3 or taef1) decode the
-   * same either way, but converting raw latents needs the family named.
+   * shapes cannot tell (4 channels: taesd or taesdxl; 16: taesd3 or taef1; a 16-channel
+   * TAEHV: taew2_1 or Hunyuan's taehv) decode the same either way, but converting raw
+   * latents needs the family named.
    */
   g_object_class_install_property (gobject_class, PROP_MODEL_FAMILY,
       g_param_spec_enum ("model-family", "Model family",
@@ -844,9 +1065,11 @@ gst_vae_decode_class_init (GstVaeDecodeClass * klass)
    * GstVaeDecode:latent-space:
    *
    * What the incoming latents are. auto takes the caps' `space` field when it is there,
-   * and otherwise assumes the decoder's own input space (no conversion). raw and
-   * normalized convert with the family's constants, or fail with an error naming the
-   * family when it has none.
+   * and otherwise assumes the decoder's own input space (no conversion): raw for the
+   * Wan 2.1 VAE, normalized for TAESD and TAEHV. raw and normalized convert with the
+   * family's constants (Wan: normalized x becomes x / (1 / std) + mean; TAEHV: raw z
+   * becomes (z - mean) / std; a 16-channel TAEHV needs model-family=taew2_1 for it), or
+   * fail with an error naming the family when it has none.
    */
   g_object_class_install_property (gobject_class, PROP_LATENT_SPACE,
       g_param_spec_enum ("latent-space", "Latent space",
@@ -857,12 +1080,25 @@ gst_vae_decode_class_init (GstVaeDecodeClass * klass)
    * GstVaeDecode:chunk-frames:
    *
    * Latent frames decoded per step; 0 chooses (1 on the CPU). A larger chunk batches
-   * frames and holds them until it is full or the stream ends.
+   * frames and holds them until it is full or the stream ends, which the LATENCY query
+   * reports. The frames are the same for every chunk size.
    */
   g_object_class_install_property (gobject_class, PROP_CHUNK_FRAMES,
       g_param_spec_uint ("chunk-frames", "Chunk frames",
           "Latent frames decoded per step (0 = automatic)", 0, 256,
           DEFAULT_CHUNK_FRAMES, flags));
+  /**
+   * GstVaeDecode:post-messages:
+   *
+   * Post a `vaedecode-progress` element message after each decode step that gave frames
+   * (see the element's description for its fields).
+   */
+  g_object_class_install_property (gobject_class, PROP_POST_MESSAGES,
+      g_param_spec_boolean ("post-messages", "Post messages",
+          "Post a vaedecode-progress element message after each decode step",
+          DEFAULT_POST_MESSAGES,
+          G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
+          GST_PARAM_MUTABLE_PLAYING));
 
   gst_element_class_add_static_pad_template (element_class, &sink_template);
   gst_element_class_add_static_pad_template (element_class, &src_template);
@@ -883,6 +1119,7 @@ gst_vae_decode_class_init (GstVaeDecodeClass * klass)
       GST_DEBUG_FUNCPTR (gst_vae_decode_generate_output);
   trans_class->sink_event = GST_DEBUG_FUNCPTR (gst_vae_decode_sink_event);
   trans_class->transform = GST_DEBUG_FUNCPTR (gst_vae_decode_transform);
+  trans_class->query = GST_DEBUG_FUNCPTR (gst_vae_decode_query);
   trans_class->passthrough_on_same_caps = FALSE;
 
   gst_type_mark_as_plugin_api (GST_TYPE_VAE_MODEL_FAMILY, 0);
@@ -903,5 +1140,6 @@ gst_vae_decode_init (GstVaeDecode * self)
   self->precision = DEFAULT_PRECISION;
   self->latent_space = DEFAULT_LATENT_SPACE;
   self->chunk_frames = DEFAULT_CHUNK_FRAMES;
+  self->post_messages = DEFAULT_POST_MESSAGES;
   self->stamps = g_array_new (FALSE, FALSE, sizeof (GstVaeStamp));
 }

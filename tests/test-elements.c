@@ -3,7 +3,9 @@
  *
  * vaedecode and latentparse under GstHarness: negotiation, frame counts, timestamps, EOS drain,
  * flush, wrong channel counts, bad model files, NaN latents, and latentparse on good and bad
- * byte streams. The decoded pixels are checked against the upstream PyTorch fixture.
+ * byte streams. The decoded pixels are checked against the upstream PyTorch fixture. The
+ * causal video decoders (the Wan 2.1 fixture, TAEHV for the 16x scale): 1 + 4 (T - 1) frames
+ * stamped one by one, chunk sizes, flush, DISCONT restarts, progress messages, latency.
  */
 
 #include <gst/check/gstcheck.h>
@@ -53,11 +55,11 @@ read_tensor (const gchar * path, const gchar * name, gint64 shape[5])
 #define LATENT_CAPS "video/x-latent, type=float32, channels=4, width=7, " \
   "height=5, framerate=16/1"
 
-/* a harness on vaedecode with the z=4 fixture model, its bus kept for errors */
+/* a harness on vaedecode with a model of tests/data, its bus kept for errors and messages */
 static GstHarness *
-decoder_harness (const gchar * extra, GstBus ** bus)
+model_harness (const gchar * model_name, const gchar * extra, GstBus ** bus)
 {
-  gchar *model = data_path (FIXTURE ".orig.safetensors");
+  gchar *model = data_path (model_name);
   gchar *desc = g_strdup_printf ("vaedecode model-file=%s %s", model,
       extra ? extra : "");
   GstHarness *h = gst_harness_new_parse (desc);
@@ -67,6 +69,23 @@ decoder_harness (const gchar * extra, GstBus ** bus)
   g_free (desc);
   g_free (model);
   return h;
+}
+
+/* tear down a harness whose element has our bus: the messages still queued there hold the
+ * element, so they go first */
+static void
+harness_teardown (GstHarness * h, GstBus * bus)
+{
+  gst_bus_set_flushing (bus, TRUE);
+  gst_harness_teardown (h);
+  gst_object_unref (bus);
+}
+
+/* the same with the z=4 fixture model */
+static GstHarness *
+decoder_harness (const gchar * extra, GstBus ** bus)
+{
+  return model_harness (FIXTURE ".orig.safetensors", extra, bus);
 }
 
 /* latent frame i of the fixture as a buffer, stamped at i/16 s */
@@ -150,8 +169,7 @@ GST_START_TEST (test_negotiation_and_pixels)
 
   g_free (expected);
   g_free (path);
-  gst_harness_teardown (h);
-  gst_object_unref (bus);
+  harness_teardown (h, bus);
 }
 
 GST_END_TEST;
@@ -186,8 +204,7 @@ GST_START_TEST (test_output_formats)
     gst_caps_unref (caps);
     gst_buffer_unref (out);
     g_free (sink_caps);
-    gst_harness_teardown (h);
-    gst_object_unref (bus);
+    harness_teardown (h, bus);
   }
 }
 
@@ -229,8 +246,7 @@ GST_START_TEST (test_chunks_timestamps_eos)
       break;
   }
   fail_unless (ev != NULL, "no EOS downstream");
-  gst_harness_teardown (h);
-  gst_object_unref (bus);
+  harness_teardown (h, bus);
 }
 
 GST_END_TEST;
@@ -262,8 +278,7 @@ GST_START_TEST (test_flush)
   fail_unless_equals_uint64 (GST_BUFFER_PTS (out), GST_SECOND / 16);
   fail_unless (GST_BUFFER_FLAG_IS_SET (out, GST_BUFFER_FLAG_DISCONT));
   gst_buffer_unref (out);
-  gst_harness_teardown (h);
-  gst_object_unref (bus);
+  harness_teardown (h, bus);
 }
 
 GST_END_TEST;
@@ -279,8 +294,7 @@ GST_START_TEST (test_wrong_channel_count)
   fail_unless_equals_int (gst_harness_push (h, buf),
       GST_FLOW_NOT_NEGOTIATED);
   expect_error (bus, "The latents have 16 channels but the taesd decoder");
-  gst_harness_teardown (h);
-  gst_object_unref (bus);
+  harness_teardown (h, bus);
 }
 
 GST_END_TEST;
@@ -304,8 +318,7 @@ GST_START_TEST (test_nan_latent)
       "row 1, column 3");
   /* the frame decoded before the bad one was delivered */
   fail_unless_equals_int (gst_harness_buffers_received (h), 1);
-  gst_harness_teardown (h);
-  gst_object_unref (bus);
+  harness_teardown (h, bus);
 }
 
 GST_END_TEST;
@@ -319,8 +332,7 @@ GST_START_TEST (test_wrong_buffer_size)
   fail_unless_equals_int (gst_harness_push (h, gst_buffer_new_allocate (NULL,
               100, NULL)), GST_FLOW_ERROR);
   expect_error (bus, "has 100 bytes but the caps (4 x 5 x 7 float32) need 560");
-  gst_harness_teardown (h);
-  gst_object_unref (bus);
+  harness_teardown (h, bus);
 }
 
 GST_END_TEST;
@@ -342,6 +354,7 @@ expect_start_error (const gchar * props, const gchar * needle)
   fail_unless_equals_int (gst_element_set_state (e, GST_STATE_PAUSED),
       GST_STATE_CHANGE_FAILURE);
   expect_error (bus, needle);
+  gst_bus_set_flushing (bus, TRUE);
   gst_element_set_state (e, GST_STATE_NULL);
   gst_object_unref (e);
   gst_object_unref (bus);
@@ -407,6 +420,7 @@ GST_START_TEST (test_backend_not_built)
   fail_unless_equals_int (gst_element_set_state (e, GST_STATE_PAUSED),
       GST_STATE_CHANGE_FAILURE);
   expect_error (bus, "the cuda backend is not built into this plugin");
+  gst_bus_set_flushing (bus, TRUE);
   gst_element_set_state (e, GST_STATE_NULL);
   gst_object_unref (e);
   gst_object_unref (bus);
@@ -424,8 +438,398 @@ GST_START_TEST (test_latent_space_refused)
   fail_unless_equals_int (gst_harness_push (h, latent_buffer (0)),
       GST_FLOW_NOT_NEGOTIATED);
   expect_error (bus, "set model-family to convert raw latents");
-  gst_harness_teardown (h);
-  gst_object_unref (bus);
+  harness_teardown (h, bus);
+}
+
+GST_END_TEST;
+
+/* ---- causal video decoders ---------------------------------------------------------------- */
+
+#define WAN_MODEL "wan21_b4.orig.safetensors"
+#define WAN_CAPS "video/x-latent, type=float32, channels=16, width=7, " \
+  "height=5, framerate=16/1"
+#define WAN_FRAMES 13           /* 1 + 4 (T - 1) for the fixture's 4 latent frames */
+
+/* frame n of a 16/1 video */
+static GstClockTime
+frame_time (guint64 n)
+{
+  return gst_util_uint64_scale (n, GST_SECOND, 16);
+}
+
+/* latent frame t of a [1, C, T, H, W] fixture as a [C, H, W] buffer; with stamp, the
+ * timestamps latentparse gives it (frame 0, or frames 4t-3 .. 4t), else none */
+static GstBuffer *
+video_latent_buffer (const gchar * name, gint t, gboolean stamp)
+{
+  gchar *path = data_path (name);
+  gint64 shape[5];
+  gfloat *lat = read_tensor (path, "latent_tensor", shape);
+  const gsize plane = shape[3] * shape[4];
+  GstBuffer *buf = gst_buffer_new_allocate (NULL, shape[1] * plane *
+      sizeof (gfloat), NULL);
+  GstMapInfo map;
+  gint c;
+
+  fail_unless (t < shape[2]);
+  gst_buffer_map (buf, &map, GST_MAP_WRITE);
+  for (c = 0; c < shape[1]; c++)
+    memcpy (map.data + c * plane * sizeof (gfloat),
+        lat + (c * shape[2] + t) * plane, plane * sizeof (gfloat));
+  gst_buffer_unmap (buf, &map);
+  if (stamp) {
+    GST_BUFFER_PTS (buf) = frame_time (t == 0 ? 0 : 4 * t - 3);
+    GST_BUFFER_DURATION (buf) = frame_time (t == 0 ? 1 : 4 * t + 1) -
+        GST_BUFFER_PTS (buf);
+  }
+  g_free (lat);
+  g_free (path);
+  return buf;
+}
+
+/* count the vaedecode-progress messages on the bus; the last one's fields go to
+ * latents and frames (left alone when there is none) */
+static guint
+progress_messages (GstBus * bus, guint64 * latents, guint64 * frames)
+{
+  GstMessage *msg;
+  guint n = 0;
+
+  while ((msg = gst_bus_pop_filtered (bus, GST_MESSAGE_ELEMENT)) != NULL) {
+    const GstStructure *s = gst_message_get_structure (msg);
+    if (gst_structure_has_name (s, "vaedecode-progress")) {
+      fail_unless (gst_structure_get_uint64 (s, "latent-frames", latents));
+      fail_unless (gst_structure_get_uint64 (s, "frames", frames));
+      fail_unless (gst_structure_has_field_typed (s, "running-time",
+              G_TYPE_UINT64));
+      n++;
+    }
+    gst_message_unref (msg);
+  }
+  return n;
+}
+
+/* the Wan fixture's 4 latent frames through vaedecode with these properties, then EOS;
+ * returns the 13 frames, each checked to be at i/16 s and 1/16 s long, and the progress
+ * messages as progress_messages () gives them */
+static GPtrArray *
+decode_wan (const gchar * props, gboolean stamp, guint * n_progress,
+    guint64 * latents, guint64 * frames_done)
+{
+  GstBus *bus;
+  GstHarness *h = model_harness (WAN_MODEL, props, &bus);
+  GPtrArray *frames = g_ptr_array_new_with_free_func ((GDestroyNotify)
+      gst_buffer_unref);
+  gint t, i;
+
+  gst_harness_set_src_caps_str (h, WAN_CAPS);
+  for (t = 0; t < 4; t++)
+    fail_unless_equals_int (gst_harness_push (h,
+            video_latent_buffer ("wan21_b4.latent", t, stamp)), GST_FLOW_OK);
+  fail_unless (gst_harness_push_event (h, gst_event_new_eos ()));
+  fail_unless_equals_int (gst_harness_buffers_received (h), WAN_FRAMES);
+  for (i = 0; i < WAN_FRAMES; i++) {
+    GstBuffer *out = gst_harness_pull (h);
+    fail_unless_equals_uint64 (GST_BUFFER_PTS (out), frame_time (i));
+    fail_unless_equals_uint64 (GST_BUFFER_DURATION (out),
+        frame_time (i + 1) - frame_time (i));
+    g_ptr_array_add (frames, out);
+  }
+  *n_progress = progress_messages (bus, latents, frames_done);
+  harness_teardown (h, bus);
+  return frames;
+}
+
+static void
+assert_same_frames (GPtrArray * a, GPtrArray * b, guint b_from)
+{
+  guint i;
+
+  for (i = 0; i < a->len; i++) {
+    GstBuffer *x = g_ptr_array_index (a, i), *y =
+        g_ptr_array_index (b, b_from + i);
+    GstMapInfo map;
+
+    gst_buffer_map (x, &map, GST_MAP_READ);
+    fail_unless_equals_int (gst_buffer_get_size (y), map.size);
+    fail_unless (gst_buffer_memcmp (y, 0, map.data, map.size) == 0,
+        "frame %u differs", i);
+    gst_buffer_unmap (x, &map);
+  }
+}
+
+/* chunk-frames 1, 2, 3: 13 frames at i/16 s with the same pixels, matching upstream; the
+ * progress messages come once per decode step (the drain's included) and end at 4 and 13 */
+GST_START_TEST (test_wan_chunks)
+{
+  const guint chunks[] = { 1, 2, 3 };
+  const guint steps[] = { 4, 3, 2 };    /* latent 0 alone, then ceil (3 / chunk) */
+  GPtrArray *ref = NULL;
+  gchar *path = data_path ("wan21_b4.expected.safetensors");
+  gint64 shape[5];
+  gfloat *expected = read_tensor (path, "decoded", shape);
+  guint c;
+
+  fail_unless_equals_int (shape[2], WAN_FRAMES);
+  for (c = 0; c < G_N_ELEMENTS (chunks); c++) {
+    gchar *props = g_strdup_printf ("chunk-frames=%u", chunks[c]);
+    guint64 latents = 0, frames = 0;
+    guint n;
+    /* chunk 2 gets latents without timestamps: the frames are counted instead */
+    GPtrArray *out = decode_wan (props, chunks[c] != 2, &n, &latents, &frames);
+
+    fail_unless_equals_int (n, steps[c]);
+    fail_unless_equals_uint64 (latents, 4);
+    fail_unless_equals_uint64 (frames, WAN_FRAMES);
+    if (ref == NULL)
+      ref = g_ptr_array_ref (out);
+    else
+      assert_same_frames (ref, out, 0);
+    g_ptr_array_unref (out);
+    g_free (props);
+  }
+
+  /* RGB against diffusers' decode, [-1, 1] -> [0, 255] rounded to nearest */
+  {
+    gint f, i, k, worst = 0;
+    const gint hw = 40 * 56;
+
+    for (f = 0; f < WAN_FRAMES; f++) {
+      GstMapInfo map;
+      gst_buffer_map (g_ptr_array_index (ref, f), &map, GST_MAP_READ);
+      fail_unless_equals_int (map.size, hw * 3);
+      for (i = 0; i < hw; i++) {
+        for (k = 0; k < 3; k++) {
+          gfloat v = expected[(k * WAN_FRAMES + f) * hw + i] * 0.5f + 0.5f;
+          gint want = (gint) (CLAMP (v, 0.0f, 1.0f) * 255.0f + 0.5f);
+          worst = MAX (worst, ABS (map.data[i * 3 + k] - want));
+        }
+      }
+      gst_buffer_unmap (g_ptr_array_index (ref, f), &map);
+    }
+    fail_unless (worst <= 1, "decoded pixels differ by %d", worst);
+  }
+  g_ptr_array_unref (ref);
+  g_free (expected);
+  g_free (path);
+}
+
+GST_END_TEST;
+
+GST_START_TEST (test_wan_no_messages)
+{
+  guint64 latents = 0, frames = 0;
+  guint n;
+  GPtrArray *out = decode_wan ("post-messages=false", TRUE, &n, &latents,
+      &frames);
+
+  fail_unless_equals_int (n, 0);
+  g_ptr_array_unref (out);
+}
+
+GST_END_TEST;
+
+/* a flush after 2 latent frames (one queued) forgets the stream: the whole stream again
+ * gives the frames of a fresh decode, the first one DISCONT */
+GST_START_TEST (test_wan_flush)
+{
+  GstBus *bus;
+  GstHarness *h = model_harness (WAN_MODEL, "chunk-frames=2", &bus);
+  guint64 latents, frames;
+  guint n;
+  GPtrArray *ref = decode_wan ("chunk-frames=2", TRUE, &n, &latents, &frames);
+  GPtrArray *out = g_ptr_array_new_with_free_func ((GDestroyNotify)
+      gst_buffer_unref);
+  GstSegment segment;
+  gint t, i;
+
+  gst_harness_set_src_caps_str (h, WAN_CAPS);
+  for (t = 0; t < 2; t++)
+    fail_unless_equals_int (gst_harness_push (h,
+            video_latent_buffer ("wan21_b4.latent", t, TRUE)), GST_FLOW_OK);
+  fail_unless_equals_int (gst_harness_buffers_in_queue (h), 1);
+  gst_buffer_unref (gst_harness_pull (h));
+  fail_unless (gst_harness_push_event (h, gst_event_new_flush_start ()));
+  fail_unless (gst_harness_push_event (h, gst_event_new_flush_stop (TRUE)));
+  gst_segment_init (&segment, GST_FORMAT_TIME);
+  fail_unless (gst_harness_push_event (h, gst_event_new_segment (&segment)));
+  for (t = 0; t < 4; t++)
+    fail_unless_equals_int (gst_harness_push (h,
+            video_latent_buffer ("wan21_b4.latent", t, TRUE)), GST_FLOW_OK);
+  fail_unless (gst_harness_push_event (h, gst_event_new_eos ()));
+  fail_unless_equals_int (gst_harness_buffers_in_queue (h), WAN_FRAMES);
+  for (i = 0; i < WAN_FRAMES; i++) {
+    GstBuffer *buf = gst_harness_pull (h);
+    fail_unless_equals_uint64 (GST_BUFFER_PTS (buf), frame_time (i));
+    fail_unless (GST_BUFFER_FLAG_IS_SET (buf, GST_BUFFER_FLAG_DISCONT) ==
+        (i == 0));
+    g_ptr_array_add (out, buf);
+  }
+  assert_same_frames (ref, out, 0);
+  g_ptr_array_unref (ref);
+  g_ptr_array_unref (out);
+  harness_teardown (h, bus);
+}
+
+GST_END_TEST;
+
+/* DISCONT on latent 2: latent 1 (queued in a chunk of 2) is drained first, then latent 2
+ * starts a new stream: 1 + 4 and 1 + 4 frames */
+GST_START_TEST (test_wan_discont)
+{
+  GstBus *bus;
+  GstHarness *h = model_harness (WAN_MODEL, "chunk-frames=2", &bus);
+  const guint64 pts[10] = { 0, 1, 2, 3, 4, 5, 9, 10, 11, 12 };
+  guint64 latents = 0, frames = 0;
+  GstBuffer *buf;
+  gint t, i;
+
+  gst_harness_set_src_caps_str (h, WAN_CAPS);
+  for (t = 0; t < 4; t++) {
+    buf = video_latent_buffer ("wan21_b4.latent", t, TRUE);
+    if (t == 2)
+      GST_BUFFER_FLAG_SET (buf, GST_BUFFER_FLAG_DISCONT);
+    fail_unless_equals_int (gst_harness_push (h, buf), GST_FLOW_OK);
+    if (t == 2)
+      fail_unless_equals_int (gst_harness_buffers_received (h), 1 + 4 + 1);
+  }
+  fail_unless (gst_harness_push_event (h, gst_event_new_eos ()));
+  fail_unless_equals_int (gst_harness_buffers_received (h), 10);
+  for (i = 0; i < 10; i++) {
+    buf = gst_harness_pull (h);
+    fail_unless_equals_uint64 (GST_BUFFER_PTS (buf), frame_time (pts[i]));
+    fail_unless_equals_uint64 (GST_BUFFER_DURATION (buf), GST_SECOND / 16);
+    if (i == 5)
+      fail_unless (GST_BUFFER_FLAG_IS_SET (buf, GST_BUFFER_FLAG_DISCONT));
+    gst_buffer_unref (buf);
+  }
+  /* the messages count the new stream */
+  fail_unless (progress_messages (bus, &latents, &frames) > 0);
+  fail_unless_equals_uint64 (latents, 2);
+  fail_unless_equals_uint64 (frames, 5);
+  harness_teardown (h, bus);
+}
+
+GST_END_TEST;
+
+/* upstream's latency plus (chunk - 1) latent frames of 4 frames: 2 * 4 / 16 s for chunk 3 */
+GST_START_TEST (test_wan_latency)
+{
+  const guint chunks[] = { 1, 3 };
+  const GstClockTime ours[] = { 0, GST_SECOND / 2 };
+  guint c;
+
+  for (c = 0; c < G_N_ELEMENTS (chunks); c++) {
+    gchar *props = g_strdup_printf ("chunk-frames=%u", chunks[c]);
+    GstBus *bus;
+    GstHarness *h = model_harness (WAN_MODEL, props, &bus);
+    GstQuery *q = gst_query_new_latency ();
+    GstClockTime min, max;
+    GstMessage *msg;
+    gboolean live;
+
+    gst_harness_set_upstream_latency (h, 10 * GST_MSECOND);
+    gst_harness_set_src_caps_str (h, WAN_CAPS);
+    fail_unless (gst_pad_peer_query (h->sinkpad, q));
+    gst_query_parse_latency (q, &live, &min, &max);
+    fail_unless_equals_uint64 (min, 10 * GST_MSECOND + ours[c]);
+    fail_unless (!GST_CLOCK_TIME_IS_VALID (max) || max >= min);
+    fail_unless_equals_uint64 (gst_harness_query_latency (h),
+        10 * GST_MSECOND + ours[c]);
+    /* a change of latency is announced */
+    msg = gst_bus_pop_filtered (bus, GST_MESSAGE_LATENCY);
+    fail_unless ((msg != NULL) == (ours[c] != 0));
+    if (msg)
+      gst_message_unref (msg);
+    gst_query_unref (q);
+    harness_teardown (h, bus);
+    g_free (props);
+  }
+}
+
+GST_END_TEST;
+
+/* framerate 0/1: a latent buffer's DURATION is split evenly between its frames, and a
+ * chunk adds no latency that could be stated */
+GST_START_TEST (test_wan_no_framerate)
+{
+  GstBus *bus;
+  GstHarness *h = model_harness (WAN_MODEL, "chunk-frames=3", &bus);
+  GstBuffer *buf;
+  gint t, i;
+
+  gst_harness_set_src_caps_str (h, "video/x-latent, type=float32, "
+      "channels=16, width=7, height=5, framerate=0/1");
+  fail_unless_equals_uint64 (gst_harness_query_latency (h), 0);
+  for (t = 0; t < 2; t++) {
+    buf = video_latent_buffer ("wan21_b4.latent", t, TRUE);
+    if (t == 1)
+      GST_BUFFER_DURATION (buf) = 1000;   /* 4 frames of 250 ns */
+    fail_unless_equals_int (gst_harness_push (h, buf), GST_FLOW_OK);
+  }
+  fail_unless (gst_harness_push_event (h, gst_event_new_eos ()));
+  fail_unless_equals_int (gst_harness_buffers_received (h), 5);
+  buf = gst_harness_pull (h);
+  fail_unless_equals_uint64 (GST_BUFFER_PTS (buf), 0);
+  fail_unless_equals_uint64 (GST_BUFFER_DURATION (buf), GST_SECOND / 16);
+  gst_buffer_unref (buf);
+  for (i = 0; i < 4; i++) {
+    buf = gst_harness_pull (h);
+    fail_unless_equals_uint64 (GST_BUFFER_PTS (buf), frame_time (1) + 250 * i);
+    fail_unless_equals_uint64 (GST_BUFFER_DURATION (buf), 250);
+    gst_buffer_unref (buf);
+  }
+  harness_teardown (h, bus);
+}
+
+GST_END_TEST;
+
+/* taew2_2 decodes to 16x the latent grid: 80x48 for 5x3 */
+GST_START_TEST (test_taew22_scale)
+{
+  GstBus *bus;
+  GstHarness *h = model_harness ("taew22_nf32.safetensors", NULL, &bus);
+  GstCaps *caps;
+  GstVideoInfo info;
+  GstBuffer *out;
+
+  gst_harness_set_src_caps_str (h, "video/x-latent, type=float32, "
+      "channels=48, width=5, height=3, framerate=16/1");
+  fail_unless_equals_int (gst_harness_push (h,
+          video_latent_buffer ("taew22_nf32.latent", 0, TRUE)), GST_FLOW_OK);
+  out = gst_harness_pull (h);
+  caps = gst_pad_get_current_caps (h->sinkpad);
+  fail_unless (gst_video_info_from_caps (&info, caps));
+  fail_unless_equals_int (GST_VIDEO_INFO_WIDTH (&info), 80);
+  fail_unless_equals_int (GST_VIDEO_INFO_HEIGHT (&info), 48);
+  fail_unless_equals_int (gst_buffer_get_size (out), 80 * 48 * 3);
+  gst_caps_unref (caps);
+  gst_buffer_unref (out);
+  harness_teardown (h, bus);
+}
+
+GST_END_TEST;
+
+GST_START_TEST (test_wan_wrong_channel_count)
+{
+  GstBus *bus;
+  GstHarness *h = model_harness (WAN_MODEL, NULL, &bus);
+  GstMessage *msg;
+  GError *error = NULL;
+
+  gst_harness_set_src_caps_str (h, LATENT_CAPS);
+  fail_unless_equals_int (gst_harness_push (h, latent_buffer (0)),
+      GST_FLOW_NOT_NEGOTIATED);
+  msg = gst_bus_pop_filtered (bus, GST_MESSAGE_ERROR);
+  fail_unless (msg != NULL);
+  gst_message_parse_error (msg, &error, NULL);
+  fail_unless (strstr (error->message, "The latents have 4 channels but the "
+          "wan2.1 decoder") != NULL, "%s", error->message);
+  fail_unless (g_str_has_suffix (error->message, "takes 16."), "%s",
+      error->message);
+  g_clear_error (&error);
+  gst_message_unref (msg);
+  harness_teardown (h, bus);
 }
 
 GST_END_TEST;
@@ -480,7 +884,7 @@ GST_START_TEST (test_parse_comfy_latent)
   GstBus *bus;
   gboolean eos_ok;
   GstHarness *h;
-  GstCaps *caps;
+  GstCaps *caps, *want;
   GstBuffer *out;
   gint64 shape[5];
   gfloat *lat = read_tensor (path, "latent_tensor", shape);
@@ -492,9 +896,10 @@ GST_START_TEST (test_parse_comfy_latent)
   fail_unless (eos_ok);
   fail_unless_equals_int (gst_harness_buffers_received (h), 2);
   caps = gst_pad_get_current_caps (h->sinkpad);
-  fail_unless (gst_caps_is_equal (caps, gst_caps_from_string ("video/x-latent,"
-              " type=float32, channels=32, width=24, height=16, "
-              "framerate=24/1")));
+  want = gst_caps_from_string ("video/x-latent, type=float32, channels=32, "
+      "width=24, height=16, framerate=24/1");
+  fail_unless (gst_caps_is_equal (caps, want));
+  gst_caps_unref (want);
   gst_caps_unref (caps);
   for (i = 0; i < 2; i++) {
     out = gst_harness_pull (h);
@@ -504,8 +909,7 @@ GST_START_TEST (test_parse_comfy_latent)
             32 * 16 * 24 * 4) == 0);
     gst_buffer_unref (out);
   }
-  gst_harness_teardown (h);
-  gst_object_unref (bus);
+  harness_teardown (h, bus);
   g_bytes_unref (bytes);
   g_free (lat);
   g_free (path);
@@ -513,43 +917,106 @@ GST_START_TEST (test_parse_comfy_latent)
 
 GST_END_TEST;
 
-/* [B, C, T, H, W] in F16: frames come out batch by batch, in time order, as [C, H, W] */
+/* [B, C, T, H, W] in F16: frames come out batch by batch, in time order, as [C, H, W],
+ * stamped by the causal rule (latent 0 of a video: 1 frame; later ones frames-per-latent),
+ * each batch item after the first a new video (DISCONT) whose timestamps run on */
 GST_START_TEST (test_parse_5d)
 {
   const gint B = 2, C = 3, T = 4, H = 2, W = 3;
+  const guint fpls[] = { 4, 1, 3 };
   guint16 data[2 * 3 * 4 * 2 * 3];
   GBytes *bytes;
-  GstBus *bus;
-  gboolean eos_ok;
-  GstHarness *h;
   gint b, c, t, p;
+  guint f;
 
   for (p = 0; p < (gint) G_N_ELEMENTS (data); p++)
     data[p] = p;
   bytes = make_safetensors ("latent_tensor", "F16", "2,3,4,2,3",
       sizeof (data), (guint8 *) data);
-  h = parse_bytes (bytes, 7, NULL, &bus, &eos_ok);
-  fail_unless (eos_ok);
-  fail_unless_equals_int (gst_harness_buffers_received (h), B * T);
-  for (b = 0; b < B; b++) {
-    for (t = 0; t < T; t++) {
-      GstBuffer *out = gst_harness_pull (h);
-      GstMapInfo map;
-      gst_buffer_map (out, &map, GST_MAP_READ);
-      fail_unless_equals_int (map.size, C * H * W * 2);
-      for (c = 0; c < C; c++)
-        for (p = 0; p < H * W; p++)
-          fail_unless_equals_int (((guint16 *) map.data)[c * H * W + p],
-              (((b * C + c) * T + t) * H * W) + p);
-      gst_buffer_unmap (out, &map);
-      fail_unless_equals_uint64 (GST_BUFFER_PTS (out),
-          gst_util_uint64_scale (b * T + t, GST_SECOND, 16));
-      gst_buffer_unref (out);
+  for (f = 0; f < G_N_ELEMENTS (fpls); f++) {
+    /* 4 is the default */
+    gchar *props = f ? g_strdup_printf ("frames-per-latent=%u", fpls[f]) : NULL;
+    guint64 frame = 0;
+    GstBus *bus;
+    gboolean eos_ok;
+    GstHarness *h = parse_bytes (bytes, 7, props, &bus, &eos_ok);
+
+    fail_unless (eos_ok);
+    fail_unless_equals_int (gst_harness_buffers_received (h), B * T);
+    for (b = 0; b < B; b++) {
+      for (t = 0; t < T; t++) {
+        GstBuffer *out = gst_harness_pull (h);
+        const guint m = t == 0 ? 1 : fpls[f];
+        GstMapInfo map;
+
+        gst_buffer_map (out, &map, GST_MAP_READ);
+        fail_unless_equals_int (map.size, C * H * W * 2);
+        for (c = 0; c < C; c++)
+          for (p = 0; p < H * W; p++)
+            fail_unless_equals_int (((guint16 *) map.data)[c * H * W + p],
+                (((b * C + c) * T + t) * H * W) + p);
+        gst_buffer_unmap (out, &map);
+        fail_unless_equals_uint64 (GST_BUFFER_PTS (out),
+            gst_util_uint64_scale (frame, GST_SECOND, 16));
+        fail_unless_equals_uint64 (GST_BUFFER_DURATION (out),
+            gst_util_uint64_scale (frame + m, GST_SECOND, 16) -
+            GST_BUFFER_PTS (out));
+        fail_unless_equals_uint64 (GST_BUFFER_OFFSET (out), frame);
+        fail_unless (GST_BUFFER_FLAG_IS_SET (out, GST_BUFFER_FLAG_DISCONT) ==
+            (b > 0 && t == 0));
+        frame += m;
+        gst_buffer_unref (out);
+      }
     }
+    fail_unless_equals_uint64 (frame, B * (1 + fpls[f] * (T - 1)));
+    harness_teardown (h, bus);
+    g_free (props);
   }
-  gst_harness_teardown (h);
-  gst_object_unref (bus);
   g_bytes_unref (bytes);
+}
+
+GST_END_TEST;
+
+/* the real Wan 2.1 latents, [1, 16, 16, 40, 64] BF16: 16 latent frames stamped for 61 frames
+ * at 16 fps (latent 0: frame 0; latent k: frames 4k-3 .. 4k) */
+GST_START_TEST (test_parse_wan_latent)
+{
+  gchar *path = shared_path ("media/wan21_cheesecake.latent");
+  gchar *contents;
+  gsize len;
+  GBytes *bytes;
+  GstBus *bus;
+  gboolean eos_ok;
+  GstHarness *h;
+  GstCaps *caps, *want;
+  gint k;
+
+  fail_unless (g_file_get_contents (path, &contents, &len, NULL));
+  bytes = g_bytes_new_take (contents, len);
+  h = parse_bytes (bytes, 65536, NULL, &bus, &eos_ok);
+  fail_unless (eos_ok);
+  fail_unless_equals_int (gst_harness_buffers_received (h), 16);
+  caps = gst_pad_get_current_caps (h->sinkpad);
+  want = gst_caps_from_string ("video/x-latent, type=bfloat16, channels=16, "
+      "width=64, height=40, framerate=16/1");
+  fail_unless (gst_caps_is_equal (caps, want), "caps %" GST_PTR_FORMAT, caps);
+  gst_caps_unref (want);
+  gst_caps_unref (caps);
+  for (k = 0; k < 16; k++) {
+    GstBuffer *out = gst_harness_pull (h);
+    const guint64 start = k == 0 ? 0 : 4 * k - 3, n = k == 0 ? 1 : 4;
+
+    fail_unless_equals_int (gst_buffer_get_size (out), 16 * 40 * 64 * 2);
+    fail_unless_equals_uint64 (GST_BUFFER_PTS (out),
+        gst_util_uint64_scale (start, GST_SECOND, 16));
+    fail_unless_equals_uint64 (GST_BUFFER_DURATION (out),
+        n * GST_SECOND / 16);
+    fail_if (GST_BUFFER_FLAG_IS_SET (out, GST_BUFFER_FLAG_DISCONT));
+    gst_buffer_unref (out);
+  }
+  harness_teardown (h, bus);
+  g_bytes_unref (bytes);
+  g_free (path);
 }
 
 GST_END_TEST;
@@ -564,8 +1031,7 @@ expect_parse_error (GBytes * bytes, const gchar * props, const gchar * needle,
 
   expect_error (bus, needle);
   fail_unless_equals_int (gst_harness_buffers_received (h), frames);
-  gst_harness_teardown (h);
-  gst_object_unref (bus);
+  harness_teardown (h, bus);
   g_bytes_unref (bytes);
 }
 
@@ -622,8 +1088,17 @@ vaedecode_suite (void)
   tcase_add_test (tc, test_bad_model_files);
   tcase_add_test (tc, test_backend_not_built);
   tcase_add_test (tc, test_latent_space_refused);
+  tcase_add_test (tc, test_wan_chunks);
+  tcase_add_test (tc, test_wan_no_messages);
+  tcase_add_test (tc, test_wan_flush);
+  tcase_add_test (tc, test_wan_discont);
+  tcase_add_test (tc, test_wan_latency);
+  tcase_add_test (tc, test_wan_no_framerate);
+  tcase_add_test (tc, test_taew22_scale);
+  tcase_add_test (tc, test_wan_wrong_channel_count);
   tcase_add_test (tc, test_parse_comfy_latent);
   tcase_add_test (tc, test_parse_5d);
+  tcase_add_test (tc, test_parse_wan_latent);
   tcase_add_test (tc, test_parse_errors);
   return s;
 }

@@ -5,7 +5,8 @@
 # gst-launch-1.0 (1.22) has a race of its own: its bus sync handler quits the main loop on an
 # error, and an error posted before the loop runs (a stream that fails within microseconds of
 # PAUSED) leaves it waiting forever; qtdemux on a text file shows the same. Such a run is tried
-# again (at most 3 times); a run that hangs without having printed the error still fails. Then the example scripts in pipelines/ run for real.
+# again (at most 3 times); a run that hangs without having printed the error still fails. Then the
+# example scripts in pipelines/ run for real.
 set -u
 src=$(cd "$(dirname "$0")/.." && pwd)
 shared=${VAE_SHARED_DIR:-$src/../shared}
@@ -97,6 +98,19 @@ if "$src/pipelines/decode-to-mp4.sh" "$tmp/taef2.mp4" >/dev/null &&
     ok "pipelines/decode-to-mp4.sh: 2 H.264 frames"
 else
     bad "pipelines/decode-to-mp4.sh"
+fi
+
+# the Wan script on the real cheesecake latents (normalized, 16 latent frames of 64x40) with the
+# random-weight Wan 2.1 fixture, which has the real VAE's shapes at tiny widths
+if "$src/pipelines/wan-to-mp4.sh" "$data/wan21_b4.orig.safetensors" "$shared/media/wan21_cheesecake.latent" \
+        "$tmp/wan.mp4" latent-space=normalized >/dev/null &&
+    gst-launch-1.0 -v filesrc location="$tmp/wan.mp4" ! qtdemux ! fakesink silent=false >"$tmp/wan.log" 2>&1 &&
+    [ "$(grep -c 'last-message = chain' "$tmp/wan.log")" = 61 ] &&
+    grep -q 'video/x-h264.*width=(int)512, height=(int)320, framerate=(fraction)16/1' "$tmp/wan.log"; then
+    ok "pipelines/wan-to-mp4.sh: 61 H.264 frames of 512x320 at 16/1"
+else
+    bad "pipelines/wan-to-mp4.sh"
+    [ -f "$tmp/wan.log" ] && grep -o 'caps = video/x-h264.*' "$tmp/wan.log" | head -1
 fi
 
 echo "$passed passed, $failed failed"
