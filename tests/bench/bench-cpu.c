@@ -1,14 +1,20 @@
 // bench-cpu: ms per 832x480 TAEF2 frame (latent 32x60x104) on the CPU backend, beside the
 // upstream-equivalent PyTorch decoder (tests/bench/taef2_torch.py) run on the same machine in
-// the same run, with FLOP/s and the fraction of this machine's measured fp32 peak (oneDNN sgemm).
+// the same run, with FLOP/s and the fraction of this machine's measured fp32 peak (oneDNN sgemm);
+// then the causal video decoders (the Wan 2.1 VAE at full width and TAEW2.1, random weights made
+// by tests/bench/video_torch.py) streamed through a decode session, beside the upstream PyTorch
+// decoders (diffusers' AutoencoderKLWan, taehv.py) on the same weights and latents.
 //
 //   bench-cpu [--model PATH] [--frames N] [--warmup W] [--python PATH] [--peer-script PATH] [--no-peer]
+//             [--models LIST] [--video-python PATH] [--taehv-py PATH] [--video-latent HxW]
+//             [--latent-frames T] [--video-streams N] [--video-warmup W] [--video-dir DIR]
 //
 // A benchmark, not a test: it always exits 0 when our side ran, whether or not the peer could.
 // See tests/bench/README.md.
 
 #include "vae-backend.h"
 #include "vae-model.h"
+#include "vae-session.h"
 
 #include <oneapi/dnnl/dnnl.h>
 #include <oneapi/dnnl/dnnl_debug.h>
@@ -23,6 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -37,6 +44,11 @@
 #define SGEMM_N    2048
 #define SGEMM_RUNS 5
 
+#define VIDEO_SCRIPT   "tests/bench/video_torch.py"
+#define VIDEO_LATENT_H 30
+#define VIDEO_LATENT_W 52
+#define VIDEO_CHANNELS 16
+
 static double now_ms(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -46,14 +58,26 @@ static double now_ms(void) {
 static void usage(FILE * f) {
     fprintf(f,
             "usage: bench-cpu [--model PATH] [--frames N] [--warmup W] [--python PATH]\n"
-            "                 [--peer-script PATH] [--no-peer]\n"
-            "  --model PATH        decoder safetensors (default %s)\n"
-            "  --frames N          timed decodes, one frame each (default 5)\n"
-            "  --warmup W          untimed decodes first (default 1)\n"
-            "  --python PATH       interpreter with torch for the peer (default %s; env VAE_BENCH_PYTHON)\n"
-            "  --peer-script PATH  the PyTorch peer (default %s in the source dir)\n"
-            "  --no-peer           do not run the PyTorch peer\n",
-            DEFAULT_MODEL, DEFAULT_PYTHON, PEER_SCRIPT);
+            "                 [--peer-script PATH] [--no-peer] [--models LIST] [--video-python PATH]\n"
+            "                 [--taehv-py PATH] [--video-latent HxW] [--latent-frames T]\n"
+            "                 [--video-streams N] [--video-warmup W] [--video-dir DIR]\n"
+            "  --model PATH        TAEF2 decoder safetensors (default %s)\n"
+            "  --frames N          TAEF2: timed decodes, one frame each (default 5)\n"
+            "  --warmup W          TAEF2: untimed decodes first (default 1)\n"
+            "  --python PATH       interpreter with torch for the TAEF2 peer (default %s; env VAE_BENCH_PYTHON)\n"
+            "  --peer-script PATH  the TAEF2 PyTorch peer (default %s in the source dir)\n"
+            "  --no-peer           do not time PyTorch (the video weights are still made with it)\n"
+            "  --models LIST       comma-separated, of taef2, wan, taehv (default all three)\n"
+            "  --video-python PATH interpreter with torch >= 2 and diffusers for %s\n"
+            "                      (default env VAE_BENCH_VIDEO_PYTHON, else the --python one)\n"
+            "  --taehv-py PATH     upstream madebyollin/taehv taehv.py (default env TAEHV_PY)\n"
+            "  --video-latent HxW  latent size of the video decoders (default %dx%d)\n"
+            "  --latent-frames T   latent frames per stream, >= 2 (default 3: 1 + 4 + 4 = 9 frames)\n"
+            "  --video-streams N   timed streams per decoder and side (default 0: 1 for Wan, 5 for TAEHV)\n"
+            "  --video-warmup W    untimed streams of 2 latent frames first (default 1)\n"
+            "  --video-dir DIR     keep the generated weights there (reused when they match);\n"
+            "                      default: a temporary directory, removed at the end\n",
+            DEFAULT_MODEL, DEFAULT_PYTHON, PEER_SCRIPT, VIDEO_SCRIPT, VIDEO_LATENT_H, VIDEO_LATENT_W);
 }
 
 static bool parse_int(const char * s, int lo, int * out) {
@@ -72,27 +96,63 @@ static bool parse_int(const char * s, int lo, int * out) {
 struct flops {
     double model;     // every conv at its unfused cost (upsample+3x3 conv counted as the 3x3 conv)
     double executed;  // what the graph as built runs (fused upsample-convs: 4/9 of their model cost)
-    int    n_conv, n_upconv;
+    double attention; // part of both: the attention matmuls
+    int    n_conv, n_upconv, n_causal, n_attention;
 };
+
+// the node that reads t (first found), skipping views: NULL when none
+static const struct vae_tensor * consumer(const struct vae_graph * g, const struct vae_tensor * t) {
+    for (int i = 0; i < g->n_nodes; i++) {
+        for (int k = 0; k < VAE_MAX_SRC; k++) {
+            if (g->nodes[i]->src[k] == t) return g->nodes[i];
+        }
+    }
+    return NULL;
+}
 
 static struct flops count_flops(const struct vae_graph * g) {
     struct flops f = { 0 };
     for (int i = 0; i < g->n_nodes; i++) {
         const struct vae_tensor * t = g->nodes[i];
-        if (t->op != VAE_OP_CONV2D && t->op != VAE_OP_UPSAMPLE_CONV2D) {
+        if (t->op == VAE_OP_ATTENTION) {
+            // per frame, q k^T and softmax(.) v: 2 matmuls of (H W)^2 C multiply-adds
+            const double hw = (double) t->ne[2] * (double) t->ne[3];
+            const double fl = 2.0 * 2.0 * hw * hw * (double) t->ne[1] * (double) t->ne[0];
+            f.model += fl;
+            f.executed += fl;
+            f.attention += fl;
+            f.n_attention++;
             continue;
         }
-        const struct vae_tensor * w = t->src[1];  // [Cout, Cin, k, k]
-        const double macs_per_px = (double) w->ne[0] * (double) w->ne[1] * (double) w->ne[2] * (double) w->ne[3];
-        const double out_px      = (double) t->ne[0] * (double) t->ne[2] * (double) t->ne[3];
-        const double fl          = 2.0 * macs_per_px * out_px;
-        f.model += fl;
+        if (t->op != VAE_OP_CONV2D && t->op != VAE_OP_UPSAMPLE_CONV2D && t->op != VAE_OP_CAUSAL_CONV3D) {
+            continue;
+        }
+        // w: [Cout, Cin, k, k] or [Cout, Cin, kt, k, k] (unused dims are 1)
+        const struct vae_tensor * w = t->src[1];
+        double macs_per_px = 1.0;
+        for (int d = 0; d < VAE_MAX_DIMS; d++) macs_per_px *= (double) w->ne[d];
+        const double out_px = (double) t->ne[0] * (double) t->ne[2] * (double) t->ne[3];
+        const double fl     = 2.0 * macs_per_px * out_px;
         if (t->op == VAE_OP_UPSAMPLE_CONV2D) {
             // each output pixel of nearest2x + 3x3 sees only 2x2 distinct inputs per channel
+            f.model += fl;
             f.executed += fl * 4.0 / 9.0;
             f.n_upconv++;
+            continue;
+        }
+        double model_fl = fl;
+        if (t->op == VAE_OP_CONV2D && w->ne[2] == 1 && w->ne[3] == 1) {
+            // a 1x1 conv that feeds (through a frame split) a 2x upsample: TAEHV's TGrow, which
+            // upstream runs after the upsample, at 4x the pixels; the graph moved it before
+            const struct vae_tensor * c = consumer(g, t);
+            if (c && c->op == VAE_OP_FRAME_SPLIT) c = consumer(g, c);
+            if (c && (c->op == VAE_OP_UPSAMPLE_CONV2D || c->op == VAE_OP_UPSAMPLE2X)) model_fl *= 4.0;
+        }
+        f.model += model_fl;
+        f.executed += fl;
+        if (t->op == VAE_OP_CAUSAL_CONV3D) {
+            f.n_causal++;
         } else {
-            f.executed += fl;
             f.n_conv++;
         }
     }
@@ -120,6 +180,43 @@ static double other_load(int ms) {
     unsigned long long total = 0, idle = (v[1][3] - v[0][3]) + (v[1][4] - v[0][4]);
     for (int i = 0; i < 8; i++) total += v[1][i] - v[0][i];
     return total ? 1.0 - (double) idle / (double) total : -1.0;
+}
+
+// CPU time of the whole machine (from /proc/stat) and of this process with its waited-for children
+// (getrusage), so that the share other processes took over an interval can be told apart from ours
+struct cpu_snap {
+    bool   ok;
+    double busy_s, total_s, ours_s;
+};
+
+static struct cpu_snap cpu_snap(void) {
+    struct cpu_snap    c = { 0 };
+    unsigned long long v[8];
+    FILE *             f = fopen("/proc/stat", "r");
+    if (!f) return c;
+    const int n = fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2], &v[3], &v[4], &v[5],
+                         &v[6], &v[7]);
+    fclose(f);
+    const long hz = sysconf(_SC_CLK_TCK);
+    if (n != 8 || hz <= 0) return c;
+    unsigned long long total = 0;
+    for (int i = 0; i < 8; i++) total += v[i];
+    c.total_s = (double) total / hz;
+    c.busy_s  = (double) (total - v[3] - v[4]) / hz;
+    struct rusage self, kids;
+    getrusage(RUSAGE_SELF, &self);
+    getrusage(RUSAGE_CHILDREN, &kids);
+    c.ours_s = self.ru_utime.tv_sec + self.ru_stime.tv_sec + kids.ru_utime.tv_sec + kids.ru_stime.tv_sec +
+               (self.ru_utime.tv_usec + self.ru_stime.tv_usec + kids.ru_utime.tv_usec + kids.ru_stime.tv_usec) / 1e6;
+    c.ok = true;
+    return c;
+}
+
+// the share of all CPUs' time between a and b that went to other processes; < 0 if unknown
+static double others_share(struct cpu_snap a, struct cpu_snap b) {
+    if (!a.ok || !b.ok || b.total_s <= a.total_s) return -1.0;
+    const double other = (b.busy_s - a.busy_s) - (b.ours_s - a.ours_s);
+    return (other > 0 ? other : 0.0) / (b.total_s - a.total_s);
 }
 
 // --- measured fp32 peak -----------------------------------------------------------------------
@@ -276,6 +373,404 @@ static void run_peer(struct peer * p, const char * python, const char * script, 
     p->ok = true;
 }
 
+// --- memory ------------------------------------------------------------------------------------
+
+// reset the process's peak resident set (VmHWM) to its current size; false where Linux refuses
+static bool hwm_reset(void) {
+    FILE * f = fopen("/proc/self/clear_refs", "w");
+    if (!f) return false;
+    const bool ok = fputs("5", f) >= 0;
+    return fclose(f) == 0 && ok;
+}
+
+// a "Key:   N kB" line of /proc/self/status, in MiB; < 0 when absent
+static double status_mib(const char * key) {
+    FILE * f = fopen("/proc/self/status", "r");
+    char   line[256];
+    double v = -1.0;
+    if (!f) return v;
+    const size_t n = strlen(key);
+    while (fgets(line, sizeof(line), f)) {
+        if (!strncmp(line, key, n) && line[n] == ':') {
+            v = strtod(line + n + 1, NULL) / 1024.0;
+            break;
+        }
+    }
+    fclose(f);
+    return v;
+}
+
+// --- the video decoders ---------------------------------------------------------------------------
+
+// run cmd (already quoted, stderr joined), echoing its lines as "  peer| ..."; keeps the last
+// non-empty line; false with a reason when it could not run or exited non-zero
+static bool run_lines(const char * cmd, char * last, size_t last_size, char * reason, size_t reason_size) {
+    last[0] = '\0';
+    fflush(stdout);
+    FILE * f = popen(cmd, "r");
+    if (!f) {
+        snprintf(reason, reason_size, "popen failed: %s", strerror(errno));
+        return false;
+    }
+    char line[2048];
+    while (fgets(line, sizeof(line), f)) {
+        rstrip(line);
+        if (!line[0]) continue;
+        printf("  peer| %s\n", line);
+        fflush(stdout);
+        snprintf(last, last_size, "%s", line);
+    }
+    const int status = pclose(f);
+    if (status == -1 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+        const int code = status == -1 ? -1 : WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+        snprintf(reason, reason_size, "exited with status %d%s%.300s", code, last[0] ? ": " : "", last);
+        return false;
+    }
+    return true;
+}
+
+// the value of " key=" (or "key=" at the start) in line: a number or a word
+static bool kv_find(const char * line, const char * key, char * val, size_t size) {
+    const size_t n = strlen(key);
+    for (const char * p = line; (p = strstr(p, key)) != NULL; p += n) {
+        if ((p == line || p[-1] == ' ') && p[n] == '=') {
+            size_t i = 0;
+            for (p += n + 1; *p && *p != ' ' && i + 1 < size; p++) val[i++] = *p;
+            val[i] = '\0';
+            return true;
+        }
+    }
+    return false;
+}
+
+static bool kv_double(const char * line, const char * key, double * v) {
+    char buf[64], *end;
+    if (!kv_find(line, key, buf, sizeof(buf))) return false;
+    *v = strtod(buf, &end);
+    return end != buf && !*end;
+}
+
+struct video_peer {
+    bool   ok;
+    double steady_ms, steady_min_ms, first_ms, stream_ms;  // steady: per output frame
+    double load_rss_mib, decode_rss_mib, max_rss_mib;
+    int    threads;
+    char   layout[32], mode[32], version[64];
+    char   reason[512];
+};
+
+struct video_result {
+    const char * name;          // "wan", "taehv": the peer's names and the files'
+    const char * label;
+    const char * weights;       // file name in the video dir
+    bool         ok;            // our side ran
+    char         reason[512];
+    char         description[160];
+    int          frames_per_latent, scale, out_h, out_w, n_frames;
+    float        lo, hi;        // the range upstream clamps its output to
+    double       prepare_ms;
+    double       first_ms, steady_ms, steady_min_ms, stream_ms;  // means over the timed streams
+    struct flops step, first;   // graphs of one later latent frame, of latent frame 0
+    size_t       peak_bytes;    // vae_session_peak_bytes
+    double       hwm_mib;       // our process's VmHWM from before the load to the end of the timing
+    float *      out;           // the last timed stream's frames, [n_frames, 3, out_h, out_w]
+    struct video_peer peer;
+    bool         compared;
+    double       max_abs, mean_abs;
+    char         compare_note[256];
+    double       probe[3];      // sgemm FLOP/s before our side, between the sides, after the peer (0: none)
+};
+
+// dir/name into dst; false when it does not fit
+static bool dir_path(char * dst, size_t size, const char * dir, const char * name) {
+    const int n = snprintf(dst, size, "%s/%s", dir, name);
+    return n >= 0 && (size_t) n < size;
+}
+
+static bool file_readable(const char * dir, const char * name) {
+    char path[4096];
+    return dir_path(path, sizeof(path), dir, name) && access(path, R_OK) == 0;
+}
+
+// read exactly n floats from dir/name; false with a reason
+static bool read_f32(const char * dir, const char * name, float * dst, size_t n, char * reason, size_t size) {
+    char   path[4096];
+    FILE * f = dir_path(path, sizeof(path), dir, name) ? fopen(path, "rb") : NULL;
+    if (!f) {
+        snprintf(reason, size, "cannot open %.300s: %s", path, strerror(errno));
+        return false;
+    }
+    const size_t got = fread(dst, sizeof(float), n, f);
+    const bool   eof = fgetc(f) == EOF;
+    fclose(f);
+    if (got != n || !eof) {
+        snprintf(reason, size, "%.300s does not hold exactly %zu floats", path, n);
+        return false;
+    }
+    return true;
+}
+
+// does dir/<name>.json describe latents of [T, 16, h, w] (the layout python's json.dump writes)?
+static bool gen_matches(const char * dir, const char * name, int T, int h, int w) {
+    char path[4096], buf[1024] = "", want[96], json[64];
+    snprintf(json, sizeof(json), "%s.json", name);
+    FILE * f = dir_path(path, sizeof(path), dir, json) ? fopen(path, "r") : NULL;
+    if (!f) return false;
+    const size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    snprintf(want, sizeof(want), "\"latent\": [%d, %d, %d, %d]", T, VIDEO_CHANNELS, h, w);
+    return strstr(buf, want) && strstr(buf, "\"finite\": true");
+}
+
+// python script <sub> <dir_opt> 'dir' [--taehv-py 'path'] 2>&1
+static void video_cmd(char * cmd, size_t size, const char * python, const char * script, const char * sub,
+                      const char * dir_opt, const char * dir, const char * taehv_py) {
+    cmd[0] = '\0';
+    sh_quote(cmd, size, python);
+    append(cmd, size, " ");
+    sh_quote(cmd, size, script);
+    append(cmd, size, " ");
+    append(cmd, size, sub);
+    append(cmd, size, " ");
+    append(cmd, size, dir_opt);
+    append(cmd, size, " ");
+    sh_quote(cmd, size, dir);
+    if (taehv_py) {
+        append(cmd, size, " --taehv-py ");
+        sh_quote(cmd, size, taehv_py);
+    }
+    append(cmd, size, " 2>&1");
+}
+
+// make the weights and latents of r in dir with the peer script (unless they are there already)
+static bool video_gen(struct video_result * r, const char * python, const char * script, const char * taehv_py,
+                      const char * dir, int T, int h, int w, int threads) {
+    if (gen_matches(dir, r->name, T, h, w) && file_readable(dir, r->weights)) {
+        printf("%s: reusing the weights and latents in %s\n", r->name, dir);
+        return true;
+    }
+    if (access(script, R_OK) != 0) {
+        snprintf(r->reason, sizeof(r->reason), "cannot read %.400s: %s", script, strerror(errno));
+        return false;
+    }
+    char cmd[8192], sub[256], last[1024], why[512];
+    snprintf(sub, sizeof(sub), "gen --only %s --height-latent %d --width-latent %d --latent-frames %d --threads %d",
+             r->name, h, w, T, threads);
+    video_cmd(cmd, sizeof(cmd), python, script, sub, "--out", dir, taehv_py);
+    printf("%s: making random weights: %s\n", r->name, cmd);
+    if (!run_lines(cmd, last, sizeof(last), why, sizeof(why))) {
+        snprintf(r->reason, sizeof(r->reason), "no weights: %s %.400s", python, why);
+        return false;
+    }
+    return true;
+}
+
+// our side: a decode session (chunk-frames 1) fed the T latent frames of one stream, `warmup`
+// untimed streams of 2 latent frames, then `streams` timed ones; every push is timed with the pops
+// of the frames it made ready
+static bool video_ours(struct video_result * r, const char * dir, int T, int h, int w, int streams, int warmup) {
+    char               err[512] = "", path[4096];
+    struct vae_model * model    = NULL;
+    vae_backend_t *    be       = NULL;
+    struct vae_session * s      = NULL;
+    float *            lat      = NULL;
+    const size_t       lat_floats = (size_t) VIDEO_CHANNELS * (size_t) h * (size_t) w;
+    bool               ok        = false;
+
+    if (!dir_path(path, sizeof(path), dir, r->weights)) {
+        snprintf(r->reason, sizeof(r->reason), "the directory name is too long");
+        return false;
+    }
+    const bool hwm = hwm_reset();
+    model          = vae_model_load(path, VAE_FAMILY_AUTO, err, sizeof(err));
+    if (!model) {
+        snprintf(r->reason, sizeof(r->reason), "loading %.300s: %s", path, err);
+        goto done;
+    }
+    snprintf(r->description, sizeof(r->description), "%s", model->description);
+    r->frames_per_latent = model->frames_per_latent;
+    r->scale             = model->scale;
+    r->out_h             = model->scale * h;
+    r->out_w             = model->scale * w;
+    r->n_frames          = 1 + model->frames_per_latent * (T - 1);
+    r->lo                = -model->out_offset / model->out_scale + 0.0f;  // no "-0"
+    r->hi                = (1.0f - model->out_offset) / model->out_scale;
+    // FLOPs from the graphs the session prepares: a later latent frame's, and latent frame 0's
+    for (int first = 0; first < 2; first++) {
+        struct vae_graph * g = vae_model_build_graph(model, 1, h, w, first, err, sizeof(err));
+        if (!g) {
+            snprintf(r->reason, sizeof(r->reason), "building the graph: %s", err);
+            goto done;
+        }
+        if (first) r->first = count_flops(g);
+        else r->step = count_flops(g);
+        vae_graph_free(g);
+    }
+
+    lat = malloc((size_t) T * lat_floats * sizeof(float));
+    r->out = malloc((size_t) r->n_frames * 3 * (size_t) r->out_h * (size_t) r->out_w * sizeof(float));
+    char name[64];
+    snprintf(name, sizeof(name), "%s.latent.f32", r->name);
+    if (!lat || !r->out) {
+        snprintf(r->reason, sizeof(r->reason), "out of memory");
+        goto done;
+    }
+    if (!read_f32(dir, name, lat, (size_t) T * lat_floats, r->reason, sizeof(r->reason))) goto done;
+
+    be = vae_backend_init(VAE_BACKEND_CPU, 0, err, sizeof(err));
+    if (!be) {
+        snprintf(r->reason, sizeof(r->reason), "%s", err);
+        goto done;
+    }
+    const struct vae_session_config cfg = { VIDEO_CHANNELS, h, w, VAE_SPACE_AUTO, 1, 0 };
+    const double t_prep = now_ms();
+    s = vae_session_new(model, be, &cfg, err, sizeof(err));
+    r->prepare_ms = now_ms() - t_prep;
+    if (!s) {
+        snprintf(r->reason, sizeof(r->reason), "session: %s", err);
+        goto done;
+    }
+    const size_t frame_floats = 3 * (size_t) r->out_h * (size_t) r->out_w;
+    double       first_sum = 0.0, steady_sum = 0.0, stream_sum = 0.0;
+    r->steady_min_ms = 0.0;
+    for (int i = 0; i < warmup + streams; i++) {
+        const bool timed = i >= warmup;
+        const int  n_lat = timed ? T : 2;
+        double     steady = 0.0, stream = 0.0;
+        int        popped = 0;
+        vae_session_reset(s);
+        for (int k = 0; k < n_lat; k++) {
+            const double t0 = now_ms();
+            if (!vae_session_push(s, lat + (size_t) k * lat_floats, err, sizeof(err))) {
+                snprintf(r->reason, sizeof(r->reason), "push: %s", err);
+                goto done;
+            }
+            while (vae_session_frames_ready(s) > 0) {
+                float * dst = r->out + (size_t) (popped < r->n_frames ? popped : 0) * frame_floats;
+                if (!vae_session_pop_output(s, dst, err, sizeof(err))) {
+                    snprintf(r->reason, sizeof(r->reason), "pop: %s", err);
+                    goto done;
+                }
+                popped++;
+            }
+            const double ms = now_ms() - t0;
+            stream += ms;
+            if (k == 0) {
+                if (timed) first_sum += ms;
+            } else {
+                steady += ms;
+            }
+        }
+        if (popped != 1 + r->frames_per_latent * (n_lat - 1)) {
+            snprintf(r->reason, sizeof(r->reason), "a stream of %d latent frames gave %d frames, not %d", n_lat, popped,
+                     1 + r->frames_per_latent * (n_lat - 1));
+            goto done;
+        }
+        if (timed) {
+            const double per_frame = steady / (r->frames_per_latent * (T - 1));
+            steady_sum += per_frame;
+            stream_sum += stream;
+            if (i == warmup || per_frame < r->steady_min_ms) r->steady_min_ms = per_frame;
+        }
+    }
+    r->first_ms   = first_sum / streams;
+    r->steady_ms  = steady_sum / streams;
+    r->stream_ms  = stream_sum / streams;
+    r->peak_bytes = vae_session_peak_bytes(s);
+    r->hwm_mib    = hwm ? status_mib("VmHWM") : -1.0;
+    {
+        const size_t n = (size_t) r->n_frames * frame_floats;
+        size_t       bad = 0;
+        for (size_t i = 0; i < n; i++) bad += !isfinite(r->out[i]);
+        if (bad) {
+            snprintf(r->reason, sizeof(r->reason), "%zu non-finite output values", bad);
+            goto done;
+        }
+    }
+    ok = true;
+done:
+    vae_session_free(s);
+    vae_backend_free(be);
+    vae_model_free(model);
+    free(lat);
+    r->ok = ok;
+    return ok;
+}
+
+static void video_peer_run(struct video_result * r, const char * python, const char * script, const char * taehv_py,
+                           const char * dir, int streams, int warmup, int threads) {
+    struct video_peer * p = &r->peer;
+    char                cmd[8192], sub[256], last[2048];
+    snprintf(sub, sizeof(sub), "time --model %s --streams %d --warmup %d --threads %d", r->name, streams, warmup,
+             threads);
+    video_cmd(cmd, sizeof(cmd), python, script, sub, "--dir", dir, taehv_py);
+    printf("%s peer: %s\n", r->name, cmd);
+    if (!run_lines(cmd, last, sizeof(last), p->reason, sizeof(p->reason))) return;
+    double threads_d = 0.0;
+    if (!strstr(last, "video_peer ") || !kv_double(last, "steady_ms_per_frame", &p->steady_ms) ||
+        !kv_double(last, "steady_min_ms_per_frame", &p->steady_min_ms) || !kv_double(last, "first_ms", &p->first_ms) ||
+        !kv_double(last, "stream_ms", &p->stream_ms) || !kv_double(last, "threads", &threads_d) ||
+        !kv_find(last, "layout", p->layout, sizeof(p->layout)) || !kv_find(last, "mode", p->mode, sizeof(p->mode)) ||
+        !kv_find(last, "torch", p->version, sizeof(p->version))) {
+        snprintf(p->reason, sizeof(p->reason), "unexpected last line from the peer: %.300s", last);
+        return;
+    }
+    p->threads = (int) threads_d;
+    if (!kv_double(last, "load_rss_mib", &p->load_rss_mib)) p->load_rss_mib = -1.0;
+    if (!kv_double(last, "decode_peak_rss_mib", &p->decode_rss_mib)) p->decode_rss_mib = -1.0;
+    if (!kv_double(last, "max_rss_mib", &p->max_rss_mib)) p->max_rss_mib = -1.0;
+    p->ok = true;
+
+    // the same frames? upstream clamps its output; ours is raw
+    if (!r->ok) return;
+    const size_t n   = (size_t) r->n_frames * 3 * (size_t) r->out_h * (size_t) r->out_w;
+    float *      ref = malloc(n * sizeof(float));
+    char         name[64];
+    snprintf(name, sizeof(name), "%s.torch.f32", r->name);
+    if (!ref || !read_f32(dir, name, ref, n, r->compare_note, sizeof(r->compare_note))) {
+        if (!ref) snprintf(r->compare_note, sizeof(r->compare_note), "out of memory");
+        free(ref);
+        return;
+    }
+    double mx = 0.0, sum = 0.0;
+    for (size_t i = 0; i < n; i++) {
+        const float  o = r->out[i] < r->lo ? r->lo : r->out[i] > r->hi ? r->hi : r->out[i];
+        const double d = fabs((double) o - (double) ref[i]);
+        if (!(d <= mx)) mx = d;  // NaN wins
+        sum += d;
+    }
+    free(ref);
+    r->compared = true;
+    r->max_abs  = mx;
+    r->mean_abs = sum / (double) n;
+}
+
+static const char * argv_streams(int n) {
+    static char buf[32];
+    snprintf(buf, sizeof(buf), "%d", n);
+    return buf;
+}
+
+// major.minor of a torch version ("2.15.0+cu132" -> "2.15")
+static void short_version(char * dst, size_t size, const char * v) {
+    snprintf(dst, size, "%s", v);
+    char * dot = strchr(dst, '.');
+    if (dot && (dot = strchr(dot + 1, '.'))) *dot = '\0';
+    char * plus = strchr(dst, '+');
+    if (plus) *plus = '\0';
+}
+
+static void remove_video_dir(const char * dir) {
+    static const char * files[] = { "wan21_b96.safetensors", "taew21_full.safetensors", "wan.latent.f32",
+                                    "taehv.latent.f32", "wan.json", "taehv.json", "wan.torch.f32", "taehv.torch.f32" };
+    char path[4096];
+    for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
+        if (dir_path(path, sizeof(path), dir, files[i])) unlink(path);
+    }
+    if (rmdir(dir) != 0) fprintf(stderr, "bench-cpu: could not remove %s: %s\n", dir, strerror(errno));
+}
+
 // --- main -------------------------------------------------------------------------------------
 
 static int cmp_double(const void * a, const void * b) {
@@ -283,74 +778,11 @@ static int cmp_double(const void * a, const void * b) {
     return x < y ? -1 : x > y;
 }
 
-int main(int argc, char ** argv) {
-    const char * model_path  = NULL;
-    const char * python      = NULL;
-    const char * peer_script = NULL;
-    int          frames = 5, warmup = 1;
-    bool         no_peer = false;
-
-    for (int i = 1; i < argc; i++) {
-        const char * a       = argv[i];
-        const bool   has_val = i + 1 < argc;
-        if (!strcmp(a, "--model") && has_val) {
-            model_path = argv[++i];
-        } else if (!strcmp(a, "--frames") && has_val) {
-            if (!parse_int(argv[++i], 1, &frames)) {
-                fprintf(stderr, "bench-cpu: --frames takes an integer >= 1\n");
-                return 2;
-            }
-        } else if (!strcmp(a, "--warmup") && has_val) {
-            if (!parse_int(argv[++i], 0, &warmup)) {
-                fprintf(stderr, "bench-cpu: --warmup takes an integer >= 0\n");
-                return 2;
-            }
-        } else if (!strcmp(a, "--python") && has_val) {
-            python = argv[++i];
-        } else if (!strcmp(a, "--peer-script") && has_val) {
-            peer_script = argv[++i];
-        } else if (!strcmp(a, "--no-peer")) {
-            no_peer = true;
-        } else if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-            usage(stdout);
-            return 0;
-        } else {
-            fprintf(stderr, "bench-cpu: unknown or incomplete argument '%s'\n", a);
-            usage(stderr);
-            return 2;
-        }
-    }
-
-    static char script_buf[4096];
-    if (!model_path) {
-        model_path = DEFAULT_MODEL;
-#ifdef VAE_SOURCE_DIR
-        static char model_buf[4096];
-        // run from elsewhere than the repository root: fall back to the shared dir beside the source
-        if (access(model_path, R_OK) != 0) {
-            snprintf(model_buf, sizeof(model_buf), "%s/%s", VAE_SOURCE_DIR, DEFAULT_MODEL);
-            if (access(model_buf, R_OK) == 0) model_path = model_buf;
-        }
-#endif
-    }
-    if (!python) {
-        const char * env = getenv("VAE_BENCH_PYTHON");
-        python           = env && *env ? env : DEFAULT_PYTHON;
-    }
-    if (!peer_script) {
-#ifdef VAE_SOURCE_DIR
-        snprintf(script_buf, sizeof(script_buf), "%s/%s", VAE_SOURCE_DIR, PEER_SCRIPT);
-#else
-        snprintf(script_buf, sizeof(script_buf), "%s", PEER_SCRIPT);
-#endif
-        peer_script = script_buf;
-    }
-
-    const int threads = omp_get_max_threads();
-    char      err[512] = "";
-    // how busy the machine is without us: a benchmark on shared cores is not worth much
-    double busy[2] = { other_load(500), -1.0 };
-
+// TAEF2, one frame per decode (the original benchmark); prints its own report. sgemm_fs gets the
+// two peak measurements it makes. Returns 0, or 1 when our side could not run.
+static int bench_taef2(const char * model_path, const char * python, const char * peer_script, int frames, int warmup,
+                       bool no_peer, int threads, double * busy, double * sgemm_fs) {
+    char err[512] = "";
     // our side: load, build, prepare
     struct vae_model * model = vae_model_load(model_path, VAE_FAMILY_AUTO, err, sizeof(err));
     if (!model) {
@@ -466,7 +898,6 @@ int main(int argc, char ** argv) {
     // the machine's fp32 peak, measured twice in this run (after our side, after the peer): a large
     // difference means something else was using the cores meanwhile
     double sgemm_ms[2] = { 0.0, 0.0 };
-    double sgemm_fs[2] = { 0.0, 0.0 };
     sgemm_fs[0]        = sgemm_peak(&sgemm_ms[0]);
 
     struct peer peer = { 0 };
@@ -558,3 +989,344 @@ int main(int argc, char ** argv) {
     free(times);
     return 0;
 }
+
+int main(int argc, char ** argv) {
+    const char * model_path  = NULL;
+    const char * python      = NULL;
+    const char * peer_script = NULL;
+    const char * video_python = NULL;
+    const char * taehv_py     = NULL;
+    const char * video_dir    = NULL;
+    const char * models       = "taef2,wan,taehv";
+    int          frames = 5, warmup = 1;
+    int          vh = VIDEO_LATENT_H, vw = VIDEO_LATENT_W, latent_frames = 3, video_streams = 0, video_warmup = 1;
+    bool         no_peer = false;
+
+    for (int i = 1; i < argc; i++) {
+        const char * a       = argv[i];
+        const bool   has_val = i + 1 < argc;
+        if (!strcmp(a, "--model") && has_val) {
+            model_path = argv[++i];
+        } else if (!strcmp(a, "--frames") && has_val) {
+            if (!parse_int(argv[++i], 1, &frames)) {
+                fprintf(stderr, "bench-cpu: --frames takes an integer >= 1\n");
+                return 2;
+            }
+        } else if (!strcmp(a, "--warmup") && has_val) {
+            if (!parse_int(argv[++i], 0, &warmup)) {
+                fprintf(stderr, "bench-cpu: --warmup takes an integer >= 0\n");
+                return 2;
+            }
+        } else if (!strcmp(a, "--python") && has_val) {
+            python = argv[++i];
+        } else if (!strcmp(a, "--peer-script") && has_val) {
+            peer_script = argv[++i];
+        } else if (!strcmp(a, "--no-peer")) {
+            no_peer = true;
+        } else if (!strcmp(a, "--models") && has_val) {
+            models = argv[++i];
+        } else if (!strcmp(a, "--video-python") && has_val) {
+            video_python = argv[++i];
+        } else if (!strcmp(a, "--taehv-py") && has_val) {
+            taehv_py = argv[++i];
+        } else if (!strcmp(a, "--video-dir") && has_val) {
+            video_dir = argv[++i];
+        } else if (!strcmp(a, "--video-latent") && has_val) {
+            char * x;
+            const long h = strtol(argv[++i], &x, 10);
+            const long w = *x == 'x' ? strtol(x + 1, &x, 10) : 0;
+            if (*x || h < 1 || w < 1 || h > 512 || w > 512) {
+                fprintf(stderr, "bench-cpu: --video-latent takes HxW (latent rows x columns, 1..512)\n");
+                return 2;
+            }
+            vh = (int) h;
+            vw = (int) w;
+        } else if (!strcmp(a, "--latent-frames") && has_val) {
+            if (!parse_int(argv[++i], 2, &latent_frames)) {
+                fprintf(stderr, "bench-cpu: --latent-frames takes an integer >= 2\n");
+                return 2;
+            }
+        } else if (!strcmp(a, "--video-streams") && has_val) {
+            if (!parse_int(argv[++i], 0, &video_streams)) {
+                fprintf(stderr, "bench-cpu: --video-streams takes an integer >= 0 (0: 1 for Wan, 5 for TAEHV)\n");
+                return 2;
+            }
+        } else if (!strcmp(a, "--video-warmup") && has_val) {
+            if (!parse_int(argv[++i], 0, &video_warmup)) {
+                fprintf(stderr, "bench-cpu: --video-warmup takes an integer >= 0\n");
+                return 2;
+            }
+        } else if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            usage(stdout);
+            return 0;
+        } else {
+            fprintf(stderr, "bench-cpu: unknown or incomplete argument '%s'\n", a);
+            usage(stderr);
+            return 2;
+        }
+    }
+
+    static char script_buf[4096];
+    if (!model_path) {
+        model_path = DEFAULT_MODEL;
+#ifdef VAE_SOURCE_DIR
+        static char model_buf[4096];
+        // run from elsewhere than the repository root: fall back to the shared dir beside the source
+        if (access(model_path, R_OK) != 0) {
+            snprintf(model_buf, sizeof(model_buf), "%s/%s", VAE_SOURCE_DIR, DEFAULT_MODEL);
+            if (access(model_buf, R_OK) == 0) model_path = model_buf;
+        }
+#endif
+    }
+    if (!python) {
+        const char * env = getenv("VAE_BENCH_PYTHON");
+        python           = env && *env ? env : DEFAULT_PYTHON;
+    }
+    if (!peer_script) {
+#ifdef VAE_SOURCE_DIR
+        snprintf(script_buf, sizeof(script_buf), "%s/%s", VAE_SOURCE_DIR, PEER_SCRIPT);
+#else
+        snprintf(script_buf, sizeof(script_buf), "%s", PEER_SCRIPT);
+#endif
+        peer_script = script_buf;
+    }
+
+    // which models
+    bool do_model[3] = { false, false, false };  // taef2, wan, taehv
+    {
+        static const char * names[3] = { "taef2", "wan", "taehv" };
+        const char *        p        = models;
+        while (*p) {
+            const size_t n  = strcspn(p, ",");
+            int          hit = -1;
+            for (int k = 0; k < 3; k++) {
+                if (strlen(names[k]) == n && !strncmp(p, names[k], n)) hit = k;
+            }
+            if (hit < 0) {
+                fprintf(stderr, "bench-cpu: --models takes a comma-separated list of taef2, wan, taehv\n");
+                return 2;
+            }
+            do_model[hit] = true;
+            p += n + (p[n] == ',');
+        }
+    }
+    if (!video_python) {
+        const char * env = getenv("VAE_BENCH_VIDEO_PYTHON");
+        video_python     = env && *env ? env : python;
+    }
+    if (!taehv_py) {
+        const char * env = getenv("TAEHV_PY");
+        taehv_py         = env && *env ? env : NULL;
+    }
+    static char video_script[4096];
+#ifdef VAE_SOURCE_DIR
+    snprintf(video_script, sizeof(video_script), "%s/%s", VAE_SOURCE_DIR, VIDEO_SCRIPT);
+#else
+    snprintf(video_script, sizeof(video_script), "%s", VIDEO_SCRIPT);
+#endif
+
+    const int threads = omp_get_max_threads();
+    // how busy the machine is without us: a benchmark on shared cores is not worth much
+    const struct cpu_snap run_start = cpu_snap();
+    double busy[2] = { other_load(500), -1.0 };
+    double sgemm_fs[16] = { 0.0 };
+    int    n_sgemm      = 0;
+
+    if (do_model[0]) {
+        if (bench_taef2(model_path, python, peer_script, frames, warmup, no_peer, threads, busy, sgemm_fs)) {
+            return 1;
+        }
+        n_sgemm = 2;
+    }
+    if (!do_model[1] && !do_model[2]) {
+        return 0;
+    }
+
+    // --- the causal video decoders ---
+    struct video_result vr[2] = {
+        { .name = "wan", .label = "Wan 2.1 VAE (base 96)", .weights = "wan21_b96.safetensors" },
+        { .name = "taehv", .label = "TAEW2.1 (n_f 256/128/64/64)", .weights = "taew21_full.safetensors" },
+    };
+    char dir_buf[4096];
+    bool own_dir = false;
+    if (!video_dir) {
+        snprintf(dir_buf, sizeof(dir_buf), "%s/vae-bench-XXXXXX", getenv("TMPDIR") && *getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+        if (!mkdtemp(dir_buf)) {
+            fprintf(stderr, "bench-cpu: mkdtemp %s: %s\n", dir_buf, strerror(errno));
+            return 1;
+        }
+        video_dir = dir_buf;
+        own_dir   = true;
+    } else if (mkdir(video_dir, 0755) != 0 && errno != EEXIST) {
+        fprintf(stderr, "bench-cpu: mkdir %s: %s\n", video_dir, strerror(errno));
+        return 1;
+    }
+    printf("\nvideo decoders: latent %dx%dx%d, %d latent frames per stream, %s timed streams after %d warm-up "
+           "streams of 2 latent frames; weights and latents in %s\n",
+           VIDEO_CHANNELS, vh, vw, latent_frames, video_streams ? argv_streams(video_streams) : "1 (Wan) / 5 (TAEHV)",
+           video_warmup, video_dir);
+    double                video_busy[2] = { -1.0, -1.0 };
+    const struct cpu_snap video_start   = cpu_snap();
+    for (int m = 0; m < 2; m++) {
+        struct video_result * r = &vr[m];
+        if (!do_model[m + 1]) continue;
+        if (!video_gen(r, video_python, video_script, m == 1 ? taehv_py : NULL, video_dir, latent_frames, vh, vw,
+                       threads)) {
+            printf("%s: %s\n", r->name, r->reason);
+            continue;
+        }
+        if (video_busy[0] < 0) video_busy[0] = other_load(500);
+        // a short sgemm before and after each side: a core taken by something this guest cannot see
+        // (a neighbour on the host) shows as a lower rate here
+        double ms;
+        r->probe[0] = sgemm_fs[n_sgemm++] = sgemm_peak(&ms);
+        printf("%s: ours...\n", r->name);
+        fflush(stdout);
+        const int  streams = video_streams ? video_streams : m == 0 ? 1 : 5;  // Wan: ~20 s a stream
+        const bool ours_ok = video_ours(r, video_dir, latent_frames, vh, vw, streams, video_warmup);
+        r->probe[1] = sgemm_fs[n_sgemm++] = sgemm_peak(&ms);
+        if (!ours_ok) {
+            printf("%s: ours failed: %s\n", r->name, r->reason);
+            continue;
+        }
+        printf("%s: ours: %s; session prepared in %.0f ms; first latent %.1f ms, steady %.1f ms/frame (min %.1f), "
+               "stream %.1f ms; session peak %.1f MiB, process VmHWM %.1f MiB\n",
+               r->name, r->description, r->prepare_ms, r->first_ms, r->steady_ms, r->steady_min_ms, r->stream_ms,
+               r->peak_bytes / 1048576.0, r->hwm_mib);
+        if (!no_peer) {
+            video_peer_run(r, video_python, video_script, m == 1 ? taehv_py : NULL, video_dir, streams,
+                           video_warmup, threads);
+            r->probe[2] = sgemm_fs[n_sgemm++] = sgemm_peak(&ms);
+        }
+    }
+    const struct cpu_snap video_end = cpu_snap();
+    video_busy[1] = other_load(500);
+    double peak_fs = 0.0, low_fs = 0.0;
+    for (int i = 0; i < n_sgemm; i++) {
+        if (sgemm_fs[i] > peak_fs) peak_fs = sgemm_fs[i];
+        if (i == 0 || sgemm_fs[i] < low_fs) low_fs = sgemm_fs[i];
+    }
+
+    // report
+    printf("\nCausal video decoders, latent %dx%dx%d -> %dx%d frames, streams of %d latent frames "
+           "(1 + %d x 4 = %d frames), chunk-frames 1, fp32, CPU, %d threads, random weights\n",
+           VIDEO_CHANNELS, vh, vw, 8 * vw, 8 * vh, latent_frames, latent_frames - 1, 1 + 4 * (latent_frames - 1),
+           threads);
+    if (peak_fs > 0) {
+        printf("measured fp32 peak: %.1f GFLOP/s (dnnl_sgemm %dx%dx%d, best of %d; the best of the %d measurements "
+               "in this run, lowest %.1f)\n",
+               peak_fs / 1e9, SGEMM_N, SGEMM_N, SGEMM_N, SGEMM_RUNS, n_sgemm, low_fs / 1e9);
+        if (low_fs < 0.85 * peak_fs) {
+            printf("note: the sgemm measurements differ by up to %.0f%%: the cores were not always all ours during "
+                   "this run (the probe column says around which rows)\n",
+                   100.0 * (1.0 - low_fs / peak_fs));
+        }
+    }
+    for (int m = 0; m < 2; m++) {
+        const struct video_result * r = &vr[m];
+        if (!r->ok) continue;
+        printf("%s: model GFLOP per output frame (steady: 1 latent frame = %d frames) %.2f, attention %.1f%% of it; "
+               "executed by our graph %.2f; latent frame 0: %.2f model GFLOP\n",
+               r->label, r->frames_per_latent, r->step.model / r->frames_per_latent / 1e9,
+               100.0 * r->step.attention / r->step.model, r->step.executed / r->frames_per_latent / 1e9,
+               r->first.model / 1e9);
+    }
+    printf("\n%-44s %9s %8s %9s %8s %7s %9s %9s %8s %7s\n", "impl", "ms/frame", "min ms", "first ms", "GFLOP/s",
+           "% peak", "peak MiB", "RSS MiB", "speed-up", "probe");
+    int unsteady = 0;
+    for (int m = 0; m < 2; m++) {
+        const struct video_result * r = &vr[m];
+        if (!do_model[m + 1]) continue;
+        char label[128], pct[32] = "-", rss[32] = "-";
+        snprintf(label, sizeof(label), "%s: ours", r->label);
+        if (!r->ok) {
+            printf("%-44s unavailable (%s)\n", label, r->reason);
+            continue;
+        }
+        const double flops_frame = r->step.model / r->frames_per_latent;
+        const double fs          = flops_frame / (r->steady_ms / 1e3);
+        if (peak_fs > 0) snprintf(pct, sizeof(pct), "%.1f", 100.0 * fs / peak_fs);
+        if (r->hwm_mib > 0) snprintf(rss, sizeof(rss), "%.0f", r->hwm_mib);
+        const double probe = r->probe[0] < r->probe[1] ? r->probe[0] : r->probe[1];
+        unsteady += probe < 0.85 * peak_fs;
+        printf("%-44s %9.1f %8.1f %9.1f %8.1f %7s %9.1f %9s %8s %6.0f%s\n", label, r->steady_ms, r->steady_min_ms,
+               r->first_ms, fs / 1e9, pct, r->peak_bytes / 1048576.0, rss, "1.00", probe / 1e9,
+               probe < 0.85 * peak_fs ? "!" : "");
+        if (no_peer) continue;
+        const struct video_peer * p = &r->peer;
+        if (!p->ok) {
+            printf("%-44s unavailable (%s)\n", "  PyTorch", p->reason);
+            continue;
+        }
+        char version[64];
+        short_version(version, sizeof(version), p->version);
+        if (!strcmp(p->mode, "-")) {
+            snprintf(label, sizeof(label), "  PyTorch %s (%s)", version, p->layout);
+        } else {
+            snprintf(label, sizeof(label), "  PyTorch %s (%s, %s)", version, p->layout, p->mode);
+        }
+        const double pfs = flops_frame / (p->steady_ms / 1e3);
+        snprintf(pct, sizeof(pct), "-");
+        if (peak_fs > 0) snprintf(pct, sizeof(pct), "%.1f", 100.0 * pfs / peak_fs);
+        snprintf(rss, sizeof(rss), "-");
+        if (p->decode_rss_mib > 0) snprintf(rss, sizeof(rss), "%.0f", p->decode_rss_mib);
+        char speed[32];
+        snprintf(speed, sizeof(speed), "%.2f", p->steady_ms / r->steady_ms);
+        const double pprobe = r->probe[1] < r->probe[2] ? r->probe[1] : r->probe[2];
+        unsteady += pprobe < 0.85 * peak_fs;
+        printf("%-44s %9.1f %8.1f %9.1f %8.1f %7s %9s %9s %8s %6.0f%s\n", label, p->steady_ms, p->steady_min_ms,
+               p->first_ms, pfs / 1e9, pct, "-", rss, speed, pprobe / 1e9, pprobe < 0.85 * peak_fs ? "!" : "");
+    }
+    printf("ms/frame: steady state, per output frame (the latent frames after the first, 4 frames each); first ms: "
+           "latent frame 0 (1 frame); speed-up = PyTorch ms / our ms (above 1: ours is faster); probe: the lower "
+           "of the sgemm GFLOP/s measured just before and just after that row\n");
+    if (unsteady) {
+        printf("WARNING: %d row(s) marked '!' ran while the sgemm rate was more than 15%% below the run's best: "
+               "something else was taking CPU time (possibly outside this guest); repeat the run\n",
+               unsteady);
+    }
+    printf("peak MiB: vae_session_peak_bytes (arena, weights, state); RSS MiB: the process's peak resident set "
+           "while it decoded, weights and runtime included (ours: VmHWM from before loading the model; PyTorch: "
+           "VmHWM reset after loading)\n");
+    for (int m = 0; m < 2; m++) {
+        const struct video_result * r = &vr[m];
+        if (!r->ok || no_peer || !r->peer.ok) continue;
+        if (r->compared) {
+            printf("%s: ours vs PyTorch on the same weights and latents, %d frames, ours clamped to [%g, %g] as "
+                   "upstream does: max |diff| %.3g, mean |diff| %.3g\n",
+                   r->label, r->n_frames, r->lo, r->hi, r->max_abs, r->mean_abs);
+        } else {
+            printf("%s: outputs not compared (%s)\n", r->label, r->compare_note);
+        }
+        printf("%s: PyTorch torch %s, %d threads, fastest: layout %s%s%s; stream %.1f ms (ours %.1f); RSS after "
+               "load %.0f MiB, process max RSS %.0f MiB\n",
+               r->label, r->peer.version, r->peer.threads, r->peer.layout, strcmp(r->peer.mode, "-") ? ", " : "",
+               strcmp(r->peer.mode, "-") ? r->peer.mode : "", r->peer.stream_ms, r->stream_ms, r->peer.load_rss_mib,
+               r->peer.max_rss_mib);
+        if (r->peer.threads != threads) {
+            printf("note: the peer ran with %d threads, ours with %d\n", r->peer.threads, threads);
+        }
+    }
+    if (video_busy[0] >= 0 && video_busy[1] >= 0) {
+        printf("CPUs busy with other processes (0.5 s sampled before / after the video decoders): %.0f%% / %.0f%%\n",
+               100.0 * video_busy[0], 100.0 * video_busy[1]);
+        if (video_busy[0] > 0.1 || video_busy[1] > 0.1) {
+            printf("WARNING: other processes were using the CPUs: the times above are not reliable\n");
+        }
+    }
+    const double others_video = others_share(video_start, video_end);
+    const double others_run   = others_share(run_start, cpu_snap());
+    if (others_video >= 0) {
+        printf("CPU time taken by other processes (/proc/stat minus this process and its peers): %.1f%% of the "
+               "machine during the video decoders, %.1f%% over the whole run\n",
+               100.0 * others_video, 100.0 * others_run);
+        if (others_video > 0.05) {
+            printf("WARNING: other processes used more than 5%% of the CPUs during the video decoders: the times "
+                   "above are not reliable\n");
+        }
+    }
+    for (int m = 0; m < 2; m++) free(vr[m].out);
+    if (own_dir) remove_video_dir(video_dir);
+    return 0;
+}
+

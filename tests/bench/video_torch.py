@@ -1,0 +1,450 @@
+#!/usr/bin/env python3
+"""PyTorch CPU peer for the video part of the decode benchmark (bench-cpu.c): the Wan 2.1 VAE
+decoder (diffusers' AutoencoderKLWan, full widths: base 96) and TAEW2.1 (madebyollin/taehv
+`taehv.py`, full widths n_f=[256,128,64,64]), both with random weights.
+
+    python video_torch.py gen  --out DIR [--height-latent 30] [--width-latent 52]
+                               [--latent-frames 3] [--only wan|taehv] [--taehv-py PATH]
+    python video_torch.py time --model wan|taehv --dir DIR [--streams 1] [--warmup 1]
+                               [--threads N] [--layouts nchw,channels_last]
+                               [--modes parallel,sequential] [--taehv-py PATH]
+
+Needs torch >= 2 and diffusers (Wan), and upstream `taehv.py` (TAEHV; path from --taehv-py or
+$TAEHV_PY; see tests/bench/README.md). No upstream code is copied here.
+
+`gen` writes into DIR (a temporary directory; never the repository):
+  wan21_b96.safetensors   decoder-side tensors of AutoencoderKLWan (diffusers naming:
+                          post_quant_conv.*, decoder.*), BF16
+  taew21_full.safetensors TAEHV decoder.* tensors (upstream naming), BF16
+  {wan,taehv}.latent.f32  raw little-endian f32 [T, 16, H, W]: the latent frames in stream order
+  {wan,taehv}.json        shapes and the generator's output statistics
+Weights are random (fixed seeds), scaled-uniform so that activations stay O(1) (no denormals,
+no Inf/NaN), and rounded to bf16 before they are stored, so both sides decode the same values.
+
+`time` loads the files, decodes `--warmup` untimed streams of the first 2 latent frames (both
+paths: latent frame 0 and a later one; TAEHV parallel=True: the whole clip, whose shapes depend
+on T) and then `--streams` timed streams of all T latent frames, for every memory layout (and for TAEHV every decode_video mode), writes
+the last output of the fastest configuration to DIR/<model>.torch.f32 (f32 [F, 3, 8H, 8W], as
+upstream returns it: clamped) and prints, last:
+
+    video_peer model=<m> steady_ms_per_frame=<f> steady_min_ms_per_frame=<f> first_ms=<f>
+        stream_ms=<f> layout=<l> mode=<m> threads=<n> torch=<v> load_rss_mib=<f>
+        decode_peak_rss_mib=<f> max_rss_mib=<f>
+
+(one line). steady = the latent frames after the first, 4 output frames each:
+- Wan: diffusers' `vae.decode(z)` runs `vae.decoder` once per latent frame (its own causal
+  cache loop); a forward pre-hook and hook on `vae.decoder` time every call: steady = the mean
+  of calls 1..T-1 / 4, first = call 0, stream_ms = the whole `vae.decode`.
+- TAEHV, `decode_video(parallel=False)`: its work queue finishes the 4 raw frames of one latent
+  frame before it starts the next, so a hook on the output conv (decoder[22]) marks the latent
+  boundaries: first = start to the 4th raw frame, steady = 4th to 4T-th raw frame / (4 (T - 1)).
+- TAEHV, `decode_video(parallel=True)`: the clip is one batch with no per-latent boundary, so
+  every timed stream decodes the T latents and then latent 0 alone: steady = the marginal cost
+  (t(T) - t(1)) / (4 (T - 1)), first = t(1).
+Memory: load_rss_mib = VmRSS after the model is built and loaded; decode_peak_rss_mib = VmHWM
+reset (/proc/self/clear_refs) after loading, read after the timed decodes: the whole process
+resident at its peak while decoding (weights, torch runtime, activations); max_rss_mib =
+ru_maxrss of the process (includes building the module with its default init).
+"""
+
+import argparse
+import gc
+import importlib.util
+import json
+import os
+import resource
+import sys
+import time
+
+import torch
+
+# Wan 2.1 decoder at full width; the encoder (built by AutoencoderKLWan too, never used) is made
+# narrow so that it costs no memory
+WAN_DEC_BASE = 96
+WAN_ENC_BASE = 8
+TAEHV_NF = [256, 128, 64, 64]  # upstream's (hard-coded) decoder widths
+
+WAN_WEIGHTS = "wan21_b96.safetensors"
+TAEHV_WEIGHTS = "taew21_full.safetensors"
+
+
+def log(*a):
+    print(*a, flush=True)
+
+
+def status_kib(key):
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith(key + ":"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return -1
+
+
+def reset_peak_rss():
+    try:
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")
+        return True
+    except OSError:
+        return False
+
+
+def load_taehv_module(path):
+    path = path or os.environ.get("TAEHV_PY")
+    if not path or not os.path.isfile(path):
+        sys.exit(f"upstream taehv.py not found (got {path!r}): pass --taehv-py PATH or set TAEHV_PY "
+                 "(see tests/bench/README.md)")
+    spec = importlib.util.spec_from_file_location("taehv_upstream", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def make_wan():
+    from diffusers import AutoencoderKLWan
+    # the Wan 2.1 defaults (dim_mult [1,2,4,4], 2 res blocks, no encoder attention,
+    # temperal_downsample [False,True,True]); decoder dims 96*[4,4,4,2,1]
+    return AutoencoderKLWan(base_dim=WAN_ENC_BASE, decoder_base_dim=WAN_DEC_BASE, z_dim=16).eval()
+
+
+def make_taehv(th):
+    # checkpoint_path=None: upstream guesses patch size and latent channels from the checkpoint's
+    # file name; without one it takes the arguments (taew2_1: patch 1, 16 channels)
+    m = th.TAEHV(checkpoint_path=None, patch_size=1, latent_channels=16).eval()
+    assert m.frames_to_trim == 3 and m.t_upscale == 4
+    return m
+
+
+def uniform(g, shape, bound):
+    return (torch.rand(shape, generator=g, dtype=torch.float64) * 2 - 1) * bound
+
+
+def fan_in(shape):
+    n = 1
+    for d in shape[1:]:
+        n *= d
+    return n
+
+
+def bf16_exact(t):
+    return t.float().to(torch.bfloat16)
+
+
+def wan_weights(vae, seed):
+    """Decoder-side tensors (diffusers naming), bf16. Every RMS norm re-normalises, so only the
+    last conv of each residual branch and the output conv set the activation scale: U(+-g*sqrt(3/
+    fan_in)) with g = 1; 0.8 for the last conv of a residual branch, 0.5 for the output conv."""
+    g = torch.Generator().manual_seed(seed)
+    out = {}
+    for name, p in vae.state_dict().items():
+        if not name.startswith(("decoder.", "post_quant_conv.")):
+            continue
+        shape = tuple(p.shape)
+        if name.endswith(".gamma"):
+            v = 1.0 + uniform(g, shape, 0.25)
+        elif name.endswith(".bias"):
+            v = uniform(g, shape, 0.1)
+        elif name.endswith(".weight"):
+            gain = 0.5 if name.startswith("decoder.conv_out.") else 0.8 if ".conv2." in name else 1.0
+            v = uniform(g, shape, gain * (3.0 / fan_in(shape)) ** 0.5)
+        else:
+            raise ValueError(f"unexpected parameter {name} {shape}")
+        out[name] = bf16_exact(v)
+    return out
+
+
+def taehv_weights(m, seed):
+    """decoder.* tensors (upstream naming), bf16: ReLU network, MemBlock conv.0/conv.2 gain
+    sqrt(2), conv.4 0.5, output conv 0.3 with bias 0.5 +- 0.1 (outputs mostly inside [0, 1])."""
+    g = torch.Generator().manual_seed(seed)
+    out = {}
+    last = max(int(k.split(".")[1]) for k in m.state_dict() if k.startswith("decoder."))
+    for name, p in m.state_dict().items():
+        if not name.startswith("decoder."):
+            continue
+        shape = tuple(p.shape)
+        parts = name.split(".")
+        if name.endswith(".weight"):
+            if parts[2:4] in (["conv", "0"], ["conv", "2"]):
+                gain = 2.0 ** 0.5
+            elif parts[2:4] == ["conv", "4"]:
+                gain = 0.5
+            elif int(parts[1]) == last:
+                gain = 0.3
+            else:
+                gain = 1.0
+            v = uniform(g, shape, gain * (3.0 / fan_in(shape)) ** 0.5)
+        elif name == f"decoder.{last}.bias":
+            v = 0.5 + uniform(g, shape, 0.1)
+        elif name.endswith(".bias"):
+            v = uniform(g, shape, 0.1)
+        else:
+            raise ValueError(f"unexpected parameter {name} {shape}")
+        out[name] = bf16_exact(v)
+    return out
+
+
+def describe(y, lo=None, hi=None):
+    s = (f"{tuple(y.shape)} min {y.min().item():.3f} max {y.max().item():.3f} mean "
+         f"{y.mean().item():.3f} std {y.std().item():.3f}")
+    if lo is not None:
+        s += f", {100 * ((y <= lo) | (y >= hi)).double().mean().item():.1f}% at the clamp bounds"
+    return s
+
+
+def save_latent(path, z_tchw):
+    z_tchw.float().contiguous().numpy().astype("<f4").tofile(path)
+
+
+def load_latent(path, t, c, h, w):
+    import numpy as np
+    a = np.fromfile(path, dtype="<f4")
+    assert a.size == t * c * h * w, (path, a.size, (t, c, h, w))
+    return torch.from_numpy(a.reshape(t, c, h, w).copy())
+
+
+def cmd_gen(args):
+    from safetensors.torch import save_file
+    torch.set_num_threads(args.threads)
+    os.makedirs(args.out, exist_ok=True)
+    t_, h, w = args.latent_frames, args.height_latent, args.width_latent
+    which = [args.only] if args.only else ["wan", "taehv"]
+    for name in which:
+        t0 = time.perf_counter()
+        if name == "wan":
+            model = make_wan()
+            sd = wan_weights(model, seed=96021)
+            fname = WAN_WEIGHTS
+        else:
+            th = load_taehv_module(args.taehv_py)
+            model = make_taehv(th)
+            sd = taehv_weights(model, seed=256021)
+            fname = TAEHV_WEIGHTS
+        r = model.load_state_dict(sd, strict=False)
+        assert not r.unexpected_keys, r.unexpected_keys
+        assert all(k.startswith(("encoder.", "quant_conv.")) for k in r.missing_keys), r.missing_keys
+        g = torch.Generator().manual_seed(5 if name == "wan" else 6)
+        z = torch.randn((t_, 16, h, w), generator=g)  # [T, C, H, W]
+        save_file(sd, os.path.join(args.out, fname),
+                  metadata={"model": f"{name}, random weights (bf16), tests/bench/video_torch.py"})
+        save_latent(os.path.join(args.out, f"{name}.latent.f32"), z)
+        # a quick check that the weights give O(1), finite outputs (2 latent frames, small)
+        zs = z[:2, :, :min(h, 8), :min(w, 8)]
+        with torch.inference_mode():
+            if name == "wan":
+                y = model.decode(zs.permute(1, 0, 2, 3).unsqueeze(0)).sample
+            else:
+                y = model.decode_video(zs.unsqueeze(0), parallel=True, show_progress_bar=False)
+        ok = bool(torch.isfinite(y).all())
+        lo, hi = (-1.0, 1.0) if name == "wan" else (0.0, 1.0)
+        params = sum(v.numel() for v in sd.values())
+        info = {"model": name, "weights": fname, "params": params, "latent": [t_, 16, h, w],
+                "check": describe(y, lo, hi), "finite": ok}
+        with open(os.path.join(args.out, f"{name}.json"), "w") as f:
+            json.dump(info, f)
+        log(f"gen {name}: {len(sd)} tensors, {params / 1e6:.1f} M parameters -> {fname}; latent "
+            f"[{t_}, 16, {h}, {w}]; check decode {describe(y, lo, hi)}{'' if ok else ' NOT FINITE'} "
+            f"({time.perf_counter() - t0:.1f} s)")
+        if not ok:
+            sys.exit(f"gen {name}: non-finite output")
+        del model, sd
+        gc.collect()
+
+
+def to_layout(model, layout):
+    """channels_last: 4-D parameters channels_last, 5-D ones channels_last_3d (Module.to(memory_
+    format=) refuses a model that holds both)."""
+    for p in model.parameters():
+        if layout == "channels_last" and p.dim() in (4, 5):
+            fmt = torch.channels_last if p.dim() == 4 else torch.channels_last_3d
+        else:
+            fmt = torch.contiguous_format
+        p.data = p.data.contiguous(memory_format=fmt)
+    return model
+
+
+def input_layout(x, layout):
+    if layout == "channels_last" and x.dim() == 5:
+        return x.contiguous(memory_format=torch.channels_last_3d)
+    return x.contiguous()
+
+
+def time_wan(vae, z_tchw, layout, streams, warmup):
+    z = input_layout(z_tchw.permute(1, 0, 2, 3).unsqueeze(0), layout)  # [1, 16, T, H, W]
+    zw = z[:, :, :2]  # warm-up streams: latent frames 0 and 1 (both paths of the cache loop)
+    calls = []
+    state = {}
+
+    def pre(mod, args, kwargs):
+        state["t0"] = time.perf_counter()
+
+    def post(mod, args, kwargs, out):
+        calls.append((time.perf_counter() - state["t0"]) * 1e3)
+
+    h1 = vae.decoder.register_forward_pre_hook(pre, with_kwargs=True)
+    h2 = vae.decoder.register_forward_hook(post, with_kwargs=True)
+    T = z.shape[2]
+    runs = []
+    try:
+        for _ in range(warmup):
+            vae.decode(zw)
+        for _ in range(streams):
+            calls.clear()
+            t0 = time.perf_counter()
+            y = vae.decode(z).sample
+            total = (time.perf_counter() - t0) * 1e3
+            assert len(calls) == T, (len(calls), T)
+            runs.append({"first": calls[0], "steady": sum(calls[1:]) / (4 * (T - 1)), "stream": total})
+    finally:
+        h1.remove()
+        h2.remove()
+    out = y[0].permute(1, 0, 2, 3).float().contiguous()  # [F, 3, 8H, 8W]
+    return runs, out
+
+
+def time_taehv(m, z_tchw, mode, streams, warmup):
+    x = z_tchw.unsqueeze(0).contiguous()  # NTCHW
+    x1 = x[:, :1].contiguous()
+    xw = x[:, :2].contiguous()  # warm-up streams: latent frames 0 and 1
+    T = x.shape[1]
+    runs = []
+    if mode == "sequential":
+        # the work queue finishes each latent frame's 4 raw frames before it touches the next
+        # latent frame: the output conv's calls mark the latent boundaries
+        stamps = []
+        h = m.decoder[-1].register_forward_hook(lambda mod, inp, out: stamps.append(time.perf_counter()))
+        try:
+            for _ in range(warmup):
+                m.decode_video(xw.clone(), parallel=False, show_progress_bar=False)
+            for _ in range(streams):
+                stamps.clear()
+                t0 = time.perf_counter()
+                y = m.decode_video(x.clone(), parallel=False, show_progress_bar=False)
+                t_end = time.perf_counter()
+                assert len(stamps) == 4 * T, (len(stamps), T)
+                runs.append({"first": (stamps[3] - t0) * 1e3,
+                             "steady": (stamps[-1] - stamps[3]) * 1e3 / (4 * (T - 1)),
+                             "stream": (t_end - t0) * 1e3})
+        finally:
+            h.remove()
+    else:
+        # the clip as one batch: no per-latent boundary; the marginal cost of T - 1 latent frames.
+        # Its shapes depend on T, so the warm-up decodes the whole clip (and latent frame 0 alone)
+        for _ in range(warmup):
+            m.decode_video(x.clone(), parallel=True, show_progress_bar=False)
+            m.decode_video(x1.clone(), parallel=True, show_progress_bar=False)
+        for _ in range(streams):
+            t0 = time.perf_counter()
+            y = m.decode_video(x.clone(), parallel=True, show_progress_bar=False)
+            tT = (time.perf_counter() - t0) * 1e3
+            t0 = time.perf_counter()
+            m.decode_video(x1.clone(), parallel=True, show_progress_bar=False)
+            t1 = (time.perf_counter() - t0) * 1e3
+            runs.append({"first": t1, "steady": (tT - t1) / (4 * (T - 1)), "stream": tT})
+    out = y[0].float().contiguous()  # [F, 3, 8H, 8W]
+    return runs, out
+
+
+def cmd_time(args):
+    torch.set_num_threads(args.threads)
+    threads = torch.get_num_threads()
+    if threads != args.threads:
+        log(f"warning: asked for {args.threads} threads, torch uses {threads}")
+    with open(os.path.join(args.dir, f"{args.model}.json")) as f:
+        info = json.load(f)
+    T, C, H, W = info["latent"]
+    if T < 2:
+        sys.exit("time: need at least 2 latent frames (the first one is not steady state)")
+    from safetensors.torch import load_file
+    sd = load_file(os.path.join(args.dir, info["weights"]))
+    if args.model == "wan":
+        model = make_wan()
+    else:
+        model = make_taehv(load_taehv_module(args.taehv_py))
+    r = model.load_state_dict(sd, strict=False)
+    assert not r.unexpected_keys, r.unexpected_keys
+    assert all(k.startswith(("encoder.", "quant_conv.")) for k in r.missing_keys), r.missing_keys
+    if args.model == "wan":
+        model.encoder = None  # never used: do not count it as resident
+        model.quant_conv = None
+    else:
+        model.encoder = torch.nn.Identity()
+    del sd
+    gc.collect()
+    z = load_latent(os.path.join(args.dir, f"{args.model}.latent.f32"), T, C, H, W)
+    load_rss = status_kib("VmRSS") / 1024
+    can_reset = reset_peak_rss()
+    log(f"model {args.model}: {info['params'] / 1e6:.1f} M decoder parameters, latent [{T}, {C}, {H}, {W}] "
+        f"-> {1 + 4 * (T - 1)} frames of {8 * W}x{8 * H}; torch {torch.__version__}, {threads} threads")
+
+    layouts = args.layouts.split(",")
+    modes = args.modes.split(",") if args.model == "taehv" else ["-"]
+    bounds = (-1.0, 1.0) if args.model == "wan" else (0.0, 1.0)
+    results = []
+    best = None
+    with torch.inference_mode():
+        for layout in layouts:
+            to_layout(model, layout)
+            for mode in modes:
+                if args.model == "wan":
+                    runs, out = time_wan(model, z, layout, args.streams, args.warmup)
+                else:
+                    runs, out = time_taehv(model, z, mode, args.streams, args.warmup)
+                steady = sum(r["steady"] for r in runs) / len(runs)
+                res = {"layout": layout, "mode": mode, "steady": steady,
+                       "steady_min": min(r["steady"] for r in runs),
+                       "first": sum(r["first"] for r in runs) / len(runs),
+                       "stream": sum(r["stream"] for r in runs) / len(runs)}
+                results.append(res)
+                log(f"{layout} {mode}: {len(runs)} streams of {T} latent frames after {args.warmup} warmup: "
+                    f"steady ms/frame mean {steady:.1f} min {res['steady_min']:.1f}; first latent "
+                    f"{res['first']:.1f} ms; stream {res['stream']:.1f} ms; output {describe(out, *bounds)}")
+                if not bool(torch.isfinite(out).all()):
+                    sys.exit(f"{args.model}: non-finite output")
+                if best is None or steady < best[0]["steady"]:
+                    best = (res, out)
+    peak = status_kib("VmHWM") / 1024 if can_reset else -1
+    maxrss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    res, out = best
+    out.numpy().astype("<f4").tofile(os.path.join(args.dir, f"{args.model}.torch.f32"))
+    log(f"video_peer model={args.model} steady_ms_per_frame={res['steady']:.3f} "
+        f"steady_min_ms_per_frame={res['steady_min']:.3f} first_ms={res['first']:.3f} "
+        f"stream_ms={res['stream']:.3f} layout={res['layout']} mode={res['mode']} threads={threads} "
+        f"torch={torch.__version__} load_rss_mib={load_rss:.1f} decode_peak_rss_mib={peak:.1f} "
+        f"max_rss_mib={maxrss:.1f}")
+
+
+def main():
+    ap = argparse.ArgumentParser(description="PyTorch CPU peer for the Wan 2.1 / TAEHV decode benchmark")
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    g = sub.add_parser("gen", help="write random full-width weights and latents")
+    g.add_argument("--out", required=True)
+    g.add_argument("--height-latent", type=int, default=30)
+    g.add_argument("--width-latent", type=int, default=52)
+    g.add_argument("--latent-frames", type=int, default=3)
+    g.add_argument("--only", choices=["wan", "taehv"])
+    g.add_argument("--taehv-py", help="upstream taehv.py (default $TAEHV_PY)")
+    g.add_argument("--threads", type=int, default=os.cpu_count() or 1)
+    t = sub.add_parser("time", help="time the upstream decoders on the files gen wrote")
+    t.add_argument("--model", choices=["wan", "taehv"], required=True)
+    t.add_argument("--dir", required=True)
+    t.add_argument("--streams", type=int, default=1, help="timed streams per configuration")
+    t.add_argument("--warmup", type=int, default=1, help="untimed streams per configuration")
+    t.add_argument("--threads", type=int, default=os.cpu_count() or 1)
+    t.add_argument("--layouts", default="nchw,channels_last")
+    t.add_argument("--modes", default="parallel,sequential", help="TAEHV decode_video modes")
+    t.add_argument("--taehv-py", help="upstream taehv.py (default $TAEHV_PY)")
+    args = ap.parse_args()
+    if args.cmd == "gen":
+        cmd_gen(args)
+    else:
+        if args.streams < 1 or args.warmup < 0:
+            sys.exit("--streams >= 1, --warmup >= 0")
+        cmd_time(args)
+
+
+if __name__ == "__main__":
+    main()
