@@ -58,6 +58,9 @@ import time
 
 import torch
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "data"))
+from gen_video_fixtures import fan_in, uni  # noqa: E402  (the fixtures' weight helpers)
+
 # Wan 2.1 decoder at full width; the encoder (built by AutoencoderKLWan too, never used) is made
 # narrow so that it costs no memory
 WAN_DEC_BASE = 96
@@ -118,17 +121,6 @@ def make_taehv(th):
     return m
 
 
-def uniform(g, shape, bound):
-    return (torch.rand(shape, generator=g, dtype=torch.float64) * 2 - 1) * bound
-
-
-def fan_in(shape):
-    n = 1
-    for d in shape[1:]:
-        n *= d
-    return n
-
-
 def bf16_exact(t):
     return t.float().to(torch.bfloat16)
 
@@ -144,12 +136,12 @@ def wan_weights(vae, seed):
             continue
         shape = tuple(p.shape)
         if name.endswith(".gamma"):
-            v = 1.0 + uniform(g, shape, 0.25)
+            v = 1.0 + uni(g, shape, 0.25)
         elif name.endswith(".bias"):
-            v = uniform(g, shape, 0.1)
+            v = uni(g, shape, 0.1)
         elif name.endswith(".weight"):
             gain = 0.5 if name.startswith("decoder.conv_out.") else 0.8 if ".conv2." in name else 1.0
-            v = uniform(g, shape, gain * (3.0 / fan_in(shape)) ** 0.5)
+            v = uni(g, shape, gain * (3.0 / fan_in(shape)) ** 0.5)
         else:
             raise ValueError(f"unexpected parameter {name} {shape}")
         out[name] = bf16_exact(v)
@@ -176,11 +168,11 @@ def taehv_weights(m, seed):
                 gain = 0.3
             else:
                 gain = 1.0
-            v = uniform(g, shape, gain * (3.0 / fan_in(shape)) ** 0.5)
+            v = uni(g, shape, gain * (3.0 / fan_in(shape)) ** 0.5)
         elif name == f"decoder.{last}.bias":
-            v = 0.5 + uniform(g, shape, 0.1)
+            v = 0.5 + uni(g, shape, 0.1)
         elif name.endswith(".bias"):
-            v = uniform(g, shape, 0.1)
+            v = uni(g, shape, 0.1)
         else:
             raise ValueError(f"unexpected parameter {name} {shape}")
         out[name] = bf16_exact(v)
