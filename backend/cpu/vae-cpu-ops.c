@@ -70,6 +70,13 @@ static inline float cpu_act(float v, enum vae_act act) {
     }
 }
 
+void vae_cpu_act(float * y, size_t n, enum vae_act act) {
+#pragma omp parallel for
+    for (size_t i = 0; i < n; i++) {
+        y[i] = cpu_act(y[i], act);
+    }
+}
+
 // per channel sum of x (centered by mean[c] if mean is given, squared), in double
 static void cpu_channel_sums(const float * x, const int64_t ne[4], const double * mean, double * out) {
     const int64_t N = ne[0], CB = vae_cpu_blocks(ne[1]), HW = ne[2] * ne[3];

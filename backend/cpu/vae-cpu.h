@@ -26,6 +26,9 @@ static inline size_t vae_cpu_nelements(const int64_t ne[4]) {
 void vae_cpu_to_blocked(const float * src, float * dst, const int64_t ne[4]);
 void vae_cpu_from_blocked(const float * src, float * dst, const int64_t ne[4]);
 
+// y = act(y) over every element
+void vae_cpu_act(float * y, size_t n, enum vae_act act);
+
 // y = tanh(x / s) * s over every element (in place allowed)
 void vae_cpu_tanh_clamp(const float * x, float * y, size_t n, float s);
 
