@@ -20,10 +20,10 @@ struct vae_backend_i {
     // device memory the state holds
     size_t (*state_bytes)(vae_backend_t * backend, const vae_state_t * state);
     void (*state_free)(vae_backend_t * backend, vae_state_t * state);
-    // run every node; input is host f32 [N, C, H, W]; a state is given when g->n_states > 0 and must
-    // match the shapes of its slots (the backend checks)
-    bool (*graph_compute)(vae_backend_t * backend, struct vae_graph * g, vae_state_t * state, const float * input,
-                          char * err, size_t err_size);
+    // run every node; inputs[i] is host f32 [N, C, H, W] for input number i; a state is given
+    // when g->n_states > 0 and must match the shapes of its slots (the backend checks)
+    bool (*graph_compute)(vae_backend_t * backend, struct vae_graph * g, vae_state_t * state,
+                          const float * const * inputs, char * err, size_t err_size);
     // convert frame n of the 3-channel output to 8-bit pixels in dst
     bool (*graph_read_frame)(vae_backend_t * backend, struct vae_graph * g, int n, const struct vae_frame * dst,
                              char * err, size_t err_size);

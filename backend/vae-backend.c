@@ -64,13 +64,23 @@ void vae_backend_state_free(vae_backend_t * backend, vae_state_t * state) {
     }
 }
 
-bool vae_backend_graph_compute(vae_backend_t * backend, struct vae_graph * g, vae_state_t * state, const float * input,
-                               char * err, size_t err_size) {
+bool vae_backend_graph_compute_inputs(vae_backend_t * backend, struct vae_graph * g, vae_state_t * state,
+                                      const float * const * inputs, char * err, size_t err_size) {
     if ((g->n_states > 0) != (state != NULL)) {
         snprintf(err, err_size, "this graph has %d state slots but %s state was given", g->n_states, state ? "a" : "no");
         return false;
     }
-    return backend->iface->graph_compute(backend, g, state, input, err, err_size);
+    return backend->iface->graph_compute(backend, g, state, inputs, err, err_size);
+}
+
+bool vae_backend_graph_compute(vae_backend_t * backend, struct vae_graph * g, vae_state_t * state, const float * input,
+                               char * err, size_t err_size) {
+    if (g->n_inputs != 1) {
+        snprintf(err, err_size, "this graph has %d inputs: give them all with vae_backend_graph_compute_inputs",
+                 g->n_inputs);
+        return false;
+    }
+    return vae_backend_graph_compute_inputs(backend, g, state, &input, err, err_size);
 }
 
 bool vae_backend_graph_read_frame(vae_backend_t * backend, struct vae_graph * g, int n, const struct vae_frame * dst,

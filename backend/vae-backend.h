@@ -18,7 +18,8 @@ extern "C" {
 #endif
 
 enum vae_op {
-    VAE_OP_INPUT,            // the graph input, given at compute time as host f32 [N, C, H, W]
+    VAE_OP_INPUT,            // a graph input, given at compute time as host f32 [N, C, H, W]; i[0] = its
+                             //   number (graphs may have several, see vae_backend_graph_compute_inputs)
     VAE_OP_WEIGHT,           // a parameter: host f32 in PyTorch layout (data), any rank
     VAE_OP_TANH_CLAMP,       // y = tanh(x / s) * s                              f[0] = s
     VAE_OP_CONV2D,           // y = act(conv(x, w) + b + r), k x k, stride 1, zero pad k/2
@@ -26,7 +27,9 @@ enum vae_op {
     VAE_OP_UPSAMPLE_CONV2D,  // the same conv applied to nearest2x(x); 3x3 only (fused)
     VAE_OP_UPSAMPLE2X,       // y[c, Y, X] = x[c, Y/2, X/2] (the unfused form of the above)
     VAE_OP_GROUP_NORM,       // y = act(GN(x) * g + b), src: x, g [C], b [C]    i[0] = groups,
-                             //   f[0] = eps; biased variance over (C/groups) x H x W
+                             //   f[0] = eps; biased variance over (C/groups) x H x W; src[3]: NULL, or
+                             //   an input [1, 2 * groups, 1, 1] giving the statistics instead (means,
+                             //   then 1 / sqrt(var + eps)), for tiles of a frame normalized as a whole
     VAE_OP_CAUSAL_CONV3D,    // y[t] = act(b + r[t] + sum_k conv2d(xh[t + k], w[:, :, k])), k < kt, where
                              //   xh = the last kt-1 frames of x from earlier computes (the state;
                              //   zeros after a reset) followed by x; src: x, w [Cout, Cin, kt, k, k],
@@ -69,7 +72,9 @@ struct vae_graph {
     struct vae_tensor ** nodes;
     int                  n_weights;
     struct vae_tensor ** weights;
-    struct vae_tensor *  input;
+    struct vae_tensor *  input;            // inputs[0]
+    int                  n_inputs;
+    struct vae_tensor ** inputs;           // by number (VAE_OP_INPUT's i[0])
     struct vae_tensor *  output;
     bool                 fused;            // false under VAE_DISABLE_FUSION=1
     int                  n_states;         // state slots its causal ops use (see VAE_OP_CAUSAL_CONV3D)
@@ -80,6 +85,7 @@ struct vae_graph {
 
 struct vae_graph *  vae_graph_new(void);
 void                vae_graph_free(struct vae_graph * g);
+// the next input (numbered from 0 in the order of these calls)
 struct vae_tensor * vae_graph_input(struct vae_graph * g, int64_t n, int64_t c, int64_t h, int64_t w);
 struct vae_tensor * vae_graph_weight(struct vae_graph * g, const char * name, const float * data,
                                      int n_dims, const int64_t * shape);
@@ -91,6 +97,10 @@ struct vae_tensor * vae_graph_upsample_conv2d(struct vae_graph * g, struct vae_t
                                               struct vae_tensor * b, enum vae_act act);
 struct vae_tensor * vae_graph_group_norm(struct vae_graph * g, struct vae_tensor * x, int groups, float eps,
                                          struct vae_tensor * gamma, struct vae_tensor * beta, enum vae_act act);
+// the same with the statistics given by `stats`, an input [1, 2 * groups, 1, 1] (see VAE_OP_GROUP_NORM)
+struct vae_tensor * vae_graph_group_norm_stats(struct vae_graph * g, struct vae_tensor * x, int groups, float eps,
+                                               struct vae_tensor * gamma, struct vae_tensor * beta, enum vae_act act,
+                                               struct vae_tensor * stats);
 // causal conv over the frames with w [Cout, Cin, kt, k, k]; `slot` numbers its state: graphs that
 // share a state (the steps of one stream) give the same op the same slot
 struct vae_tensor * vae_graph_causal_conv3d(struct vae_graph * g, struct vae_tensor * x, struct vae_tensor * w,
@@ -125,6 +135,11 @@ struct vae_frame {
     bool                  full_range;          // YUV formats: 0..255 instead of 16..235/240
 };
 
+// 8-bit pixels in dst from host f32 RGB: channel c of pixel (y, x) at src[(y * width + x) *
+// pixel_stride + c * channel_stride] (planar [3, H, W]: 1 and H * W; a backend's own layouts differ).
+// Rounded to nearest, clamped, NaN -> 0.
+void vae_frame_pack(const float * src, int64_t pixel_stride, int64_t channel_stride, const struct vae_frame * dst);
+
 enum vae_backend_type {
     VAE_BACKEND_CPU,
     VAE_BACKEND_CUDA,
@@ -152,9 +167,12 @@ void          vae_backend_state_reset(vae_backend_t * backend, vae_state_t * sta
 size_t        vae_backend_state_bytes(vae_backend_t * backend, const vae_state_t * state);
 void          vae_backend_state_free(vae_backend_t * backend, vae_state_t * state);
 // run the graph on host f32 input [N, C, H, W]; state: NULL when g->n_states == 0, else read
-// and updated
+// and updated. A graph with one input only.
 bool vae_backend_graph_compute(vae_backend_t * backend, struct vae_graph * g, vae_state_t * state,
                                const float * input, char * err, size_t err_size);
+// the same for a graph of g->n_inputs inputs: inputs[i] for input number i
+bool vae_backend_graph_compute_inputs(vae_backend_t * backend, struct vae_graph * g, vae_state_t * state,
+                                      const float * const * inputs, char * err, size_t err_size);
 // write frame n of the output (which must have 3 channels) into dst
 bool vae_backend_graph_read_frame(vae_backend_t * backend, struct vae_graph * g, int n,
                                   const struct vae_frame * dst, char * err, size_t err_size);

@@ -30,6 +30,7 @@ void vae_graph_free(struct vae_graph * g) {
     }
     free(g->nodes);
     free(g->weights);
+    free(g->inputs);
     free(g);
 }
 
@@ -61,10 +62,13 @@ static struct vae_tensor * graph_node(struct vae_graph * g, enum vae_op op, int6
 }
 
 struct vae_tensor * vae_graph_input(struct vae_graph * g, int64_t n, int64_t c, int64_t h, int64_t w) {
-    assert(g->input == NULL);
-    g->input = graph_node(g, VAE_OP_INPUT, n, c, h, w);
-    g->input->name = "input";
-    return g->input;
+    static const char * const names[] = { "input", "input 1", "input 2", "input 3" };
+    struct vae_tensor *       t       = graph_node(g, VAE_OP_INPUT, n, c, h, w);
+    t->i[0] = g->n_inputs;
+    t->name = g->n_inputs < 4 ? names[g->n_inputs] : "input 4+";
+    graph_append(&g->inputs, &g->n_inputs, t);
+    g->input = g->inputs[0];
+    return t;
 }
 
 struct vae_tensor * vae_graph_weight(struct vae_graph * g, const char * name, const float * data, int n_dims,
@@ -142,12 +146,21 @@ struct vae_tensor * vae_graph_upsample_conv2d(struct vae_graph * g, struct vae_t
 
 struct vae_tensor * vae_graph_group_norm(struct vae_graph * g, struct vae_tensor * x, int groups, float eps,
                                          struct vae_tensor * gamma, struct vae_tensor * beta, enum vae_act act) {
+    return vae_graph_group_norm_stats(g, x, groups, eps, gamma, beta, act, NULL);
+}
+
+struct vae_tensor * vae_graph_group_norm_stats(struct vae_graph * g, struct vae_tensor * x, int groups, float eps,
+                                               struct vae_tensor * gamma, struct vae_tensor * beta, enum vae_act act,
+                                               struct vae_tensor * stats) {
     assert(groups > 0 && x->ne[1] % groups == 0);
+    assert(!stats || (stats->op == VAE_OP_INPUT && stats->ne[0] == 1 && stats->ne[1] == 2 * groups &&
+                      stats->ne[2] == 1 && stats->ne[3] == 1));
     assert(gamma->ne[0] == x->ne[1] && beta->ne[0] == x->ne[1]);
     struct vae_tensor * t = graph_node(g, VAE_OP_GROUP_NORM, x->ne[0], x->ne[1], x->ne[2], x->ne[3]);
     t->src[0] = x;
     t->src[1] = gamma;
     t->src[2] = beta;
+    t->src[3] = stats;
     t->act    = act;
     t->i[0]   = groups;
     t->f[0]   = eps;

@@ -16,7 +16,11 @@ static const char * family_names[VAE_FAMILY_COUNT] = {
     [VAE_FAMILY_AUTO] = "auto",     [VAE_FAMILY_TAESD] = "taesd", [VAE_FAMILY_TAESDXL] = "taesdxl",
     [VAE_FAMILY_TAESD3] = "taesd3", [VAE_FAMILY_TAEF1] = "taef1", [VAE_FAMILY_TAEF2] = "taef2",
     [VAE_FAMILY_WAN21] = "wan2.1",  [VAE_FAMILY_TAEW21] = "taew2_1", [VAE_FAMILY_TAEW22] = "taew2_2",
+    [VAE_FAMILY_SD1] = "sd1",       [VAE_FAMILY_SD2] = "sd2",     [VAE_FAMILY_SDXL] = "sdxl",
+    [VAE_FAMILY_SD3] = "sd3",       [VAE_FAMILY_FLUX1] = "flux1", [VAE_FAMILY_FLUX2] = "flux2",
 };
+
+#define FLUX2_BN_EPS 1e-4f   // FLUX.2's BatchNorm over the patchified latent (MODELS.md A.6)
 
 // Wan 2.1 (MODELS.md B.4) and Wan 2.2 (B.8) latent statistics: raw z = normalized x * std + mean
 static const float wan21_mean[16] = { -0.7571f, -0.7089f, -0.9113f, 0.1075f, -0.1745f, 0.9653f, -0.1517f, 1.5508f,
@@ -158,23 +162,18 @@ static bool model_has_prefix(const struct vae_st_header * hdr, const char * pref
     return false;
 }
 
-// families that MODELS.md describes but that this build has no builder for yet; the first three
-// carry the keys of families we decode too (Wan 2.2 those of Wan 2.1), so they are checked first
+// families that MODELS.md describes but that this build has no builder for; they carry the keys of
+// families we decode too (Wan 2.2 those of Wan 2.1), so they are checked first
 static const struct {
     const char * key, * what;
 } model_other_families[] = {
     { "decoder.upsamples.0.upsamples.0.residual.2.weight", "a Wan 2.2 (TI2V-5B) VAE (original naming)" },
     { "decoder.up_blocks.0.upsampler.time_conv.weight", "a Wan 2.2 (TI2V-5B) VAE (diffusers naming)" },
     { "decoder.0.weight", "a TAEHV 'super' variant (7x7 depthwise blocks)" },
-    { "decoder.up_blocks.0.resnets.0.norm1.weight", "an AutoencoderKL decoder (diffusers naming)" },
-    { "decoder.conv_in.weight", "an AutoencoderKL decoder (LDM naming)" },
-    { "first_stage_model.decoder.conv_in.weight", "an AutoencoderKL decoder inside a full checkpoint" },
-    { "vae.decoder.conv_in.weight", "an AutoencoderKL decoder inside a full checkpoint" },
 };
-#define MODEL_LOOKALIKES 3
 
-static const char * model_other_family(const struct vae_st_header * hdr, size_t from, size_t to) {
-    for (size_t i = from; i < to; i++) {
+static const char * model_other_family(const struct vae_st_header * hdr) {
+    for (size_t i = 0; i < sizeof(model_other_families) / sizeof(model_other_families[0]); i++) {
         if (model_has(hdr, model_other_families[i].key)) {
             return model_other_families[i].what;
         }
@@ -190,6 +189,8 @@ enum model_naming {
     NAMING_WAN,              // `conv2.*`, `decoder.conv1.*`, `decoder.upsamples.N.*` (canonical)
     NAMING_WAN_DIFFUSERS,    // `post_quant_conv.*`, `decoder.up_blocks.I.resnets.J.*`, ...
     NAMING_TAEHV,            // `decoder.K.*` (canonical)
+    NAMING_KL,               // LDM / ComfyUI / BFL: `decoder.mid.block_1.*`, `decoder.up.L.block.J.*` (canonical)
+    NAMING_KL_DIFFUSERS,     // `decoder.mid_block.resnets.N.*`, `decoder.up_blocks.I.resnets.J.*`, ...
     NAMING_NONE,
 };
 
@@ -213,6 +214,20 @@ static char * model_renumber(const char * key, const char * head, const char * p
     return out;
 }
 
+// `key` with its part `from` replaced by `to` (which may be longer), consuming key; NULL stays NULL
+static char * model_replace(char * key, const char * from, const char * to) {
+    char * at = key ? strstr(key, from) : NULL;
+    if (!at) {
+        return key;
+    }
+    char * out = malloc(strlen(key) + strlen(to) + 1);
+    if (out) {
+        sprintf(out, "%.*s%s%s", (int) (at - key), key, to, at + strlen(from));
+    }
+    free(key);
+    return out;
+}
+
 // diffusers' names inside a Wan residual block -> the original Sequential indices
 static char * model_wan_resblock(char * name) {
     static const char * map[][2] = {
@@ -220,21 +235,77 @@ static char * model_wan_resblock(char * name) {
         { ".conv2.", ".residual.6." }, { ".conv_shortcut.", ".shortcut." },
     };
     for (size_t i = 0; name && i < sizeof(map) / sizeof(map[0]); i++) {
-        char * at = strstr(name, map[i][0]);
-        if (at) {
-            char * out = malloc(strlen(name) + 16);
-            if (out) {
-                sprintf(out, "%.*s%s%s", (int) (at - name), name, map[i][1], at + strlen(map[i][0]));
-            }
-            free(name);
-            return out;
+        if (strstr(name, map[i][0])) {
+            return model_replace(name, map[i][0], map[i][1]);
         }
     }
     return name;
 }
 
+// diffusers' AutoencoderKL names -> LDM (MODELS.md A.4); up_blocks.I is up.(levels - 1 - I);
+// both attention namings (to_q.. and the older query..)
+static char * model_kl_diffusers_name(const char * key, long levels) {
+    static const char * attn[][2] = {
+        { "group_norm.", "norm." }, { "to_q.", "q." },   { "to_k.", "k." },     { "to_v.", "v." },
+        { "to_out.0.", "proj_out." }, { "query.", "q." }, { "key.", "k." }, { "value.", "v." },
+        { "proj_attn.", "proj_out." },
+    };
+    long         num, num2;
+    const char * rest, * rest2;
+    char *       name;
+    if (strncmp(key, "post_quant_conv.", 16) == 0 || strcmp(key, "bn.running_mean") == 0 ||
+        strcmp(key, "bn.running_var") == 0 || strncmp(key, "decoder.conv_in.", 16) == 0 ||
+        strncmp(key, "decoder.conv_out.", 17) == 0) {
+        return strdup(key);
+    }
+    if (strncmp(key, "decoder.conv_norm_out.", 22) == 0) {
+        name = malloc(strlen(key));
+        if (name) {
+            sprintf(name, "decoder.norm_out.%s", key + 22);
+        }
+        return name;
+    }
+    if ((name = model_renumber(key, "decoder.mid_block.resnets.", "decoder.mid.block_", 1, 1, &num, &rest))) {
+        return name;
+    }
+    if (strncmp(key, "decoder.mid_block.attentions.0.", 31) == 0) {
+        for (size_t i = 0; i < sizeof(attn) / sizeof(attn[0]); i++) {
+            const size_t n = strlen(attn[i][0]);
+            if (strncmp(key + 31, attn[i][0], n) == 0) {
+                name = malloc(strlen(key) + 8);
+                if (name) {
+                    sprintf(name, "decoder.mid.attn_1.%s%s", attn[i][1], key + 31 + n);
+                }
+                return name;
+            }
+        }
+        return NULL;
+    }
+    if (strncmp(key, "decoder.up_blocks.", 18) != 0 || !isdigit((unsigned char) key[18])) {
+        return NULL;
+    }
+    num = strtol(key + 18, (char **) &rest, 10);
+    if (num >= levels) {
+        return NULL;
+    }
+    char level[40];
+    snprintf(level, sizeof(level), "decoder.up.%ld.block.", levels - 1 - num);
+    if ((name = model_renumber(rest, ".resnets.", level, 0, 1, &num2, &rest2))) {
+        return model_replace(name, ".conv_shortcut.", ".nin_shortcut.");
+    }
+    if (strncmp(rest, ".upsamplers.0.conv.", 19) == 0) {
+        name = malloc(strlen(rest) + 40);
+        if (name) {
+            sprintf(name, "decoder.up.%ld.upsample.conv.%s", levels - 1 - num, rest + 19);
+        }
+        return name;
+    }
+    return NULL;
+}
+
 // the canonical name of a file key, or NULL to ignore the key (encoder tensors and the like);
-// `per_block`: Wan diffusers up-blocks hold this many entries of the original `upsamples` list
+// `per_block`: Wan diffusers up-blocks hold this many entries of the original `upsamples` list;
+// AutoencoderKL diffusers files have this many up-blocks
 static char * model_canonical_name(const char * key, enum model_naming naming, long per_block) {
     static const struct {
         const char * from, * to;
@@ -289,6 +360,16 @@ static char * model_canonical_name(const char * key, enum model_naming naming, l
                 return name;
             }
             return NULL;
+        case NAMING_KL:
+            if (strncmp(key, "decoder.post_quant_conv.", 24) == 0) { // BFL keeps it inside the decoder
+                return strdup(key + 8);
+            }
+            return strncmp(key, "decoder.", 8) == 0 || strncmp(key, "post_quant_conv.", 16) == 0 ||
+                           strcmp(key, "bn.running_mean") == 0 || strcmp(key, "bn.running_var") == 0
+                       ? strdup(key)
+                       : NULL;
+        case NAMING_KL_DIFFUSERS:
+            return model_kl_diffusers_name(key, per_block);
         default:
             return NULL;
     }
@@ -307,9 +388,27 @@ static long model_wan_per_block(const struct vae_st_header * hdr) {
     return most + 2;
 }
 
+// AutoencoderKL diffusers: the number of up-blocks
+static long model_kl_levels(const struct vae_st_header * hdr, const char * prefix) {
+    long         most = -1;
+    char         head[64];
+    const size_t n = (size_t) snprintf(head, sizeof(head), "%sdecoder.up_blocks.", prefix);
+    for (int i = 0; i < hdr->n_tensors; i++) {
+        if (strncmp(hdr->tensors[i].name, head, n) == 0) {
+            const long j = strtol(hdr->tensors[i].name + n, NULL, 10);
+            most         = j > most ? j : most;
+        }
+    }
+    return most + 1;
+}
+
+// the tensors of hdr under `prefix` (stripped; others ignored) as f32 under canonical names
 static bool model_load_weights(struct vae_model * m, const struct vae_st_header * hdr, enum model_naming naming,
-                               char * err, size_t err_size) {
-    const long per_block = naming == NAMING_WAN_DIFFUSERS ? model_wan_per_block(hdr) : 0;
+                               const char * prefix, char * err, size_t err_size) {
+    const long per_block = naming == NAMING_WAN_DIFFUSERS  ? model_wan_per_block(hdr)
+                           : naming == NAMING_KL_DIFFUSERS ? model_kl_levels(hdr, prefix)
+                                                           : 0;
+    const size_t skip    = strlen(prefix);
     m->weights           = calloc((size_t) hdr->n_tensors, sizeof(*m->weights));
     if (!m->weights) {
         snprintf(err, err_size, "out of memory");
@@ -317,7 +416,7 @@ static bool model_load_weights(struct vae_model * m, const struct vae_st_header 
     }
     for (int i = 0; i < hdr->n_tensors; i++) {
         const struct vae_st_tensor * t    = &hdr->tensors[i];
-        char *                       name = model_canonical_name(t->name, naming, per_block);
+        char * name = strncmp(t->name, prefix, skip) == 0 ? model_canonical_name(t->name + skip, naming, per_block) : NULL;
         if (!name) {
             continue;
         }
@@ -493,6 +592,153 @@ static bool model_taehv_family(struct vae_model * m, enum vae_family want, char 
     return model_check_family(m, rgb == 12 ? VAE_FAMILY_TAEW22 : VAE_FAMILY_TAEW21, rgb == 12, want, err, err_size);
 }
 
+// AutoencoderKL: where its names start (a full checkpoint's prefix) and which naming they use
+static const char * model_kl_prefix(const struct vae_st_header * hdr, enum model_naming * naming) {
+    static const char * prefixes[] = { "", "first_stage_model.", "vae." };
+    for (size_t i = 0; i < sizeof(prefixes) / sizeof(prefixes[0]); i++) {
+        char key[96];
+        snprintf(key, sizeof(key), "%sdecoder.up_blocks.0.resnets.0.norm1.weight", prefixes[i]);
+        if (model_has(hdr, key)) {
+            *naming = NAMING_KL_DIFFUSERS;
+            return prefixes[i];
+        }
+        snprintf(key, sizeof(key), "%sdecoder.conv_in.weight", prefixes[i]);
+        const struct vae_st_tensor * in = vae_st_header_find(hdr, key);
+        if (in && in->n_dims == 4) {
+            *naming = NAMING_KL;
+            return prefixes[i];
+        }
+    }
+    return NULL;
+}
+
+// a new weight named `name` of `n` floats, shape given; NULL when out of memory
+static struct vae_weight * model_add_weight(struct vae_model * m, const char * name, int n_dims, const int64_t * shape) {
+    struct vae_weight * grown = realloc(m->weights, (size_t) (m->n_weights + 1) * sizeof(*grown));
+    if (!grown) {
+        return NULL;
+    }
+    m->weights          = grown;
+    struct vae_weight * w = &m->weights[m->n_weights];
+    size_t              n = 1;
+    *w                    = (struct vae_weight) { .n_dims = n_dims };
+    for (int i = 0; i < n_dims; i++) {
+        w->shape[i] = shape[i];
+        n *= (size_t) shape[i];
+    }
+    w->name = strdup(name);
+    w->data = malloc(n * sizeof(float));
+    if (!w->name || !w->data) {
+        free(w->name);
+        free(w->data);
+        return NULL;
+    }
+    m->n_weights++;
+    return w;
+}
+
+// the mid block's attention: q, k, v and proj_out as [C, C, 1, 1] (diffusers stores [C, C]); q, k
+// and v joined into one conv `decoder.mid.attn_1.qkv` [3C, C, 1, 1]
+static bool model_kl_attention(struct vae_model * m, char * err, size_t err_size) {
+    static const char * parts[] = { "q", "k", "v", "proj_out" };
+    const struct vae_weight * in = vae_model_weight(m, "decoder.conv_in.weight");
+    const int64_t             c  = in->shape[0];
+    const float *             w[3], * b[3];
+    for (int i = 0; i < 4; i++) {
+        char name[64];
+        snprintf(name, sizeof(name), "decoder.mid.attn_1.%s.weight", parts[i]);
+        struct vae_weight * wt = (struct vae_weight *) vae_model_weight(m, name);
+        snprintf(name, sizeof(name), "decoder.mid.attn_1.%s.bias", parts[i]);
+        const struct vae_weight * bt = vae_model_weight(m, name);
+        const bool is2d = wt && wt->n_dims == 2, is4d = wt && wt->n_dims == 4 && wt->shape[2] == 1 && wt->shape[3] == 1;
+        if (!wt || !(is2d || is4d) || wt->shape[0] != c || wt->shape[1] != c || !bt || bt->n_dims != 1 ||
+            bt->shape[0] != c) {
+            snprintf(err, err_size,
+                     "AutoencoderKL: attention tensor 'decoder.mid.attn_1.%s' (weight [%lld, %lld] or [%lld, %lld, 1, 1] "
+                     "and bias) is missing or has the wrong shape",
+                     parts[i], (long long) c, (long long) c, (long long) c, (long long) c);
+            return false;
+        }
+        wt->n_dims   = 4;
+        wt->shape[2] = wt->shape[3] = 1;
+        if (i < 3) {
+            w[i] = wt->data;
+            b[i] = bt->data;
+        }
+    }
+    struct vae_weight * qw = model_add_weight(m, "decoder.mid.attn_1.qkv.weight", 4, (const int64_t[]) { 3 * c, c, 1, 1 });
+    struct vae_weight * qb = qw ? model_add_weight(m, "decoder.mid.attn_1.qkv.bias", 1, (const int64_t[]) { 3 * c }) : NULL;
+    if (!qb) {
+        snprintf(err, err_size, "out of memory");
+        return false;
+    }
+    qw = qb - 1; // (the array may have moved)
+    for (int i = 0; i < 3; i++) {
+        memcpy(qw->data + (size_t) (i * c * c), w[i], (size_t) (c * c) * sizeof(float));
+        memcpy(qb->data + (size_t) (i * c), b[i], (size_t) c * sizeof(float));
+    }
+    return true;
+}
+
+// AutoencoderKL: the family from the latent channels, FLUX.2's BatchNorm statistics, and the
+// checkpoint around the decoder (MODELS.md §D.5), checked against the user's
+static bool model_kl_family(struct vae_model * m, const struct vae_st_header * hdr, enum vae_family want, char * err,
+                            size_t err_size) {
+    const struct vae_weight * in = vae_model_weight(m, "decoder.conv_in.weight");
+    const int                 z  = in ? (int) in->shape[1] : 0;
+    m->latent_channels           = z;
+    if (!in || !model_kl_attention(m, err, err_size)) {
+        if (!in) {
+            snprintf(err, err_size, "AutoencoderKL names but no 'decoder.conv_in.weight'");
+        }
+        return false;
+    }
+    // (after model_kl_attention, which may move the weights)
+    const struct vae_weight * mean = vae_model_weight(m, "bn.running_mean");
+    const struct vae_weight * var  = vae_model_weight(m, "bn.running_var");
+    enum vae_family found;
+    bool            certain = true;
+    if (mean || var) {
+        found = VAE_FAMILY_FLUX2;
+        if (z != 32 || !mean || !var || mean->n_dims != 1 || var->n_dims != 1 || mean->shape[0] != 4 * z ||
+            var->shape[0] != 4 * z) {
+            snprintf(err, err_size,
+                     "a FLUX.2-style AutoencoderKL (with BatchNorm statistics) needs 32 latent channels and "
+                     "'bn.running_mean' and 'bn.running_var' of 128; the file has %d channels", z);
+            return false;
+        }
+    } else if (z == 4) {
+        certain = model_has_prefix(hdr, "conditioner.embedders.1.") || model_has_prefix(hdr, "cond_stage_model.");
+        found   = model_has_prefix(hdr, "conditioner.embedders.1.") ? VAE_FAMILY_SDXL
+                  : model_has_prefix(hdr, "cond_stage_model.model.") ? VAE_FAMILY_SD2
+                                                                    : VAE_FAMILY_SD1;
+    } else if (z == 16) {
+        const bool flux = model_has_prefix(hdr, "double_blocks.") || model_has_prefix(hdr, "model.diffusion_model.double_blocks.");
+        certain         = flux || model_has_prefix(hdr, "model.diffusion_model.joint_blocks.");
+        found           = flux ? VAE_FAMILY_FLUX1 : VAE_FAMILY_SD3;
+    } else {
+        snprintf(err, err_size,
+                 "an AutoencoderKL decoder with %d latent channels: not a variant this build knows (sd1/sd2/sdxl: 4, "
+                 "sd3/flux1: 16, flux2: 32 with BatchNorm statistics)", z);
+        return false;
+    }
+    // the families that share shapes: sd1, sd2, sdxl; sd3, flux1
+    const int group_of[VAE_FAMILY_COUNT] = { [VAE_FAMILY_SD1] = 1, [VAE_FAMILY_SD2] = 1, [VAE_FAMILY_SDXL] = 1,
+                                             [VAE_FAMILY_SD3] = 2, [VAE_FAMILY_FLUX1] = 2, [VAE_FAMILY_FLUX2] = 3 };
+    if (want != VAE_FAMILY_AUTO && group_of[want] != group_of[found]) {
+        snprintf(err, err_size, "model-family %s was asked for, but the file holds a %s-style AutoencoderKL decoder "
+                 "(%d latent channels)", vae_family_name(want), vae_family_name(found), z);
+        return false;
+    }
+    m->family         = want != VAE_FAMILY_AUTO ? want : found;
+    m->family_certain = certain || want != VAE_FAMILY_AUTO;
+    m->own_space      = VAE_SPACE_RAW;
+    m->scale          = 8;
+    m->out_scale      = 0.5f; // [-1, 1] -> [0, 1]
+    m->out_offset     = 0.5f;
+    return true;
+}
+
 struct vae_model * vae_model_load(const char * path, enum vae_family family, char * err, size_t err_size) {
     struct vae_st_file * file = vae_st_file_open(path, err, err_size);
     if (!file) {
@@ -502,7 +748,8 @@ struct vae_model * vae_model_load(const char * path, enum vae_family family, cha
     struct vae_model *           m      = calloc(1, sizeof(*m));
     bool                         ok     = m != NULL;
     enum model_naming            naming = NAMING_NONE;
-    const char *                 other  = model_other_family(hdr, 0, MODEL_LOOKALIKES);
+    const char *                 other  = model_other_family(hdr);
+    const char *                 prefix = "";
     if (!ok) {
         snprintf(err, err_size, "out of memory");
     } else if (model_has(hdr, "taesd_decoder.1.weight")) {
@@ -519,15 +766,16 @@ struct vae_model * vae_model_load(const char * path, enum vae_family family, cha
         naming = NAMING_WAN_DIFFUSERS;
     } else if (model_has(hdr, "decoder.22.bias") && model_has(hdr, "decoder.1.weight")) {
         naming = NAMING_TAEHV;
+    } else {
+        const char * at = model_kl_prefix(hdr, &naming);
+        prefix          = at ? at : prefix;
     }
     if (ok && naming == NAMING_NONE) {
-        ok    = false;
-        other = other ? other : model_other_family(hdr, MODEL_LOOKALIKES, sizeof(model_other_families) /
-                                                                               sizeof(model_other_families[0]));
+        ok = false;
         if (other) {
             snprintf(err, err_size,
-                     "'%s' is %s, which this build cannot decode yet (it decodes the TAESD family, the Wan 2.1 VAE "
-                     "and TAEHV)",
+                     "'%s' is %s, which this build cannot decode (it decodes the TAESD family, AutoencoderKL, the "
+                     "Wan 2.1 VAE and TAEHV)",
                      path, other);
         } else if (model_has(hdr, "0.weight") && model_has(hdr, "14.weight")) {
             snprintf(err, err_size, "'%s' is a TAESD encoder (keys 0.weight .. 14.weight), not a decoder", path);
@@ -548,7 +796,10 @@ struct vae_model * vae_model_load(const char * path, enum vae_family family, cha
         snprintf(err, err_size, "unknown model family %d", (int) family);
         ok = false;
     }
-    ok = ok && model_load_weights(m, hdr, naming, err, err_size);
+    ok = ok && model_load_weights(m, hdr, naming, prefix, err, err_size);
+    if (ok && (naming == NAMING_KL || naming == NAMING_KL_DIFFUSERS)) {
+        ok = model_kl_family(m, hdr, family, err, err_size);
+    }
     vae_st_file_close(file);
     if (ok && naming <= NAMING_TAESD_COMFY) {
         ok            = model_taesd_family(m, family, err, err_size);
@@ -556,7 +807,7 @@ struct vae_model * vae_model_load(const char * path, enum vae_family family, cha
         m->scale      = 8;
         m->out_scale  = 1.0f; // TAESD decodes to about [0, 1]
         m->out_offset = 0.0f;
-    } else if (ok) {
+    } else if (ok && naming != NAMING_KL && naming != NAMING_KL_DIFFUSERS) {
         ok = naming == NAMING_TAEHV ? model_taehv_family(m, family, err, err_size)
                                     : model_wan_family(m, family, err, err_size);
     }
@@ -579,6 +830,19 @@ struct vae_model * vae_model_load(const char * path, enum vae_family family, cha
     return m;
 }
 
+int vae_model_space_patch(const struct vae_model * model, enum vae_space space) {
+    return model->family == VAE_FAMILY_FLUX2 && space == VAE_SPACE_NORMALIZED ? 2 : 1;
+}
+
+// AutoencoderKL: the diffusion model's x -> raw z = x / scale + shift
+static bool model_kl_affine(int z, float scale, float shift, float * div, float * add) {
+    for (int c = 0; c < z; c++) {
+        div[c] = scale;
+        add[c] = shift;
+    }
+    return true;
+}
+
 bool vae_model_space_affine(const struct vae_model * model, enum vae_space space, float * div, float * add,
                             char * err, size_t err_size) {
     const int z = model->latent_channels;
@@ -596,12 +860,28 @@ bool vae_model_space_affine(const struct vae_model * model, enum vae_space space
                  z, vae_family_name(model->family),
                  model->family == VAE_FAMILY_TAESD    ? "taesd 0.18215 or taesdxl 0.13025"
                  : model->family == VAE_FAMILY_TAESD3 ? "taesd3 or taef1"
+                 : model->family == VAE_FAMILY_SD1    ? "sd1 or sd2 0.18215, or sdxl 0.13025"
+                 : model->family == VAE_FAMILY_SD3    ? "sd3 1.5305 and 0.0609, or flux1 0.3611 and 0.1159"
                                                        : "taew2_1, or Hunyuan's taehv with the same shapes",
                  space == VAE_SPACE_RAW ? "raw" : "normalized");
         return false;
     }
     float s = 0.0f, raw_shift = 0.0f;
     switch (model->family) {
+        case VAE_FAMILY_SD1:
+        case VAE_FAMILY_SD2:  return model_kl_affine(z, 0.18215f, 0.0f, div, add);
+        case VAE_FAMILY_SDXL: return model_kl_affine(z, 0.13025f, 0.0f, div, add);
+        case VAE_FAMILY_SD3:  return model_kl_affine(z, 1.5305f, 0.0609f, div, add);
+        case VAE_FAMILY_FLUX1: return model_kl_affine(z, 0.3611f, 0.1159f, div, add);
+        case VAE_FAMILY_FLUX2: { // x' = x * sqrt(var + eps) + mean over the 128 patchified channels
+            const float * mean = vae_model_weight(model, "bn.running_mean")->data;
+            const float * var  = vae_model_weight(model, "bn.running_var")->data;
+            for (int c = 0; c < 4 * z; c++) {
+                div[c] = 1.0f / sqrtf(var[c] + FLUX2_BN_EPS);
+                add[c] = mean[c];
+            }
+            return true;
+        }
         case VAE_FAMILY_TAESD:   s = 0.18215f; break;
         case VAE_FAMILY_TAESDXL: s = 0.13025f; break;
         case VAE_FAMILY_TAESD3:  s = 1.5305f, raw_shift = 0.0609f; break;
@@ -644,6 +924,12 @@ struct vae_graph * vae_model_build_graph(const struct vae_model * model, int n, 
         case VAE_FAMILY_WAN21:  return vae_wan_build(model, n, h, w, first && model->first_apart, err, err_size);
         case VAE_FAMILY_TAEW21:
         case VAE_FAMILY_TAEW22: return vae_taehv_build(model, n, h, w, err, err_size);
+        case VAE_FAMILY_SD1:
+        case VAE_FAMILY_SD2:
+        case VAE_FAMILY_SDXL:
+        case VAE_FAMILY_SD3:
+        case VAE_FAMILY_FLUX1:
+        case VAE_FAMILY_FLUX2:  return vae_kl_build(model, n, h, w, err, err_size);
         default:                return vae_taesd_build(model, n, h, w, err, err_size);
     }
 }

@@ -24,6 +24,12 @@ enum vae_family {
     VAE_FAMILY_WAN21,     // Wan 2.1 VAE: Wan 2.1, Wan 2.2-A14B, Qwen-Image (16 ch, causal video)
     VAE_FAMILY_TAEW21,    // TAEHV for Wan 2.1 latents (16 ch)
     VAE_FAMILY_TAEW22,    // TAEHV for Wan 2.2-5B latents (48 ch, 2x2 pixel shuffle)
+    VAE_FAMILY_SD1,       // AutoencoderKL of SD 1.x (4 ch, scale 0.18215)
+    VAE_FAMILY_SD2,       // AutoencoderKL of SD 2.x (4 ch, scale 0.18215; same shapes as sd1 and sdxl)
+    VAE_FAMILY_SDXL,      // AutoencoderKL of SDXL (4 ch, scale 0.13025)
+    VAE_FAMILY_SD3,       // AutoencoderKL of SD3 / SD3.5 (16 ch, scale 1.5305, shift 0.0609)
+    VAE_FAMILY_FLUX1,     // AutoencoderKL of FLUX.1 (16 ch, scale 0.3611, shift 0.1159; same shapes as sd3)
+    VAE_FAMILY_FLUX2,     // AutoencoderKL of FLUX.2 (32 ch raw; 128 ch normalized through BatchNorm stats)
     VAE_FAMILY_COUNT,
 };
 
@@ -64,9 +70,15 @@ struct vae_model * vae_model_load(const char * path, enum vae_family family, cha
 void               vae_model_free(struct vae_model * model);
 const struct vae_weight * vae_model_weight(const struct vae_model * model, const char * name);
 
-// per-channel constants (latent_channels each) that take latents in `space` to the decoder's own
-// space as z = x / div + add (the form the upstream pipelines compute); false with a message
-// where the family has no constants for it
+// the side of the square patch that one latent pixel in `space` stands for: 2 for FLUX.2's
+// normalized latents (128 = 4 x 32 channels at half the resolution), 1 otherwise. A pushed frame
+// then has latent_channels * patch^2 channels.
+int vae_model_space_patch(const struct vae_model * model, enum vae_space space);
+
+// per-channel constants (latent_channels * patch^2 each) that take latents in `space` to the
+// decoder's own space as z = x / div + add (the form the upstream pipelines compute), before any
+// unpatchify (z[c, 2y+i, 2x+j] = x'[4c + 2i + j, y, x]); false with a message where the family has no
+// constants for it
 bool vae_model_space_affine(const struct vae_model * model, enum vae_space space, float * div, float * add,
                             char * err, size_t err_size);
 
@@ -110,6 +122,35 @@ struct vae_graph * vae_taesd_build(const struct vae_model * model, int n, int h,
 struct vae_graph * vae_wan_build(const struct vae_model * model, int n, int h, int w, bool first, char * err,
                                  size_t err_size);
 struct vae_graph * vae_taehv_build(const struct vae_model * model, int n, int h, int w, char * err, size_t err_size);
+struct vae_graph * vae_kl_build(const struct vae_model * model, int n, int h, int w, char * err, size_t err_size);
+
+// AutoencoderKL, layer-major, for the exact tiled decode (vae-tile.c): the head (post_quant_conv,
+// conv_in and the mid block, at latent resolution) runs on whole frames; every later 3x3 conv is a
+// step that a tile runs with a 1-pixel border of its input and the GroupNorm statistics of the
+// whole frame. Steps follow in execution order; vae_kl_build chains the same steps.
+enum vae_kl_step_kind {
+    VAE_KL_NORM_CONV,      // y = conv(SiLU(GN(x)))                 (a residual block's first half; the end)
+    VAE_KL_NORM_CONV_RES,  // y = conv(SiLU(GN(x))) + shortcut(r)    (its second half; r = the block's input)
+    VAE_KL_UPSAMPLE,       // y = conv(nearest2x(x))                 (twice the resolution)
+};
+
+#define VAE_KL_MAX_STEPS 64
+
+struct vae_kl_step {
+    enum vae_kl_step_kind kind;
+    char                  norm[48], conv[48], shortcut[48];   // weight names ("" = none)
+    int                   cin, cout, rin;                     // channels of x, y and r
+};
+
+// the steps of model (at most max), in order; their GroupNorms have 32 groups
+int                vae_kl_steps(const struct vae_model * model, struct vae_kl_step * steps, int max);
+// whole frames [1, z, h, w] -> the mid block's output [1, C, h, w]
+struct vae_graph * vae_kl_head_build(const struct vae_model * model, int h, int w, char * err, size_t err_size);
+// one step on an h x w tile: input 0 = x [1, cin, h, w]; for the normalizing kinds input 1 = the
+// statistics [1, 64, 1, 1] (32 means, 32 inverse deviations); for VAE_KL_NORM_CONV_RES input 2 =
+// r [1, rin, h, w] over the same pixels
+struct vae_graph * vae_kl_step_build(const struct vae_model * model, const struct vae_kl_step * s, int h, int w,
+                                     char * err, size_t err_size);
 
 #ifdef __cplusplus
 }

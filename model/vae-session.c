@@ -4,32 +4,48 @@
 // step that starts a stream (latent frame 0 alone). A causal decoder's output for a frame never
 // depends on later latents, so a short last chunk is padded with copies of its last latent frame
 // and the frames of the padding are dropped: one graph serves every step of the stream.
+// AutoencoderKL frames may instead decode in tiles (vae-tile.c): when asked, or when a whole
+// frame does not fit.
 
 #include "vae-session.h"
+#include "vae-tile.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#define SESSION_MIN_TILE 16   // pixels; smaller tiles are mostly border
+
 struct vae_session {
     const struct vae_model *  model;
     vae_backend_t *           backend;
     struct vae_session_config cfg;
     float *                   div, * add;      // latent space -> the decoder's own space
-    float *                   queue;           // chunk_frames latent frames
+    int                       patch;           // pushed latent pixels stand for patch x patch (FLUX.2)
+    int                       h, w;            // the decoder's latent grid: height * patch, width * patch
+    float *                   unpatch;         // one pushed frame in the decoder's space, before unpatchify
+    float *                   queue;           // chunk_frames latent frames, in the decoder's space
     int                       queued;
     struct vae_graph *        step;            // chunk_frames latent frames
     struct vae_graph *        first;           // latent frame 0 alone (Wan); NULL otherwise
     vae_state_t *             state;           // causal decoders
+    struct vae_tiled *        tiled;           // the tiled decode, in place of step
+    const float *             tiled_out;       // its last frame [3, H, W]
     struct vae_graph *        done;            // the graph whose output holds the ready frames
     int                       skip, ready, popped; // output frames: first ready one, ready ones, popped ones
     uint64_t                  latents_in, frames_out;
     bool                      ended;           // drained: the next push starts a new stream
 };
 
+// one latent frame as pushed
 static size_t session_frame_floats(const struct vae_session * s) {
     return (size_t) s->cfg.channels * (size_t) s->cfg.height * (size_t) s->cfg.width;
+}
+
+// one latent frame as the decoder takes it (the same count: unpatchify only moves values)
+static size_t session_queue_floats(const struct vae_session * s) {
+    return (size_t) s->model->latent_channels * (size_t) s->h * (size_t) s->w;
 }
 
 static void session_graph_free(struct vae_session * s, struct vae_graph * g) {
@@ -43,6 +59,8 @@ void vae_session_free(struct vae_session * s) {
     }
     session_graph_free(s, s->step);
     session_graph_free(s, s->first);
+    vae_tiled_free(s->tiled);
+    free(s->unpatch);
     vae_backend_state_free(s->backend, s->state);
     free(s->queue);
     free(s->div);
@@ -50,7 +68,7 @@ void vae_session_free(struct vae_session * s) {
 }
 
 static struct vae_graph * session_graph(struct vae_session * s, int n, bool first, char * err, size_t err_size) {
-    struct vae_graph * g = vae_model_build_graph(s->model, n, s->cfg.height, s->cfg.width, first, err, err_size);
+    struct vae_graph * g = vae_model_build_graph(s->model, n, s->h, s->w, first, err, err_size);
     if (g && !vae_backend_graph_prepare(s->backend, g, s->cfg.max_bytes, err, err_size)) {
         vae_graph_free(g);
         return NULL;
@@ -58,12 +76,28 @@ static struct vae_graph * session_graph(struct vae_session * s, int n, bool firs
     return g;
 }
 
+// whole frames did not fit (err says why): the largest tile that does, halving from the frame
+static bool session_tile_to_fit(struct vae_session * s, int side, char * err, size_t err_size) {
+    char why[256];
+    snprintf(why, sizeof(why), "%s", err);
+    for (int tile = side / 2; tile >= SESSION_MIN_TILE && !s->tiled; tile /= 2) {
+        s->tiled         = vae_tiled_new(s->model, s->backend, s->h, s->w, tile, s->cfg.max_bytes, err, err_size);
+        s->cfg.tile_size = s->tiled ? tile : 0;
+    }
+    if (!s->tiled) {
+        snprintf(err, err_size, "%s; nor does it fit in tiles of %d pixels", why, SESSION_MIN_TILE);
+    }
+    return s->tiled != NULL;
+}
+
 struct vae_session * vae_session_new(const struct vae_model * model, vae_backend_t * backend,
                                      const struct vae_session_config * config, char * err, size_t err_size) {
-    const struct vae_session_config * c = config;
-    if (c->channels != model->latent_channels) {
-        snprintf(err, err_size, "the latents have %d channels but the %s decoder takes %d", c->channels,
-                 vae_family_name(model->family), model->latent_channels);
+    const struct vae_session_config * c     = config;
+    const int                         patch = vae_model_space_patch(model, c->space);
+    if (c->channels != model->latent_channels * patch * patch) {
+        snprintf(err, err_size, "the latents have %d channels but the %s decoder takes %d%s", c->channels,
+                 vae_family_name(model->family), model->latent_channels * patch * patch,
+                 patch > 1 ? " in this latent space" : "");
         return NULL;
     }
     // keep every size well inside int and size_t arithmetic
@@ -76,6 +110,16 @@ struct vae_session * vae_session_new(const struct vae_model * model, vae_backend
         snprintf(err, err_size, "chunk-frames %d is outside 0..256", c->chunk_frames);
         return NULL;
     }
+    const bool kl = model->family >= VAE_FAMILY_SD1 && model->family <= VAE_FAMILY_FLUX2;
+    if (c->tile_size < 0 || (c->tile_size > 0 && c->tile_size < SESSION_MIN_TILE)) {
+        snprintf(err, err_size, "tile-size %d is below the smallest tile, %d pixels", c->tile_size, SESSION_MIN_TILE);
+        return NULL;
+    }
+    if (c->tile_size > 0 && !kl) {
+        snprintf(err, err_size, "tile-size is for the AutoencoderKL decoders; %s decodes whole frames",
+                 vae_family_name(model->family));
+        return NULL;
+    }
     struct vae_session * s = calloc(1, sizeof(*s));
     if (!s) {
         snprintf(err, err_size, "out of memory");
@@ -84,22 +128,40 @@ struct vae_session * vae_session_new(const struct vae_model * model, vae_backend
     s->model   = model;
     s->backend = backend;
     s->cfg     = *c;
+    s->patch   = patch;
+    s->h       = c->height * patch;
+    s->w       = c->width * patch;
     if (s->cfg.chunk_frames == 0) {
         s->cfg.chunk_frames = 1; // on the cpu, batching frames gains nothing and costs memory
     }
-    s->div   = malloc(2 * (size_t) c->channels * sizeof(float));
-    s->queue = malloc((size_t) s->cfg.chunk_frames * session_frame_floats(s) * sizeof(float));
-    if (!s->div || !s->queue) {
+    const int side = model->scale * (s->h > s->w ? s->h : s->w); // of the output
+    if (s->cfg.tile_size >= side) {
+        s->cfg.tile_size = 0; // one tile is the whole frame
+    }
+    if (s->cfg.tile_size > 0) {
+        s->cfg.chunk_frames = 1;
+    }
+    s->div     = malloc(2 * (size_t) c->channels * sizeof(float));
+    s->unpatch = patch > 1 ? malloc(session_frame_floats(s) * sizeof(float)) : NULL;
+    s->queue   = malloc((size_t) s->cfg.chunk_frames * session_queue_floats(s) * sizeof(float));
+    if (!s->div || !s->queue || (patch > 1 && !s->unpatch)) {
         snprintf(err, err_size, "out of memory");
         vae_session_free(s);
         return NULL;
     }
     s->add = s->div + c->channels;
     // everything is prepared now: memory is known (and refused) before the first frame
-    bool ok = vae_model_space_affine(model, c->space, s->div, s->add, err, err_size) &&
-              (s->step = session_graph(s, s->cfg.chunk_frames, false, err, err_size)) != NULL &&
-              (!model->first_apart || (s->first = session_graph(s, 1, true, err, err_size)) != NULL);
-    if (ok && s->step->n_states > 0) {
+    bool ok = vae_model_space_affine(model, c->space, s->div, s->add, err, err_size);
+    if (ok && s->cfg.tile_size > 0) {
+        ok = (s->tiled = vae_tiled_new(model, backend, s->h, s->w, s->cfg.tile_size, c->max_bytes, err, err_size)) != NULL;
+    } else if (ok) {
+        ok = (s->step = session_graph(s, s->cfg.chunk_frames, false, err, err_size)) != NULL &&
+             (!model->first_apart || (s->first = session_graph(s, 1, true, err, err_size)) != NULL);
+        if (!ok && kl && s->cfg.chunk_frames == 1) {
+            ok = session_tile_to_fit(s, side, err, err_size);
+        }
+    }
+    if (ok && s->step && s->step->n_states > 0) {
         ok = (s->state = vae_backend_state_new(backend, s->step, err, err_size)) != NULL;
     }
     if (!ok) {
@@ -111,8 +173,17 @@ struct vae_session * vae_session_new(const struct vae_model * model, vae_backend
 
 // run the queued latents (padded to the graph's frame count) and make their frames ready
 static bool session_decode(struct vae_session * s, struct vae_graph * g, char * err, size_t err_size) {
+    if (s->tiled) {
+        s->queued    = 0;
+        s->tiled_out = vae_tiled_decode(s->tiled, s->queue, err, err_size);
+        s->ready     = s->tiled_out ? 1 : 0;
+        s->skip      = 0;
+        s->popped    = 0;
+        s->frames_out += (uint64_t) s->ready;
+        return s->tiled_out != NULL;
+    }
     const int    n     = (int) g->input->ne[0], real = s->queued;
-    const size_t floats = session_frame_floats(s);
+    const size_t floats = session_queue_floats(s);
     for (int i = real; i < n; i++) {
         memcpy(s->queue + (size_t) i * floats, s->queue + (size_t) (real - 1) * floats, floats * sizeof(float));
     }
@@ -131,6 +202,18 @@ static bool session_decode(struct vae_session * s, struct vae_graph * g, char * 
     return true;
 }
 
+// [4z, h, w] -> [z, 2h, 2w]: z[c, 2y+i, 2x+j] = x[4c + 2i + j, y, x] (FLUX.2, MODELS.md A.6)
+static void session_unpatchify(const struct vae_session * s, const float * x, float * z) {
+    const int h = s->cfg.height, w = s->cfg.width;
+    for (int c = 0; c < s->model->latent_channels; c++) {
+        for (int y = 0; y < 2 * h; y++) {
+            for (int xx = 0; xx < 2 * w; xx++) {
+                z[((size_t) c * 2 * h + y) * 2 * w + xx] = x[((size_t) (4 * c + 2 * (y & 1) + (xx & 1)) * h + y / 2) * w + xx / 2];
+            }
+        }
+    }
+}
+
 bool vae_session_push(struct vae_session * s, const float * latent, char * err, size_t err_size) {
     if (vae_session_frames_ready(s) > 0) {
         snprintf(err, err_size, "%d decoded frames were not popped before the next push", vae_session_frames_ready(s));
@@ -140,7 +223,7 @@ bool vae_session_push(struct vae_session * s, const float * latent, char * err, 
         vae_session_reset(s);
     }
     const size_t n   = session_frame_floats(s), hw = (size_t) s->cfg.height * (size_t) s->cfg.width;
-    float *      dst = s->queue + (size_t) s->queued * n;
+    float *      dst = s->patch > 1 ? s->unpatch : s->queue + (size_t) s->queued * n;
     size_t       bad = 0, first = 0;
     for (size_t i = 0; i < n; i++) {
         const size_t c = i / hw;
@@ -154,6 +237,9 @@ bool vae_session_push(struct vae_session * s, const float * latent, char * err, 
                  "channel %zu, row %zu, column %zu", bad, latent[first], first / hw, first % hw / s->cfg.width,
                  first % s->cfg.width);
         return false;
+    }
+    if (s->patch > 1) {
+        session_unpatchify(s, s->unpatch, s->queue + (size_t) s->queued * n);
     }
     s->queued++;
     if (s->latents_in++ == 0 && s->first) {
@@ -185,11 +271,25 @@ bool vae_session_pop_frame(struct vae_session * s, struct vae_frame * dst, char 
     const int n = session_next_frame(s, err, err_size);
     dst->scale  = s->model->out_scale;
     dst->offset = s->model->out_offset;
+    if (n >= 0 && s->tiled) {
+        if (dst->width != s->model->scale * s->w || dst->height != s->model->scale * s->h) {
+            snprintf(err, err_size, "the frame is %dx%d but the decoder gives %dx%d", dst->width, dst->height,
+                     s->model->scale * s->w, s->model->scale * s->h);
+            return false;
+        }
+        vae_frame_pack(s->tiled_out, 1, (int64_t) dst->width * dst->height, dst);
+        return true;
+    }
     return n >= 0 && vae_backend_graph_read_frame(s->backend, s->done, n, dst, err, err_size);
 }
 
 bool vae_session_pop_output(struct vae_session * s, float * dst, char * err, size_t err_size) {
     const int n = session_next_frame(s, err, err_size);
+    if (n >= 0 && s->tiled) {
+        const size_t hw = (size_t) s->model->scale * s->h * (size_t) s->model->scale * s->w;
+        memcpy(dst, s->tiled_out, 3 * hw * sizeof(float));
+        return true;
+    }
     return n >= 0 && vae_backend_graph_read_output(s->backend, s->done, n, 1, dst, err, err_size);
 }
 
@@ -209,9 +309,18 @@ int vae_session_chunk_frames(const struct vae_session * s) {
     return s->cfg.chunk_frames;
 }
 
+int vae_session_tile_size(const struct vae_session * s) {
+    return s->cfg.tile_size;
+}
+
 size_t vae_session_peak_bytes(const struct vae_session * s) {
+    const size_t queue = (size_t) s->cfg.chunk_frames * session_queue_floats(s) * sizeof(float) +
+                         (s->unpatch ? session_frame_floats(s) * sizeof(float) : 0);
+    if (s->tiled) {
+        return vae_tiled_peak_bytes(s->tiled) + queue;
+    }
     return s->step->peak_bytes + (s->first ? s->first->arena_bytes : 0) + vae_backend_state_bytes(s->backend, s->state) +
-           (size_t) s->cfg.chunk_frames * session_frame_floats(s) * sizeof(float);
+           queue;
 }
 
 uint64_t vae_session_latents_in(const struct vae_session * s) {

@@ -22,6 +22,10 @@ struct vae_session_config {
     enum vae_space space;                      // of the latents that will be pushed
     int            chunk_frames;               // latent frames per decode step; 0 = automatic
     size_t         max_bytes;                  // device memory limit; 0 = the device's memory
+    int            tile_size;                  // largest tile edge, in pixels of the layer it tiles
+                                               // (output pixels at the last); 0 = whole frames unless
+                                               // they do not fit in max_bytes. Families with global
+                                               // statistics (AutoencoderKL) only; exact (see vae-tile.c)
 };
 
 struct vae_session * vae_session_new(const struct vae_model * model, vae_backend_t * backend,
@@ -43,6 +47,7 @@ bool vae_session_pop_output(struct vae_session * s, float * dst, char * err, siz
 void vae_session_reset(struct vae_session * s);
 
 int    vae_session_chunk_frames(const struct vae_session * s);
+int    vae_session_tile_size(const struct vae_session * s);   // the tile edge in use; 0 = whole frames
 size_t vae_session_peak_bytes(const struct vae_session * s);   // graphs, weights and state together
 // latent frames pushed and frames decoded (ready or popped) since the stream started (they
 // still count the stream that a drain ended, until the next push)

@@ -4,9 +4,11 @@
 // references written here (double accumulation, NCHW, no blocking) on seeded random inputs.
 //
 // Covered: conv2d (k 1/3, bias, residual, act none/relu/silu, odd channel counts and sizes),
-// upsample_conv2d fused and unfused, group_norm (groups, eps, act, large offsets), tanh_clamp,
-// chains that exercise the memory planner (in-place residuals, reused buffers, dead nodes, an
-// intermediate output), pixel packing for every vae_pixel_format, memory limits, graph reuse,
+// upsample_conv2d fused and unfused, group_norm (groups, eps, act, large offsets; given the
+// statistics of a whole frame for a crop of it), tanh_clamp, chains that exercise the memory
+// planner (in-place residuals, reused buffers, dead nodes, an intermediate output), graphs of two
+// inputs, pixel packing for every vae_pixel_format (and vae_frame_pack of planar host frames),
+// memory limits, graph reuse,
 // NaN propagation and the size checks of read_frame. The hand-written ops of the blocked layout
 // (RMS norm, attention, frame split, pixel shuffle) are also called directly, through
 // backend/cpu/vae-cpu.h, on buffers made with vae_cpu_to_blocked. Causal conv3d streams frames
@@ -167,30 +169,40 @@ static double * ref_up2(struct pool * pl, const double * x, int N, int C, int H,
     return y;
 }
 
-// y = act(GN(x) * g + b), biased variance over (C/groups) x H x W, two passes in double
+// the mean and 1 / sqrt(biased variance + eps) of each group of one frame x [C, H, W], two
+// passes in double
+static void ref_group_stats(const double * x, int C, int H, int W, int groups, float eps, double * mean,
+                            double * rstd) {
+    const size_t cnt = (size_t) (C / groups) * H * W;
+    for (int g = 0; g < groups; g++) {
+        const double * xs = x + (size_t) g * cnt;
+        double         m  = 0, v = 0;
+        for (size_t i = 0; i < cnt; i++) {
+            m += xs[i];
+        }
+        m /= (double) cnt;
+        for (size_t i = 0; i < cnt; i++) {
+            v += (xs[i] - m) * (xs[i] - m);
+        }
+        v /= (double) cnt;
+        mean[g] = m;
+        rstd[g] = 1.0 / sqrt(v + (double) eps);
+    }
+}
+
+// y = act(GN(x) * g + b), biased variance over (C/groups) x H x W
 static double * ref_gn(struct pool * pl, const double * x, int N, int C, int H, int W, int groups, float eps,
                        const float * gamma, const float * beta, enum vae_act act) {
     double *     y   = pool_add(pl, xmalloc((size_t) N * C * H * W * sizeof(double)));
+    double *     st  = pool_add(pl, xmalloc(2 * (size_t) groups * sizeof(double)));
     const int    cpg = C / groups;
-    const size_t HW  = (size_t) H * W, cnt = (size_t) cpg * HW;
+    const size_t HW  = (size_t) H * W;
     for (int n = 0; n < N; n++) {
-        for (int g = 0; g < groups; g++) {
-            const double * xs = x + ((size_t) n * C + (size_t) g * cpg) * HW;
-            double         m  = 0, v = 0;
-            for (size_t i = 0; i < cnt; i++) {
-                m += xs[i];
-            }
-            m /= (double) cnt;
-            for (size_t i = 0; i < cnt; i++) {
-                v += (xs[i] - m) * (xs[i] - m);
-            }
-            v /= (double) cnt;
-            const double rstd = 1.0 / sqrt(v + (double) eps);
-            for (int c = g * cpg; c < (g + 1) * cpg; c++) {
-                for (size_t p = 0; p < HW; p++) {
-                    const size_t o = ((size_t) n * C + c) * HW + p;
-                    y[o]           = ref_act((x[o] - m) * rstd * gamma[c] + beta[c], act);
-                }
+        ref_group_stats(x + (size_t) n * C * HW, C, H, W, groups, eps, st, st + groups);
+        for (int c = 0; c < C; c++) {
+            for (size_t p = 0; p < HW; p++) {
+                const size_t o = ((size_t) n * C + c) * HW + p;
+                y[o]           = ref_act((x[o] - st[c / cpg]) * st[groups + c / cpg] * gamma[c] + beta[c], act);
             }
         }
     }
@@ -288,8 +300,9 @@ static size_t out_count(const struct vae_graph * g) {
     return (size_t) (ne[0] * ne[1] * ne[2] * ne[3]);
 }
 
-// prepare (unless prepared), compute, read the output into a pool array; NULL on failure
-static float * run_keep(struct pool * pl, struct vae_graph * g, const float * input, bool release) {
+// prepare (unless prepared), compute (inputs[i] for input number i; a one-input graph through
+// the one-input form), read the output into a pool array; NULL on failure
+static float * run_inputs(struct pool * pl, struct vae_graph * g, const float * const * inputs, bool release) {
     char err[512] = "";
     if (!g->backend_data) {
         const bool ok = vae_backend_graph_prepare(B, g, 0, err, sizeof(err));
@@ -299,7 +312,8 @@ static float * run_keep(struct pool * pl, struct vae_graph * g, const float * in
         }
         CHECK(g->peak_bytes > 0, "prepare left peak_bytes at 0");
     }
-    bool ok = vae_backend_graph_compute(B, g, NULL, input, err, sizeof(err));
+    bool ok = g->n_inputs == 1 ? vae_backend_graph_compute(B, g, NULL, inputs[0], err, sizeof(err))
+                               : vae_backend_graph_compute_inputs(B, g, NULL, inputs, err, sizeof(err));
     CHECK(ok, "compute: %s", err);
     float * out = NULL;
     if (ok) {
@@ -315,6 +329,10 @@ static float * run_keep(struct pool * pl, struct vae_graph * g, const float * in
         CHECK(g->backend_data == NULL, "release left backend_data set");
     }
     return out;
+}
+
+static float * run_keep(struct pool * pl, struct vae_graph * g, const float * input, bool release) {
+    return run_inputs(pl, g, &input, release);
 }
 
 static float * run(struct pool * pl, struct vae_graph * g, const float * input) {
@@ -506,6 +524,102 @@ static void test_gn(void) {
         test_gn_case(2, 20, 7, 5, 1, 1e-5f, VAE_ACT_SILU, 1000.0f);
         test_gn_case(1, 1, 7, 5, 1, 1e-5f, VAE_ACT_RELU, -1000.0f);
     }
+}
+
+// GroupNorm of a tile with the statistics of the whole frame (how a frame too large for one
+// graph is decoded in tiles): a crop of rows [y0, y0 + h) of x [1, C, H, W] as one input, the
+// statistics of all of x as the other (`stats_first`: as input 0), must give those rows of the
+// GroupNorm of x. With `conv_first` the crop goes through a 1x1 conv first (pointwise, so it
+// commutes with the crop), so the stats input lives across a node the planner places.
+static void test_gn_stats_case(int C, int H, int W, int y0, int h, int groups, bool stats_first, bool conv_first) {
+    struct pool         pl = { 0 };
+    struct vae_graph *  g  = graph_new(true);
+    const float         eps = 1e-6f;
+    const float *       gamma, *beta, *w = NULL;
+    struct vae_tensor * st = stats_first ? vae_graph_input(g, 1, 2 * groups, 1, 1) : NULL;
+    struct vae_tensor * x  = vae_graph_input(g, 1, C, h, W);
+    if (!st) {
+        st = vae_graph_input(g, 1, 2 * groups, 1, 1);
+    }
+    CHECK(g->n_inputs == 2 && g->input == g->inputs[0] && x->i[0] == (stats_first ? 1 : 0) &&
+              st->i[0] == (stats_first ? 0 : 1),
+          "inputs numbered in call order");
+    if (conv_first) {
+        x = vae_graph_conv2d(g, x, conv_w(g, &pl, C, C, 1, &w), NULL, NULL, VAE_ACT_NONE);
+    }
+    struct vae_tensor * tg = vec_w(g, &pl, C, 0.5f, 1.5f, &gamma);
+    struct vae_tensor * tb = vec_w(g, &pl, C, -0.5f, 0.5f, &beta);
+    vae_graph_set_output(g, vae_graph_group_norm_stats(g, x, groups, eps, tg, tb, VAE_ACT_SILU, st));
+
+    // the whole tensor, with a vertical ramp so that no crop has the statistics of the whole
+    const size_t   n    = (size_t) C * H * W, nc = (size_t) C * h * W;
+    float *        full = rnd(&pl, n, -1.0f, 1.0f);
+    for (size_t i = 0; i < n; i++) {
+        full[i] += 0.1f * (float) ((i / (size_t) W) % (size_t) H);
+    }
+    const double * fd = to_double(&pl, full, n);
+    if (conv_first) {
+        fd = ref_conv(&pl, fd, 1, C, H, W, w, C, 1, NULL, NULL, VAE_ACT_NONE);
+    }
+    double * mean = pool_add(&pl, xmalloc(2 * (size_t) groups * sizeof(double)));
+    ref_group_stats(fd, C, H, W, groups, eps, mean, mean + groups);
+    float * stats = pool_add(&pl, xmalloc(2 * (size_t) groups * sizeof(float)));
+    for (int i = 0; i < 2 * groups; i++) {
+        stats[i] = (float) mean[i];
+    }
+    const double * yfull = ref_gn(&pl, fd, 1, C, H, W, groups, eps, gamma, beta, VAE_ACT_SILU);
+    float *        crop  = pool_add(&pl, xmalloc(nc * sizeof(float)));
+    double *       want  = pool_add(&pl, xmalloc(nc * sizeof(double)));
+    for (int c = 0; c < C; c++) {
+        memcpy(crop + (size_t) c * h * W, full + ((size_t) c * H + y0) * W, (size_t) h * W * sizeof(float));
+        memcpy(want + (size_t) c * h * W, yfull + ((size_t) c * H + y0) * W, (size_t) h * W * sizeof(double));
+    }
+    const float * inputs[2] = { stats_first ? stats : crop, stats_first ? crop : stats };
+
+    char label[200];
+    snprintf(label, sizeof(label), "group_norm_stats(c=%d,h=%d of %d from row %d,w=%d,groups=%d,silu,stats as input %d%s)",
+             C, h, H, y0, W, groups, stats_first ? 0 : 1, conv_first ? ",after a 1x1 conv" : "");
+    const float *    got = run_inputs(&pl, g, inputs, true);
+    const struct cmp cg  = got ? compare_raw(got, want, nc) : (struct cmp) { .bad = 1 };
+    printf("%s: %s maxerr=%.3g maxref=%.3g\n", label, cg.bad == 0 && cg.maxerr <= 1e-5 ? "OK" : "FAIL", cg.maxerr,
+           cg.maxref);
+    CHECK(cg.bad == 0, "%s: %zu non-finite values or no output", label, cg.bad);
+    CHECK(cg.maxerr <= 1e-5, "%s: max abs error %.3g > 1e-5 against the rows of the whole GroupNorm", label, cg.maxerr);
+    vae_graph_free(g);
+
+    // the crop's own GroupNorm is right for the crop, and not what the tile needs
+    g = graph_new(true);
+    x = vae_graph_input(g, 1, C, h, W);
+    if (conv_first) {
+        x = vae_graph_conv2d(g, x, vae_graph_weight(g, "w", w, 4, (const int64_t[4]) { C, C, 1, 1 }), NULL, NULL,
+                             VAE_ACT_NONE);
+    }
+    tg = vae_graph_weight(g, "g", gamma, 1, (const int64_t[1]) { C });
+    tb = vae_graph_weight(g, "b", beta, 1, (const int64_t[1]) { C });
+    vae_graph_set_output(g, vae_graph_group_norm(g, x, groups, eps, tg, tb, VAE_ACT_SILU));
+    const float *  own  = run(&pl, g, crop);
+    const double * cd   = to_double(&pl, crop, nc);
+    const double * oref = ref_gn(&pl, conv_first ? ref_conv(&pl, cd, 1, C, h, W, w, C, 1, NULL, NULL, VAE_ACT_NONE) : cd,
+                                 1, C, h, W, groups, eps, gamma, beta, VAE_ACT_SILU);
+    snprintf(label, sizeof(label), "group_norm(c=%d,h=%d,w=%d,groups=%d,silu) of the crop alone%s", C, h, W, groups,
+             conv_first ? ",after a 1x1 conv" : "");
+    report(label, own, oref, nc);
+    const struct cmp co = own ? compare_raw(own, want, nc) : (struct cmp) { .bad = 1 };
+    CHECK(co.bad == 0 && co.maxerr > 1e-3, "%s: differs from the whole-frame rows by only %.3g", label, co.maxerr);
+    vae_graph_free(g);
+    pool_free(&pl);
+}
+
+static void test_gn_stats(void) {
+    rng_seed(2950);
+    test_gn_stats_case(64, 17, 11, 3, 9, 32, false, false);
+    if (g_quick) {
+        return;
+    }
+    test_gn_stats_case(96, 17, 11, 3, 9, 32, true, false); // groups of 3 channels across blocks
+    test_gn_stats_case(96, 17, 11, 3, 9, 32, true, true);
+    test_gn_stats_case(64, 17, 11, 0, 5, 32, true, true);
+    test_gn_stats_case(20, 13, 7, 8, 5, 4, false, false);  // stats [1, 8, 1, 1]: padding lanes
 }
 
 // ---- tanh_clamp --------------------------------------------------------------------------------
@@ -790,6 +904,68 @@ static void test_chains(void) {
     test_chain_decoder(2, 16, 4, 3, true);
     test_chain_decoder(2, 16, 4, 3, false);
     test_chain_decoder(1, 4, 1, 1, true);
+}
+
+// ---- several inputs ----------------------------------------------------------------------------
+
+// y = conv(x0, w) + b + x1 with x1 a second input, then z = conv1x1(y) + x1: input 1 is a
+// residual read twice (copied the first time, taken over in place the second)
+static void test_inputs_case(int N, int Ci, int Co, int H, int W) {
+    struct pool         pl = { 0 };
+    struct vae_graph *  g  = graph_new(true);
+    const float *       w, *b, *w2;
+    struct vae_tensor * x0 = vae_graph_input(g, N, Ci, H, W);
+    struct vae_tensor * x1 = vae_graph_input(g, N, Co, H, W);
+    CHECK(g->n_inputs == 2 && g->inputs[0] == x0 && g->inputs[1] == x1 && g->input == x0 && x0->i[0] == 0 &&
+              x1->i[0] == 1 && x0->op == VAE_OP_INPUT && x1->op == VAE_OP_INPUT,
+          "inputs numbered in call order");
+    struct vae_tensor * y = vae_graph_conv2d(g, x0, conv_w(g, &pl, Co, Ci, 3, &w), vec_w(g, &pl, Co, -.5f, .5f, &b),
+                                             x1, VAE_ACT_SILU);
+    vae_graph_set_output(g, vae_graph_conv2d(g, y, conv_w(g, &pl, Co, Co, 1, &w2), NULL, x1, VAE_ACT_NONE));
+
+    const size_t   n0 = (size_t) N * Ci * H * W, n1 = (size_t) N * Co * H * W;
+    const float *  in[2] = { rnd(&pl, n0, -1, 1), rnd(&pl, n1, -1, 1) };
+    const double * rd    = to_double(&pl, in[1], n1);
+    const double * yd    = ref_conv(&pl, to_double(&pl, in[0], n0), N, Ci, H, W, w, Co, 3, b, rd, VAE_ACT_SILU);
+    yd                   = ref_conv(&pl, yd, N, Co, H, W, w2, Co, 1, NULL, rd, VAE_ACT_NONE);
+
+    char label[160];
+    snprintf(label, sizeof(label), "two_inputs(n=%d,x0 cin=%d,x1 c=%d,h=%d,w=%d: conv(x0)+x1, conv1x1+x1)", N, Ci, Co,
+             H, W);
+    report(label, run_inputs(&pl, g, in, false), yd, n1);
+
+    // the one-input form refuses it and says why
+    char err[256] = "";
+    CHECK(!vae_backend_graph_compute(B, g, NULL, in[0], err, sizeof(err)), "a two-input graph computed from one input");
+    CHECK_ERR_HAS(err, "2 inputs");
+    printf("vae_backend_graph_compute of a two-input graph: %s \"%s\"\n", strstr(err, "2 inputs") ? "refused:" : "FAIL",
+           err);
+    vae_backend_graph_release(B, g);
+    vae_graph_free(g);
+
+    // and a one-input graph runs through the many-input form too, to the same floats
+    g = graph_new(true);
+    vae_graph_set_output(g, vae_graph_conv2d(g, vae_graph_input(g, N, Ci, H, W),
+                                             vae_graph_weight(g, "w", w, 4, (const int64_t[4]) { Co, Ci, 3, 3 }), NULL,
+                                             NULL, VAE_ACT_NONE));
+    const float * one = run_keep(&pl, g, in[0], false);
+    bool          ok  = vae_backend_graph_compute_inputs(B, g, NULL, in, err, sizeof(err));
+    CHECK(ok, "compute_inputs of a one-input graph: %s", err);
+    float * many = pool_add(&pl, xmalloc(n1 * sizeof(float)));
+    ok           = ok && vae_backend_graph_read_output(B, g, 0, N, many, err, sizeof(err));
+    CHECK(ok && one && same_floats(one, many, n1), "the two compute forms differ on a one-input graph");
+    vae_backend_graph_release(B, g);
+    vae_graph_free(g);
+    pool_free(&pl);
+}
+
+static void test_inputs(void) {
+    rng_seed(4500);
+    test_inputs_case(2, 5, 19, 7, 9);
+    if (!g_quick) {
+        test_inputs_case(1, 19, 5, 9, 7);
+        test_inputs_case(1, 16, 32, 1, 3);
+    }
 }
 
 // ---- pixel packing -----------------------------------------------------------------------------
@@ -1151,6 +1327,52 @@ static void test_frame_bytes(void) {
     CHECK(rbok, "NV12 red/blue: Y %d %d %d %d UV %d %d %d %d", yp2[0], yp2[1], yp2[2], yp2[3], uv[0], uv[1], uv[2],
           uv[3]);
     printf("read_frame(hand-written NV12 red/blue BT.601 limited): %s\n", rbok ? "OK" : "FAIL");
+    vae_backend_graph_release(B, g);
+    vae_graph_free(g);
+    pool_free(&pl);
+}
+
+// vae_frame_pack of a planar host frame [3, H, W] (pixel stride 1, channel stride H * W) gives
+// the bytes of the backend's own blocked path, stride padding and special values included
+static void test_frame_pack(void) {
+    struct pool        pl = { 0 };
+    const int          W = 13, H = 7, extra = 3, cw = (W + 1) / 2, ch = (H + 1) / 2;
+    struct vae_graph * g = graph_new(true);
+    vae_graph_set_output(g, vae_graph_input(g, 1, 3, H, W));
+    rng_seed(5900);
+    float * in = rnd(&pl, (size_t) 3 * H * W, -1.5f, 1.5f);
+    put_specials(in, 1, H, W);
+    run_keep(&pl, g, in, false);
+    static const enum vae_pixel_format fmts[] = { VAE_PIXEL_RGB, VAE_PIXEL_BGRX, VAE_PIXEL_I420 };
+    for (size_t k = 0; k < sizeof(fmts) / sizeof(fmts[0]); k++) {
+        const bool yuv = is_yuv(fmts[k]);
+        const int  strides[3] = { W * (fmts[k] == VAE_PIXEL_RGB ? 3 : yuv ? 1 : 4) + extra, yuv ? cw + extra : 0,
+                                  yuv ? cw + extra : 0 };
+        const size_t sizes[3] = { (size_t) strides[0] * H, (size_t) strides[1] * ch, (size_t) strides[2] * ch };
+        uint8_t *    bufs[2][3];
+        for (int v = 0; v < 2; v++) {
+            for (int p = 0; p < 3; p++) {
+                bufs[v][p] = pool_add(&pl, xmalloc(sizes[p]));
+                memset(bufs[v][p], SENTINEL, sizes[p]);
+            }
+        }
+        struct vae_frame f = { fmts[k], W, H, { bufs[0][0], bufs[0][1], bufs[0][2] }, { strides[0], strides[1], strides[2] },
+                               0.5f, 0.5f, 0.2126f, 0.0722f, false };
+        char             err[256];
+        const bool       ok = vae_backend_graph_read_frame(B, g, 0, &f, err, sizeof(err));
+        CHECK(ok, "read_frame: %s", err);
+        for (int p = 0; p < 3; p++) {
+            f.planes[p] = bufs[1][p];
+        }
+        vae_frame_pack(in, 1, (int64_t) H * W, &f);
+        bool same = ok;
+        for (int p = 0; p < 3; p++) {
+            same = same && memcmp(bufs[0][p], bufs[1][p], sizes[p]) == 0;
+        }
+        printf("vae_frame_pack(planar,%s,%dx%d,stride+%d) = read_frame bytes: %s\n", fmt_name(fmts[k]), W, H, extra,
+               same ? "OK" : "FAIL");
+        CHECK(same, "vae_frame_pack of the planar %s frame differs from read_frame", fmt_name(fmts[k]));
+    }
     vae_backend_graph_release(B, g);
     vae_graph_free(g);
     pool_free(&pl);
@@ -1912,9 +2134,11 @@ int main(int argc, char ** argv) {
         void (*fn)(void);
     } sections[] = {
         { "conv2d", test_conv },         { "upsample_conv2d", test_upconv },
-        { "group_norm", test_gn },       { "tanh_clamp", test_tanh },
-        { "chains", test_chains },       { "read_frame", test_frames },
-        { "read_frame bytes", test_frame_bytes }, { "prepare/reuse", test_prepare_and_reuse },
+        { "group_norm", test_gn },       { "group_norm with given statistics", test_gn_stats },
+        { "tanh_clamp", test_tanh },     { "chains", test_chains },
+        { "several inputs", test_inputs }, { "read_frame", test_frames },
+        { "read_frame bytes", test_frame_bytes }, { "vae_frame_pack (planar)", test_frame_pack },
+        { "prepare/reuse", test_prepare_and_reuse },
         { "errors", test_errors },       { "nan", test_nan },
         { "rms_norm (blocked, direct)", test_rms }, { "attention (blocked, direct)", test_attention },
         { "frame_split, pixel_shuffle (blocked, direct)", test_shuffles },

@@ -587,8 +587,8 @@ static bool cpu_run_conv(struct cpu_context * ctx, struct cpu_graph * cg, const 
     return true;
 }
 
-static bool cpu_graph_compute(vae_backend_t * backend, struct vae_graph * g, vae_state_t * state, const float * input,
-                              char * err, size_t err_size) {
+static bool cpu_graph_compute(vae_backend_t * backend, struct vae_graph * g, vae_state_t * state,
+                              const float * const * inputs, char * err, size_t err_size) {
     struct cpu_context * ctx = backend->context;
     struct cpu_graph *   cg  = g->backend_data;
     for (int i = 0; i < g->n_nodes; i++) {
@@ -606,7 +606,7 @@ static bool cpu_graph_compute(vae_backend_t * backend, struct vae_graph * g, vae
         const float *             x = t->src[0] ? cpu_node_data(cg, t->src[0]) : NULL;
         switch (t->op) {
             case VAE_OP_INPUT:
-                vae_cpu_to_blocked(input, y, t->ne);
+                vae_cpu_to_blocked(inputs[t->i[0]], y, t->ne);
                 break;
             case VAE_OP_TANH_CLAMP:
                 vae_cpu_tanh_clamp(x, y, vae_cpu_nelements(t->ne), t->f[0]);
@@ -615,7 +615,9 @@ static bool cpu_graph_compute(vae_backend_t * backend, struct vae_graph * g, vae
                 vae_cpu_upsample2x(x, y, t->src[0]->ne);
                 break;
             case VAE_OP_GROUP_NORM:
-                vae_cpu_group_norm(x, y, t->ne, t->i[0], t->f[0], t->src[1]->data, t->src[2]->data, t->act);
+                // (a [1, C, 1, 1] tensor has element c at offset c: the stats are a plain vector)
+                vae_cpu_group_norm(x, y, t->ne, t->i[0], t->f[0], t->src[1]->data, t->src[2]->data, t->act,
+                                   t->src[3] ? cpu_node_data(cg, t->src[3]) : NULL);
                 break;
             case VAE_OP_RMS_NORM:
                 vae_cpu_rms_norm(x, y, t->ne, t->src[1]->data, t->act);
@@ -661,7 +663,7 @@ static bool cpu_graph_read_frame(vae_backend_t * backend, struct vae_graph * g, 
                  (long long) out->ne[3], (long long) out->ne[2]);
         return false;
     }
-    vae_cpu_pack_frame(cpu_node_data(cg, out) + (size_t) n * VAE_CPU_BLOCK * out->ne[2] * out->ne[3], dst);
+    vae_frame_pack(cpu_node_data(cg, out) + (size_t) n * cpu_frame_floats(out), VAE_CPU_BLOCK, 1, dst);
     return true;
 }
 

@@ -121,7 +121,7 @@ static void cpu_group_mean(const double * sums, double * out, int64_t N, int64_t
 }
 
 void vae_cpu_group_norm(const float * x, float * y, const int64_t ne[4], int groups, float eps, const float * gamma,
-                        const float * beta, enum vae_act act) {
+                        const float * beta, enum vae_act act, const float * stats) {
     const int64_t N = ne[0], C = ne[1], CB = vae_cpu_blocks(C), HW = ne[2] * ne[3], cpg = C / groups;
     const size_t  nc = (size_t) (N * CB * VAE_CPU_BLOCK);
     double *      sums = malloc(3 * nc * sizeof(double));
@@ -130,11 +130,20 @@ void vae_cpu_group_norm(const float * x, float * y, const int64_t ne[4], int gro
     }
     double * mean = sums + nc, * rstd = sums + 2 * nc;
 
-    // two passes (mean, then centered squares) so large offsets lose no precision
-    cpu_channel_sums(x, ne, NULL, sums);
-    cpu_group_mean(sums, mean, N, CB, groups, cpg, HW, -1.0f);
-    cpu_channel_sums(x, ne, mean, sums);
-    cpu_group_mean(sums, rstd, N, CB, groups, cpg, HW, eps);
+    if (stats) { // the same for every frame
+        for (int64_t n = 0; n < N; n++) {
+            for (int64_t c = 0; c < C; c++) {
+                mean[n * CB * VAE_CPU_BLOCK + c] = stats[c / cpg];
+                rstd[n * CB * VAE_CPU_BLOCK + c] = stats[groups + c / cpg];
+            }
+        }
+    } else {
+        // two passes (mean, then centered squares) so large offsets lose no precision
+        cpu_channel_sums(x, ne, NULL, sums);
+        cpu_group_mean(sums, mean, N, CB, groups, cpg, HW, -1.0f);
+        cpu_channel_sums(x, ne, mean, sums);
+        cpu_group_mean(sums, rstd, N, CB, groups, cpg, HW, eps);
+    }
 #pragma omp parallel for collapse(2)
     for (int64_t n = 0; n < N; n++) {
         for (int64_t cb = 0; cb < CB; cb++) {

@@ -35,12 +35,10 @@ void vae_cpu_tanh_clamp(const float * x, float * y, size_t n, float s);
 // nearest 2x: x [N, C, H, W] -> y [N, C, 2H, 2W], blocked
 void vae_cpu_upsample2x(const float * x, float * y, const int64_t ne_x[4]);
 
-// y = act(GN(x) * gamma + beta), blocked, in place allowed; statistics in double
+// y = act(GN(x) * gamma + beta), blocked, in place allowed; statistics of x in double, or when
+// stats is given, those: the group means, then 1 / sqrt(var + eps) (2 * groups floats; eps unused)
 void vae_cpu_group_norm(const float * x, float * y, const int64_t ne[4], int groups, float eps, const float * gamma,
-                        const float * beta, enum vae_act act);
-
-// 8-bit pixels from a blocked 3-channel frame [3, H, W] (one frame of the output)
-void vae_cpu_pack_frame(const float * src, const struct vae_frame * dst);
+                        const float * beta, enum vae_act act, const float * stats);
 
 // y = act(x / max(|x|, 1e-12) * sqrt(C) * gamma[c]), |x| = the L2 norm over the C channels at
 // each pixel (Wan's RMS_norm); blocked, in place allowed

@@ -1,9 +1,11 @@
-// The last step of every decode on the CPU: the model's float RGB becomes 8-bit pixels in the
-// layout the pipeline negotiated, rounded to nearest. NaN maps to 0 so that a bad latent can
-// never produce an out-of-range byte. YUV uses the luma coefficients and range the caller read
-// from the negotiated colorimetry; 4:2:0 chroma is taken from the mean of each 2x2 RGB quad.
+// The last step of every decode: the model's float RGB, in host memory, becomes 8-bit pixels in
+// the layout the pipeline negotiated, rounded to nearest. It is one function for every backend
+// (each passes the strides of its own layout, or copies a planar frame to the host first) so that
+// the bytes of a frame never depend on the device. NaN maps to 0 so that a bad latent can never
+// produce an out-of-range byte. YUV uses the luma coefficients and range the caller read from the
+// negotiated colorimetry; 4:2:0 chroma is taken from the mean of each 2x2 RGB quad.
 
-#include "vae-cpu.h"
+#include "vae-backend.h"
 
 #include <math.h>
 
@@ -16,15 +18,22 @@ static inline uint8_t pack_u8(float v) {
     return (uint8_t) (v * 255.0f + 0.5f);
 }
 
-// one pixel of the blocked frame as clamped [0, 1] RGB
-static inline void pack_rgb(const float * src, const struct vae_frame * f, int64_t y, int64_t x, float rgb[3]) {
-    const float * p = src + (y * f->width + x) * VAE_CPU_BLOCK;
+// where channel c of pixel (y, x) is: src[(y * width + x) * pixel + c * channel]
+struct pack_src {
+    const float * data;
+    int64_t       pixel, channel;
+};
+
+// one pixel as clamped [0, 1] RGB
+static inline void pack_rgb(const struct pack_src * s, const struct vae_frame * f, int64_t y, int64_t x,
+                            float rgb[3]) {
+    const float * p = s->data + (y * f->width + x) * s->pixel;
     for (int c = 0; c < 3; c++) {
-        rgb[c] = pack_unit(p[c], f->scale, f->offset);
+        rgb[c] = pack_unit(p[c * s->channel], f->scale, f->offset);
     }
 }
 
-static void pack_packed(const float * src, const struct vae_frame * f) {
+static void pack_packed(const struct pack_src * src, const struct vae_frame * f) {
     // byte positions of R, G, B and the fourth byte (-1: none) per format
     int r = 0, g = 1, b = 2, a = -1, bpp = 3;
     switch (f->format) {
@@ -51,7 +60,7 @@ static void pack_packed(const float * src, const struct vae_frame * f) {
     }
 }
 
-static void pack_yuv420(const float * src, const struct vae_frame * f) {
+static void pack_yuv420(const struct pack_src * src, const struct vae_frame * f) {
     const float kr = f->kr, kb = f->kb, kg = 1.0f - kr - kb;
     const float ys = f->full_range ? 255.0f : 219.0f, yo = f->full_range ? 0.0f : 16.0f;
     const float cs = f->full_range ? 255.0f : 224.0f;
@@ -90,10 +99,11 @@ static void pack_yuv420(const float * src, const struct vae_frame * f) {
     }
 }
 
-void vae_cpu_pack_frame(const float * src, const struct vae_frame * dst) {
+void vae_frame_pack(const float * src, int64_t pixel_stride, int64_t channel_stride, const struct vae_frame * dst) {
+    const struct pack_src s = { src, pixel_stride, channel_stride };
     if (dst->format == VAE_PIXEL_I420 || dst->format == VAE_PIXEL_NV12) {
-        pack_yuv420(src, dst);
+        pack_yuv420(&s, dst);
     } else {
-        pack_packed(src, dst);
+        pack_packed(&s, dst);
     }
 }
