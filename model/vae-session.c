@@ -309,6 +309,10 @@ int vae_session_chunk_frames(const struct vae_session * s) {
     return s->cfg.chunk_frames;
 }
 
+int vae_session_ranges(const struct vae_session * s, const char ** names, float * max_abs) {
+    return s->tiled && s->tiled_out ? vae_tiled_ranges(s->tiled, names, max_abs) : 0;
+}
+
 int vae_session_tile_size(const struct vae_session * s) {
     return s->cfg.tile_size;
 }

@@ -48,6 +48,10 @@ void vae_session_reset(struct vae_session * s);
 
 int    vae_session_chunk_frames(const struct vae_session * s);
 int    vae_session_tile_size(const struct vae_session * s);   // the tile edge in use; 0 = whole frames
+// tiled decodes: the largest |value| of each whole-frame activation of the last frame, named by
+// the layer that made it (VAE_KL_MAX_STEPS + 1 entries at most); 0 when the session is not tiled
+// or has decoded nothing. Tells which layers overflow fp16 (65504) on real input.
+int    vae_session_ranges(const struct vae_session * s, const char ** names, float * max_abs);
 size_t vae_session_peak_bytes(const struct vae_session * s);   // graphs, weights and state together
 // latent frames pushed and frames decoded (ready or popped) since the stream started (they
 // still count the stream that a drain ended, until the next push)

@@ -31,10 +31,12 @@ struct vae_tiled {
     struct vae_kl_step       steps[VAE_KL_MAX_STEPS];
     float *                  buf[2];          // activations [C, H, W]: each step reads one, writes the other
     size_t                   buf_floats[2];
+    size_t                   buf_floats_head; // the head's output
     float *                  out;             // [3, 8h, 8w]
     float *                  crop, * crop_r, * crop_y;   // one tile: x, r and y
     size_t                   crop_floats, crop_y_floats;
     float                    stats[2 * TILE_GROUPS];
+    float                    max_abs[VAE_KL_MAX_STEPS + 1];   // of the head's output, then of each step's
     size_t                   graph_peak;      // the largest prepared graph
 };
 
@@ -82,6 +84,19 @@ static void tile_stats(const float * x, int c, size_t hw, float * stats) {
         stats[g]               = (float) mean;
         stats[TILE_GROUPS + g] = (float) (1.0 / sqrt(q / (double) n + TILE_EPS));
     }
+}
+
+// the largest |x| (NaN if any) of n floats
+static float tile_max_abs(const float * x, size_t n) {
+    float m = 0.0f;
+    bool  nan = false;
+#pragma omp parallel for reduction(max : m) reduction(|| : nan)
+    for (size_t i = 0; i < n; i++) {
+        const float a = fabsf(x[i]);
+        m             = a > m ? a : m;
+        nan           = nan || a != a;
+    }
+    return nan ? NAN : m;
 }
 
 // rows [y0, y0 + ch) x columns [x0, x0 + cw) of src [C, H, W] into dst [C, ch, cw]
@@ -173,6 +188,9 @@ const float * vae_tiled_decode(struct vae_tiled * t, const float * latent, char 
     // buffer `cur` holds the current activation [c, h, w]; a residual block's first conv writes
     // the other one, its second writes back over its input, an upsample moves to the other one
     int cur = 0, h = t->h, w = t->w;
+    if (ok) {
+        t->max_abs[0] = tile_max_abs(t->buf[0], t->buf_floats_head);
+    }
     for (int k = 0; ok && k < t->n_steps; k++) {
         const struct vae_kl_step * s    = &t->steps[k];
         const bool                 last = k == t->n_steps - 1;
@@ -191,6 +209,8 @@ const float * vae_tiled_decode(struct vae_tiled * t, const float * latent, char 
                 cur ^= 1, h *= 2, w *= 2;
                 break;
         }
+        const float * y = last ? t->out : s->kind == VAE_KL_NORM_CONV ? t->buf[cur ^ 1] : t->buf[cur];
+        t->max_abs[k + 1] = tile_max_abs(y, (size_t) s->cout * (size_t) h * (size_t) w);
     }
     return ok ? t->out : NULL;
 }
@@ -222,7 +242,7 @@ struct vae_tiled * vae_tiled_new(const struct vae_model * model, vae_backend_t *
     struct vae_graph * head = tile_prepare(t, vae_kl_head_build(model, h, w, err, err_size), err, err_size);
     bool               ok   = head != NULL;
     if (head) {
-        t->buf_floats[0] = (size_t) head->output->ne[1] * (size_t) h * (size_t) w;
+        t->buf_floats[0] = t->buf_floats_head = (size_t) head->output->ne[1] * (size_t) h * (size_t) w;
         tile_release(t, head);
     }
     int cur = 0, sh = h, sw = w;
@@ -277,4 +297,14 @@ size_t vae_tiled_peak_bytes(const struct vae_tiled * t) {
     const size_t out = (size_t) 3 * (size_t) t->h * (size_t) t->w * (size_t) t->model->scale * (size_t) t->model->scale;
     return t->graph_peak +
            (t->buf_floats[0] + t->buf_floats[1] + out + 2 * t->crop_floats + t->crop_y_floats) * sizeof(float);
+}
+
+int vae_tiled_ranges(const struct vae_tiled * t, const char ** names, float * max_abs) {
+    names[0]   = "decoder.mid";
+    max_abs[0] = t->max_abs[0];
+    for (int k = 0; k < t->n_steps; k++) {
+        names[k + 1]   = t->steps[k].conv;
+        max_abs[k + 1] = t->max_abs[k + 1];
+    }
+    return t->n_steps + 1;
 }

@@ -18,3 +18,7 @@ void               vae_tiled_free(struct vae_tiled * t);
 const float *      vae_tiled_decode(struct vae_tiled * t, const float * latent, char * err, size_t err_size);
 // host buffers and the largest prepared graph together
 size_t             vae_tiled_peak_bytes(const struct vae_tiled * t);
+// the largest |value| of each whole-frame activation of the last decode: the head's output
+// ("decoder.mid"), then each step's (named by its conv); returns the count, at most
+// VAE_KL_MAX_STEPS + 1. A value above 65504 does not fit fp16 (NaN: NaN was there).
+int                vae_tiled_ranges(const struct vae_tiled * t, const char ** names, float * max_abs);
