@@ -85,7 +85,9 @@ static bool session_tile_to_fit(struct vae_session * s, int side, char * err, si
         s->cfg.tile_size = s->tiled ? tile : 0;
     }
     if (!s->tiled) {
-        snprintf(err, err_size, "%s; nor does it fit in tiles of %d pixels", why, SESSION_MIN_TILE);
+        char tiled[256];
+        snprintf(tiled, sizeof(tiled), "%s", err);
+        snprintf(err, err_size, "%s; nor does it fit in tiles: %s", why, tiled);
     }
     return s->tiled != NULL;
 }

@@ -152,14 +152,20 @@ static bool tile_run_step(struct vae_tiled * t, const struct vae_kl_step * s, co
                           int w, float * dst, char * err, size_t err_size) {
     const int    c = tile_crop(t, s), up = s->kind == VAE_KL_UPSAMPLE ? 2 : 1;
     int          ys[4096 + 1], yo[4096 + 2], xs[4096 + 1], xo[4096 + 2];
-    const int    ny = tile_spans(h, c, ys, yo), nx = tile_spans(w, c, xs, xo);
+    int          ny = tile_spans(h, c, ys, yo), nx = tile_spans(w, c, xs, xo);
     const int    ch = c < h ? c : h, cw = c < w ? c : w;
     struct vae_graph * g = tile_step_graph(t, s, h, w, err, err_size);
     if (!g) {
         return false;
     }
+    bool ok = true;
+    if (ny == 1 && nx == 1) { // the whole frame: no copies
+        const float * inputs[3] = { x, t->stats, r };
+        ok = vae_backend_graph_compute_inputs(t->backend, g, NULL, inputs, err, err_size) &&
+             vae_backend_graph_read_output(t->backend, g, 0, 1, dst, err, err_size);
+        ny = 0;
+    }
     const float * inputs[3] = { t->crop, t->stats, t->crop_r };
-    bool          ok        = true;
     for (int i = 0; ok && i < ny; i++) {
         for (int j = 0; ok && j < nx; j++) {
             tile_gather(x, s->cin, h, w, ys[i], xs[j], ch, cw, t->crop);
@@ -256,9 +262,11 @@ struct vae_tiled * vae_tiled_new(const struct vae_model * model, vae_backend_t *
             t->buf_floats[dst] = y;
         }
         const size_t cin = (size_t) (s->cin > s->rin ? s->cin : s->rin);
-        t->crop_floats   = cin * crop > t->crop_floats ? cin * crop : t->crop_floats;
-        t->crop_y_floats = (size_t) s->cout * crop * up * up > t->crop_y_floats ? (size_t) s->cout * crop * up * up
-                                                                                 : t->crop_y_floats;
+        if (c < sh || c < sw) { // (whole frames need no copies)
+            t->crop_floats   = cin * crop > t->crop_floats ? cin * crop : t->crop_floats;
+            t->crop_y_floats = (size_t) s->cout * crop * up * up > t->crop_y_floats ? (size_t) s->cout * crop * up * up
+                                                                                     : t->crop_y_floats;
+        }
         struct vae_graph * g = tile_step_graph(t, s, sh, sw, err, err_size);
         ok                   = g != NULL;
         if (g) {
