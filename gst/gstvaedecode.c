@@ -8,12 +8,41 @@
  * @short_description: decodes diffusion-model latents into raw video frames
  *
  * vaedecode runs the decoder half of a VAE on a stream of `video/x-latent` buffers, one
- * latent frame each, and outputs `video/x-raw` frames `scale` times the latent size (8, or
- * 16 for taew2_2). The model file is a safetensors file; its family is detected from its
- * keys and shapes: the TAESD image decoders (taesd, taesdxl, taesd3, taef1, taef2), the
- * Wan 2.1 VAE (wan2.1) and the TAEHV video decoders (taew2_1, taew2_2). The output is
- * converted to the negotiated format (RGB, RGBA, RGBx, BGRx, BGRA, I420, NV12) with 8-bit
- * values rounded to nearest.
+ * latent frame each, and outputs `video/x-raw` frames 8 times the latent size (16 times for
+ * taew2_2, and for FLUX.2's normalized latents, which hold 2x2 patches). The model file is a
+ * safetensors file; its family is detected from its keys and shapes: the AutoencoderKL image
+ * decoders (sd1, sd2, sdxl, sd3, flux1, flux2), the TAESD image decoders (taesd, taesdxl,
+ * taesd3, taef1, taef2), the Wan 2.1 VAE (wan2.1) and the TAEHV video decoders (taew2_1,
+ * taew2_2). The output is converted to the negotiated format (RGB, RGBA, RGBx, BGRx, BGRA,
+ * I420, NV12) with 8-bit values rounded to nearest.
+ *
+ * ## AutoencoderKL and latent spaces
+ *
+ * The full VAE decoders of Stable Diffusion 1.x/2.x, SDXL, SD3/3.5, FLUX.1 and FLUX.2 are
+ * read in the LDM/ComfyUI/BFL naming (`decoder.conv_in.weight`,
+ * `decoder.mid.attn_1.q.weight`) or the diffusers one (`decoder.mid_block.attentions.0.to_q.weight`, also the older
+ * `query`/`key`/`value`/`proj_attn`), as a standalone VAE file or inside a single-file
+ * checkpoint whose VAE tensors carry a `first_stage_model.` or `vae.` prefix; encoder and
+ * diffusion-model tensors are ignored. They take the VAE's raw latents, which is what
+ * latent-space=auto assumes and what ComfyUI's `.latent` files hold; normalized latents (the
+ * diffusion model's, diffusers `output_type="latent"`) are converted with the family's
+ * constants: SD 1.x/2.x z = x / 0.18215, SDXL z = x / 0.13025, SD3 z = x / 1.5305 + 0.0609,
+ * FLUX.1 z = x / 0.3611 + 0.1159. FLUX.2's normalized latents have 128 channels at half the
+ * latent resolution (1/16 of the frame): they go through the BatchNorm statistics stored in
+ * the file and a 2x2 unpatchify into the decoder's 32 channels, so the caps take 128 channels
+ * and the frames are 16 times the latent grid. sd1, sd2 and sdxl files have the same shapes,
+ * as do sd3 and flux1 files: they decode raw latents the same way, but normalized latents
+ * need #GstVaeDecode:model-family to name the family. The decoder's output, about [-1, 1],
+ * becomes (y + 1) / 2, clamped to [0, 1].
+ *
+ * ## Tiled decode
+ *
+ * An AutoencoderKL frame can be decoded in tiles to lower the peak memory: tiles of at most
+ * #GstVaeDecode:tile-size output pixels a side, or, with tile-size 0, tiles that fit when a
+ * whole frame does not fit in #GstVaeDecode:max-memory. The tiling is exact: the GroupNorm statistics and the mid-block attention are still computed over the
+ * whole frame, and each layer reads a one-pixel border from its stored neighbours, so a tiled
+ * frame equals the untiled one to rounding and needs no overlap or blending. Smaller tiles
+ * need less memory and take somewhat longer.
  *
  * ## Video decoders and timestamps
  *
@@ -52,6 +81,15 @@
  * names the cause. Frames decoded before an error have already been pushed.
  *
  * ## Example launch lines
+ * |[
+ * gst-launch-1.0 filesrc location=sdxl_00001_.latent ! latentparse \
+ *     ! vaedecode model-file=sdxl_vae.safetensors \
+ *     ! videoconvert ! pngenc ! multifilesink location=image-%02d.png
+ * ]| decodes a ComfyUI SDXL `.latent` file (raw latents, [B, 4, H/8, W/8]) into B PNG
+ * images with the SDXL VAE (`sdxl_vae.safetensors`, diffusers' `vae/` file, or an SDXL
+ * checkpoint); add tile-size=512 to decode large images in tiles. With
+ * `tests/data/kl_sd.latent` and `tests/data/kl_sd.safetensors`, a random-weight model of the
+ * same structure, the same pipeline runs in a second (one 56x40 image).
  * |[
  * gst-launch-1.0 filesrc location=../shared/reference/taef2/full.latent ! latentparse \
  *     ! vaedecode model-file=../shared/models/taef2_decoder.safetensors \
@@ -113,6 +151,8 @@ enum
   PROP_PRECISION,
   PROP_LATENT_SPACE,
   PROP_CHUNK_FRAMES,
+  PROP_TILE_SIZE,
+  PROP_MAX_MEMORY,
   PROP_POST_MESSAGES,
 };
 
@@ -122,6 +162,8 @@ enum
 #define DEFAULT_PRECISION GST_VAE_PRECISION_AUTO
 #define DEFAULT_LATENT_SPACE GST_VAE_LATENT_SPACE_AUTO
 #define DEFAULT_CHUNK_FRAMES 0
+#define DEFAULT_TILE_SIZE 0
+#define DEFAULT_MAX_MEMORY 0
 #define DEFAULT_POST_MESSAGES TRUE
 
 /* PTS and DURATION of one output frame, decoded or still to come */
@@ -142,6 +184,8 @@ struct _GstVaeDecode
   GstVaePrecision precision;
   GstVaeLatentSpace latent_space;
   guint chunk_frames;
+  guint tile_size;
+  guint64 max_memory;
   gboolean post_messages;
 
   /* from start to stop */
@@ -201,6 +245,19 @@ gst_vae_model_family_get_type (void)
     {VAE_FAMILY_TAEW22,
         "TAEHV tiny decoder for Wan 2.2-5B latents (48 ch, 16x spatial scale)",
         "taew2_2"},
+    {VAE_FAMILY_SD1,
+        "AutoencoderKL of SD 1.x (4 ch; normalized z = x / 0.18215)", "sd1"},
+    {VAE_FAMILY_SD2,
+        "AutoencoderKL of SD 2.x (4 ch; normalized z = x / 0.18215)", "sd2"},
+    {VAE_FAMILY_SDXL,
+        "AutoencoderKL of SDXL (4 ch; normalized z = x / 0.13025)", "sdxl"},
+    {VAE_FAMILY_SD3, "AutoencoderKL of SD3 and SD3.5 (16 ch; normalized "
+          "z = x / 1.5305 + 0.0609)", "sd3"},
+    {VAE_FAMILY_FLUX1, "AutoencoderKL of FLUX.1, also Z-Image, HiDream, "
+          "Lumina 2 (16 ch; normalized z = x / 0.3611 + 0.1159)", "flux1"},
+    {VAE_FAMILY_FLUX2, "AutoencoderKL of FLUX.2 (32 ch raw; normalized: 128 ch "
+          "at half the size, through the file's BatchNorm statistics and a 2x2 "
+          "unpatchify, 16x spatial scale)", "flux2"},
     {0, NULL, NULL},
   };
 
@@ -365,51 +422,122 @@ gst_vae_decode_scale_field (GstStructure * s, const gchar * field,
   }
 }
 
+/* one way latents can meet the loaded decoder: the space the latent caps must name (AUTO:
+ * any), their channels (0: any) and the output pixels per latent pixel */
+typedef struct
+{
+  enum vae_space space;
+  gint channels, scale;
+} GstVaeLayout;
+
+/* the layouts of latents with the caps structure s (NULL: any latent caps). The latent-space
+ * property decides the space when it is set, else the caps' `space` field (absent: the
+ * decoder's own). A space's patch sets the rest: latent_channels * patch^2 channels, frames
+ * scale * patch times the latent grid (FLUX.2's normalized latents: 4 x 32 channels, 16x).
+ * Before the model is loaded, every scale a decoder has. */
+static guint
+gst_vae_decode_layouts (GstVaeDecode * self, const GstStructure * s,
+    GstVaeLayout layouts[3])
+{
+  const struct vae_model *model = self->model;
+  enum vae_space spaces[3];
+  GstVaeLatentSpace prop;
+  const gchar *name;
+  guint n = 0, i;
+
+  if (model == NULL) {
+    for (i = 0; i < 2; i++) {
+      layouts[i].space = VAE_SPACE_AUTO;
+      layouts[i].channels = 0;
+      layouts[i].scale = 8 << i;
+    }
+    return 2;
+  }
+
+  GST_OBJECT_LOCK (self);
+  prop = self->latent_space;
+  GST_OBJECT_UNLOCK (self);
+  name = s ? gst_structure_get_string (s, "space") : NULL;
+  if (prop != GST_VAE_LATENT_SPACE_AUTO) {
+    spaces[n++] = (enum vae_space) prop;
+  } else if (s != NULL && !gst_structure_has_field (s, "space")) {
+    spaces[n++] = VAE_SPACE_AUTO;
+  } else if (g_strcmp0 (name, "raw") == 0) {
+    spaces[n++] = VAE_SPACE_RAW;
+  } else if (g_strcmp0 (name, "normalized") == 0) {
+    spaces[n++] = VAE_SPACE_NORMALIZED;
+  } else {
+    /* any latent caps, or a space left open: each space */
+    spaces[n++] = VAE_SPACE_AUTO;
+    spaces[n++] = VAE_SPACE_RAW;
+    spaces[n++] = VAE_SPACE_NORMALIZED;
+  }
+
+  for (i = 0; i < n; i++) {
+    const gint patch = vae_model_space_patch (model, spaces[i]);
+
+    /* with the property set, the caps' space does not matter */
+    layouts[i].space = prop != GST_VAE_LATENT_SPACE_AUTO ? VAE_SPACE_AUTO :
+        spaces[i];
+    layouts[i].channels = model->latent_channels * patch * patch;
+    layouts[i].scale = model->scale * patch;
+  }
+  return n;
+}
+
 static GstCaps *
 gst_vae_decode_transform_caps (GstBaseTransform * trans,
     GstPadDirection direction, GstCaps * caps, GstCaps * filter)
 {
   GstVaeDecode *self = GST_VAE_DECODE (trans);
   GstCaps *result = gst_caps_new_empty ();
-  /* frames are model->scale times the latent grid; before the model is loaded, either size */
-  const gint any_scale[] = { 8, 16 };
-  const gint *scales = self->model ? &self->model->scale : any_scale;
-  const guint n_scales = self->model ? 1 : G_N_ELEMENTS (any_scale);
-  guint i;
+  guint i, j;
 
-  for (i = 0; i < gst_caps_get_size (caps) * n_scales; i++) {
-    const GstStructure *in = gst_caps_get_structure (caps, i / n_scales);
+  for (i = 0; i < gst_caps_get_size (caps); i++) {
+    const GstStructure *in = gst_caps_get_structure (caps, i);
     const GValue *fps = gst_structure_get_value (in, "framerate");
-    const gint scale = scales[i % n_scales];
-    GstStructure *out;
+    GstVaeLayout layouts[3];
+    /* latents to frames: the layouts these latent caps can have; frames to latents: every
+     * layout (a structure that is a subset of one merged before is dropped) */
+    const guint n = gst_vae_decode_layouts (self,
+        direction == GST_PAD_SINK ? in : NULL, layouts);
 
-    if (direction == GST_PAD_SINK) {
-      GstCaps *tmpl = gst_static_pad_template_get_caps (&src_template);
-      out = gst_structure_copy (gst_caps_get_structure (tmpl, 0));
-      gst_caps_unref (tmpl);
-    } else {
-      out = gst_structure_from_string (GST_LATENT_MEDIA_TYPE
-          ", type = (string) { float32, float16, bfloat16 }", NULL);
-      if (self->model)
-        gst_structure_set (out, "channels", G_TYPE_INT,
-            self->model->latent_channels, NULL);
+    for (j = 0; j < n; j++) {
+      const GstVaeLayout *l = &layouts[j];
+      GstStructure *out;
+
+      if (direction == GST_PAD_SINK) {
+        GstCaps *tmpl = gst_static_pad_template_get_caps (&src_template);
+        out = gst_structure_copy (gst_caps_get_structure (tmpl, 0));
+        gst_caps_unref (tmpl);
+      } else {
+        out = gst_structure_from_string (GST_LATENT_MEDIA_TYPE
+            ", type = (string) { float32, float16, bfloat16 }", NULL);
+        if (l->channels > 0)
+          gst_structure_set (out, "channels", G_TYPE_INT, l->channels, NULL);
+        else
+          gst_structure_set (out, "channels", GST_TYPE_INT_RANGE, 1,
+              GST_LATENT_MAX_DIM, NULL);
+        if (l->space != VAE_SPACE_AUTO)
+          gst_structure_set (out, "space", G_TYPE_STRING,
+              l->space == VAE_SPACE_RAW ? "raw" : "normalized", NULL);
+      }
+      if (gst_structure_has_field (in, "width"))
+        gst_structure_set_value (out, "width", gst_structure_get_value (in,
+                "width"));
+      if (gst_structure_has_field (in, "height"))
+        gst_structure_set_value (out, "height", gst_structure_get_value (in,
+                "height"));
+      gst_vae_decode_scale_field (out, "width", direction == GST_PAD_SINK,
+          l->scale);
+      gst_vae_decode_scale_field (out, "height", direction == GST_PAD_SINK,
+          l->scale);
+      if (fps)
+        gst_structure_set_value (out, "framerate", fps);
       else
-        gst_structure_set (out, "channels", GST_TYPE_INT_RANGE, 1,
-            GST_LATENT_MAX_DIM, NULL);
+        gst_structure_remove_field (out, "framerate");
+      result = gst_caps_merge_structure (result, out);
     }
-    gst_structure_set_value (out, "width", gst_structure_get_value (in,
-            "width"));
-    gst_structure_set_value (out, "height", gst_structure_get_value (in,
-            "height"));
-    gst_vae_decode_scale_field (out, "width", direction == GST_PAD_SINK,
-        scale);
-    gst_vae_decode_scale_field (out, "height", direction == GST_PAD_SINK,
-        scale);
-    if (fps)
-      gst_structure_set_value (out, "framerate", fps);
-    else
-      gst_structure_remove_field (out, "framerate");
-    result = gst_caps_merge_structure (result, out);
   }
 
   if (filter) {
@@ -444,6 +572,36 @@ gst_vae_decode_pixel_format (GstVideoFormat format)
   }
 }
 
+/* latent caps whose channel count is not the decoder's for their space: name both counts,
+ * and the space that would take these latents where the family has one (FLUX.2) */
+static void
+gst_vae_decode_channels_error (GstVaeDecode * self, const GstLatentInfo * info,
+    enum vae_space space, gint channels)
+{
+  const struct vae_model *model = self->model;
+  const gchar *names[] = { "auto", "raw", "normalized" };
+  enum vae_space other;
+  gint patch, other_channels;
+  gchar *hint = NULL;
+
+  /* auto is the decoder's own space */
+  if (space == VAE_SPACE_AUTO)
+    space = model->own_space;
+  other = space == VAE_SPACE_NORMALIZED ? VAE_SPACE_RAW : VAE_SPACE_NORMALIZED;
+  patch = vae_model_space_patch (model, other);
+  other_channels = model->latent_channels * patch * patch;
+  if (other_channels != channels)
+    hint = g_strdup_printf (" for %s latents and %d for %s ones%s%s",
+        names[space], other_channels, names[other],
+        other_channels == info->channels ? ": set latent-space=" : "",
+        other_channels == info->channels ? names[other] : "");
+  GST_ELEMENT_ERROR (self, STREAM, FORMAT,
+      ("The latents have %d channels but the %s decoder in '%s' takes %d%s.",
+          info->channels, vae_family_name (model->family), self->model_file,
+          channels, hint ? hint : ""), (NULL));
+  g_free (hint);
+}
+
 static gboolean
 gst_vae_decode_set_caps (GstBaseTransform * trans, GstCaps * incaps,
     GstCaps * outcaps)
@@ -452,6 +610,8 @@ gst_vae_decode_set_caps (GstBaseTransform * trans, GstCaps * incaps,
   GstLatentInfo info;
   struct vae_session_config cfg;
   char err[VAE_ERR_SIZE] = "";
+  enum vae_space space;
+  gint patch, channels, scale, tile;
   GstClockTime latency;
   gboolean latency_changed;
 
@@ -461,25 +621,37 @@ gst_vae_decode_set_caps (GstBaseTransform * trans, GstCaps * incaps,
         ("Invalid latent caps: %" GST_PTR_FORMAT, incaps), (NULL));
     return FALSE;
   }
-  if (info.channels != self->model->latent_channels) {
-    GST_ELEMENT_ERROR (self, STREAM, FORMAT,
-        ("The latents have %d channels but the %s decoder in '%s' takes %d.",
-            info.channels, vae_family_name (self->model->family),
-            self->model_file, self->model->latent_channels), (NULL));
+  /* the property names the space when set, else the caps, else the decoder's own; the
+   * space's patch sets the channels and the frame size */
+  space = (enum vae_space) (self->latent_space != GST_VAE_LATENT_SPACE_AUTO
+      ? self->latent_space : info.space);
+  patch = vae_model_space_patch (self->model, space);
+  channels = self->model->latent_channels * patch * patch;
+  scale = self->model->scale * patch;
+  if (info.channels != channels) {
+    gst_vae_decode_channels_error (self, &info, space, channels);
     return FALSE;
   }
   if (!gst_video_info_from_caps (&self->out_info, outcaps))
     return FALSE;
+  if (GST_VIDEO_INFO_WIDTH (&self->out_info) != info.width * scale
+      || GST_VIDEO_INFO_HEIGHT (&self->out_info) != info.height * scale) {
+    GST_ELEMENT_ERROR (self, CORE, NEGOTIATION,
+        ("%dx%d latents decode to %dx%d frames, but the output caps are "
+            "%dx%d.", info.width, info.height, info.width * scale,
+            info.height * scale, GST_VIDEO_INFO_WIDTH (&self->out_info),
+            GST_VIDEO_INFO_HEIGHT (&self->out_info)), (NULL));
+    return FALSE;
+  }
 
   gst_vae_decode_clear_stream (self);
   cfg.channels = info.channels;
   cfg.height = info.height;
   cfg.width = info.width;
-  /* the property names the space when set, else the caps, else the decoder's own */
-  cfg.space = (enum vae_space) (self->latent_space != GST_VAE_LATENT_SPACE_AUTO
-      ? self->latent_space : info.space);
+  cfg.space = space;
   cfg.chunk_frames = self->chunk_frames;
-  cfg.max_bytes = 0;
+  cfg.tile_size = MIN (self->tile_size, G_MAXINT);
+  cfg.max_bytes = self->max_memory;
   self->session = vae_session_new (self->model, self->backend, &cfg, err,
       sizeof (err));
   if (self->session == NULL) {
@@ -510,13 +682,23 @@ gst_vae_decode_set_caps (GstBaseTransform * trans, GstCaps * incaps,
     gst_element_post_message (GST_ELEMENT (self),
         gst_message_new_latency (GST_OBJECT (self)));
   }
-  GST_INFO_OBJECT (self, "decoding %dx%d latents into %dx%d %s frames, "
-      "%d per step, %.1f MiB planned", info.width, info.height,
+  tile = vae_session_tile_size (self->session);
+  GST_INFO_OBJECT (self, "decoding %dx%d latents (%d channels) into %dx%d %s "
+      "frames, %d per step", info.width, info.height, info.channels,
       GST_VIDEO_INFO_WIDTH (&self->out_info),
       GST_VIDEO_INFO_HEIGHT (&self->out_info),
       GST_VIDEO_INFO_NAME (&self->out_info),
-      vae_session_chunk_frames (self->session),
-      vae_session_peak_bytes (self->session) / 1048576.0);
+      vae_session_chunk_frames (self->session));
+  if (tile > 0)
+    GST_INFO_OBJECT (self, "tiles of at most %dx%d pixels (tile-size %u), "
+        "peak %" G_GSIZE_FORMAT " bytes (%.1f MiB)", tile, tile,
+        self->tile_size, vae_session_peak_bytes (self->session),
+        vae_session_peak_bytes (self->session) / 1048576.0);
+  else
+    GST_INFO_OBJECT (self, "whole frames (tile-size %u), peak %"
+        G_GSIZE_FORMAT " bytes (%.1f MiB)", self->tile_size,
+        vae_session_peak_bytes (self->session),
+        vae_session_peak_bytes (self->session) / 1048576.0);
   return TRUE;
 }
 
@@ -937,6 +1119,12 @@ gst_vae_decode_set_property (GObject * object, guint prop_id,
     case PROP_CHUNK_FRAMES:
       self->chunk_frames = g_value_get_uint (value);
       break;
+    case PROP_TILE_SIZE:
+      self->tile_size = g_value_get_uint (value);
+      break;
+    case PROP_MAX_MEMORY:
+      self->max_memory = g_value_get_uint64 (value);
+      break;
     case PROP_POST_MESSAGES:
       self->post_messages = g_value_get_boolean (value);
       break;
@@ -976,6 +1164,12 @@ gst_vae_decode_get_property (GObject * object, guint prop_id, GValue * value,
     case PROP_CHUNK_FRAMES:
       g_value_set_uint (value, self->chunk_frames);
       break;
+    case PROP_TILE_SIZE:
+      g_value_set_uint (value, self->tile_size);
+      break;
+    case PROP_MAX_MEMORY:
+      g_value_set_uint64 (value, self->max_memory);
+      break;
     case PROP_POST_MESSAGES:
       g_value_set_boolean (value, self->post_messages);
       break;
@@ -1013,10 +1207,13 @@ gst_vae_decode_class_init (GstVaeDecodeClass * klass)
   /**
    * GstVaeDecode:model-file:
    *
-   * The decoder weights, a safetensors file: a TAESD-family decoder (taesd, taesdxl,
-   * taesd3, taef1, taef2) in the original, diffusers or ComfyUI naming, the Wan 2.1 VAE
-   * in the original or diffusers naming (encoder tensors are ignored), or a TAEHV decoder
-   * (taew2_1, taew2_2). Loaded on the way to PAUSED.
+   * The decoder weights, a safetensors file: an AutoencoderKL VAE (sd1, sd2, sdxl, sd3,
+   * flux1, flux2) in the LDM/ComfyUI/BFL or the diffusers naming, standalone or as a
+   * single-file checkpoint whose VAE tensors carry a `first_stage_model.` or `vae.` prefix
+   * (the other tensors are ignored); a TAESD-family decoder (taesd, taesdxl, taesd3, taef1,
+   * taef2) in the original, diffusers or ComfyUI naming; the Wan 2.1 VAE in the original
+   * or diffusers naming; or a TAEHV decoder (taew2_1, taew2_2). Encoder tensors are
+   * ignored. Loaded on the way to PAUSED.
    */
   g_object_class_install_property (gobject_class, PROP_MODEL_FILE,
       g_param_spec_string ("model-file", "Model file",
@@ -1026,9 +1223,12 @@ gst_vae_decode_class_init (GstVaeDecodeClass * klass)
    * GstVaeDecode:model-family:
    *
    * The decoder family; auto detects it from the file's keys and shapes. Files whose
-   * shapes cannot tell (4 channels: taesd or taesdxl; 16: taesd3 or taef1; a 16-channel
-   * TAEHV: taew2_1 or Hunyuan's taehv) decode the same either way, but converting raw
-   * latents needs the family named.
+   * shapes cannot tell decode the same either way, but converting latents out of the
+   * decoder's own space needs the family named: AutoencoderKL files with 4 channels (sd1,
+   * sd2 or sdxl) or 16 (sd3 or flux1) for normalized latents, TAESD files with 4 channels
+   * (taesd or taesdxl) or 16 (taesd3 or taef1) and a 16-channel TAEHV (taew2_1 or
+   * Hunyuan's taehv) for raw ones. flux2 files are recognised by their BatchNorm
+   * statistics. A named family is checked against the file.
    */
   g_object_class_install_property (gobject_class, PROP_MODEL_FAMILY,
       g_param_spec_enum ("model-family", "Model family",
@@ -1066,10 +1266,16 @@ gst_vae_decode_class_init (GstVaeDecodeClass * klass)
    *
    * What the incoming latents are. auto takes the caps' `space` field when it is there,
    * and otherwise assumes the decoder's own input space (no conversion): raw for the
-   * Wan 2.1 VAE, normalized for TAESD and TAEHV. raw and normalized convert with the
-   * family's constants (Wan: normalized x becomes x / (1 / std) + mean; TAEHV: raw z
-   * becomes (z - mean) / std; a 16-channel TAEHV needs model-family=taew2_1 for it), or
-   * fail with an error naming the family when it has none.
+   * AutoencoderKL families and the Wan 2.1 VAE, normalized for TAESD and TAEHV. raw and
+   * normalized convert with the family's constants, or fail with an error naming the
+   * family when it has none. AutoencoderKL, normalized x: z = x / s for sd1 and sd2
+   * (s = 0.18215) and sdxl (0.13025), z = x / s + shift for sd3 (1.5305, 0.0609) and
+   * flux1 (0.3611, 0.1159); files of shared shapes need #GstVaeDecode:model-family for it.
+   * flux2's normalized latents have 128 channels at half the latent resolution: each is
+   * taken through the file's BatchNorm statistics (x * sqrt (var + 1e-4) + mean) and the
+   * 2x2 patches unpatchified into 32 channels, so the caps have 128 channels and the frames
+   * are 16 times the latent grid. Wan: normalized x becomes x / (1 / std) + mean; TAEHV: raw
+   * z becomes (z - mean) / std (a 16-channel TAEHV needs model-family=taew2_1 for it).
    */
   g_object_class_install_property (gobject_class, PROP_LATENT_SPACE,
       g_param_spec_enum ("latent-space", "Latent space",
@@ -1087,6 +1293,42 @@ gst_vae_decode_class_init (GstVaeDecodeClass * klass)
       g_param_spec_uint ("chunk-frames", "Chunk frames",
           "Latent frames decoded per step (0 = automatic)", 0, 256,
           DEFAULT_CHUNK_FRAMES, flags));
+  /**
+   * GstVaeDecode:tile-size:
+   *
+   * The largest tile edge, in output pixels, for decoding an AutoencoderKL frame (sd1, sd2,
+   * sdxl, sd3, flux1, flux2) in tiles: 0, or 16 and up (a tile as large as the frame decodes
+   * it whole). 0 decodes whole frames unless they do not fit in #GstVaeDecode:max-memory,
+   * and then halves the tile edge from half the frame's until the tiles fit. The tiling is exact: the
+   * GroupNorm statistics and the mid-block attention are computed over the whole frame, and
+   * each layer reads a one-pixel border from its neighbours' stored results, so a tiled
+   * frame equals the untiled one to rounding. No overlap is needed, hence there is no
+   * tile-overlap property. Smaller tiles lower the peak memory (the activations of one tile
+   * instead of a whole frame, plus what the global statistics and the borders keep) and
+   * cost some time; tiled frames are decoded one per step (#GstVaeDecode:chunk-frames 1).
+   * The other decoders decode whole frames and refuse a tile-size other than 0. The tile
+   * size in use and the planned peak memory are logged (GST_DEBUG=vaedecode:4) when the caps
+   * are set.
+   */
+  g_object_class_install_property (gobject_class, PROP_TILE_SIZE,
+      g_param_spec_uint ("tile-size", "Tile size",
+          "Largest tile edge in output pixels for AutoencoderKL decoders "
+          "(0 = whole frames unless they exceed max-memory); exact, no overlap",
+          0, G_MAXINT, DEFAULT_TILE_SIZE, flags));
+  /**
+   * GstVaeDecode:max-memory:
+   *
+   * The device memory, in bytes, a stream may plan for (weights, activations and state);
+   * 0 means the device's memory. AutoencoderKL frames that do not fit are decoded in tiles
+   * small enough to fit (see #GstVaeDecode:tile-size); when even 16-pixel tiles do not fit,
+   * or the decoder cannot tile, the caps are refused with an error that gives the memory
+   * needed.
+   */
+  g_object_class_install_property (gobject_class, PROP_MAX_MEMORY,
+      g_param_spec_uint64 ("max-memory", "Max memory",
+          "Device memory a stream may use, in bytes (0 = the device's memory); "
+          "AutoencoderKL frames that exceed it are decoded in tiles", 0,
+          G_MAXUINT64, DEFAULT_MAX_MEMORY, flags));
   /**
    * GstVaeDecode:post-messages:
    *
@@ -1140,6 +1382,8 @@ gst_vae_decode_init (GstVaeDecode * self)
   self->precision = DEFAULT_PRECISION;
   self->latent_space = DEFAULT_LATENT_SPACE;
   self->chunk_frames = DEFAULT_CHUNK_FRAMES;
+  self->tile_size = DEFAULT_TILE_SIZE;
+  self->max_memory = DEFAULT_MAX_MEMORY;
   self->post_messages = DEFAULT_POST_MESSAGES;
   self->stamps = g_array_new (FALSE, FALSE, sizeof (GstVaeStamp));
 }

@@ -42,6 +42,10 @@ static struct vae_tensor * kl_step(struct vae_builder * b, const struct vae_kl_s
         return vae_builder_conv2d(b, x, s->conv, 3, true, NULL, VAE_ACT_NONE, true);     // [N, C, 2H, 2W]
     }
     struct vae_tensor * t = kl_norm(b, x, s->norm, VAE_ACT_SILU, stats);                 // [N, Cin, H, W]
+    if (t && s->kind == VAE_KL_NORM_CONV_RES && !s->shortcut[0] && r->ne[1] != x->ne[1]) {
+        return vae_builder_fail(b, "tensor '%.*s.nin_shortcut.weight' is missing: the block goes from %lld to %lld channels",
+                                (int) strlen(s->conv) - 6, s->conv, (long long) r->ne[1], (long long) x->ne[1]);
+    }
     if (s->kind == VAE_KL_NORM_CONV_RES && s->shortcut[0]) {
         r = vae_builder_conv2d(b, r, s->shortcut, 1, true, NULL, VAE_ACT_NONE, false);   // [N, Cout, H, W]
     }
@@ -67,22 +71,19 @@ static int kl_count(const struct vae_model * m, const char * prefix) {
 
 // cin and cout of the conv `name` (0 when it is missing)
 static void kl_conv_width(const struct vae_model * m, const char * name, int * cin, int * cout) {
-    char key[96];
+    char key[160];
     snprintf(key, sizeof(key), "%s.weight", name);
     const struct vae_weight * w = vae_model_weight(m, key);
     *cin  = w && w->n_dims == 4 ? (int) w->shape[1] : 0;
     *cout = w && w->n_dims == 4 ? (int) w->shape[0] : 0;
 }
 
-// a residual block's two steps; false when the block is not there
-static bool kl_resnet_steps(const struct vae_model * m, const char * name, struct vae_kl_step * s) {
+// a residual block's two steps (widths 0 when conv1 is missing: the build names it)
+static void kl_resnet_steps(const struct vae_model * m, const char * name, struct vae_kl_step * s) {
     char key[96];
     int  cin, cout;
     snprintf(key, sizeof(key), "%s.conv1", name);
     kl_conv_width(m, key, &cin, &cout);
-    if (cin == 0) {
-        return false;
-    }
     snprintf(key, sizeof(key), "%s.nin_shortcut.weight", name);
     s[0] = (struct vae_kl_step) { .kind = VAE_KL_NORM_CONV, .cin = cin, .cout = cout };
     s[1] = (struct vae_kl_step) { .kind = VAE_KL_NORM_CONV_RES, .cin = cout, .cout = cout, .rin = cin };
@@ -93,7 +94,6 @@ static bool kl_resnet_steps(const struct vae_model * m, const char * name, struc
     if (vae_model_weight(m, key)) {
         snprintf(s[1].shortcut, sizeof(s[1].shortcut), "%s.nin_shortcut", name);
     }
-    return true;
 }
 
 int vae_kl_steps(const struct vae_model * m, struct vae_kl_step * steps, int max) {
@@ -106,7 +106,8 @@ int vae_kl_steps(const struct vae_model * m, struct vae_kl_step * steps, int max
         for (int j = 0; j < blocks && n + 2 <= max; j++) {
             char name[48];
             snprintf(name, sizeof(name), "decoder.up.%d.block.%d", l, j);
-            n += kl_resnet_steps(m, name, steps + n) ? 2 : 0;
+            kl_resnet_steps(m, name, steps + n);
+            n += 2;
         }
         if (l > 0 && n < max) {
             struct vae_kl_step * s = &steps[n++];
@@ -130,10 +131,7 @@ static struct vae_tensor * kl_head(struct vae_builder * b, struct vae_tensor * x
     }
     x = x ? vae_builder_conv2d(b, x, "decoder.conv_in", 3, true, NULL, VAE_ACT_NONE, false) : NULL; // [N, C, h, w]
     struct vae_kl_step s[2];
-    if (x && !kl_resnet_steps(b->model, "decoder.mid.block_1", s)) {
-        return vae_builder_fail(b, "%s: tensor 'decoder.mid.block_1.conv1.weight' is missing or not 4-D",
-                                vae_family_name(b->model->family));
-    }
+    kl_resnet_steps(b->model, "decoder.mid.block_1", s);
     struct vae_tensor * t = x ? kl_step(b, &s[0], x, NULL, NULL) : NULL;
     x                     = t ? kl_step(b, &s[1], t, x, NULL) : NULL;                   // [N, C, h, w]
     // x + proj_out(attention(qkv(GN(x))))
@@ -141,10 +139,7 @@ static struct vae_tensor * kl_head(struct vae_builder * b, struct vae_tensor * x
     t = t ? vae_builder_conv2d(b, t, "decoder.mid.attn_1.qkv", 1, true, NULL, VAE_ACT_NONE, false) : NULL; // [N, 3C, h, w]
     t = t ? vae_graph_attention(b->g, t) : NULL;                                        // [N, C, h, w]
     x = t ? vae_builder_conv2d(b, t, "decoder.mid.attn_1.proj_out", 1, true, x, VAE_ACT_NONE, false) : NULL;
-    if (x && !kl_resnet_steps(b->model, "decoder.mid.block_2", s)) {
-        return vae_builder_fail(b, "%s: tensor 'decoder.mid.block_2.conv1.weight' is missing or not 4-D",
-                                vae_family_name(b->model->family));
-    }
+    kl_resnet_steps(b->model, "decoder.mid.block_2", s);
     t = x ? kl_step(b, &s[0], x, NULL, NULL) : NULL;
     return t ? kl_step(b, &s[1], t, x, NULL) : NULL;                                    // [N, C, h, w]
 }

@@ -6,6 +6,8 @@
  * byte streams. The decoded pixels are checked against the upstream PyTorch fixture. The
  * causal video decoders (the Wan 2.1 fixture, TAEHV for the 16x scale): 1 + 4 (T - 1) frames
  * stamped one by one, chunk sizes, flush, DISCONT restarts, progress messages, latency.
+ * AutoencoderKL (the kl_* fixtures): pixels against diffusers, tiled = untiled, FLUX.2's raw
+ * (32 ch, 8x) and normalized (128 ch, 16x) latents, the channel-count errors.
  */
 
 #include <gst/check/gstcheck.h>
@@ -834,6 +836,343 @@ GST_START_TEST (test_wan_wrong_channel_count)
 
 GST_END_TEST;
 
+/* ---- AutoencoderKL ---------------------------------------------------------------------- */
+
+/* gen_kl_fixtures.py: kl_sd (SD-like, z=4, latent [1,4,5,7] -> [1,3,40,56]) and kl_f2
+ * (FLUX.2-like, z=32: raw [1,32,6,8], normalized [1,128,3,4], both -> [1,3,48,64]); the
+ * expected outputs are diffusers' decode, unclamped, about [-1, 1] */
+#define KL_SD_CAPS "video/x-latent, type=float32, channels=4, width=7, " \
+  "height=5, framerate=16/1"
+
+/* image i of a [B, C, H, W] latent file of tests/data as a buffer, stamped at i/16 s */
+static GstBuffer *
+image_latent_buffer (const gchar * name, gint i)
+{
+  gchar *path = data_path (name);
+  gint64 shape[5];
+  gfloat *lat = read_tensor (path, "latent_tensor", shape);
+  const gsize n = shape[1] * shape[2] * shape[3];
+  GstBuffer *buf;
+
+  fail_unless (i < shape[0]);
+  buf = gst_buffer_new_memdup (lat + i * n, n * sizeof (gfloat));
+  GST_BUFFER_PTS (buf) = frame_time (i);
+  GST_BUFFER_DURATION (buf) = GST_SECOND / 16;
+  g_free (lat);
+  g_free (path);
+  return buf;
+}
+
+/* decode image 0 of `latent` with `model` and these properties under these latent caps; the
+ * RGB frame, whose caps must be width x height */
+static GstBuffer *
+decode_image (const gchar * model, const gchar * props, const gchar * caps_str,
+    const gchar * latent, gint width, gint height)
+{
+  GstBus *bus;
+  GstHarness *h = model_harness (model, props, &bus);
+  GstVideoInfo info;
+  GstCaps *caps;
+  GstBuffer *out;
+
+  gst_harness_set_sink_caps_str (h, "video/x-raw, format=RGB");
+  gst_harness_set_src_caps_str (h, caps_str);
+  fail_unless_equals_int (gst_harness_push (h, image_latent_buffer (latent,
+              0)), GST_FLOW_OK);
+  out = gst_harness_pull (h);
+  caps = gst_pad_get_current_caps (h->sinkpad);
+  fail_unless (gst_video_info_from_caps (&info, caps));
+  fail_unless_equals_int (GST_VIDEO_INFO_WIDTH (&info), width);
+  fail_unless_equals_int (GST_VIDEO_INFO_HEIGHT (&info), height);
+  fail_unless_equals_int (gst_buffer_get_size (out), width * height * 3);
+  fail_unless_equals_uint64 (GST_BUFFER_PTS (out), 0);
+  gst_caps_unref (caps);
+  harness_teardown (h, bus);
+  return out;
+}
+
+/* the largest difference, in levels, between an RGB frame and the tensor `name` of an
+ * expected file of tests/data ([1, 3, H, W], about [-1, 1]) as (y + 1) / 2 clamped and
+ * rounded to nearest */
+static gint
+kl_worst_level (GstBuffer * frame, const gchar * expected_name,
+    const gchar * name)
+{
+  gchar *path = data_path (expected_name);
+  gint64 shape[5];
+  gfloat *expected = read_tensor (path, name, shape);
+  const gint hw = shape[2] * shape[3];
+  GstMapInfo map;
+  gint i, c, worst = 0;
+
+  fail_unless_equals_int (shape[1], 3);
+  gst_buffer_map (frame, &map, GST_MAP_READ);
+  fail_unless_equals_int (map.size, hw * 3);
+  for (i = 0; i < hw; i++) {
+    for (c = 0; c < 3; c++) {
+      gfloat v = (expected[c * hw + i] + 1.0f) * 0.5f;
+      gint want = (gint) (CLAMP (v, 0.0f, 1.0f) * 255.0f + 0.5f);
+      worst = MAX (worst, ABS (map.data[i * 3 + c] - want));
+    }
+  }
+  gst_buffer_unmap (frame, &map);
+  g_free (expected);
+  g_free (path);
+  return worst;
+}
+
+/* the largest difference, in levels, between two frames of the same size */
+static gint
+worst_level_between (GstBuffer * a, GstBuffer * b)
+{
+  GstMapInfo ma, mb;
+  gsize i;
+  gint worst = 0;
+
+  gst_buffer_map (a, &ma, GST_MAP_READ);
+  gst_buffer_map (b, &mb, GST_MAP_READ);
+  fail_unless_equals_int (ma.size, mb.size);
+  for (i = 0; i < ma.size; i++)
+    worst = MAX (worst, ABS (ma.data[i] - mb.data[i]));
+  gst_buffer_unmap (a, &ma);
+  gst_buffer_unmap (b, &mb);
+  return worst;
+}
+
+/* the SD-like file (LDM naming, BF16) decodes raw latents (auto) to 8x frames that match
+ * diffusers within a level */
+GST_START_TEST (test_kl_pixels)
+{
+  GstBuffer *out = decode_image ("kl_sd.safetensors", NULL, KL_SD_CAPS,
+      "kl_sd.latent", 56, 40);
+  gint worst = kl_worst_level (out, "kl_sd.expected.safetensors", "decoded");
+
+  fail_unless (worst <= 1, "decoded pixels differ from diffusers by %d", worst);
+  gst_buffer_unref (out);
+}
+
+GST_END_TEST;
+
+/* tile-size=16 (output pixels): tiles of a 56x40 frame at every level, the same frame as the
+ * whole-frame decode (exact tiling, no overlap) and as diffusers'; a max-memory below the
+ * whole frame's (about 9 MB here) but above 16-pixel tiles' (about 3 MB) tiles by itself */
+GST_START_TEST (test_kl_tiled)
+{
+  GstBuffer *whole = decode_image ("kl_sd.safetensors", NULL, KL_SD_CAPS,
+      "kl_sd.latent", 56, 40);
+  GstBuffer *tiled = decode_image ("kl_sd.safetensors", "tile-size=16",
+      KL_SD_CAPS, "kl_sd.latent", 56, 40);
+  GstBuffer *limited = decode_image ("kl_sd.safetensors", "max-memory=5000000",
+      KL_SD_CAPS, "kl_sd.latent", 56, 40);
+  GstElement *e = gst_element_factory_make ("vaedecode", NULL);
+  guint tile_size;
+  guint64 max_memory;
+  gint worst;
+
+  worst = worst_level_between (whole, tiled);
+  fail_unless (worst <= 1, "tiled and whole frames differ by %d levels", worst);
+  worst = kl_worst_level (tiled, "kl_sd.expected.safetensors", "decoded");
+  fail_unless (worst <= 1, "tiled pixels differ from diffusers by %d", worst);
+  worst = worst_level_between (whole, limited);
+  fail_unless (worst <= 1, "max-memory tiles and whole frames differ by %d",
+      worst);
+
+  /* the properties and their defaults */
+  g_object_get (e, "tile-size", &tile_size, "max-memory", &max_memory, NULL);
+  fail_unless_equals_int (tile_size, 0);
+  fail_unless_equals_uint64 (max_memory, 0);
+  g_object_set (e, "tile-size", 256, "max-memory", G_GUINT64_CONSTANT (1) << 33,
+      NULL);
+  g_object_get (e, "tile-size", &tile_size, "max-memory", &max_memory, NULL);
+  fail_unless_equals_int (tile_size, 256);
+  fail_unless_equals_uint64 (max_memory, G_GUINT64_CONSTANT (1) << 33);
+  gst_object_unref (e);
+  gst_buffer_unref (whole);
+  gst_buffer_unref (tiled);
+  gst_buffer_unref (limited);
+}
+
+GST_END_TEST;
+
+/* FLUX.2: 32-channel raw latents decode to 8x frames, 128-channel normalized ones (2x2
+ * patches, the property or the caps' space naming them) to 16x: both 64x48 here, matching
+ * diffusers' decode and its Flux2 pipeline path */
+GST_START_TEST (test_kl_flux2_spaces)
+{
+  const gchar *normalized_caps = "video/x-latent, type=float32, channels=128, "
+      "width=4, height=3, framerate=16/1";
+  GstBuffer *out;
+  gint worst;
+
+  out = decode_image ("kl_f2.safetensors", NULL, "video/x-latent, "
+      "type=float32, channels=32, width=8, height=6, framerate=16/1",
+      "kl_f2.latent", 64, 48);
+  worst = kl_worst_level (out, "kl_f2.expected.safetensors", "decoded");
+  fail_unless (worst <= 1, "raw: pixels differ from diffusers by %d", worst);
+  gst_buffer_unref (out);
+
+  out = decode_image ("kl_f2.safetensors", "latent-space=normalized",
+      normalized_caps, "kl_f2.normalized.latent", 64, 48);
+  worst = kl_worst_level (out, "kl_f2.expected.safetensors",
+      "decoded_normalized");
+  fail_unless (worst <= 1, "normalized: pixels differ from diffusers by %d",
+      worst);
+  gst_buffer_unref (out);
+
+  out = decode_image ("kl_f2.safetensors", NULL, "video/x-latent, "
+      "type=float32, channels=128, width=4, height=3, framerate=16/1, "
+      "space=normalized", "kl_f2.normalized.latent", 64, 48);
+  worst = kl_worst_level (out, "kl_f2.expected.safetensors",
+      "decoded_normalized");
+  fail_unless (worst <= 1, "space=normalized caps: pixels differ by %d", worst);
+  gst_buffer_unref (out);
+}
+
+GST_END_TEST;
+
+/* what the sink takes for 64x48 RGB: 32 channels at 8x6, or 128 normalized at 4x3 */
+GST_START_TEST (test_kl_flux2_query_caps)
+{
+  GstBus *bus;
+  GstHarness *h = model_harness ("kl_f2.safetensors", NULL, &bus);
+  GstCaps *caps, *want;
+  const gchar *good[] = {
+    "video/x-latent, type=float32, channels=32, width=8, height=6",
+    "video/x-latent, type=float16, channels=128, width=4, height=3, "
+        "space=normalized",
+  };
+  const gchar *bad[] = {
+    "video/x-latent, type=float32, channels=32, width=4, height=3",
+    "video/x-latent, type=float32, channels=128, width=8, height=6",
+    "video/x-latent, type=float32, channels=16, width=8, height=6",
+  };
+  guint i;
+
+  gst_harness_set_sink_caps_str (h, "video/x-raw, format=RGB, width=64, "
+      "height=48");
+  caps = gst_pad_peer_query_caps (h->srcpad, NULL);
+  GST_INFO ("sink caps %" GST_PTR_FORMAT, caps);
+  for (i = 0; i < G_N_ELEMENTS (good); i++) {
+    want = gst_caps_from_string (good[i]);
+    fail_unless (gst_caps_can_intersect (caps, want), "%s not in %"
+        GST_PTR_FORMAT, good[i], caps);
+    gst_caps_unref (want);
+  }
+  for (i = 0; i < G_N_ELEMENTS (bad); i++) {
+    want = gst_caps_from_string (bad[i]);
+    fail_if (gst_caps_can_intersect (caps, want), "%s in %" GST_PTR_FORMAT,
+        bad[i], caps);
+    gst_caps_unref (want);
+  }
+  gst_caps_unref (caps);
+  harness_teardown (h, bus);
+}
+
+GST_END_TEST;
+
+/* latent caps with the wrong channels for their space are refused naming both counts, and
+ * the space that would take them */
+GST_START_TEST (test_kl_flux2_wrong_channels)
+{
+  GstBus *bus;
+  GstHarness *h;
+  GstBuffer *buf;
+
+  h = model_harness ("kl_f2.safetensors", "latent-space=normalized", &bus);
+  buf = gst_buffer_new_allocate (NULL, 32 * 6 * 8 * 4, NULL);
+  gst_harness_set_src_caps_str (h, "video/x-latent, type=float32, "
+      "channels=32, width=8, height=6, framerate=16/1");
+  fail_unless_equals_int (gst_harness_push (h, buf), GST_FLOW_NOT_NEGOTIATED);
+  expect_error (bus, "The latents have 32 channels but the flux2 decoder");
+  harness_teardown (h, bus);
+
+  h = model_harness ("kl_f2.safetensors", "latent-space=normalized", &bus);
+  buf = gst_buffer_new_allocate (NULL, 16 * 3 * 4 * 4, NULL);
+  gst_harness_set_src_caps_str (h, "video/x-latent, type=float32, "
+      "channels=16, width=4, height=3, framerate=16/1");
+  fail_unless_equals_int (gst_harness_push (h, buf), GST_FLOW_NOT_NEGOTIATED);
+  expect_error (bus, "takes 128 for normalized latents and 32 for raw ones.");
+  harness_teardown (h, bus);
+
+  /* 128 channels without a space: raw, the decoder's own; the message says what to set */
+  h = model_harness ("kl_f2.safetensors", NULL, &bus);
+  buf = gst_buffer_new_allocate (NULL, 128 * 3 * 4 * 4, NULL);
+  gst_harness_set_src_caps_str (h, "video/x-latent, type=float32, "
+      "channels=128, width=4, height=3, framerate=16/1");
+  fail_unless_equals_int (gst_harness_push (h, buf), GST_FLOW_NOT_NEGOTIATED);
+  expect_error (bus, "have 128 channels but the flux2 decoder in '");
+  harness_teardown (h, bus);
+
+  h = model_harness ("kl_f2.safetensors", NULL, &bus);
+  buf = gst_buffer_new_allocate (NULL, 128 * 3 * 4 * 4, NULL);
+  gst_harness_set_src_caps_str (h, "video/x-latent, type=float32, "
+      "channels=128, width=4, height=3, framerate=16/1");
+  fail_unless_equals_int (gst_harness_push (h, buf), GST_FLOW_NOT_NEGOTIATED);
+  expect_error (bus, "takes 32 for raw latents and 128 for normalized ones: "
+      "set latent-space=normalized.");
+  harness_teardown (h, bus);
+
+  /* the SD-like file: the plain message */
+  h = model_harness ("kl_sd.safetensors", NULL, &bus);
+  buf = gst_buffer_new_allocate (NULL, 16 * 5 * 7 * 4, NULL);
+  gst_harness_set_src_caps_str (h, "video/x-latent, type=float32, "
+      "channels=16, width=7, height=5, framerate=16/1");
+  fail_unless_equals_int (gst_harness_push (h, buf), GST_FLOW_NOT_NEGOTIATED);
+  expect_error (bus, "The latents have 16 channels but the ");
+  harness_teardown (h, bus);
+}
+
+GST_END_TEST;
+
+/* refusals: frames that fit in max-memory neither whole nor in tiles, tiles smaller than 16
+ * pixels, and tiles for a decoder that cannot tile */
+GST_START_TEST (test_kl_tile_errors)
+{
+  const struct
+  {
+    const gchar *model, *props, *caps, *latent, *needle;
+  } cases[] = {
+    {"kl_sd.safetensors", "max-memory=1000", KL_SD_CAPS, "kl_sd.latent",
+        "memory limit"},
+    {"kl_sd.safetensors", "tile-size=8", KL_SD_CAPS, "kl_sd.latent",
+        "tile-size 8 is below the smallest tile"},
+    {FIXTURE ".orig.safetensors", "tile-size=16", LATENT_CAPS,
+        FIXTURE ".latent", "tile-size is for the AutoencoderKL decoders"},
+  };
+  guint i;
+
+  for (i = 0; i < G_N_ELEMENTS (cases); i++) {
+    GstBus *bus;
+    GstHarness *h = model_harness (cases[i].model, cases[i].props, &bus);
+
+    gst_harness_set_src_caps_str (h, cases[i].caps);
+    fail_unless_equals_int (gst_harness_push (h,
+            image_latent_buffer (cases[i].latent, 0)), GST_FLOW_NOT_NEGOTIATED);
+    expect_error (bus, cases[i].needle);
+    harness_teardown (h, bus);
+  }
+}
+
+GST_END_TEST;
+
+/* the new families are listed by nick */
+GST_START_TEST (test_kl_families)
+{
+  const gchar *nicks[] = { "sd1", "sd2", "sdxl", "sd3", "flux1", "flux2" };
+  GstElement *e = gst_element_factory_make ("vaedecode", NULL);
+  GParamSpec *pspec = g_object_class_find_property (G_OBJECT_GET_CLASS (e),
+      "model-family");
+  guint i;
+
+  for (i = 0; i < G_N_ELEMENTS (nicks); i++)
+    fail_unless (g_enum_get_value_by_nick (G_PARAM_SPEC_ENUM
+            (pspec)->enum_class, nicks[i]) != NULL, "no model-family %s",
+        nicks[i]);
+  gst_object_unref (e);
+}
+
+GST_END_TEST;
+
 /* ---- latentparse ------------------------------------------------------------------------ */
 
 /* a safetensors file with one tensor; data is its raw bytes */
@@ -1096,6 +1435,13 @@ vaedecode_suite (void)
   tcase_add_test (tc, test_wan_no_framerate);
   tcase_add_test (tc, test_taew22_scale);
   tcase_add_test (tc, test_wan_wrong_channel_count);
+  tcase_add_test (tc, test_kl_families);
+  tcase_add_test (tc, test_kl_pixels);
+  tcase_add_test (tc, test_kl_tiled);
+  tcase_add_test (tc, test_kl_tile_errors);
+  tcase_add_test (tc, test_kl_flux2_spaces);
+  tcase_add_test (tc, test_kl_flux2_query_caps);
+  tcase_add_test (tc, test_kl_flux2_wrong_channels);
   tcase_add_test (tc, test_parse_comfy_latent);
   tcase_add_test (tc, test_parse_5d);
   tcase_add_test (tc, test_parse_wan_latent);

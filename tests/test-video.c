@@ -174,51 +174,6 @@ static void test_cheesecake(void) {
     free(lat);
 }
 
-// a copy of a model file without tensor `drop`, and with tensor `cut` one row shorter (NULL: none)
-static const char * edited_model(const char * src, const char * drop, const char * cut) {
-    static char path[256];
-    snprintf(path, sizeof(path), "%s/test-video-%d.safetensors", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp",
-             (int) getpid());
-    struct vae_st_file * f = vae_st_file_open(path_in(data_dir, src), err, sizeof(err));
-    if (!f) {
-        return NULL;
-    }
-    size_t   cap = 1 << 16, len = 0, at = 0;
-    char *   json = malloc(cap);
-    uint8_t * data = malloc(f->hdr->data_size);
-    len += (size_t) snprintf(json + len, cap - len, "{");
-    for (int i = 0; i < f->hdr->n_tensors; i++) {
-        const struct vae_st_tensor * t = &f->hdr->tensors[i];
-        if (drop && strcmp(t->name, drop) == 0) {
-            continue;
-        }
-        const bool shorter = cut && strcmp(t->name, cut) == 0;
-        const size_t bytes = shorter ? t->nbytes / (size_t) t->shape[0] * (size_t) (t->shape[0] - 1) : t->nbytes;
-        len += (size_t) snprintf(json + len, cap - len, "%s\"%s\":{\"dtype\":\"%s\",\"shape\":[", at || len > 1 ? "," : "",
-                                 t->name, vae_dtype_name(t->dtype));
-        for (int d = 0; d < t->n_dims; d++) {
-            len += (size_t) snprintf(json + len, cap - len, "%s%lld", d ? "," : "",
-                                     (long long) (t->shape[d] - (shorter && d == 0)));
-        }
-        len += (size_t) snprintf(json + len, cap - len, "],\"data_offsets\":[%zu,%zu]}", at, at + bytes);
-        memcpy(data + at, t->data, bytes);
-        at += bytes;
-    }
-    len += (size_t) snprintf(json + len, cap - len, "}");
-    FILE *         out   = fopen(path, "wb");
-    const uint64_t n     = len;
-    const bool     wrote = out && fwrite(&n, 8, 1, out) == 1 && fwrite(json, 1, len, out) == len &&
-                       fwrite(data, 1, at, out) == at;
-    CHECK(wrote, "could not write %s", path);
-    if (out) {
-        fclose(out);
-    }
-    free(json);
-    free(data);
-    vae_st_file_close(f);
-    return path;
-}
-
 // files that look like a video decoder but cannot be one are refused with the cause
 static void test_load_errors(void) {
     static const struct {
