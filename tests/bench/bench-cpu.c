@@ -3,11 +3,15 @@
 // the same run, with FLOP/s and the fraction of this machine's measured fp32 peak (oneDNN sgemm);
 // then the causal video decoders (the Wan 2.1 VAE at full width and TAEW2.1, random weights made
 // by tests/bench/video_torch.py) streamed through a decode session, beside the upstream PyTorch
-// decoders (diffusers' AutoencoderKLWan, taehv.py) on the same weights and latents.
+// decoders (diffusers' AutoencoderKLWan, taehv.py) on the same weights and latents; on request
+// (--models kl) the AutoencoderKL decoder of SD 1.x/2.x / SDXL at full width (random weights made
+// by tests/bench/kl_torch.py) at 1024x1024, whole-frame and with exact tiled decode, beside
+// diffusers' AutoencoderKL.decode.
 //
 //   bench-cpu [--model PATH] [--frames N] [--warmup W] [--python PATH] [--peer-script PATH] [--no-peer]
 //             [--models LIST] [--video-python PATH] [--taehv-py PATH] [--video-latent HxW]
 //             [--latent-frames T] [--video-streams N] [--video-warmup W] [--video-dir DIR]
+//             [--kl-latent HxW] [--kl-runs N] [--kl-warmup W] [--kl-tiles LIST] [--kl-layouts LIST]
 //
 // A benchmark, not a test: it always exits 0 when our side ran, whether or not the peer could.
 // See tests/bench/README.md.
@@ -22,6 +26,7 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <malloc.h>
 #include <math.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -49,6 +54,12 @@
 #define VIDEO_LATENT_W 52
 #define VIDEO_CHANNELS 16
 
+#define KL_SCRIPT    "tests/bench/kl_torch.py"
+#define KL_WEIGHTS   "kl_sd.safetensors"
+#define KL_CHANNELS  4
+#define KL_LATENT    128  // 1024x1024 output
+#define KL_MAX_TILES 8
+
 static double now_ms(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -61,23 +72,30 @@ static void usage(FILE * f) {
             "                 [--peer-script PATH] [--no-peer] [--models LIST] [--video-python PATH]\n"
             "                 [--taehv-py PATH] [--video-latent HxW] [--latent-frames T]\n"
             "                 [--video-streams N] [--video-warmup W] [--video-dir DIR]\n"
+            "                 [--kl-latent HxW] [--kl-runs N] [--kl-warmup W] [--kl-tiles LIST] [--kl-layouts LIST]\n"
             "  --model PATH        TAEF2 decoder safetensors (default %s)\n"
             "  --frames N          TAEF2: timed decodes, one frame each (default 5)\n"
             "  --warmup W          TAEF2: untimed decodes first (default 1)\n"
             "  --python PATH       interpreter with torch for the TAEF2 peer (default %s; env VAE_BENCH_PYTHON)\n"
             "  --peer-script PATH  the TAEF2 PyTorch peer (default %s in the source dir)\n"
             "  --no-peer           do not time PyTorch (the video weights are still made with it)\n"
-            "  --models LIST       comma-separated, of taef2, wan, taehv (default all three)\n"
-            "  --video-python PATH interpreter with torch >= 2 and diffusers for %s\n"
+            "  --models LIST       comma-separated, of taef2, wan, taehv, kl (default taef2,wan,taehv)\n"
+            "  --video-python PATH interpreter with torch >= 2 and diffusers for %s and kl_torch.py\n"
             "                      (default env VAE_BENCH_VIDEO_PYTHON, else the --python one)\n"
             "  --taehv-py PATH     upstream madebyollin/taehv taehv.py (default env TAEHV_PY)\n"
             "  --video-latent HxW  latent size of the video decoders (default %dx%d)\n"
             "  --latent-frames T   latent frames per stream, >= 2 (default 3: 1 + 4 + 4 = 9 frames)\n"
             "  --video-streams N   timed streams per decoder and side (default 0: 1 for Wan, 5 for TAEHV)\n"
             "  --video-warmup W    untimed streams of 2 latent frames first (default 1)\n"
-            "  --video-dir DIR     keep the generated weights there (reused when they match);\n"
-            "                      default: a temporary directory, removed at the end\n",
-            DEFAULT_MODEL, DEFAULT_PYTHON, PEER_SCRIPT, VIDEO_SCRIPT, VIDEO_LATENT_H, VIDEO_LATENT_W);
+            "  --video-dir DIR     keep the generated weights there (reused when they match; AutoencoderKL's\n"
+            "                      too); default: a temporary directory, removed at the end\n"
+            "  --kl-latent HxW     AutoencoderKL latent size (default %dx%d: 1024x1024 output)\n"
+            "  --kl-runs N         AutoencoderKL: timed decodes per row and per peer layout (default 2)\n"
+            "  --kl-warmup W       AutoencoderKL: untimed decodes first (default 1)\n"
+            "  --kl-tiles LIST     AutoencoderKL: the session's tile_size of each row (default 0,256,128; 0 = whole frame)\n"
+            "  --kl-layouts LIST   AutoencoderKL peer memory layouts (default nchw,channels_last: the faster is reported)\n",
+            DEFAULT_MODEL, DEFAULT_PYTHON, PEER_SCRIPT, VIDEO_SCRIPT, VIDEO_LATENT_H, VIDEO_LATENT_W, KL_LATENT,
+            KL_LATENT);
 }
 
 static bool parse_int(const char * s, int lo, int * out) {
@@ -770,12 +788,530 @@ static void short_version(char * dst, size_t size, const char * v) {
 
 static void remove_video_dir(const char * dir) {
     static const char * files[] = { "wan21_b96.safetensors", "taew21_full.safetensors", "wan.latent.f32",
-                                    "taehv.latent.f32", "wan.json", "taehv.json", "wan.torch.f32", "taehv.torch.f32" };
+                                    "taehv.latent.f32", "wan.json", "taehv.json", "wan.torch.f32", "taehv.torch.f32",
+                                    "kl_sd.safetensors", "kl.latent.f32", "kl.json", "kl.torch.f32",
+                                    "kl.torch.nchw.f32", "kl.torch.channels_last.f32" };
     char path[4096];
     for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
         if (dir_path(path, sizeof(path), dir, files[i])) unlink(path);
     }
     if (rmdir(dir) != 0) fprintf(stderr, "bench-cpu: could not remove %s: %s\n", dir, strerror(errno));
+}
+
+// --- AutoencoderKL (the SD 1.x/2.x / SDXL decoder) ---------------------------------------------------
+
+struct kl_opts {
+    int          h, w;                 // latent rows, columns
+    int          runs, warmup;         // timed and untimed decodes per row (and per peer layout)
+    int          n_tiles;
+    int          tiles[KL_MAX_TILES];  // vae_session_config.tile_size of each row (0: whole frame)
+    const char * layouts;              // the peer's memory layouts, comma-separated
+};
+
+// Model FLOPs of one AutoencoderKL decode (diffusers' Decoder, block_out_channels (128, 256, 512,
+// 512), 3 resnets per level, single-head mid attention), from the shapes alone, 2 FLOPs per
+// multiply-add: a k x k conv is k*k*Cin*Cout multiply-adds per output pixel (the upsample convs at
+// the upsampled size, unfused); the attention is its 4 C x C projections per token plus q k^T and
+// softmax(.) v, 2 (h w)^2 C. GroupNorm, SiLU, residual adds and the softmax itself are ignored.
+// PERFORMANCE.md 1.2 gives 2.51 TFLOP at 64x64 latents and 10.47 at 128x128; this reproduces both.
+struct kl_flops {
+    double total, upsample, attention;
+};
+
+static struct kl_flops kl_count_flops(int z, int h, int w, bool post_quant_conv) {
+    static const double ch[4] = { 512, 512, 256, 128 };  // the decoder's levels (up_blocks.0..3)
+    struct kl_flops     f     = { 0 };
+    double              px    = (double) h * (double) w;  // pixels at the current level
+    double              mac   = 0.0;
+    if (post_quant_conv) mac += z * z * px;                   // post_quant_conv 1x1, z -> z
+    mac += 9 * z * ch[0] * px;                                // conv_in 3x3, z -> 512
+    mac += 4 * 9 * ch[0] * ch[0] * px;                        // mid: 2 resnets of 2 3x3 convs
+    const double att = 4 * ch[0] * ch[0] * px + 2 * px * px * ch[0];  // q, k, v, out; q k^T, softmax . v
+    double prev = ch[0];
+    for (int l = 0; l < 4; l++) {
+        for (int j = 0; j < 3; j++) {  // resnet: conv1 cin -> c, conv2 c -> c, a 1x1 shortcut where cin != c
+            const double cin = j ? ch[l] : prev;
+            mac += 9 * cin * ch[l] * px + 9 * ch[l] * ch[l] * px;
+            if (cin != ch[l]) mac += cin * ch[l] * px;
+        }
+        prev = ch[l];
+        if (l < 3) {  // upsample: nearest 2x, then 3x3 c -> c at 4x the pixels
+            px *= 4;
+            mac += 9 * ch[l] * ch[l] * px;
+            f.upsample += 2 * 9 * ch[l] * ch[l] * px;
+        }
+    }
+    mac += 9 * ch[3] * 3 * px;  // conv_out 3x3, 128 -> 3
+    f.attention = 2 * att;
+    f.total     = 2 * (mac + att);
+    return f;
+}
+
+struct kl_row {
+    int     tile, tile_used;      // asked for; vae_session_tile_size (0: whole frames)
+    bool    ok;
+    char    reason[512];
+    double  prepare_ms, mean_ms, min_ms;
+    size_t  peak_bytes;           // vae_session_peak_bytes
+    double  base_mib, hwm_mib;    // VmRSS just before vae_session_new; VmHWM after the row (< 0: unknown)
+    double  prep_hwm_mib;         // VmHWM right after vae_session_new (< 0: unknown)
+    double  probe[2];             // sgemm FLOP/s just before and just after the row
+    double  max_abs_untiled;      // against the first whole-frame row (< 0: none)
+    double  max_abs_torch;        // against PyTorch's NCHW output where it ran, else its fastest (< 0: not compared)
+    double  max_abs_layout[2];    // against its NCHW and channels_last outputs (< 0: not compared)
+    float * out;                  // [3, 8h, 8w], the last timed decode
+};
+
+struct kl_peer {
+    bool   ok;
+    double ms, min_ms, load_rss_mib, decode_peak_rss_mib, decode_inc_mib, max_rss_mib;
+    int    threads;
+    char   layout[32], version[64], reason[512];
+};
+
+// one decode through the session: push the latent, drain, pop the frame
+static bool kl_decode(struct vae_session * s, const float * lat, float * out, char * err, size_t n) {
+    if (!vae_session_push(s, lat, err, n) || !vae_session_drain(s, err, n)) return false;
+    const int ready = vae_session_frames_ready(s);
+    if (ready != 1) {
+        snprintf(err, n, "%d frames ready after one latent and a drain, not 1", ready);
+        return false;
+    }
+    return vae_session_pop_output(s, out, err, n);
+}
+
+static double max_abs_diff(const float * a, const float * b, size_t n) {
+    double mx = 0.0;
+    for (size_t i = 0; i < n; i++) {
+        const double d = fabs((double) a[i] - (double) b[i]);
+        if (!(d <= mx)) mx = d;  // NaN wins
+    }
+    return mx;
+}
+
+// our side, one row: a session with tile_size row->tile on the loaded model, `warmup` untimed and
+// `runs` timed decodes of the latent. The process's VmHWM is reset (clear_refs) just before the
+// session is made, after malloc_trim so that the baseline holds no free heap of the row before.
+static void kl_row_run(struct kl_row * row, const struct vae_model * model, vae_backend_t * be, const float * lat,
+                       const struct kl_opts * o) {
+    char               err[512] = "";
+    const size_t       n_out    = 3 * (size_t) (8 * o->h) * (size_t) (8 * o->w);
+    struct vae_session * s      = NULL;
+    malloc_trim(0);
+    const bool hwm = hwm_reset();
+    row->base_mib  = status_mib("VmRSS");
+    row->hwm_mib   = -1.0;
+    const struct vae_session_config cfg = { KL_CHANNELS, o->h, o->w, VAE_SPACE_RAW, 1, 0, row->tile };
+    const double t_prep = now_ms();
+    s = vae_session_new(model, be, &cfg, err, sizeof(err));
+    row->prepare_ms   = now_ms() - t_prep;
+    row->prep_hwm_mib = hwm ? status_mib("VmHWM") : -1.0;
+    if (!s) {
+        snprintf(row->reason, sizeof(row->reason), "session: %s", err);
+        return;
+    }
+    row->tile_used = vae_session_tile_size(s);
+    double sum = 0.0;
+    for (int i = 0; i < o->warmup + o->runs; i++) {
+        const double t0 = now_ms();
+        if (!kl_decode(s, lat, row->out, err, sizeof(err))) {
+            snprintf(row->reason, sizeof(row->reason), "decode: %s", err);
+            vae_session_free(s);
+            return;
+        }
+        const double ms = now_ms() - t0;
+        printf("  ours, tile %d: decode %d%s %.1f ms\n", row->tile, i + 1, i < o->warmup ? " (warm-up)" : "", ms);
+        fflush(stdout);
+        if (i < o->warmup) continue;
+        sum += ms;
+        if (i == o->warmup || ms < row->min_ms) row->min_ms = ms;
+    }
+    row->mean_ms    = sum / o->runs;
+    row->peak_bytes = vae_session_peak_bytes(s);
+    if (hwm) row->hwm_mib = status_mib("VmHWM");
+    vae_session_free(s);
+    size_t bad = 0;
+    for (size_t i = 0; i < n_out; i++) bad += !isfinite(row->out[i]);
+    if (bad) {
+        snprintf(row->reason, sizeof(row->reason), "%zu non-finite output values", bad);
+        return;
+    }
+    row->ok = true;
+}
+
+static void kl_peer_run(struct kl_peer * p, const char * python, const char * script, const char * dir,
+                        const struct kl_opts * o, int threads) {
+    char cmd[8192] = "", sub[512], last[2048];
+    sh_quote(cmd, sizeof(cmd), python);
+    append(cmd, sizeof(cmd), " ");
+    sh_quote(cmd, sizeof(cmd), script);
+    snprintf(sub, sizeof(sub), " time --runs %d --warmup %d --threads %d --layouts ", o->runs, o->warmup, threads);
+    append(cmd, sizeof(cmd), sub);
+    sh_quote(cmd, sizeof(cmd), o->layouts);
+    append(cmd, sizeof(cmd), " --dir ");
+    sh_quote(cmd, sizeof(cmd), dir);
+    append(cmd, sizeof(cmd), " 2>&1");
+    printf("kl peer: %s\n", cmd);
+    if (!run_lines(cmd, last, sizeof(last), p->reason, sizeof(p->reason))) return;
+    double threads_d = 0.0;
+    if (!strstr(last, "kl_peer ") || !kv_double(last, "ms_per_decode", &p->ms) || !kv_double(last, "min_ms", &p->min_ms) ||
+        !kv_double(last, "threads", &threads_d) || !kv_find(last, "layout", p->layout, sizeof(p->layout)) ||
+        !kv_find(last, "torch", p->version, sizeof(p->version))) {
+        snprintf(p->reason, sizeof(p->reason), "unexpected last line from the peer: %.300s", last);
+        return;
+    }
+    p->threads = (int) threads_d;
+    if (!kv_double(last, "load_rss_mib", &p->load_rss_mib)) p->load_rss_mib = -1.0;
+    if (!kv_double(last, "decode_peak_rss_mib", &p->decode_peak_rss_mib)) p->decode_peak_rss_mib = -1.0;
+    if (!kv_double(last, "decode_rss_increase_mib", &p->decode_inc_mib)) p->decode_inc_mib = -1.0;
+    if (!kv_double(last, "max_rss_mib", &p->max_rss_mib)) p->max_rss_mib = -1.0;
+    p->ok = true;
+}
+
+// does dir/kl.json describe a [1, 4, h, w] latent with a finite check decode?
+static bool kl_gen_matches(const char * dir, int h, int w) {
+    char   path[4096], buf[1024] = "", want[96];
+    FILE * f = dir_path(path, sizeof(path), dir, "kl.json") ? fopen(path, "r") : NULL;
+    if (!f) return false;
+    const size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    snprintf(want, sizeof(want), "\"latent\": [1, %d, %d, %d]", KL_CHANNELS, h, w);
+    return strstr(buf, want) && strstr(buf, "\"finite\": true") && file_readable(dir, KL_WEIGHTS);
+}
+
+// AutoencoderKL: weights and latent made by kl_torch.py in dir, our rows (one per tile size), the
+// PyTorch peer; prints its own report. sgemm_fs[*n_sgemm_io...] gets its speed probes.
+static void bench_kl(const struct kl_opts * o, const char * python, const char * dir, bool no_peer, int threads,
+                     struct cpu_snap run_start, double * sgemm_fs, int * n_sgemm_io) {
+    int  n_sgemm = *n_sgemm_io;
+    char script[4096], err[512] = "", path[4096];
+#ifdef VAE_SOURCE_DIR
+    snprintf(script, sizeof(script), "%s/%s", VAE_SOURCE_DIR, KL_SCRIPT);
+#else
+    snprintf(script, sizeof(script), "%s", KL_SCRIPT);
+#endif
+    const int    out_h = 8 * o->h, out_w = 8 * o->w;
+    const size_t n_out = 3 * (size_t) out_h * (size_t) out_w;
+    const size_t n_lat = (size_t) KL_CHANNELS * (size_t) o->h * (size_t) o->w;
+    printf("\nAutoencoderKL (SD/SDXL decoder): latent %dx%dx%d -> %dx%d, %d warm-up + %d timed decodes per row, "
+           "tile sizes", KL_CHANNELS, o->h, o->w, out_w, out_h, o->warmup, o->runs);
+    for (int i = 0; i < o->n_tiles; i++) printf("%s %d", i ? "," : "", o->tiles[i]);
+    printf("; weights and latent in %s\n", dir);
+
+    // weights and latent
+    if (kl_gen_matches(dir, o->h, o->w)) {
+        printf("kl: reusing the weights and latent in %s\n", dir);
+    } else {
+        char cmd[8192] = "", sub[256], last[1024], why[512];
+        if (access(script, R_OK) != 0) {
+            printf("kl: cannot read %s: %s\n", script, strerror(errno));
+            return;
+        }
+        sh_quote(cmd, sizeof(cmd), python);
+        append(cmd, sizeof(cmd), " ");
+        sh_quote(cmd, sizeof(cmd), script);
+        snprintf(sub, sizeof(sub), " gen --height-latent %d --width-latent %d --threads %d --out ", o->h, o->w, threads);
+        append(cmd, sizeof(cmd), sub);
+        sh_quote(cmd, sizeof(cmd), dir);
+        append(cmd, sizeof(cmd), " 2>&1");
+        printf("kl: making random weights: %s\n", cmd);
+        if (!run_lines(cmd, last, sizeof(last), why, sizeof(why))) {
+            printf("kl: no weights: %s %s\n", python, why);
+            return;
+        }
+        settle();  // after the generator's exit
+    }
+
+    struct kl_row rows[KL_MAX_TILES];
+    memset(rows, 0, sizeof(rows));
+    struct kl_peer        peer        = { 0 };
+    struct vae_model *    model       = NULL;
+    vae_backend_t *       be          = NULL;
+    float *               lat         = malloc(n_lat * sizeof(float));
+    float *               ref         = NULL;
+    float *               ref2        = NULL;
+    double                torch_self  = -1.0;  // PyTorch NCHW vs channels_last
+    char                  ref_name[32] = "";
+    double                busy[2]     = { -1.0, -1.0 };
+    const struct cpu_snap kl_start    = cpu_snap();
+    double                load_mib[2] = { -1.0, -1.0 };  // VmRSS before and after vae_model_load
+    struct flops          walked      = { 0 };
+    bool                  have_walked = false;
+    bool                  pq          = false;
+    double                conv_in_w   = 0.0;
+    for (int i = 0; i < o->n_tiles; i++) {
+        rows[i].tile            = o->tiles[i];
+        rows[i].max_abs_torch   = -1.0;
+        rows[i].max_abs_untiled = -1.0;
+        rows[i].max_abs_layout[0] = rows[i].max_abs_layout[1] = -1.0;
+        rows[i].out             = malloc(n_out * sizeof(float));
+        if (!rows[i].out) snprintf(rows[i].reason, sizeof(rows[i].reason), "out of memory");
+    }
+    if (!lat || !read_f32(dir, "kl.latent.f32", lat, n_lat, err, sizeof(err))) {
+        printf("kl: %s\n", lat ? err : "out of memory");
+        goto done;
+    }
+
+    busy[0] = other_load(500);
+    malloc_trim(0);
+    load_mib[0] = status_mib("VmRSS");
+    if (!dir_path(path, sizeof(path), dir, KL_WEIGHTS) ||
+        !(model = vae_model_load(path, VAE_FAMILY_AUTO, err, sizeof(err)))) {
+        printf("kl: loading %s: %s\n", path, err);
+        goto done;
+    }
+    load_mib[1] = status_mib("VmRSS");
+    pq          = vae_model_weight(model, "post_quant_conv.weight") != NULL ||
+         vae_model_weight(model, "decoder.post_quant_conv.weight") != NULL;
+    {
+        const struct vae_weight * cw = vae_model_weight(model, "decoder.conv_in.weight");
+        conv_in_w                    = cw ? (double) cw->shape[0] : 0.0;
+    }
+    printf("kl: %s (family %s%s), latent %d channels, post_quant_conv %s; model loaded: VmRSS %.0f -> %.0f MiB\n",
+           model->description, vae_family_name(model->family), model->family_certain ? "" : ", uncertain",
+           model->latent_channels, pq ? "yes" : "no", load_mib[0], load_mib[1]);
+    if (model->latent_channels != KL_CHANNELS || conv_in_w != 512.0) {
+        printf("kl: warning: the FLOP count assumes the full-width decoder (conv_in 4 -> 512), the file has %d -> %.0f\n",
+               model->latent_channels, conv_in_w);
+    }
+    // cross-check of the count from the shapes: walk the untiled graph (it is only built, not run)
+    {
+        struct vae_graph * g = vae_model_build_graph(model, 1, o->h, o->w, false, err, sizeof(err));
+        if (g) {
+            walked      = count_flops(g);
+            have_walked = true;
+            vae_graph_free(g);
+        } else {
+            printf("kl: building the untiled graph for the FLOP cross-check: %s\n", err);
+        }
+    }
+    be = vae_backend_init(VAE_BACKEND_CPU, 0, err, sizeof(err));
+    if (!be) {
+        printf("kl: %s\n", err);
+        goto done;
+    }
+    {
+        double ms;
+        sgemm_fs[n_sgemm++] = sgemm_peak(&ms);
+        for (int i = 0; i < o->n_tiles; i++) {
+            struct kl_row * r = &rows[i];
+            r->probe[0]       = sgemm_fs[n_sgemm - 1];
+            if (r->out) {
+                printf("kl: ours, tile_size %d...\n", r->tile);
+                fflush(stdout);
+                kl_row_run(r, model, be, lat, o);
+            }
+            r->probe[1] = sgemm_fs[n_sgemm++] = sgemm_peak(&ms);
+            if (!r->ok) {
+                printf("kl: ours, tile_size %d failed: %s\n", r->tile, r->reason);
+                continue;
+            }
+            printf("kl: ours, tile_size %d (in use: %d): session prepared in %.0f ms; %.1f ms/decode (min %.1f); "
+                   "session peak %.1f MiB; VmRSS before %.0f MiB, VmHWM after vae_session_new %.0f MiB, after the "
+                   "decodes %.0f MiB\n",
+                   r->tile, r->tile_used, r->prepare_ms, r->mean_ms, r->min_ms, r->peak_bytes / 1048576.0, r->base_mib,
+                   r->prep_hwm_mib, r->hwm_mib);
+        }
+    }
+    // the model and backend go before the peer runs: it gets the memory
+    vae_backend_free(be);
+    be = NULL;
+    vae_model_free(model);
+    model = NULL;
+    {  // exactness of the tiled rows: against the first whole-frame row
+        const struct kl_row * whole = NULL;
+        for (int i = 0; i < o->n_tiles && !whole; i++) {
+            if (rows[i].ok && rows[i].tile_used == 0) whole = &rows[i];
+        }
+        for (int i = 0; i < o->n_tiles && whole; i++) {
+            if (rows[i].ok && &rows[i] != whole) rows[i].max_abs_untiled = max_abs_diff(rows[i].out, whole->out, n_out);
+        }
+    }
+    if (!no_peer) {
+        kl_peer_run(&peer, python, script, dir, o, threads);
+        settle();
+        double ms;
+        sgemm_fs[n_sgemm++] = sgemm_peak(&ms);
+        // the reference: PyTorch's NCHW output where it ran (its channels_last path rounds differently,
+        // ~5e-4 at 1024x1024), else the fastest layout's
+        static const char * layout_files[2] = { "kl.torch.nchw.f32", "kl.torch.channels_last.f32" };
+        if (peer.ok && (ref = malloc(n_out * sizeof(float))) != NULL && (ref2 = malloc(n_out * sizeof(float))) != NULL) {
+            bool have[2] = { false, false };
+            for (int l = 1; l >= 0; l--) {  // NCHW last: it stays in ref
+                char why[512];
+                if (!strstr(o->layouts, l ? "channels_last" : "nchw") || !file_readable(dir, layout_files[l]) ||
+                    !read_f32(dir, layout_files[l], l ? ref2 : ref, n_out, why, sizeof(why))) {
+                    continue;
+                }
+                have[l] = true;
+                for (int i = 0; i < o->n_tiles; i++) {
+                    if (rows[i].ok) rows[i].max_abs_layout[l] = max_abs_diff(rows[i].out, l ? ref2 : ref, n_out);
+                }
+            }
+            if (have[0] && have[1]) torch_self = max_abs_diff(ref, ref2, n_out);
+            if (have[0] || read_f32(dir, "kl.torch.f32", ref, n_out, err, sizeof(err))) {
+                snprintf(ref_name, sizeof(ref_name), "%s", have[0] ? "nchw" : peer.layout);
+                for (int i = 0; i < o->n_tiles; i++) {
+                    if (rows[i].ok) rows[i].max_abs_torch = max_abs_diff(rows[i].out, ref, n_out);
+                }
+            } else {
+                printf("kl: outputs not compared: %s\n", err);
+            }
+        } else if (peer.ok) {
+            printf("kl: outputs not compared: out of memory\n");
+        }
+    }
+    busy[1] = other_load(500);
+
+    // report
+    {
+        const struct kl_flops fl = kl_count_flops(KL_CHANNELS, o->h, o->w, pq);
+        double peak_fs = 0.0, low_fs = 0.0;
+        for (int i = 0; i < n_sgemm; i++) {
+            if (sgemm_fs[i] > peak_fs) peak_fs = sgemm_fs[i];
+            if (i == 0 || sgemm_fs[i] < low_fs) low_fs = sgemm_fs[i];
+        }
+        printf("\nAutoencoderKL decoder (SD 1.x/2.x / SDXL: block_out 128/256/512/512, 49.5 M parameters), latent "
+               "%dx%dx%d -> %dx%d, fp32, CPU, %d threads, random weights; %d warm-up + %d timed decodes per row\n",
+               KL_CHANNELS, o->h, o->w, out_w, out_h, threads, o->warmup, o->runs);
+        printf("model GFLOP per decode (from the shapes): %.1f; the mid attention %.1f (%.1f%%: projections + q k^T + "
+               "softmax v); the 3 upsample convs %.1f%%, counted unfused (PERFORMANCE.md: 10.47 TFLOP at 1024x1024)\n",
+               fl.total / 1e9, fl.attention / 1e9, 100.0 * fl.attention / fl.total, 100.0 * fl.upsample / fl.total);
+        if (have_walked) {
+            printf("our untiled graph, walked: %.1f model GFLOP (%d conv, %d upsample-conv, %d attention nodes; the "
+                   "attention nodes' q k^T + softmax v %.1f), %.1f executed (fused upsample-convs at 4/9)%s\n",
+                   walked.model / 1e9, walked.n_conv, walked.n_upconv, walked.n_attention, walked.attention / 1e9,
+                   walked.executed / 1e9,
+                   fabs(walked.model - fl.total) > 0.01 * fl.total ? "; NOTE: differs from the count from the shapes by more than 1%" : "");
+        }
+        if (peak_fs > 0) {
+            printf("measured fp32 peak: %.1f GFLOP/s (dnnl_sgemm %dx%dx%d, best of %d; the best of the %d measurements "
+                   "in this run, lowest %.1f)\n",
+                   peak_fs / 1e9, SGEMM_N, SGEMM_N, SGEMM_N, SGEMM_RUNS, n_sgemm, low_fs / 1e9);
+        }
+        printf("\n%-34s %5s %10s %9s %8s %8s %6s %9s %8s %10s %8s %6s\n", "impl", "tile", "ms/decode", "min ms",
+               "prep ms", "GFLOP/s", "% peak", "sess MiB", "RSS +MiB", "max|d| pt", "vs pt", "probe");
+        int unsteady = 0;
+        for (int i = 0; i < o->n_tiles; i++) {
+            const struct kl_row * r = &rows[i];
+            char label[64], tile[16], pct[16] = "-", rss[16] = "-", diff[16] = "-", speed[16] = "-";
+            if (r->tile) {
+                snprintf(label, sizeof(label), "gst-vaedecode cpu, tiles %d", r->tile);
+            } else {
+                snprintf(label, sizeof(label), "gst-vaedecode cpu, whole frame");
+            }
+            if (!r->ok) {
+                printf("%-34s unavailable (%s)\n", label, r->reason);
+                continue;
+            }
+            snprintf(tile, sizeof(tile), "%d", r->tile_used);
+            const double fs = fl.total / (r->mean_ms / 1e3);
+            if (peak_fs > 0) snprintf(pct, sizeof(pct), "%.1f", 100.0 * fs / peak_fs);
+            if (r->hwm_mib > 0) snprintf(rss, sizeof(rss), "%.0f", r->hwm_mib - r->base_mib);
+            if (r->max_abs_torch >= 0) snprintf(diff, sizeof(diff), "%.2g", r->max_abs_torch);
+            if (peer.ok) snprintf(speed, sizeof(speed), "%.2f", peer.ms / r->mean_ms);
+            const double probe = r->probe[0] < r->probe[1] ? r->probe[0] : r->probe[1];
+            unsteady += probe < 0.85 * peak_fs;
+            printf("%-34s %5s %10.1f %9.1f %8.0f %8.1f %6s %9.1f %8s %10s %8s %5.0f%s\n", label, tile, r->mean_ms,
+                   r->min_ms, r->prepare_ms, fs / 1e9, pct, r->peak_bytes / 1048576.0, rss, diff, speed, probe / 1e9,
+                   probe < 0.85 * peak_fs ? "!" : "");
+        }
+        if (!no_peer) {
+            if (peer.ok) {
+                char version[64], label[128], pct[16] = "-", rss[16] = "-";
+                short_version(version, sizeof(version), peer.version);
+                snprintf(label, sizeof(label), "PyTorch %s (%s)", version, peer.layout);
+                const double fs = fl.total / (peer.ms / 1e3);
+                if (peak_fs > 0) snprintf(pct, sizeof(pct), "%.1f", 100.0 * fs / peak_fs);
+                if (peer.decode_inc_mib > 0) snprintf(rss, sizeof(rss), "%.0f", peer.decode_inc_mib);
+                const double a = o->n_tiles ? rows[o->n_tiles - 1].probe[1] : 0.0, b = sgemm_fs[n_sgemm - 1];
+                const double probe = a > 0 && a < b ? a : b;
+                unsteady += probe < 0.85 * peak_fs;
+                printf("%-34s %5s %10.1f %9.1f %8s %8.1f %6s %9s %8s %10s %8s %5.0f%s\n", label, "-", peer.ms,
+                       peer.min_ms, "-", fs / 1e9, pct, "-", rss, "-", "1.00", probe / 1e9,
+                       probe < 0.85 * peak_fs ? "!" : "");
+            } else {
+                printf("%-34s unavailable (%s)\n", "PyTorch", peer.reason);
+            }
+        }
+        printf("tile: the tile edge the session used (vae_session_tile_size; 0 = whole frame); ms/decode: push + drain "
+               "+ pop_output of one latent (mean of the timed decodes); prep ms: vae_session_new; GFLOP/s and %% peak: "
+               "the model FLOPs above (the same for every row: tiling's recomputed halos are not credited) / ms; "
+               "sess MiB: vae_session_peak_bytes; RSS +MiB: the process's VmHWM after the row minus its VmRSS just "
+               "before vae_session_new (VmHWM reset there through /proc/self/clear_refs; the model's own f32 weights "
+               "were loaded before: not counted), PyTorch: VmHWM minus VmRSS once its module was loaded; max|d| pt: "
+               "max |ours - PyTorch| over the raw output (PyTorch's NCHW output where it ran); vs pt = PyTorch ms / ours (above 1: ours is faster); probe: "
+               "the lower sgemm GFLOP/s just before / after the row\n");
+        if (unsteady) {
+            printf("WARNING: %d row(s) marked '!' ran while the sgemm rate was more than 15%% below the run's best: "
+                   "something else was taking CPU time (possibly outside this guest); repeat the run\n",
+                   unsteady);
+        }
+        for (int i = 0; i < o->n_tiles; i++) {
+            if (rows[i].ok && rows[i].max_abs_untiled >= 0) {
+                printf("tiles %d (in use %d) vs the whole-frame decode: max |diff| %.3g\n", rows[i].tile,
+                       rows[i].tile_used, rows[i].max_abs_untiled);
+            }
+        }
+        if (ref_name[0]) {
+            printf("max|d| pt is against PyTorch's %s output", ref_name);
+            for (int l = 0; l < 2; l++) {
+                bool any = false;
+                for (int i = 0; i < o->n_tiles; i++) {
+                    if (!rows[i].ok || rows[i].max_abs_layout[l] < 0) continue;
+                    printf("%s tile %d %.3g", any ? "," : l ? "; vs channels_last:" : "; vs nchw:", rows[i].tile,
+                           rows[i].max_abs_layout[l]);
+                    any = true;
+                }
+            }
+            if (torch_self >= 0) printf("; PyTorch nchw vs channels_last: %.3g", torch_self);
+            printf("\n");
+        }
+        for (int i = 0; i < o->n_tiles; i++) {
+            if (!rows[i].ok) continue;
+            double mx = 0.0;
+            for (size_t k = 0; k < n_out; k++) mx = fmax(mx, fabs(rows[i].out[k]));
+            printf("output scale: max |y| %.3f (ours, tile %d)\n", mx, rows[i].tile);
+            break;
+        }
+        if (load_mib[1] > 0) {
+            printf("ours: the model (f32 weights) took VmRSS %.0f -> %.0f MiB when loaded\n", load_mib[0], load_mib[1]);
+        }
+        if (peer.ok) {
+            printf("PyTorch: torch %s, %d threads, layouts tried %s, fastest %s; RSS after load %.0f MiB, VmHWM while "
+                   "decoding %.0f MiB, process max RSS %.0f MiB\n",
+                   peer.version, peer.threads, o->layouts, peer.layout, peer.load_rss_mib, peer.decode_peak_rss_mib,
+                   peer.max_rss_mib);
+            if (peer.threads != threads) printf("note: the peer ran with %d threads, ours with %d\n", peer.threads, threads);
+        }
+        if (busy[0] >= 0 && busy[1] >= 0) {
+            printf("CPUs busy with other processes (0.5 s sampled before / after AutoencoderKL): %.0f%% / %.0f%%\n",
+                   100.0 * busy[0], 100.0 * busy[1]);
+            if (busy[0] > 0.1 || busy[1] > 0.1) {
+                printf("WARNING: other processes were using the CPUs: the times above are not reliable\n");
+            }
+        }
+        const double others_kl  = others_share(kl_start, cpu_snap());
+        const double others_run = others_share(run_start, cpu_snap());
+        if (others_kl >= 0) {
+            printf("CPU time taken by other processes (/proc/stat minus this process and its peers): %.1f%% of the "
+                   "machine during AutoencoderKL, %.1f%% over the whole run\n",
+                   100.0 * others_kl, 100.0 * others_run);
+            if (others_kl > 0.05) {
+                printf("WARNING: other processes used more than 5%% of the CPUs during AutoencoderKL: the times above "
+                       "are not reliable\n");
+            }
+        }
+    }
+done:
+    vae_backend_free(be);
+    vae_model_free(model);
+    for (int i = 0; i < o->n_tiles; i++) free(rows[i].out);
+    free(ref);
+    free(ref2);
+    free(lat);
+    *n_sgemm_io = n_sgemm;
 }
 
 // --- main -------------------------------------------------------------------------------------
@@ -998,177 +1534,17 @@ static int bench_taef2(const char * model_path, const char * python, const char 
     return 0;
 }
 
-int main(int argc, char ** argv) {
-    const char * model_path  = NULL;
-    const char * python      = NULL;
-    const char * peer_script = NULL;
-    const char * video_python = NULL;
-    const char * taehv_py     = NULL;
-    const char * video_dir    = NULL;
-    const char * models       = "taef2,wan,taehv";
-    int          frames = 5, warmup = 1;
-    int          vh = VIDEO_LATENT_H, vw = VIDEO_LATENT_W, latent_frames = 3, video_streams = 0, video_warmup = 1;
-    bool         no_peer = false;
-
-    for (int i = 1; i < argc; i++) {
-        const char * a       = argv[i];
-        const bool   has_val = i + 1 < argc;
-        if (!strcmp(a, "--model") && has_val) {
-            model_path = argv[++i];
-        } else if (!strcmp(a, "--frames") && has_val) {
-            if (!parse_int(argv[++i], 1, &frames)) {
-                fprintf(stderr, "bench-cpu: --frames takes an integer >= 1\n");
-                return 2;
-            }
-        } else if (!strcmp(a, "--warmup") && has_val) {
-            if (!parse_int(argv[++i], 0, &warmup)) {
-                fprintf(stderr, "bench-cpu: --warmup takes an integer >= 0\n");
-                return 2;
-            }
-        } else if (!strcmp(a, "--python") && has_val) {
-            python = argv[++i];
-        } else if (!strcmp(a, "--peer-script") && has_val) {
-            peer_script = argv[++i];
-        } else if (!strcmp(a, "--no-peer")) {
-            no_peer = true;
-        } else if (!strcmp(a, "--models") && has_val) {
-            models = argv[++i];
-        } else if (!strcmp(a, "--video-python") && has_val) {
-            video_python = argv[++i];
-        } else if (!strcmp(a, "--taehv-py") && has_val) {
-            taehv_py = argv[++i];
-        } else if (!strcmp(a, "--video-dir") && has_val) {
-            video_dir = argv[++i];
-        } else if (!strcmp(a, "--video-latent") && has_val) {
-            char * x;
-            const long h = strtol(argv[++i], &x, 10);
-            const long w = *x == 'x' ? strtol(x + 1, &x, 10) : 0;
-            if (*x || h < 1 || w < 1 || h > 512 || w > 512) {
-                fprintf(stderr, "bench-cpu: --video-latent takes HxW (latent rows x columns, 1..512)\n");
-                return 2;
-            }
-            vh = (int) h;
-            vw = (int) w;
-        } else if (!strcmp(a, "--latent-frames") && has_val) {
-            if (!parse_int(argv[++i], 2, &latent_frames)) {
-                fprintf(stderr, "bench-cpu: --latent-frames takes an integer >= 2\n");
-                return 2;
-            }
-        } else if (!strcmp(a, "--video-streams") && has_val) {
-            if (!parse_int(argv[++i], 0, &video_streams)) {
-                fprintf(stderr, "bench-cpu: --video-streams takes an integer >= 0 (0: 1 for Wan, 5 for TAEHV)\n");
-                return 2;
-            }
-        } else if (!strcmp(a, "--video-warmup") && has_val) {
-            if (!parse_int(argv[++i], 0, &video_warmup)) {
-                fprintf(stderr, "bench-cpu: --video-warmup takes an integer >= 0\n");
-                return 2;
-            }
-        } else if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-            usage(stdout);
-            return 0;
-        } else {
-            fprintf(stderr, "bench-cpu: unknown or incomplete argument '%s'\n", a);
-            usage(stderr);
-            return 2;
-        }
-    }
-
-    static char script_buf[4096];
-    if (!model_path) {
-        model_path = DEFAULT_MODEL;
-#ifdef VAE_SOURCE_DIR
-        static char model_buf[4096];
-        // run from elsewhere than the repository root: fall back to the shared dir beside the source
-        if (access(model_path, R_OK) != 0) {
-            snprintf(model_buf, sizeof(model_buf), "%s/%s", VAE_SOURCE_DIR, DEFAULT_MODEL);
-            if (access(model_buf, R_OK) == 0) model_path = model_buf;
-        }
-#endif
-    }
-    if (!python) {
-        const char * env = getenv("VAE_BENCH_PYTHON");
-        python           = env && *env ? env : DEFAULT_PYTHON;
-    }
-    if (!peer_script) {
-#ifdef VAE_SOURCE_DIR
-        snprintf(script_buf, sizeof(script_buf), "%s/%s", VAE_SOURCE_DIR, PEER_SCRIPT);
-#else
-        snprintf(script_buf, sizeof(script_buf), "%s", PEER_SCRIPT);
-#endif
-        peer_script = script_buf;
-    }
-
-    // which models
-    bool do_model[3] = { false, false, false };  // taef2, wan, taehv
-    {
-        static const char * names[3] = { "taef2", "wan", "taehv" };
-        const char *        p        = models;
-        while (*p) {
-            const size_t n  = strcspn(p, ",");
-            int          hit = -1;
-            for (int k = 0; k < 3; k++) {
-                if (strlen(names[k]) == n && !strncmp(p, names[k], n)) hit = k;
-            }
-            if (hit < 0) {
-                fprintf(stderr, "bench-cpu: --models takes a comma-separated list of taef2, wan, taehv\n");
-                return 2;
-            }
-            do_model[hit] = true;
-            p += n + (p[n] == ',');
-        }
-    }
-    if (!video_python) {
-        const char * env = getenv("VAE_BENCH_VIDEO_PYTHON");
-        video_python     = env && *env ? env : python;
-    }
-    if (!taehv_py) {
-        const char * env = getenv("TAEHV_PY");
-        taehv_py         = env && *env ? env : NULL;
-    }
-    static char video_script[4096];
-#ifdef VAE_SOURCE_DIR
-    snprintf(video_script, sizeof(video_script), "%s/%s", VAE_SOURCE_DIR, VIDEO_SCRIPT);
-#else
-    snprintf(video_script, sizeof(video_script), "%s", VIDEO_SCRIPT);
-#endif
-
-    const int threads = omp_get_max_threads();
-    // how busy the machine is without us: a benchmark on shared cores is not worth much
-    const struct cpu_snap run_start = cpu_snap();
-    double busy[2] = { other_load(500), -1.0 };
-    double sgemm_fs[16] = { 0.0 };
-    int    n_sgemm      = 0;
-
-    if (do_model[0]) {
-        if (bench_taef2(model_path, python, peer_script, frames, warmup, no_peer, threads, busy, sgemm_fs)) {
-            return 1;
-        }
-        n_sgemm = 2;
-    }
-    if (!do_model[1] && !do_model[2]) {
-        return 0;
-    }
-
-    // --- the causal video decoders ---
+// the causal video decoders (do_video: Wan 2.1, TAEW2.1), their weights and latents made in video_dir;
+// prints its own report. sgemm_fs[*n_sgemm_io...] gets its speed probes.
+static void bench_video(const bool * do_video, const char * video_python, const char * video_script,
+                        const char * taehv_py, const char * video_dir, int latent_frames, int vh, int vw,
+                        int video_streams, int video_warmup, bool no_peer, int threads, struct cpu_snap run_start,
+                        double * sgemm_fs, int * n_sgemm_io) {
+    int n_sgemm = *n_sgemm_io;
     struct video_result vr[2] = {
         { .name = "wan", .label = "Wan 2.1 VAE (base 96)", .weights = "wan21_b96.safetensors" },
         { .name = "taehv", .label = "TAEW2.1 (n_f 256/128/64/64)", .weights = "taew21_full.safetensors" },
     };
-    char dir_buf[4096];
-    bool own_dir = false;
-    if (!video_dir) {
-        snprintf(dir_buf, sizeof(dir_buf), "%s/vae-bench-XXXXXX", getenv("TMPDIR") && *getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
-        if (!mkdtemp(dir_buf)) {
-            fprintf(stderr, "bench-cpu: mkdtemp %s: %s\n", dir_buf, strerror(errno));
-            return 1;
-        }
-        video_dir = dir_buf;
-        own_dir   = true;
-    } else if (mkdir(video_dir, 0755) != 0 && errno != EEXIST) {
-        fprintf(stderr, "bench-cpu: mkdir %s: %s\n", video_dir, strerror(errno));
-        return 1;
-    }
     printf("\nvideo decoders: latent %dx%dx%d, %d latent frames per stream, %s timed streams after %d warm-up "
            "streams of 2 latent frames; weights and latents in %s\n",
            VIDEO_CHANNELS, vh, vw, latent_frames, video_streams ? argv_streams(video_streams) : "1 (Wan) / 5 (TAEHV)",
@@ -1177,7 +1553,7 @@ int main(int argc, char ** argv) {
     const struct cpu_snap video_start   = cpu_snap();
     for (int m = 0; m < 2; m++) {
         struct video_result * r = &vr[m];
-        if (!do_model[m + 1]) continue;
+        if (!do_video[m]) continue;
         if (!video_gen(r, video_python, video_script, m == 1 ? taehv_py : NULL, video_dir, latent_frames, vh, vw,
                        threads)) {
             printf("%s: %s\n", r->name, r->reason);
@@ -1246,7 +1622,7 @@ int main(int argc, char ** argv) {
     int unsteady = 0;
     for (int m = 0; m < 2; m++) {
         const struct video_result * r = &vr[m];
-        if (!do_model[m + 1]) continue;
+        if (!do_video[m]) continue;
         char label[128], pct[32] = "-", rss[32] = "-";
         snprintf(label, sizeof(label), "%s: ours", r->label);
         if (!r->ok) {
@@ -1336,7 +1712,229 @@ int main(int argc, char ** argv) {
         }
     }
     for (int m = 0; m < 2; m++) free(vr[m].out);
+    *n_sgemm_io = n_sgemm;
+}
+
+int main(int argc, char ** argv) {
+    const char * model_path  = NULL;
+    const char * python      = NULL;
+    const char * peer_script = NULL;
+    const char * video_python = NULL;
+    const char * taehv_py     = NULL;
+    const char * video_dir    = NULL;
+    const char * models       = "taef2,wan,taehv";
+    int          frames = 5, warmup = 1;
+    int          vh = VIDEO_LATENT_H, vw = VIDEO_LATENT_W, latent_frames = 3, video_streams = 0, video_warmup = 1;
+    bool         no_peer = false;
+    struct kl_opts kl_opts = { KL_LATENT, KL_LATENT, 2, 1, 3, { 0, 256, 128 }, "nchw,channels_last" };
+
+    for (int i = 1; i < argc; i++) {
+        const char * a       = argv[i];
+        const bool   has_val = i + 1 < argc;
+        if (!strcmp(a, "--model") && has_val) {
+            model_path = argv[++i];
+        } else if (!strcmp(a, "--frames") && has_val) {
+            if (!parse_int(argv[++i], 1, &frames)) {
+                fprintf(stderr, "bench-cpu: --frames takes an integer >= 1\n");
+                return 2;
+            }
+        } else if (!strcmp(a, "--warmup") && has_val) {
+            if (!parse_int(argv[++i], 0, &warmup)) {
+                fprintf(stderr, "bench-cpu: --warmup takes an integer >= 0\n");
+                return 2;
+            }
+        } else if (!strcmp(a, "--python") && has_val) {
+            python = argv[++i];
+        } else if (!strcmp(a, "--peer-script") && has_val) {
+            peer_script = argv[++i];
+        } else if (!strcmp(a, "--no-peer")) {
+            no_peer = true;
+        } else if (!strcmp(a, "--models") && has_val) {
+            models = argv[++i];
+        } else if (!strcmp(a, "--video-python") && has_val) {
+            video_python = argv[++i];
+        } else if (!strcmp(a, "--taehv-py") && has_val) {
+            taehv_py = argv[++i];
+        } else if (!strcmp(a, "--video-dir") && has_val) {
+            video_dir = argv[++i];
+        } else if (!strcmp(a, "--video-latent") && has_val) {
+            char * x;
+            const long h = strtol(argv[++i], &x, 10);
+            const long w = *x == 'x' ? strtol(x + 1, &x, 10) : 0;
+            if (*x || h < 1 || w < 1 || h > 512 || w > 512) {
+                fprintf(stderr, "bench-cpu: --video-latent takes HxW (latent rows x columns, 1..512)\n");
+                return 2;
+            }
+            vh = (int) h;
+            vw = (int) w;
+        } else if (!strcmp(a, "--latent-frames") && has_val) {
+            if (!parse_int(argv[++i], 2, &latent_frames)) {
+                fprintf(stderr, "bench-cpu: --latent-frames takes an integer >= 2\n");
+                return 2;
+            }
+        } else if (!strcmp(a, "--video-streams") && has_val) {
+            if (!parse_int(argv[++i], 0, &video_streams)) {
+                fprintf(stderr, "bench-cpu: --video-streams takes an integer >= 0 (0: 1 for Wan, 5 for TAEHV)\n");
+                return 2;
+            }
+        } else if (!strcmp(a, "--video-warmup") && has_val) {
+            if (!parse_int(argv[++i], 0, &video_warmup)) {
+                fprintf(stderr, "bench-cpu: --video-warmup takes an integer >= 0\n");
+                return 2;
+            }
+        } else if (!strcmp(a, "--kl-latent") && has_val) {
+            char * x;
+            const long h = strtol(argv[++i], &x, 10);
+            const long w = *x == 'x' ? strtol(x + 1, &x, 10) : 0;
+            if (*x || h < 1 || w < 1 || h > 512 || w > 512) {
+                fprintf(stderr, "bench-cpu: --kl-latent takes HxW (latent rows x columns, 1..512)\n");
+                return 2;
+            }
+            kl_opts.h = (int) h;
+            kl_opts.w = (int) w;
+        } else if (!strcmp(a, "--kl-runs") && has_val) {
+            if (!parse_int(argv[++i], 1, &kl_opts.runs)) {
+                fprintf(stderr, "bench-cpu: --kl-runs takes an integer >= 1\n");
+                return 2;
+            }
+        } else if (!strcmp(a, "--kl-warmup") && has_val) {
+            if (!parse_int(argv[++i], 0, &kl_opts.warmup)) {
+                fprintf(stderr, "bench-cpu: --kl-warmup takes an integer >= 0\n");
+                return 2;
+            }
+        } else if (!strcmp(a, "--kl-tiles") && has_val) {
+            const char * p = argv[++i];
+            kl_opts.n_tiles = 0;
+            while (*p) {
+                char tok[32];
+                const size_t n = strcspn(p, ",");
+                snprintf(tok, sizeof(tok), "%.*s", (int) (n < sizeof(tok) ? n : sizeof(tok) - 1), p);
+                if (kl_opts.n_tiles == KL_MAX_TILES || !parse_int(tok, 0, &kl_opts.tiles[kl_opts.n_tiles])) {
+                    fprintf(stderr, "bench-cpu: --kl-tiles takes up to %d comma-separated tile sizes >= 0 (0: whole "
+                                    "frame)\n", KL_MAX_TILES);
+                    return 2;
+                }
+                kl_opts.n_tiles++;
+                p += n + (p[n] == ',');
+            }
+            if (!kl_opts.n_tiles) {
+                fprintf(stderr, "bench-cpu: --kl-tiles needs at least one tile size\n");
+                return 2;
+            }
+        } else if (!strcmp(a, "--kl-layouts") && has_val) {
+            kl_opts.layouts = argv[++i];
+            if (strspn(kl_opts.layouts, "abcdefghijklmnopqrstuvwxyz_,") != strlen(kl_opts.layouts) || !*kl_opts.layouts) {
+                fprintf(stderr, "bench-cpu: --kl-layouts takes nchw, channels_last or both, comma-separated\n");
+                return 2;
+            }
+        } else if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            usage(stdout);
+            return 0;
+        } else {
+            fprintf(stderr, "bench-cpu: unknown or incomplete argument '%s'\n", a);
+            usage(stderr);
+            return 2;
+        }
+    }
+
+    static char script_buf[4096];
+    if (!model_path) {
+        model_path = DEFAULT_MODEL;
+#ifdef VAE_SOURCE_DIR
+        static char model_buf[4096];
+        // run from elsewhere than the repository root: fall back to the shared dir beside the source
+        if (access(model_path, R_OK) != 0) {
+            snprintf(model_buf, sizeof(model_buf), "%s/%s", VAE_SOURCE_DIR, DEFAULT_MODEL);
+            if (access(model_buf, R_OK) == 0) model_path = model_buf;
+        }
+#endif
+    }
+    if (!python) {
+        const char * env = getenv("VAE_BENCH_PYTHON");
+        python           = env && *env ? env : DEFAULT_PYTHON;
+    }
+    if (!peer_script) {
+#ifdef VAE_SOURCE_DIR
+        snprintf(script_buf, sizeof(script_buf), "%s/%s", VAE_SOURCE_DIR, PEER_SCRIPT);
+#else
+        snprintf(script_buf, sizeof(script_buf), "%s", PEER_SCRIPT);
+#endif
+        peer_script = script_buf;
+    }
+
+    // which models
+    bool do_model[4] = { false, false, false, false };  // taef2, wan, taehv, kl
+    {
+        static const char * names[4] = { "taef2", "wan", "taehv", "kl" };
+        const char *        p        = models;
+        while (*p) {
+            const size_t n  = strcspn(p, ",");
+            int          hit = -1;
+            for (int k = 0; k < 4; k++) {
+                if (strlen(names[k]) == n && !strncmp(p, names[k], n)) hit = k;
+            }
+            if (hit < 0) {
+                fprintf(stderr, "bench-cpu: --models takes a comma-separated list of taef2, wan, taehv, kl\n");
+                return 2;
+            }
+            do_model[hit] = true;
+            p += n + (p[n] == ',');
+        }
+    }
+    if (!video_python) {
+        const char * env = getenv("VAE_BENCH_VIDEO_PYTHON");
+        video_python     = env && *env ? env : python;
+    }
+    if (!taehv_py) {
+        const char * env = getenv("TAEHV_PY");
+        taehv_py         = env && *env ? env : NULL;
+    }
+    static char video_script[4096];
+#ifdef VAE_SOURCE_DIR
+    snprintf(video_script, sizeof(video_script), "%s/%s", VAE_SOURCE_DIR, VIDEO_SCRIPT);
+#else
+    snprintf(video_script, sizeof(video_script), "%s", VIDEO_SCRIPT);
+#endif
+
+    const int threads = omp_get_max_threads();
+    // how busy the machine is without us: a benchmark on shared cores is not worth much
+    const struct cpu_snap run_start = cpu_snap();
+    double busy[2] = { other_load(500), -1.0 };
+    double sgemm_fs[32] = { 0.0 };
+    int    n_sgemm      = 0;
+
+    if (do_model[0]) {
+        if (bench_taef2(model_path, python, peer_script, frames, warmup, no_peer, threads, busy, sgemm_fs)) {
+            return 1;
+        }
+        n_sgemm = 2;
+    }
+    if (!do_model[1] && !do_model[2] && !do_model[3]) {
+        return 0;
+    }
+
+    // the generated weights and latents of the video decoders and AutoencoderKL
+    char dir_buf[4096];
+    bool own_dir = false;
+    if (!video_dir) {
+        snprintf(dir_buf, sizeof(dir_buf), "%s/vae-bench-XXXXXX", getenv("TMPDIR") && *getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+        if (!mkdtemp(dir_buf)) {
+            fprintf(stderr, "bench-cpu: mkdtemp %s: %s\n", dir_buf, strerror(errno));
+            return 1;
+        }
+        video_dir = dir_buf;
+        own_dir   = true;
+    } else if (mkdir(video_dir, 0755) != 0 && errno != EEXIST) {
+        fprintf(stderr, "bench-cpu: mkdir %s: %s\n", video_dir, strerror(errno));
+        return 1;
+    }
+    if (do_model[1] || do_model[2]) {
+        bench_video(do_model + 1, video_python, video_script, taehv_py, video_dir, latent_frames, vh, vw,
+                    video_streams, video_warmup, no_peer, threads, run_start, sgemm_fs, &n_sgemm);
+    }
+    if (do_model[3]) {
+        bench_kl(&kl_opts, video_python, video_dir, no_peer, threads, run_start, sgemm_fs, &n_sgemm);
+    }
     if (own_dir) remove_video_dir(video_dir);
     return 0;
 }
-
