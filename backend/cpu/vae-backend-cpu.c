@@ -369,7 +369,9 @@ static bool cpu_prepare_conv(struct cpu_context * ctx, struct cpu_graph * cg, co
             dnnl_post_ops_append_sum(po, 1.0f);
         }
         // (oneDNN 2.6's deconvolution with an eltwise post-op is 10x slower than without: 155 ms
-        // against 15 for one TAEHV frame; the upsample's activation runs after it instead)
+        // against 15 for one TAEHV frame; and with a bias it takes a scratchpad the size of its
+        // output: 1 GiB for SDXL's last upsample at 1024x1024. Bias and activation of the
+        // upsample run after it instead.)
         if (!up && j == kt - 1 && t->act == VAE_ACT_RELU) {
             dnnl_post_ops_append_eltwise(po, 1.0f, dnnl_eltwise_relu, 0.0f, 0.0f);
         } else if (!up && j == kt - 1 && t->act == VAE_ACT_SILU) {
@@ -378,7 +380,7 @@ static bool cpu_prepare_conv(struct cpu_context * ctx, struct cpu_graph * cg, co
         dnnl_primitive_attr_set_post_ops(attr, po);
         dnnl_post_ops_destroy(po);
 
-        const dnnl_memory_desc_t * bmd = b && j == 0 ? &bias_md : NULL;
+        const dnnl_memory_desc_t * bmd = b && j == 0 && !up ? &bias_md : NULL;
         dnnl_primitive_desc_t      pd  = NULL;
         dnnl_status_t              st;
         if (up) {
@@ -561,6 +563,7 @@ static bool cpu_run_conv(struct cpu_context * ctx, struct cpu_graph * cg, const 
     float *           y    = cpu_node_data(cg, t);
     float *           x    = cpu_node_data(cg, t->src[0]);
     const size_t      hist = t->op == VAE_OP_CAUSAL_CONV3D ? cpu_state_floats(t) : 0;
+    const bool        up   = t->op == VAE_OP_UPSAMPLE_CONV2D;
     if (hist) {
         memcpy(x - hist, state->data[t->i[0]], hist * sizeof(float));
     }
@@ -574,12 +577,12 @@ static bool cpu_run_conv(struct cpu_context * ctx, struct cpu_graph * cg, const 
             { DNNL_ARG_DST, node->dst },
             { DNNL_ARG_BIAS, node->bias },
         };
-        CPU_DNNL(dnnl_primitive_execute(node->prim[j], ctx->stream, node->bias && j == 0 ? 4 : 3, args),
+        CPU_DNNL(dnnl_primitive_execute(node->prim[j], ctx->stream, node->bias && j == 0 && !up ? 4 : 3, args),
                  "run the convolution");
     }
-    if (t->op == VAE_OP_UPSAMPLE_CONV2D && t->act != VAE_ACT_NONE) {
+    if (up && (t->act != VAE_ACT_NONE || node->bias_data)) {
         CPU_DNNL(dnnl_stream_wait(ctx->stream), "run the convolution");
-        vae_cpu_act(y, vae_cpu_nelements(t->ne), t->act);
+        vae_cpu_bias_act(y, t->ne, node->bias_data, t->act);
     }
     if (hist) {
         memcpy(state->data[t->i[0]], x + vae_cpu_nelements(t->src[0]->ne) - hist, hist * sizeof(float));

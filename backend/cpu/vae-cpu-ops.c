@@ -70,10 +70,19 @@ static inline float cpu_act(float v, enum vae_act act) {
     }
 }
 
-void vae_cpu_act(float * y, size_t n, enum vae_act act) {
-#pragma omp parallel for
-    for (size_t i = 0; i < n; i++) {
-        y[i] = cpu_act(y[i], act);
+void vae_cpu_bias_act(float * y, const int64_t ne[4], const float * bias, enum vae_act act) {
+    const int64_t N = ne[0], CB = vae_cpu_blocks(ne[1]), HW = ne[2] * ne[3];
+#pragma omp parallel for collapse(2)
+    for (int64_t n = 0; n < N; n++) {
+        for (int64_t cb = 0; cb < CB; cb++) {
+            float *     d = y + (n * CB + cb) * HW * VAE_CPU_BLOCK;
+            const float * b = bias ? bias + cb * VAE_CPU_BLOCK : NULL;
+            for (int64_t p = 0; p < HW; p++) {
+                for (int l = 0; l < VAE_CPU_BLOCK; l++) {
+                    d[p * VAE_CPU_BLOCK + l] = cpu_act(d[p * VAE_CPU_BLOCK + l] + (b ? b[l] : 0.0f), act);
+                }
+            }
+        }
     }
 }
 

@@ -26,8 +26,8 @@ static inline size_t vae_cpu_nelements(const int64_t ne[4]) {
 void vae_cpu_to_blocked(const float * src, float * dst, const int64_t ne[4]);
 void vae_cpu_from_blocked(const float * src, float * dst, const int64_t ne[4]);
 
-// y = act(y) over every element
-void vae_cpu_act(float * y, size_t n, enum vae_act act);
+// y = act(y + bias[c]) over every element, blocked; bias: whole blocks (padding lanes 0) or NULL
+void vae_cpu_bias_act(float * y, const int64_t ne[4], const float * bias, enum vae_act act);
 
 // y = tanh(x / s) * s over every element (in place allowed)
 void vae_cpu_tanh_clamp(const float * x, float * y, size_t n, float s);
