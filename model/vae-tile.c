@@ -101,7 +101,6 @@ static float tile_max_abs(const float * x, size_t n) {
 
 // rows [y0, y0 + ch) x columns [x0, x0 + cw) of src [C, H, W] into dst [C, ch, cw]
 static void tile_gather(const float * src, int c, int h, int w, int y0, int x0, int ch, int cw, float * dst) {
-    (void) h;
 #pragma omp parallel for
     for (int k = 0; k < c; k++) {
         for (int y = 0; y < ch; y++) {
@@ -114,7 +113,6 @@ static void tile_gather(const float * src, int c, int h, int w, int y0, int x0, 
 // into dst [C, H, W]
 static void tile_scatter(const float * src, int c, int th, int tw, int ty, int tx, float * dst, int h, int w, int oy0,
                          int oy1, int ox0, int ox1) {
-    (void) th;
 #pragma omp parallel for
     for (int k = 0; k < c; k++) {
         for (int y = oy0; y < oy1; y++) {
