@@ -1,6 +1,7 @@
 #!/bin/sh
 # Fresh machine to first decode: install what the build and the tests need (Debian packages),
-# build, then decode the shared TAEF2 latents to PNG files in out/ on the CPU.
+# build (with the CUDA backend when nvcc is on the PATH; no GPU needed to build), then decode the
+# shared TAEF2 latents to PNG files in out/ (on the GPU when there is one, else on the CPU).
 set -eu
 cd "$(dirname "$0")"
 sudo=""
@@ -8,7 +9,7 @@ sudo=""
 $sudo apt-get update -qq
 DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends \
     gcc pkg-config meson ninja-build libdnnl-dev \
-    libgstreamer1.0-dev libgstreamer-plugins-base1.0-dev gstreamer1.0-tools \
+    libgstreamer1.0-dev libgstreamer-plugins-base1.0-dev libgstreamer-plugins-bad1.0-dev gstreamer1.0-tools \
     gstreamer1.0-plugins-base gstreamer1.0-plugins-good gstreamer1.0-plugins-ugly >/dev/null
 [ -d build ] || meson setup build
 ninja -C build

@@ -37,7 +37,9 @@ struct vae_backend_i {
 struct vae_backend {
     const struct vae_backend_i * iface;
     void *                       context;
+    enum vae_precision           precision;   // in effect (never AUTO)
 };
 
 // implemented by each built backend
 vae_backend_t * vae_backend_cpu_init(char * err, size_t err_size);
+vae_backend_t * vae_backend_cuda_init(int device, enum vae_precision precision, char * err, size_t err_size);

@@ -7,6 +7,11 @@
 #include <stdio.h>
 
 bool vae_backend_is_built(enum vae_backend_type type) {
+#ifdef VAE_HAVE_CUDA
+    if (type == VAE_BACKEND_CUDA) {
+        return true;
+    }
+#endif
     return type == VAE_BACKEND_CPU;
 }
 
@@ -19,16 +24,33 @@ const char * vae_backend_type_name(enum vae_backend_type type) {
     }
 }
 
-vae_backend_t * vae_backend_init(enum vae_backend_type type, int device, char * err, size_t err_size) {
+const char * vae_precision_name(enum vae_precision p) {
+    static const char * const names[VAE_PRECISION_COUNT] = { "auto", "fp32", "tf32", "fp16", "bf16" };
+    return p < VAE_PRECISION_COUNT ? names[p] : "?";
+}
+
+vae_backend_t * vae_backend_init(enum vae_backend_type type, int device, enum vae_precision precision, char * err,
+                                 size_t err_size) {
     if (!vae_backend_is_built(type)) {
-        snprintf(err, err_size, "the %s backend is not built into this plugin (built: cpu)", vae_backend_type_name(type));
+        snprintf(err, err_size, "the %s backend is not built into this plugin (built: cpu%s)",
+                 vae_backend_type_name(type), vae_backend_is_built(VAE_BACKEND_CUDA) ? ", cuda" : "");
         return NULL;
     }
+#ifdef VAE_HAVE_CUDA
+    if (type == VAE_BACKEND_CUDA) {
+        return vae_backend_cuda_init(device, precision, err, err_size);
+    }
+#endif
     if (device != 0 && device != -1) {
         snprintf(err, err_size, "the cpu backend has only device 0, not %d", device);
         return NULL;
     }
+    (void) precision; // (the CPU computes in fp32: vae_backend_precision says so)
     return vae_backend_cpu_init(err, err_size);
+}
+
+enum vae_precision vae_backend_precision(vae_backend_t * backend) {
+    return backend->precision;
 }
 
 void vae_backend_free(vae_backend_t * backend) {

@@ -133,6 +133,8 @@ struct vae_frame {
     float                 scale, offset;       // v01 = clamp(y * scale + offset, 0, 1)
     float                 kr, kb;              // YUV formats: luma coefficients (BT.601: .299, .114)
     bool                  full_range;          // YUV formats: 0..255 instead of 16..235/240
+    bool                  device;              // planes are device memory of the backend's GPU (CUDA
+                                               //   memory of its context); host memory when false
 };
 
 // 8-bit pixels in dst from host f32 RGB: channel c of pixel (y, x) at src[(y * width + x) *
@@ -147,13 +149,32 @@ enum vae_backend_type {
     VAE_BACKEND_COUNT,
 };
 
+// how a backend stores activations and multiplies: weights are converted once at prepare;
+// accumulation, norm statistics and softmax are fp32 at every precision
+enum vae_precision {
+    VAE_PRECISION_AUTO,  // bf16 on GPUs that have it (fp16 on older ones), fp32 on the CPU
+    VAE_PRECISION_FP32,
+    VAE_PRECISION_TF32,  // fp32 storage, tf32 tensor-core products
+    VAE_PRECISION_FP16,
+    VAE_PRECISION_BF16,
+    VAE_PRECISION_COUNT,
+};
+
+const char * vae_precision_name(enum vae_precision p);
+
 typedef struct vae_backend vae_backend_t;
 
 bool            vae_backend_is_built(enum vae_backend_type type);
 const char *    vae_backend_type_name(enum vae_backend_type type);
-vae_backend_t * vae_backend_init(enum vae_backend_type type, int device, char * err, size_t err_size);
-void            vae_backend_free(vae_backend_t * backend);
-const char *    vae_backend_name(vae_backend_t * backend);
+// device: the GPU's number, or -1: the CUDA context current on the calling thread if there is
+// one (a GstCudaContext pushed by the element), else device 0. The CPU computes in fp32 whatever
+// precision is asked for (vae_backend_precision says what is in effect); a GPU refuses a
+// precision it lacks, naming it.
+vae_backend_t *    vae_backend_init(enum vae_backend_type type, int device, enum vae_precision precision, char * err,
+                                    size_t err_size);
+void               vae_backend_free(vae_backend_t * backend);
+const char *       vae_backend_name(vae_backend_t * backend);
+enum vae_precision vae_backend_precision(vae_backend_t * backend);   // never AUTO
 
 // convert weights, plan memory (sets g->peak_bytes), create what the ops need; refuses a plan
 // larger than max_bytes (0 = the device's memory) with a message giving both sizes
@@ -173,7 +194,8 @@ bool vae_backend_graph_compute(vae_backend_t * backend, struct vae_graph * g, va
 // the same for a graph of g->n_inputs inputs: inputs[i] for input number i
 bool vae_backend_graph_compute_inputs(vae_backend_t * backend, struct vae_graph * g, vae_state_t * state,
                                       const float * const * inputs, char * err, size_t err_size);
-// write frame n of the output (which must have 3 channels) into dst
+// write frame n of the output (which must have 3 channels) into dst; device frames (dst->device)
+// on GPU backends only, written in place
 bool vae_backend_graph_read_frame(vae_backend_t * backend, struct vae_graph * g, int n,
                                   const struct vae_frame * dst, char * err, size_t err_size);
 // read frames [first, first + count) of the raw output [N, C, H, W] as host f32 (tests, tools)

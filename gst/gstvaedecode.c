@@ -74,6 +74,20 @@
  * - `timestamp`, `stream-time`, `running-time`, `duration` (#GstClockTime): of the last
  *   frame the step gave (GST_CLOCK_TIME_NONE when unknown)
  *
+ * ## CUDA
+ *
+ * With #GstVaeDecode:backend cuda, or auto when the CUDA backend is built and a GPU is
+ * present, the decoder runs on the GPU of #GstVaeDecode:device-id at #GstVaeDecode:precision
+ * (auto: bf16 where the GPU has it). The source caps then offer
+ * `video/x-raw(memory:CUDAMemory)` before system memory: the frames are written in place
+ * into CUDA memory of the pipeline's #GstCudaContext, shared through the `gst.cuda.context`
+ * GstContext (the element asks its neighbours and the application for one, and makes and
+ * announces its own when none comes), so CUDA elements downstream take them without a copy.
+ * Frames of a tiled decode are assembled in host memory and uploaded when downstream maps
+ * them. System-memory output works with every backend; the CPU backend offers only that.
+ * Without a GPU or a driver, backend auto decodes on the CPU (logged at INFO level) and
+ * backend cuda fails with an error that names the cause.
+ *
  * ## Errors
  *
  * Latents that hold NaN or Inf, latent caps whose channel count does not match the model, and
@@ -103,6 +117,14 @@
  * with the Wan 2.1 VAE (ComfyUI's `wan_2.1_vae.safetensors`, or the diffusers `vae/` file);
  * `tests/data/wan21_b4.orig.safetensors`, a random-weight model of the same shape, runs the
  * same pipeline in seconds. `pipelines/wan-to-mp4.sh` wraps it.
+ * |[
+ * gst-launch-1.0 filesrc location=wan21_cheesecake.latent ! latentparse \
+ *     ! vaedecode backend=cuda model-file=wan_2.1_vae.safetensors latent-space=normalized \
+ *     ! "video/x-raw(memory:CUDAMemory),format=NV12" ! nvh264enc ! h264parse \
+ *     ! mp4mux ! filesink location=cheesecake.mp4
+ * ]| the same decode on the GPU, the frames handed to NVENC in CUDA memory without leaving
+ * the GPU. `nvh264enc` (GStreamer 1.22's nvcodec plugin) takes NV12, I420, RGBA and BGRA in
+ * CUDA memory; the newer `nvcudah264enc` of 1.22 takes only NV12 and Y444 there.
  *
  * Since: 0.1
  */
@@ -117,6 +139,14 @@
 #include <gst/video/video.h>
 
 #include "vae-session.h"
+
+#ifdef HAVE_GST_CUDA
+#include <gst/cuda/gstcudabufferpool.h>
+#include <gst/cuda/gstcudaloader.h>
+#include <gst/cuda/gstcudautils.h>
+#else
+#define GST_CAPS_FEATURE_MEMORY_CUDA_MEMORY "memory:CUDAMemory"
+#endif
 
 GST_DEBUG_CATEGORY_STATIC (gst_vae_decode_debug);
 #define GST_CAT_DEFAULT gst_vae_decode_debug
@@ -134,11 +164,11 @@ typedef enum
 
 typedef enum
 {
-  GST_VAE_PRECISION_AUTO,
-  GST_VAE_PRECISION_FP32,
-  GST_VAE_PRECISION_TF32,
-  GST_VAE_PRECISION_FP16,
-  GST_VAE_PRECISION_BF16,
+  GST_VAE_PRECISION_AUTO = VAE_PRECISION_AUTO,
+  GST_VAE_PRECISION_FP32 = VAE_PRECISION_FP32,
+  GST_VAE_PRECISION_TF32 = VAE_PRECISION_TF32,
+  GST_VAE_PRECISION_FP16 = VAE_PRECISION_FP16,
+  GST_VAE_PRECISION_BF16 = VAE_PRECISION_BF16,
 } GstVaePrecision;
 
 enum
@@ -191,11 +221,16 @@ struct _GstVaeDecode
   /* from start to stop */
   struct vae_model *model;
   vae_backend_t *backend;
+  gboolean cuda_output;         /* the backend runs in cuda_ctx (object lock) */
+#ifdef HAVE_GST_CUDA
+  GstCudaContext *cuda_ctx;     /* the pipeline's, shared through GstContext */
+#endif
 
   /* from set_caps */
   struct vae_session *session;
   GstLatentInfo in_info;
   GstVideoInfo out_info;
+  gboolean out_cuda;            /* the output caps are CUDA memory */
   float *latent;                /* one latent frame as f32 */
   GArray *stamps;               /* GstVaeStamp of each frame pushed latents give, not yet output */
   guint64 frames_in;            /* latent frames taken since the caps (for messages) */
@@ -211,10 +246,17 @@ static GstStaticPadTemplate sink_template = GST_STATIC_PAD_TEMPLATE ("sink",
     GST_PAD_ALWAYS,
     GST_STATIC_CAPS (GST_LATENT_CAPS_STR));
 
+/* CUDA memory first where the element can give it; transform_caps offers it only while the
+ * backend runs on CUDA */
 static GstStaticPadTemplate src_template = GST_STATIC_PAD_TEMPLATE ("src",
     GST_PAD_SRC,
     GST_PAD_ALWAYS,
-    GST_STATIC_CAPS (GST_VIDEO_CAPS_MAKE (VAE_OUTPUT_FORMATS)));
+    GST_STATIC_CAPS (
+#ifdef HAVE_GST_CUDA
+        GST_VIDEO_CAPS_MAKE_WITH_FEATURES (GST_CAPS_FEATURE_MEMORY_CUDA_MEMORY,
+            VAE_OUTPUT_FORMATS) "; "
+#endif
+        GST_VIDEO_CAPS_MAKE (VAE_OUTPUT_FORMATS)));
 
 #define gst_vae_decode_parent_class parent_class
 G_DEFINE_TYPE (GstVaeDecode, gst_vae_decode, GST_TYPE_BASE_TRANSFORM);
@@ -273,7 +315,8 @@ gst_vae_backend_get_type (void)
 {
   static GType type = 0;
   static GEnumValue values[] = {
-    {GST_VAE_BACKEND_AUTO, "The best backend built and present", "auto"},
+    {GST_VAE_BACKEND_AUTO, "CUDA when it is built and a GPU is present, else "
+          "the CPU", "auto"},
     {GST_VAE_BACKEND_CPU, "CPU (oneDNN, fp32)", "cpu"},
     {GST_VAE_BACKEND_CUDA, "CUDA (NVIDIA GPUs)", "cuda"},
     {GST_VAE_BACKEND_HIP, "HIP (AMD GPUs)", "hip"},
@@ -297,8 +340,8 @@ gst_vae_precision_get_type (void)
 {
   static GType type = 0;
   static const GEnumValue values[] = {
-    {GST_VAE_PRECISION_AUTO, "bf16 on GPUs that have it, fp32 on the CPU",
-        "auto"},
+    {GST_VAE_PRECISION_AUTO, "bf16 on GPUs that have it (fp16 on older ones), "
+          "fp32 on the CPU", "auto"},
     {GST_VAE_PRECISION_FP32, "fp32", "fp32"},
     {GST_VAE_PRECISION_TF32, "tf32 tensor cores, fp32 storage", "tf32"},
     {GST_VAE_PRECISION_FP16, "fp16 storage, fp32 accumulation", "fp16"},
@@ -323,12 +366,52 @@ gst_vae_decode_clear_stream (GstVaeDecode * self)
   self->stream_latents = 0;
 }
 
+/* start a backend of this type. CUDA runs in the pipeline's GstCudaContext (found or made
+ * by gst_cuda_ensure_element_context, pushed around the init so that the backend adopts it),
+ * which its CUDA memory output belongs to; without one (no driver, or GStreamer's CUDA
+ * library not built in) the backend picks its device itself and the output is system
+ * memory. Sets cuda_output. */
+static vae_backend_t *
+gst_vae_decode_open_backend (GstVaeDecode * self, enum vae_backend_type type,
+    gint device, enum vae_precision precision, char *err, gsize err_size)
+{
+  vae_backend_t *backend;
+  gboolean pushed = FALSE;
+
+#ifdef HAVE_GST_CUDA
+  if (type == VAE_BACKEND_CUDA) {
+    /* (creating a context without the loaded library aborts the process) */
+    if (!gst_cuda_load_library ())
+      GST_DEBUG_OBJECT (self, "GStreamer's CUDA library found no driver");
+    else if (!gst_cuda_ensure_element_context (GST_ELEMENT (self), device,
+            &self->cuda_ctx))
+      GST_DEBUG_OBJECT (self, "no GstCudaContext for device %d", device);
+    else
+      pushed = gst_cuda_context_push (self->cuda_ctx);
+  }
+#endif
+  backend = vae_backend_init (type, device, precision, err, err_size);
+#ifdef HAVE_GST_CUDA
+  if (pushed)
+    gst_cuda_context_pop (NULL);
+  if (backend == NULL || !pushed)
+    gst_clear_object (&self->cuda_ctx);
+#endif
+  GST_OBJECT_LOCK (self);
+  self->cuda_output = backend != NULL && pushed;
+  GST_OBJECT_UNLOCK (self);
+  return backend;
+}
+
 static gboolean
 gst_vae_decode_start (GstBaseTransform * trans)
 {
   GstVaeDecode *self = GST_VAE_DECODE (trans);
   char err[VAE_ERR_SIZE] = "";
   enum vae_backend_type type;
+  enum vae_precision precision, in_effect;
+  GstVaeBackend backend_type;
+  gint device;
 
   if (self->model_file == NULL || self->model_file[0] == '\0') {
     GST_ELEMENT_ERROR (self, RESOURCE, NOT_FOUND,
@@ -351,10 +434,35 @@ gst_vae_decode_start (GstBaseTransform * trans)
   GST_INFO_OBJECT (self, "loaded %s: %s", self->model_file,
       self->model->description);
 
-  /* auto: the CPU is the only backend built so far */
-  type = self->backend_type == GST_VAE_BACKEND_AUTO ? VAE_BACKEND_CPU :
-      (enum vae_backend_type) (self->backend_type - GST_VAE_BACKEND_CPU);
-  self->backend = vae_backend_init (type, self->device_id, err, sizeof (err));
+  GST_OBJECT_LOCK (self);
+  backend_type = self->backend_type;
+  device = self->device_id;
+  precision = (enum vae_precision) self->precision;
+  GST_OBJECT_UNLOCK (self);
+
+  /* auto: CUDA when it is built and starts, else the CPU (whose only device is the default) */
+  if (backend_type == GST_VAE_BACKEND_AUTO) {
+    type = VAE_BACKEND_CPU;
+    if (vae_backend_is_built (VAE_BACKEND_CUDA)) {
+      self->backend = gst_vae_decode_open_backend (self, VAE_BACKEND_CUDA,
+          device, precision, err, sizeof (err));
+      if (self->backend != NULL)
+        type = VAE_BACKEND_CUDA;
+      else if (g_str_has_prefix (err, "no CUDA device"))
+        GST_INFO_OBJECT (self, "backend auto: decoding on the cpu (cuda: %s)",
+            err);
+      else
+        GST_WARNING_OBJECT (self, "backend auto: the cuda backend did not "
+            "start (%s); decoding on the cpu", err);
+    }
+    if (self->backend == NULL)
+      self->backend = gst_vae_decode_open_backend (self, VAE_BACKEND_CPU, -1,
+          precision, err, sizeof (err));
+  } else {
+    type = (enum vae_backend_type) (backend_type - GST_VAE_BACKEND_CPU);
+    self->backend = gst_vae_decode_open_backend (self, type, device,
+        precision, err, sizeof (err));
+  }
   if (self->backend == NULL) {
     GST_ELEMENT_ERROR (self, RESOURCE, SETTINGS,
         ("Could not start the %s backend: %s", vae_backend_type_name (type),
@@ -362,11 +470,14 @@ gst_vae_decode_start (GstBaseTransform * trans)
     g_clear_pointer (&self->model, vae_model_free);
     return FALSE;
   }
-  if (type == VAE_BACKEND_CPU && self->precision != GST_VAE_PRECISION_AUTO
-      && self->precision != GST_VAE_PRECISION_FP32)
-    GST_WARNING_OBJECT (self, "the cpu backend computes in fp32 whatever "
-        "precision is asked for");
-  GST_INFO_OBJECT (self, "backend %s", vae_backend_name (self->backend));
+  in_effect = vae_backend_precision (self->backend);
+  if (precision != VAE_PRECISION_AUTO && precision != in_effect)
+    GST_WARNING_OBJECT (self, "%s precision asked for, but the %s backend "
+        "computes in %s", vae_precision_name (precision),
+        vae_backend_type_name (type), vae_precision_name (in_effect));
+  GST_INFO_OBJECT (self, "backend %s, precision %s, output in %s",
+      vae_backend_name (self->backend), vae_precision_name (in_effect),
+      self->cuda_output ? "CUDA or system memory" : "system memory");
   self->segment_frames = 0;
   self->discont = FALSE;
   GST_OBJECT_LOCK (self);
@@ -381,9 +492,46 @@ gst_vae_decode_stop (GstBaseTransform * trans)
   GstVaeDecode *self = GST_VAE_DECODE (trans);
 
   gst_vae_decode_clear_stream (self);
+  /* the backend first: it runs in the CUDA context */
   g_clear_pointer (&self->backend, vae_backend_free);
   g_clear_pointer (&self->model, vae_model_free);
+  GST_OBJECT_LOCK (self);
+  self->cuda_output = FALSE;
+  GST_OBJECT_UNLOCK (self);
+#ifdef HAVE_GST_CUDA
+  gst_clear_object (&self->cuda_ctx);
+#endif
   return TRUE;
+}
+
+/* whether the output may be CUDA memory: while running, whether the backend runs in a
+ * GstCudaContext; before, whether the backend property can give one */
+static gboolean
+gst_vae_decode_cuda_output (GstVaeDecode * self)
+{
+#ifdef HAVE_GST_CUDA
+  gboolean ret;
+
+  GST_OBJECT_LOCK (self);
+  if (self->backend != NULL)
+    ret = self->cuda_output;
+  else
+    ret = (self->backend_type == GST_VAE_BACKEND_AUTO
+        || self->backend_type == GST_VAE_BACKEND_CUDA)
+        && vae_backend_is_built (VAE_BACKEND_CUDA);
+  GST_OBJECT_UNLOCK (self);
+  return ret;
+#else
+  return FALSE;
+#endif
+}
+
+static gboolean
+gst_vae_decode_features_are_cuda (GstCapsFeatures * features)
+{
+  return features != NULL && !gst_caps_features_is_any (features)
+      && gst_caps_features_contains (features,
+      GST_CAPS_FEATURE_MEMORY_CUDA_MEMORY);
 }
 
 /* multiply (or divide) an int or int range field by scale */
@@ -491,16 +639,23 @@ gst_vae_decode_transform_caps (GstBaseTransform * trans,
 {
   GstVaeDecode *self = GST_VAE_DECODE (trans);
   GstCaps *result = gst_caps_new_empty ();
+  const gboolean cuda = gst_vae_decode_cuda_output (self);
   guint i, j;
 
   for (i = 0; i < gst_caps_get_size (caps); i++) {
     const GstStructure *in = gst_caps_get_structure (caps, i);
     const GValue *fps = gst_structure_get_value (in, "framerate");
     GstVaeLayout layouts[3];
+    guint n;
+
+    /* frames in CUDA memory only come from a backend that runs on CUDA */
+    if (direction == GST_PAD_SRC && !cuda
+        && gst_vae_decode_features_are_cuda (gst_caps_get_features (caps, i)))
+      continue;
     /* latents to frames: the layouts these latent caps can have; frames to latents: every
      * layout (a structure that is a subset of one merged before is dropped) */
-    const guint n = gst_vae_decode_layouts (self,
-        direction == GST_PAD_SINK ? in : NULL, layouts);
+    n = gst_vae_decode_layouts (self, direction == GST_PAD_SINK ? in : NULL,
+        layouts);
 
     for (j = 0; j < n; j++) {
       const GstVaeLayout *l = &layouts[j];
@@ -538,6 +693,15 @@ gst_vae_decode_transform_caps (GstBaseTransform * trans,
         gst_structure_remove_field (out, "framerate");
       result = gst_caps_merge_structure (result, out);
     }
+  }
+  /* the same frames in CUDA memory, preferred */
+  if (direction == GST_PAD_SINK && cuda) {
+    GstCaps *in_cuda = gst_caps_copy (result);
+
+    gst_caps_set_features_simple (in_cuda,
+        gst_caps_features_new (GST_CAPS_FEATURE_MEMORY_CUDA_MEMORY, NULL));
+    gst_caps_append (in_cuda, result);
+    result = in_cuda;
   }
 
   if (filter) {
@@ -634,6 +798,8 @@ gst_vae_decode_set_caps (GstBaseTransform * trans, GstCaps * incaps,
   }
   if (!gst_video_info_from_caps (&self->out_info, outcaps))
     return FALSE;
+  self->out_cuda =
+      gst_vae_decode_features_are_cuda (gst_caps_get_features (outcaps, 0));
   if (GST_VIDEO_INFO_WIDTH (&self->out_info) != info.width * scale
       || GST_VIDEO_INFO_HEIGHT (&self->out_info) != info.height * scale) {
     GST_ELEMENT_ERROR (self, CORE, NEGOTIATION,
@@ -699,30 +865,56 @@ gst_vae_decode_set_caps (GstBaseTransform * trans, GstCaps * incaps,
         G_GSIZE_FORMAT " bytes (%.1f MiB)", self->tile_size,
         vae_session_peak_bytes (self->session),
         vae_session_peak_bytes (self->session) / 1048576.0);
+  /* a tiled decode assembles its frames on the host: written into the CUDA memory's host
+   * copy, which GstCudaMemory uploads when downstream maps it for CUDA */
+  if (self->out_cuda)
+    GST_INFO_OBJECT (self, "output in CUDA memory, %s", tile > 0 ?
+        "through host memory (tiled decode)" : "written on the GPU");
   return TRUE;
 }
 
+/* system memory: downstream's pool or a video pool; CUDA memory: downstream's pool if it is
+ * a CUDA pool of our context, else a new one (its buffers carry pitched rows and a video
+ * meta) */
 static gboolean
 gst_vae_decode_decide_allocation (GstBaseTransform * trans, GstQuery * query)
 {
+  GstVaeDecode *self = GST_VAE_DECODE (trans);
   GstCaps *caps;
   GstVideoInfo info;
   GstBufferPool *pool = NULL;
   GstStructure *config;
-  guint min = 0, max = 0;
+  guint size, min = 0, max = 0;
+  gboolean cuda;
 
   gst_query_parse_allocation (query, &caps, NULL);
   if (caps == NULL || !gst_video_info_from_caps (&info, caps))
     return FALSE;
+  cuda = gst_vae_decode_features_are_cuda (gst_caps_get_features (caps, 0));
+  if (cuda && !gst_vae_decode_cuda_output (self)) {
+    GST_WARNING_OBJECT (self, "CUDA memory caps without a CUDA backend");
+    return FALSE;
+  }
 
   if (gst_query_get_n_allocation_pools (query) > 0)
     gst_query_parse_nth_allocation_pool (query, 0, &pool, NULL, &min, &max);
+#ifdef HAVE_GST_CUDA
+  if (cuda && pool != NULL && !(GST_IS_CUDA_BUFFER_POOL (pool)
+          && GST_CUDA_BUFFER_POOL (pool)->context == self->cuda_ctx)) {
+    GST_DEBUG_OBJECT (self, "not using downstream's pool %" GST_PTR_FORMAT,
+        pool);
+    gst_clear_object (&pool);
+  }
+  if (cuda && pool == NULL)
+    pool = gst_cuda_buffer_pool_new (self->cuda_ctx);
+#endif
   if (pool == NULL)
     pool = gst_video_buffer_pool_new ();
 
   config = gst_buffer_pool_get_config (pool);
   gst_buffer_pool_config_set_params (config, caps, info.size, min, max);
-  if (gst_query_find_allocation_meta (query, GST_VIDEO_META_API_TYPE, NULL))
+  if (cuda || gst_query_find_allocation_meta (query, GST_VIDEO_META_API_TYPE,
+          NULL))
     gst_buffer_pool_config_add_option (config,
         GST_BUFFER_POOL_OPTION_VIDEO_META);
   if (!gst_buffer_pool_set_config (pool, config)) {
@@ -733,10 +925,14 @@ gst_vae_decode_decide_allocation (GstBaseTransform * trans, GstQuery * query)
       return FALSE;
     }
   }
+  /* the pool may have changed the size (a CUDA pool's rows are pitched) */
+  config = gst_buffer_pool_get_config (pool);
+  gst_buffer_pool_config_get_params (config, NULL, &size, NULL, NULL);
+  gst_structure_free (config);
   if (gst_query_get_n_allocation_pools (query) > 0)
-    gst_query_set_nth_allocation_pool (query, 0, pool, info.size, min, max);
+    gst_query_set_nth_allocation_pool (query, 0, pool, size, min, max);
   else
-    gst_query_add_allocation_pool (query, pool, info.size, min, max);
+    gst_query_add_allocation_pool (query, pool, size, min, max);
   gst_object_unref (pool);
 
   return GST_BASE_TRANSFORM_CLASS (parent_class)->decide_allocation (trans,
@@ -820,6 +1016,7 @@ gst_vae_decode_generate_output (GstBaseTransform * trans, GstBuffer ** outbuf)
   GstBufferPool *pool;
   GstVideoFrame frame;
   struct vae_frame dst = { 0 };
+  GstMapFlags map_flags = GST_MAP_WRITE;
   GstVaeStamp stamp = { GST_CLOCK_TIME_NONE, GST_CLOCK_TIME_NONE };
   GstFlowReturn ret;
   char err[VAE_ERR_SIZE] = "";
@@ -848,7 +1045,19 @@ gst_vae_decode_generate_output (GstBaseTransform * trans, GstBuffer ** outbuf)
   if (ret != GST_FLOW_OK)
     return ret;
 
-  if (!gst_video_frame_map (&frame, &self->out_info, *outbuf, GST_MAP_WRITE)) {
+#ifdef HAVE_GST_CUDA
+  /* CUDA memory of the backend's context is written on the GPU in place; a tiled decode,
+   * whose frames are on the host, writes the memory's host copy (uploaded on demand) */
+  if (self->out_cuda && vae_session_tile_size (self->session) == 0) {
+    GstMemory *mem = gst_buffer_peek_memory (*outbuf, 0);
+
+    dst.device = gst_is_cuda_memory (mem)
+        && GST_CUDA_MEMORY_CAST (mem)->context == self->cuda_ctx;
+    if (dst.device)
+      map_flags |= GST_MAP_CUDA;
+  }
+#endif
+  if (!gst_video_frame_map (&frame, &self->out_info, *outbuf, map_flags)) {
     gst_clear_buffer (outbuf);
     GST_ELEMENT_ERROR (self, RESOURCE, WRITE, ("Could not map an output frame."),
         (NULL));
@@ -1060,7 +1269,7 @@ gst_vae_decode_sink_event (GstBaseTransform * trans, GstEvent * event)
   return GST_BASE_TRANSFORM_CLASS (parent_class)->sink_event (trans, event);
 }
 
-/* LATENCY: upstream's plus the frames a chunk holds back */
+/* LATENCY: upstream's plus the frames a chunk holds back; CONTEXT: the CUDA context */
 static gboolean
 gst_vae_decode_query (GstBaseTransform * trans, GstPadDirection direction,
     GstQuery * query)
@@ -1069,6 +1278,12 @@ gst_vae_decode_query (GstBaseTransform * trans, GstPadDirection direction,
   GstClockTime min, max, ours;
   gboolean live;
 
+#ifdef HAVE_GST_CUDA
+  if (GST_QUERY_TYPE (query) == GST_QUERY_CONTEXT
+      && gst_cuda_handle_context_query (GST_ELEMENT (self), query,
+          self->cuda_ctx))
+    return TRUE;
+#endif
   if (direction != GST_PAD_SRC || GST_QUERY_TYPE (query) != GST_QUERY_LATENCY)
     return GST_BASE_TRANSFORM_CLASS (parent_class)->query (trans, direction,
         query);
@@ -1088,6 +1303,22 @@ gst_vae_decode_query (GstBaseTransform * trans, GstPadDirection direction,
   gst_query_set_latency (query, live, min, max);
   return TRUE;
 }
+
+#ifdef HAVE_GST_CUDA
+/* a CUDA context from the application or a neighbour (kept if we have one already) */
+static void
+gst_vae_decode_set_context (GstElement * element, GstContext * context)
+{
+  GstVaeDecode *self = GST_VAE_DECODE (element);
+  gint device;
+
+  GST_OBJECT_LOCK (self);
+  device = self->device_id;
+  GST_OBJECT_UNLOCK (self);
+  gst_cuda_handle_set_context (element, context, device, &self->cuda_ctx);
+  GST_ELEMENT_CLASS (parent_class)->set_context (element, context);
+}
+#endif
 
 static void
 gst_vae_decode_set_property (GObject * object, guint prop_id,
@@ -1237,8 +1468,11 @@ gst_vae_decode_class_init (GstVaeDecodeClass * klass)
   /**
    * GstVaeDecode:backend:
    *
-   * Where the decoder runs. Every backend is listed; one that this build lacks is
-   * described as not built, and asking for it is an error.
+   * Where the decoder runs. auto takes CUDA when the CUDA backend is built and starts (a
+   * GPU and a driver are present), and otherwise the CPU, logging why at INFO level (at
+   * WARNING level when a GPU is there but the backend refused, e.g. the precision). Every
+   * backend is listed; one that this build lacks is described as not built, and asking
+   * for it is an error, as is asking for cuda without a GPU ("no CUDA device").
    */
   g_object_class_install_property (gobject_class, PROP_BACKEND,
       g_param_spec_enum ("backend", "Backend", "Device backend",
@@ -1246,17 +1480,24 @@ gst_vae_decode_class_init (GstVaeDecodeClass * klass)
   /**
    * GstVaeDecode:device-id:
    *
-   * The device of the backend to use; -1 picks the default one.
+   * The GPU of the CUDA backend. -1 takes the CUDA context the pipeline shares (another
+   * CUDA element's or the application's `gst.cuda.context`), else device 0; a number
+   * takes that device, and a shared context only if it is of that device. The CPU has
+   * only the default device.
    */
   g_object_class_install_property (gobject_class, PROP_DEVICE_ID,
       g_param_spec_int ("device-id", "Device id",
-          "Device index for the backend (-1 = default)", -1, G_MAXINT16,
-          DEFAULT_DEVICE_ID, flags));
+          "GPU of the CUDA backend (-1 = the pipeline's CUDA context, else 0)",
+          -1, G_MAXINT16, DEFAULT_DEVICE_ID, flags));
   /**
    * GstVaeDecode:precision:
    *
-   * Compute precision. Accumulation, norm statistics and softmax stay in fp32 at every
-   * precision. The CPU backend always computes in fp32.
+   * Compute precision: how activations are stored and multiplied. Accumulation, norm
+   * statistics and softmax stay in fp32 at every precision. auto is bf16 on GPUs that
+   * have it (compute capability 8.0 and up), fp16 on older ones. A GPU that lacks the
+   * precision asked for refuses to start, naming it. The CPU backend always computes in
+   * fp32 (a warning says so when another precision is asked for). The precision in
+   * effect is logged at INFO level.
    */
   g_object_class_install_property (gobject_class, PROP_PRECISION,
       g_param_spec_enum ("precision", "Precision", "Compute precision",
@@ -1348,6 +1589,9 @@ gst_vae_decode_class_init (GstVaeDecodeClass * klass)
       "Codec/Decoder/Video", "Decodes diffusion-model latents into raw video "
       "frames with a VAE decoder", "gst-vaedecode developers");
 
+#ifdef HAVE_GST_CUDA
+  element_class->set_context = GST_DEBUG_FUNCPTR (gst_vae_decode_set_context);
+#endif
   trans_class->start = GST_DEBUG_FUNCPTR (gst_vae_decode_start);
   trans_class->stop = GST_DEBUG_FUNCPTR (gst_vae_decode_stop);
   trans_class->transform_caps =

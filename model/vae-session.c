@@ -279,6 +279,10 @@ bool vae_session_pop_frame(struct vae_session * s, struct vae_frame * dst, char 
                      s->model->scale * s->w, s->model->scale * s->h);
             return false;
         }
+        if (dst->device) {
+            snprintf(err, err_size, "a tiled decode gives its frames in host memory, not in device memory");
+            return false;
+        }
         vae_frame_pack(s->tiled_out, 1, (int64_t) dst->width * dst->height, dst);
         return true;
     }

@@ -1,7 +1,8 @@
 #!/bin/sh
-# Decode the shared TAEF2 latents (two real 832x480 frames, FLUX.2 latent space) to PNG files
-# on the CPU: latentparse splits the .latent file into latent frames, vaedecode runs the real
-# TAEF2 decoder, pngenc writes one file per frame.
+# Decode the shared TAEF2 latents (two real 832x480 frames, FLUX.2 latent space) to PNG files,
+# on the GPU when the CUDA backend is built and a GPU is present, else on the CPU: latentparse
+# splits the .latent file into latent frames, vaedecode runs the real TAEF2 decoder, pngenc
+# writes one file per frame.
 #
 #   pipelines/decode-to-png.sh [OUTDIR]        (default: out/)
 set -eu

@@ -22,6 +22,7 @@
 #include "vae-backend.h"
 #include "cpu/vae-cpu.h"
 #include "vae-test.h"
+#include "vae-test-ops.h"
 
 #include <math.h>
 #include <stdbool.h>
@@ -37,65 +38,6 @@
 static vae_backend_t * B;
 static bool            g_quick;
 
-// ---- random numbers and allocations -----------------------------------------------------------
-
-static uint64_t g_rng = 0x9E3779B97F4A7C15ull;
-static uint64_t g_salt; // VAE_TEST_SEED: other data, same cases
-
-static void rng_seed(uint64_t s) {
-    g_rng = (s + g_salt * 1000003ull) * 0x9E3779B97F4A7C15ull + 0x632BE59BD9B4E019ull;
-}
-
-static uint64_t rng_u64(void) { // splitmix64
-    uint64_t z = (g_rng += 0x9E3779B97F4A7C15ull);
-    z          = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z          = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
-
-static float rng_uniform(float lo, float hi) {
-    return lo + (hi - lo) * (float) ((double) (rng_u64() >> 11) / 9007199254740992.0);
-}
-
-static void * xmalloc(size_t bytes) {
-    void * p = malloc(bytes ? bytes : 1);
-    if (!p) {
-        fprintf(stderr, "out of memory (%zu bytes)\n", bytes);
-        exit(2);
-    }
-    return p;
-}
-
-// every host array of one case (weights must outlive the prepared graph)
-struct pool {
-    void * p[128];
-    int    n;
-};
-
-static void * pool_add(struct pool * pl, void * p) {
-    if (pl->n == (int) (sizeof(pl->p) / sizeof(pl->p[0]))) {
-        fprintf(stderr, "pool full\n");
-        exit(2);
-    }
-    pl->p[pl->n++] = p;
-    return p;
-}
-
-static void pool_free(struct pool * pl) {
-    for (int i = 0; i < pl->n; i++) {
-        free(pl->p[i]);
-    }
-    pl->n = 0;
-}
-
-static float * rnd(struct pool * pl, size_t n, float lo, float hi) {
-    float * a = pool_add(pl, xmalloc(n * sizeof(float)));
-    for (size_t i = 0; i < n; i++) {
-        a[i] = rng_uniform(lo, hi);
-    }
-    return a;
-}
-
 static double * to_double(struct pool * pl, const float * a, size_t n) {
     double * d = pool_add(pl, xmalloc(n * sizeof(double)));
     for (size_t i = 0; i < n; i++) {
@@ -104,9 +46,6 @@ static double * to_double(struct pool * pl, const float * a, size_t n) {
     return d;
 }
 
-static const char * act_name(enum vae_act a) {
-    return a == VAE_ACT_RELU ? "relu" : a == VAE_ACT_SILU ? "silu" : "none";
-}
 
 // ---- naive references (NCHW, double) ---------------------------------------------------------
 
@@ -295,11 +234,6 @@ static bool same_floats(const float * a, const float * b, size_t n) {
 
 // ---- running graphs ----------------------------------------------------------------------------
 
-static size_t out_count(const struct vae_graph * g) {
-    const int64_t * ne = g->output->ne;
-    return (size_t) (ne[0] * ne[1] * ne[2] * ne[3]);
-}
-
 // prepare (unless prepared), compute (inputs[i] for input number i; a one-input graph through
 // the one-input form), read the output into a pool array; NULL on failure
 static float * run_inputs(struct pool * pl, struct vae_graph * g, const float * const * inputs, bool release) {
@@ -337,33 +271,6 @@ static float * run_keep(struct pool * pl, struct vae_graph * g, const float * in
 
 static float * run(struct pool * pl, struct vae_graph * g, const float * input) {
     return run_keep(pl, g, input, true);
-}
-
-static struct vae_graph * graph_new(bool fused) {
-    struct vae_graph * g = vae_graph_new();
-    if (!g) {
-        fprintf(stderr, "vae_graph_new failed\n");
-        exit(2);
-    }
-    g->fused = fused; // independent of VAE_DISABLE_FUSION in the environment
-    return g;
-}
-
-// conv weights [co, ci, k, k] scaled by 1/sqrt(fan in), so outputs stay O(1) along chains
-static struct vae_tensor * conv_w(struct vae_graph * g, struct pool * pl, int co, int ci, int k, const float ** data) {
-    const float   s     = 1.5f / sqrtf((float) (ci * k * k));
-    const float * w     = rnd(pl, (size_t) co * ci * k * k, -s, s);
-    const int64_t sh[4] = { co, ci, k, k };
-    *data               = w;
-    return vae_graph_weight(g, "w", w, 4, sh);
-}
-
-static struct vae_tensor * vec_w(struct vae_graph * g, struct pool * pl, int n, float lo, float hi,
-                                 const float ** data) {
-    const float * b     = rnd(pl, (size_t) n, lo, hi);
-    const int64_t sh[1] = { n };
-    *data               = b;
-    return vae_graph_weight(g, "b", b, 1, sh);
 }
 
 // ---- conv2d ------------------------------------------------------------------------------------
@@ -1458,14 +1365,14 @@ static void test_errors(void) {
     rng_seed(7000);
 
     err[0]          = 0;
-    vae_backend_t * b = vae_backend_init(VAE_BACKEND_CUDA, 0, err, sizeof(err));
-    if (!vae_backend_is_built(VAE_BACKEND_CUDA)) {
+    vae_backend_t * b = vae_backend_init(VAE_BACKEND_HIP, 0, VAE_PRECISION_AUTO, err, sizeof(err));
+    if (!vae_backend_is_built(VAE_BACKEND_HIP)) {
         CHECK(b == NULL, "init of an unbuilt backend succeeded");
-        CHECK_ERR_HAS(err, "cuda");
+        CHECK_ERR_HAS(err, "hip");
     }
     vae_backend_free(b);
     err[0] = 0;
-    b      = vae_backend_init(VAE_BACKEND_CPU, 3, err, sizeof(err));
+    b      = vae_backend_init(VAE_BACKEND_CPU, 3, VAE_PRECISION_FP32, err, sizeof(err));
     CHECK(b == NULL, "cpu device 3 accepted");
     CHECK(err[0] != 0, "no message for cpu device 3");
     vae_backend_free(b);
@@ -2119,7 +2026,7 @@ int main(int argc, char ** argv) {
     const char * seed       = getenv("VAE_TEST_SEED");
     g_salt                  = seed ? strtoull(seed, NULL, 10) : 0;
     char err[256];
-    B = vae_backend_init(VAE_BACKEND_CPU, 0, err, sizeof(err));
+    B = vae_backend_init(VAE_BACKEND_CPU, 0, VAE_PRECISION_FP32, err, sizeof(err));
     if (!B) {
         fprintf(stderr, "cpu backend: %s\n", err);
         return 1;

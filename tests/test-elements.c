@@ -7,7 +7,11 @@
  * causal video decoders (the Wan 2.1 fixture, TAEHV for the 16x scale): 1 + 4 (T - 1) frames
  * stamped one by one, chunk sizes, flush, DISCONT restarts, progress messages, latency.
  * AutoencoderKL (the kl_* fixtures): pixels against diffusers, tiled = untiled, FLUX.2's raw
- * (32 ch, 8x) and normalized (128 ch, 16x) latents, the channel-count errors.
+ * (32 ch, 8x) and normalized (128 ch, 16x) latents, the channel-count errors. These run on the
+ * CPU backend (backend=cpu), the fp32 reference, whatever the machine has. CUDA: the error
+ * without a GPU, frames in CUDA memory and in system memory equal to the CPU's, the
+ * precision property, and never CUDA memory from the CPU backend; the GPU cases skip with a
+ * note where the CUDA backend is not built or finds no GPU.
  */
 
 #include <gst/check/gstcheck.h>
@@ -16,6 +20,7 @@
 #include <glib/gstdio.h>
 #include <math.h>
 
+#include "vae-backend.h"
 #include "vae-safetensors.h"
 
 static gchar *
@@ -57,18 +62,28 @@ read_tensor (const gchar * path, const gchar * name, gint64 shape[5])
 #define LATENT_CAPS "video/x-latent, type=float32, channels=4, width=7, " \
   "height=5, framerate=16/1"
 
-/* a harness on vaedecode with a model of tests/data, its bus kept for errors and messages */
+/* a harness on vaedecode with the model at this path, its bus kept for errors and messages;
+ * on the CPU unless extra names another backend */
 static GstHarness *
-model_harness (const gchar * model_name, const gchar * extra, GstBus ** bus)
+path_harness (const gchar * model, const gchar * extra, GstBus ** bus)
 {
-  gchar *model = data_path (model_name);
-  gchar *desc = g_strdup_printf ("vaedecode model-file=%s %s", model,
-      extra ? extra : "");
+  gchar *desc = g_strdup_printf ("vaedecode backend=cpu model-file=%s %s",
+      model, extra ? extra : "");
   GstHarness *h = gst_harness_new_parse (desc);
 
   *bus = gst_bus_new ();
   gst_element_set_bus (h->element, *bus);
   g_free (desc);
+  return h;
+}
+
+/* the same with a model of tests/data */
+static GstHarness *
+model_harness (const gchar * model_name, const gchar * extra, GstBus ** bus)
+{
+  gchar *model = data_path (model_name);
+  GstHarness *h = path_harness (model, extra, bus);
+
   g_free (model);
   return h;
 }
@@ -403,29 +418,49 @@ GST_START_TEST (test_bad_model_files)
 
 GST_END_TEST;
 
+/* a backend this build lacks is listed, described as not built and refused with a clear
+ * error (hip always, cuda when it is not built) */
 GST_START_TEST (test_backend_not_built)
 {
-  GstElement *e = gst_element_factory_make ("vaedecode", NULL);
-  GParamSpec *pspec = g_object_class_find_property (G_OBJECT_GET_CLASS (e),
-      "backend");
-  GEnumValue *cuda = g_enum_get_value_by_nick (G_PARAM_SPEC_ENUM
-      (pspec)->enum_class, "cuda");
-  GstBus *bus = gst_bus_new ();
+  const struct
+  {
+    const gchar *nick;
+    enum vae_backend_type type;
+  } backends[] = { {"cuda", VAE_BACKEND_CUDA}, {"hip", VAE_BACKEND_HIP} };
   gchar *model = data_path (FIXTURE ".orig.safetensors");
+  guint i;
 
-  /* listed, described as not built, refused with a clear error */
-  fail_unless (cuda != NULL);
-  fail_unless (strstr (cuda->value_name, "not built") != NULL);
-  gst_element_set_bus (e, bus);
-  g_object_set (e, "model-file", model, NULL);
-  gst_util_set_object_arg (G_OBJECT (e), "backend", "cuda");
-  fail_unless_equals_int (gst_element_set_state (e, GST_STATE_PAUSED),
-      GST_STATE_CHANGE_FAILURE);
-  expect_error (bus, "the cuda backend is not built into this plugin");
-  gst_bus_set_flushing (bus, TRUE);
-  gst_element_set_state (e, GST_STATE_NULL);
-  gst_object_unref (e);
-  gst_object_unref (bus);
+  for (i = 0; i < G_N_ELEMENTS (backends); i++) {
+    GstElement *e = gst_element_factory_make ("vaedecode", NULL);
+    GParamSpec *pspec = g_object_class_find_property (G_OBJECT_GET_CLASS (e),
+        "backend");
+    GEnumValue *v = g_enum_get_value_by_nick (G_PARAM_SPEC_ENUM
+        (pspec)->enum_class, backends[i].nick);
+    GstBus *bus = gst_bus_new ();
+    gchar *needle;
+
+    fail_unless (v != NULL);
+    fail_unless_equals_int (strstr (v->value_name, "not built") == NULL,
+        vae_backend_is_built (backends[i].type));
+    if (vae_backend_is_built (backends[i].type)) {
+      gst_object_unref (e);
+      gst_object_unref (bus);
+      continue;
+    }
+    gst_element_set_bus (e, bus);
+    g_object_set (e, "model-file", model, NULL);
+    gst_util_set_object_arg (G_OBJECT (e), "backend", backends[i].nick);
+    fail_unless_equals_int (gst_element_set_state (e, GST_STATE_PAUSED),
+        GST_STATE_CHANGE_FAILURE);
+    needle = g_strdup_printf ("the %s backend is not built into this plugin",
+        backends[i].nick);
+    expect_error (bus, needle);
+    g_free (needle);
+    gst_bus_set_flushing (bus, TRUE);
+    gst_element_set_state (e, GST_STATE_NULL);
+    gst_object_unref (e);
+    gst_object_unref (bus);
+  }
   g_free (model);
 }
 
@@ -1173,6 +1208,522 @@ GST_START_TEST (test_kl_families)
 
 GST_END_TEST;
 
+/* ---- CUDA ------------------------------------------------------------------------------- */
+
+/* The TAEF2 reference latents (2 frames, 32 x 16 x 24) decode to 192x128 frames. Each GPU
+ * test probes for the device itself: CUDA does not survive the fork that runs each test. */
+#define TAEF2_MODEL "models/taef2_decoder.safetensors"
+#define TAEF2_LATENT "reference/taef2/small.latent"
+#define TAEF2_CAPS "video/x-latent, type=float32, channels=32, width=24, " \
+  "height=16, framerate=24/1"
+#define TAEF2_FRAMES 2
+#define CUDA_FEATURE "memory:CUDAMemory"
+#define CUDA_MEMORY_TYPE "gst.cuda.memory"      /* GST_CUDA_MEMORY_TYPE_NAME */
+
+typedef enum
+{
+  CUDA_NOT_BUILT,
+  CUDA_NO_DEVICE,
+  CUDA_PRESENT,
+} CudaState;
+
+/* whether the CUDA backend is built and finds a GPU; any failure other than the missing
+ * device is a failure of the test */
+static CudaState
+cuda_state (void)
+{
+  char err[512] = "";
+  vae_backend_t *b;
+
+  if (!vae_backend_is_built (VAE_BACKEND_CUDA))
+    return CUDA_NOT_BUILT;
+  b = vae_backend_init (VAE_BACKEND_CUDA, -1, VAE_PRECISION_FP32, err,
+      sizeof (err));
+  if (b == NULL) {
+    fail_unless (g_str_has_prefix (err, "no CUDA device"),
+        "the cuda backend failed to start: %s", err);
+    return CUDA_NO_DEVICE;
+  }
+  vae_backend_free (b);
+  return CUDA_PRESENT;
+}
+
+static gboolean
+caps_have_cuda (const GstCaps * caps)
+{
+  guint i;
+
+  for (i = 0; i < gst_caps_get_size (caps); i++) {
+    GstCapsFeatures *f = gst_caps_get_features (caps, i);
+
+    if (f != NULL && !gst_caps_features_is_any (f)
+        && gst_caps_features_contains (f, CUDA_FEATURE))
+      return TRUE;
+  }
+  return FALSE;
+}
+
+/* whether the plugin was built with GStreamer's CUDA library (its src template offers CUDA
+ * memory) */
+static gboolean
+plugin_has_cuda_memory (void)
+{
+  GstElementFactory *factory = gst_element_factory_find ("vaedecode");
+  const GList *l;
+  gboolean ret = FALSE;
+
+  for (l = gst_element_factory_get_static_pad_templates (factory); l;
+      l = l->next) {
+    GstStaticPadTemplate *t = l->data;
+
+    if (t->direction == GST_PAD_SRC) {
+      GstCaps *caps = gst_static_caps_get (&t->static_caps);
+
+      ret = caps_have_cuda (caps);
+      gst_caps_unref (caps);
+    }
+  }
+  gst_object_unref (factory);
+  return ret;
+}
+
+/* TRUE when a GPU test can run (and CUDA memory is built in, if it needs it); else a note */
+static gboolean
+cuda_ready (const gchar * test, gboolean memory)
+{
+  switch (cuda_state ()) {
+    case CUDA_NOT_BUILT:
+      g_printerr ("%s: skipped, the CUDA backend is not built\n", test);
+      return FALSE;
+    case CUDA_NO_DEVICE:
+      g_printerr ("%s: skipped, no CUDA device\n", test);
+      return FALSE;
+    default:
+      break;
+  }
+  if (memory && !plugin_has_cuda_memory ()) {
+    g_printerr ("%s: skipped, the plugin was built without GStreamer's CUDA "
+        "library\n", test);
+    return FALSE;
+  }
+  return TRUE;
+}
+
+/* decode the TAEF2 reference latents with these properties, downstream taking sink_caps
+ * (NULL: anything); the frames go to frames[], the negotiated caps are returned. EOS
+ * drains: a GPU may decode several latent frames per step. */
+static GstCaps *
+taef2_decode (const gchar * props, const gchar * sink_caps,
+    GstBuffer * frames[TAEF2_FRAMES])
+{
+  gchar *model = shared_path (TAEF2_MODEL);
+  gchar *latent = shared_path (TAEF2_LATENT);
+  GstBus *bus;
+  GstHarness *h = path_harness (model, props, &bus);
+  gint64 shape[5];
+  gfloat *lat = read_tensor (latent, "latent_tensor", shape);
+  const gsize n = shape[1] * shape[2] * shape[3];
+  GstCaps *caps;
+  gint i;
+
+  fail_unless (shape[0] >= TAEF2_FRAMES && n == 32 * 16 * 24);
+  if (sink_caps)
+    gst_harness_set_sink_caps_str (h, sink_caps);
+  gst_harness_set_src_caps_str (h, TAEF2_CAPS);
+  for (i = 0; i < TAEF2_FRAMES; i++) {
+    GstBuffer *buf = gst_buffer_new_memdup (lat + i * n, n * sizeof (gfloat));
+
+    GST_BUFFER_PTS (buf) = gst_util_uint64_scale (i, GST_SECOND, 24);
+    fail_unless_equals_int (gst_harness_push (h, buf), GST_FLOW_OK);
+  }
+  fail_unless (gst_harness_push_event (h, gst_event_new_eos ()));
+  fail_unless_equals_int (gst_harness_buffers_received (h), TAEF2_FRAMES);
+  for (i = 0; i < TAEF2_FRAMES; i++) {
+    frames[i] = gst_harness_pull (h);
+    fail_unless_equals_uint64 (GST_BUFFER_PTS (frames[i]),
+        gst_util_uint64_scale (i, GST_SECOND, 24));
+  }
+  caps = gst_pad_get_current_caps (h->sinkpad);
+  harness_teardown (h, bus);
+  g_free (lat);
+  g_free (latent);
+  g_free (model);
+  return caps;
+}
+
+static gboolean
+buffer_is_cuda (GstBuffer * buf)
+{
+  return gst_buffer_n_memory (buf) == 1
+      && gst_memory_is_type (gst_buffer_peek_memory (buf, 0), CUDA_MEMORY_TYPE);
+}
+
+/* the largest difference, in levels, between two frames of the same format and size
+ * mapped through their video metas (CUDA memory has pitched rows; mapping it for reading
+ * downloads it), and the mean difference */
+static gint
+worst_level_frames (GstCaps * caps_a, GstBuffer * a, GstCaps * caps_b,
+    GstBuffer * b, gdouble * mean)
+{
+  GstVideoInfo ia, ib;
+  GstVideoFrame fa, fb;
+  guint p, x, y;
+  gint worst = 0;
+  guint64 sum = 0, count = 0;
+
+  fail_unless (gst_video_info_from_caps (&ia, caps_a));
+  fail_unless (gst_video_info_from_caps (&ib, caps_b));
+  fail_unless_equals_int (GST_VIDEO_INFO_FORMAT (&ia),
+      GST_VIDEO_INFO_FORMAT (&ib));
+  fail_unless_equals_int (GST_VIDEO_INFO_WIDTH (&ia), GST_VIDEO_INFO_WIDTH (&ib));
+  fail_unless_equals_int (GST_VIDEO_INFO_HEIGHT (&ia),
+      GST_VIDEO_INFO_HEIGHT (&ib));
+  fail_unless (gst_video_frame_map (&fa, &ia, a, GST_MAP_READ));
+  fail_unless (gst_video_frame_map (&fb, &ib, b, GST_MAP_READ));
+  for (p = 0; p < GST_VIDEO_FRAME_N_PLANES (&fa); p++) {
+    gint comp[GST_VIDEO_MAX_COMPONENTS];
+    guint rows, row_bytes;
+
+    gst_video_format_info_component (fa.info.finfo, p, comp);
+    rows = GST_VIDEO_FRAME_COMP_HEIGHT (&fa, comp[0]);
+    row_bytes = GST_VIDEO_FRAME_COMP_WIDTH (&fa, comp[0]) *
+        GST_VIDEO_FRAME_COMP_PSTRIDE (&fa, comp[0]);
+    for (y = 0; y < rows; y++) {
+      const guint8 *ra = (const guint8 *) GST_VIDEO_FRAME_PLANE_DATA (&fa, p) +
+          y * GST_VIDEO_FRAME_PLANE_STRIDE (&fa, p);
+      const guint8 *rb = (const guint8 *) GST_VIDEO_FRAME_PLANE_DATA (&fb, p) +
+          y * GST_VIDEO_FRAME_PLANE_STRIDE (&fb, p);
+
+      for (x = 0; x < row_bytes; x++) {
+        gint d = ABS (ra[x] - rb[x]);
+
+        worst = MAX (worst, d);
+        sum += d;
+        count++;
+      }
+    }
+  }
+  gst_video_frame_unmap (&fa);
+  gst_video_frame_unmap (&fb);
+  *mean = (gdouble) sum / count;
+  return worst;
+}
+
+/* the frames of `props` against the CPU's, both taking sink_caps with the CUDA feature
+ * dropped for the CPU (NULL: anything); whether the output was CUDA memory must be `cuda` */
+static void
+check_against_cpu (const gchar * props, const gchar * sink_caps,
+    gboolean cuda, gint max_worst, gdouble max_mean)
+{
+  GstBuffer *ref[TAEF2_FRAMES], *out[TAEF2_FRAMES];
+  GstCaps *out_caps = taef2_decode (props, sink_caps, out);
+  GstCaps *ref_caps;
+  gchar *cpu_sink = NULL;
+  gint i;
+
+  if (sink_caps) {
+    GstCaps *c = gst_caps_from_string (sink_caps);
+
+    gst_caps_set_features_simple (c, NULL);
+    cpu_sink = gst_caps_to_string (c);
+    gst_caps_unref (c);
+  }
+  ref_caps = taef2_decode ("backend=cpu", cpu_sink, ref);
+  fail_if (caps_have_cuda (ref_caps));
+  fail_unless_equals_int (caps_have_cuda (out_caps), cuda);
+  for (i = 0; i < TAEF2_FRAMES; i++) {
+    gdouble mean;
+    gint worst;
+
+    fail_unless_equals_int (buffer_is_cuda (out[i]), cuda);
+    fail_if (buffer_is_cuda (ref[i]));
+    worst = worst_level_frames (out_caps, out[i], ref_caps, ref[i], &mean);
+    GST_INFO ("%s, %s: frame %d differs from the cpu's by %d levels at most, "
+        "%.3f on average", props, sink_caps, i, worst, mean);
+    fail_unless (worst <= max_worst && mean <= max_mean, "%s, %s: frame %d "
+        "differs from the cpu's by %d levels (mean %.3f)", props, sink_caps, i,
+        worst, mean);
+    gst_buffer_unref (out[i]);
+    gst_buffer_unref (ref[i]);
+  }
+  gst_caps_unref (out_caps);
+  gst_caps_unref (ref_caps);
+  g_free (cpu_sink);
+}
+
+/* built, no GPU: backend=cuda fails naming the cause; auto decodes on the CPU */
+GST_START_TEST (test_cuda_no_device)
+{
+  GstElement *e;
+  GstPad *src;
+  GstCapsFeatures *first_features;
+  GstBus *bus;
+  GstBuffer *out[TAEF2_FRAMES];
+  GstCaps *caps;
+  gchar *model;
+  gint i;
+
+  switch (cuda_state ()) {
+    case CUDA_NOT_BUILT:
+      g_printerr ("test_cuda_no_device: skipped, the CUDA backend is not "
+          "built (test_backend_not_built covers it)\n");
+      return;
+    case CUDA_PRESENT:
+      g_printerr ("test_cuda_no_device: skipped, there is a CUDA device\n");
+      return;
+    default:
+      break;
+  }
+  e = gst_element_factory_make ("vaedecode", NULL);
+  bus = gst_bus_new ();
+  model = shared_path (TAEF2_MODEL);
+  gst_element_set_bus (e, bus);
+  g_object_set (e, "model-file", model, NULL);
+  gst_util_set_object_arg (G_OBJECT (e), "backend", "cuda");
+  fail_unless_equals_int (gst_element_set_state (e, GST_STATE_PAUSED),
+      GST_STATE_CHANGE_FAILURE);
+  expect_error (bus, "Could not start the cuda backend: no CUDA device");
+  gst_bus_set_flushing (bus, TRUE);
+  gst_element_set_state (e, GST_STATE_NULL);
+  gst_object_unref (e);
+  gst_object_unref (bus);
+  g_free (model);
+
+  /* before it starts, auto may run on CUDA: CUDA memory first where it is built in */
+  e = gst_element_factory_make ("vaedecode", NULL);
+  src = gst_element_get_static_pad (e, "src");
+  caps = gst_pad_query_caps (src, NULL);
+  fail_unless_equals_int (caps_have_cuda (caps), plugin_has_cuda_memory ());
+  first_features = gst_caps_get_features (caps, 0);
+  fail_unless_equals_int (first_features != NULL
+      && gst_caps_features_contains (first_features, CUDA_FEATURE),
+      plugin_has_cuda_memory ());
+  gst_caps_unref (caps);
+  gst_object_unref (src);
+  gst_object_unref (e);
+  /* started, it runs on the CPU: system memory only */
+  caps = taef2_decode ("backend=auto", NULL, out);
+  fail_if (caps_have_cuda (caps));
+  for (i = 0; i < TAEF2_FRAMES; i++)
+    gst_buffer_unref (out[i]);
+  gst_caps_unref (caps);
+}
+
+GST_END_TEST;
+
+/* CUDA memory out of the CUDA backend at fp32 (preferred when downstream takes anything),
+ * every format through the pitched rows of GStreamer's CUDA pool: the CPU's frames within
+ * a level */
+GST_START_TEST (test_cuda_memory_output)
+{
+  const gchar *formats[] = { "RGB", "RGBA", "BGRx", "I420", "NV12" };
+  guint f;
+
+  if (!cuda_ready ("test_cuda_memory_output", TRUE))
+    return;
+  check_against_cpu ("backend=cuda precision=fp32", NULL, TRUE, 1, 0.1);
+  for (f = 0; f < G_N_ELEMENTS (formats); f++) {
+    gchar *sink = g_strdup_printf ("video/x-raw(" CUDA_FEATURE "), format=%s",
+        formats[f]);
+
+    check_against_cpu ("backend=cuda precision=fp32", sink, TRUE, 1, 0.1);
+    g_free (sink);
+  }
+  /* auto picks the GPU */
+  check_against_cpu ("backend=auto precision=fp32", NULL, TRUE, 1, 0.1);
+}
+
+GST_END_TEST;
+
+/* system memory out of the CUDA backend: the CPU's frames within a level */
+GST_START_TEST (test_cuda_system_memory)
+{
+  if (!cuda_ready ("test_cuda_system_memory", FALSE))
+    return;
+  check_against_cpu ("backend=cuda precision=fp32", "video/x-raw, format=RGB",
+      FALSE, 1, 0.1);
+  check_against_cpu ("backend=cuda precision=fp32", "video/x-raw, format=I420",
+      FALSE, 1, 0.1);
+}
+
+GST_END_TEST;
+
+/* a tiled decode (host frames) into CUDA memory: through the memory's host copy, equal to
+ * the CPU's whole frame */
+GST_START_TEST (test_cuda_tiled_memory)
+{
+  GstBuffer *whole, *tiled;
+  GstCaps *caps, *rgb;
+  GstBus *bus;
+  GstHarness *h;
+  gdouble mean;
+  gint worst;
+
+  if (!cuda_ready ("test_cuda_tiled_memory", TRUE))
+    return;
+  whole = decode_image ("kl_sd.safetensors", NULL, KL_SD_CAPS, "kl_sd.latent",
+      56, 40);
+  h = model_harness ("kl_sd.safetensors", "backend=cuda precision=fp32 "
+      "tile-size=16", &bus);
+  gst_harness_set_sink_caps_str (h, "video/x-raw(" CUDA_FEATURE "), "
+      "format=RGB");
+  gst_harness_set_src_caps_str (h, KL_SD_CAPS);
+  fail_unless_equals_int (gst_harness_push (h, image_latent_buffer
+          ("kl_sd.latent", 0)), GST_FLOW_OK);
+  fail_unless (gst_harness_push_event (h, gst_event_new_eos ()));
+  tiled = gst_harness_pull (h);
+  caps = gst_pad_get_current_caps (h->sinkpad);
+  fail_unless (caps_have_cuda (caps));
+  fail_unless (buffer_is_cuda (tiled));
+  rgb = gst_caps_from_string ("video/x-raw, format=RGB, width=56, height=40");
+  worst = worst_level_frames (caps, tiled, rgb, whole, &mean);
+  fail_unless (worst <= 1, "tiled CUDA frame differs from the cpu's by %d",
+      worst);
+  harness_teardown (h, bus);
+  gst_caps_unref (caps);
+  gst_caps_unref (rgb);
+  gst_buffer_unref (tiled);
+  gst_buffer_unref (whole);
+}
+
+GST_END_TEST;
+
+/* the vaedecode INFO lines, to read the precision in effect */
+static GMutex log_lock;
+static GString *log_text;
+
+static void
+capture_log (GstDebugCategory * category, GstDebugLevel level,
+    const gchar * file, const gchar * function, gint line, GObject * object,
+    GstDebugMessage * message, gpointer user_data)
+{
+  if (level > GST_LEVEL_INFO
+      || g_strcmp0 (gst_debug_category_get_name (category), "vaedecode") != 0)
+    return;
+  g_mutex_lock (&log_lock);
+  g_string_append_printf (log_text, "%s\n", gst_debug_message_get (message));
+  g_mutex_unlock (&log_lock);
+}
+
+/* each precision reaches the backend: what the backend gives for it is in effect, or the
+ * element refuses with the backend's reason; auto is bf16 where the GPU has bf16 (compute
+ * capability 8.0 and up), else fp16, and its frames stay within a few levels of the CPU's */
+GST_START_TEST (test_cuda_precision)
+{
+  const gchar *nicks[] = { "auto", "fp32", "tf32", "fp16", "bf16" };
+  gchar *model;
+  gboolean has_bf16 = FALSE;
+  const gchar *auto_name = NULL;
+  guint p;
+
+  if (!cuda_ready ("test_cuda_precision", FALSE))
+    return;
+  model = shared_path (TAEF2_MODEL);
+  log_text = g_string_new (NULL);
+  gst_debug_set_threshold_for_name ("vaedecode", GST_LEVEL_INFO);
+  gst_debug_add_log_function (capture_log, NULL, NULL);
+  for (p = 0; p < G_N_ELEMENTS (nicks); p++) {
+    GstElement *e = gst_element_factory_make ("vaedecode", NULL);
+    GstBus *bus = gst_bus_new ();
+    char err[512] = "";
+    vae_backend_t *b = vae_backend_init (VAE_BACKEND_CUDA, -1,
+        (enum vae_precision) p, err, sizeof (err));
+    const gchar *want = b ? vae_precision_name (vae_backend_precision (b)) :
+        NULL;
+
+    fail_unless_equals_string (vae_precision_name ((enum vae_precision) p),
+        nicks[p]);
+    if (p == VAE_PRECISION_AUTO)
+      auto_name = want;
+    if (p == VAE_PRECISION_BF16)
+      has_bf16 = b != NULL;
+    g_clear_pointer (&b, vae_backend_free);
+    gst_element_set_bus (e, bus);
+    g_object_set (e, "model-file", model, NULL);
+    gst_util_set_object_arg (G_OBJECT (e), "backend", "cuda");
+    gst_util_set_object_arg (G_OBJECT (e), "precision", nicks[p]);
+    g_mutex_lock (&log_lock);
+    g_string_truncate (log_text, 0);
+    g_mutex_unlock (&log_lock);
+    if (want != NULL) {
+      gchar *needle = g_strdup_printf ("precision %s,", want);
+
+      fail_unless (p == VAE_PRECISION_AUTO || g_str_equal (want, nicks[p]),
+          "precision %s asked, the backend gives %s", nicks[p], want);
+      fail_unless_equals_int (gst_element_set_state (e, GST_STATE_PAUSED),
+          GST_STATE_CHANGE_SUCCESS);
+      g_mutex_lock (&log_lock);
+      fail_unless (strstr (log_text->str, needle) != NULL, "precision=%s: "
+          "'%s' not logged:\n%s", nicks[p], needle, log_text->str);
+      g_mutex_unlock (&log_lock);
+      g_free (needle);
+    } else {
+      fail_unless_equals_int (gst_element_set_state (e, GST_STATE_PAUSED),
+          GST_STATE_CHANGE_FAILURE);
+      expect_error (bus, err);
+    }
+    gst_bus_set_flushing (bus, TRUE);
+    gst_element_set_state (e, GST_STATE_NULL);
+    gst_object_unref (e);
+    gst_object_unref (bus);
+  }
+  gst_debug_remove_log_function (capture_log);
+  g_string_free (log_text, TRUE);
+  g_free (model);
+
+  fail_unless (auto_name != NULL);
+  fail_unless_equals_string (auto_name, has_bf16 ? "bf16" : "fp16");
+  /* bf16 / fp16 storage: a few levels at most, much less on average */
+  check_against_cpu ("backend=cuda", "video/x-raw(" CUDA_FEATURE "), "
+      "format=RGB", TRUE, 12, 1.5);
+}
+
+GST_END_TEST;
+
+/* the CPU backend never offers CUDA memory, before start or after, and fails to negotiate
+ * with a downstream that takes nothing else */
+GST_START_TEST (test_cpu_no_cuda_caps)
+{
+  GstElement *e = gst_element_factory_make ("vaedecode", NULL);
+  GstPad *src = gst_element_get_static_pad (e, "src");
+  GstCaps *caps;
+  GstBus *bus;
+  GstHarness *h;
+  GstBuffer *buf;
+
+  gst_util_set_object_arg (G_OBJECT (e), "backend", "cpu");
+  caps = gst_pad_query_caps (src, NULL);
+  fail_if (gst_caps_is_empty (caps));
+  fail_if (caps_have_cuda (caps), "%" GST_PTR_FORMAT, caps);
+  gst_caps_unref (caps);
+  gst_object_unref (src);
+  gst_object_unref (e);
+
+  h = model_harness ("kl_sd.safetensors", "backend=cpu", &bus);
+  gst_harness_set_src_caps_str (h, KL_SD_CAPS);
+  caps = gst_pad_peer_query_caps (h->sinkpad, NULL);
+  fail_if (gst_caps_is_empty (caps));
+  fail_if (caps_have_cuda (caps), "%" GST_PTR_FORMAT, caps);
+  gst_caps_unref (caps);
+  fail_unless_equals_int (gst_harness_push (h, image_latent_buffer
+          ("kl_sd.latent", 0)), GST_FLOW_OK);
+  buf = gst_harness_pull (h);
+  fail_if (buffer_is_cuda (buf));
+  gst_buffer_unref (buf);
+  harness_teardown (h, bus);
+
+  h = model_harness ("kl_sd.safetensors", "backend=cpu", &bus);
+  gst_harness_set_sink_caps_str (h, "video/x-raw(" CUDA_FEATURE "), "
+      "format=RGB");
+  gst_harness_set_src_caps_str (h, KL_SD_CAPS);
+  fail_unless_equals_int (gst_harness_push (h, image_latent_buffer
+          ("kl_sd.latent", 0)), GST_FLOW_NOT_NEGOTIATED);
+  expect_error (bus, "Could not negotiate");
+  harness_teardown (h, bus);
+}
+
+GST_END_TEST;
+
 /* ---- latentparse ------------------------------------------------------------------------ */
 
 /* a safetensors file with one tensor; data is its raw bytes */
@@ -1446,6 +1997,17 @@ vaedecode_suite (void)
   tcase_add_test (tc, test_parse_5d);
   tcase_add_test (tc, test_parse_wan_latent);
   tcase_add_test (tc, test_parse_errors);
+  tcase_add_test (tc, test_cpu_no_cuda_caps);
+
+  /* the GPU cases skip, with a note, where there is no CUDA backend or GPU */
+  tc = tcase_create ("cuda");
+  tcase_set_timeout (tc, 300);
+  suite_add_tcase (s, tc);
+  tcase_add_test (tc, test_cuda_no_device);
+  tcase_add_test (tc, test_cuda_memory_output);
+  tcase_add_test (tc, test_cuda_system_memory);
+  tcase_add_test (tc, test_cuda_tiled_memory);
+  tcase_add_test (tc, test_cuda_precision);
   return s;
 }
 

@@ -79,8 +79,8 @@ expect_error "channel mismatch" "The latents have 32 channels but the taesd deco
     filesrc location="$full" ! latentparse ! vaedecode model-file="$data/taesd_z4_w16.orig.safetensors" ! $sink
 expect_error "NaN latents" "non-finite values (NaN or Inf); the first is nan at channel 0" \
     filesrc location="$tmp/nan.latent" ! latentparse ! vaedecode model-file="$data/taesd_z4_w16.orig.safetensors" ! $sink
-expect_error "backend not built" "the cuda backend is not built" \
-    filesrc location="$full" ! latentparse ! vaedecode backend=cuda model-file="$model" ! $sink
+expect_error "backend not built" "the hip backend is not built" \
+    filesrc location="$full" ! latentparse ! vaedecode backend=hip model-file="$model" ! $sink
 expect_error "no raw constants" "taef2 has no constants to convert raw latents" \
     filesrc location="$full" ! latentparse ! vaedecode latent-space=raw model-file="$model" ! $sink
 

@@ -95,7 +95,7 @@ int main(int argc, char ** argv) {
     const gchar * shared = g_getenv("VAE_SHARED_DIR") ? g_getenv("VAE_SHARED_DIR") : "../shared";
     gchar *       dir    = g_dir_make_tmp("vaedecode-XXXXXX", NULL);
     gchar *       desc   = g_strdup_printf(
-        "filesrc location=%s/reference/taef2/full.latent ! latentparse ! vaedecode "
+        "filesrc location=%s/reference/taef2/full.latent ! latentparse ! vaedecode backend=cpu "
         "model-file=%s/models/taef2_decoder.safetensors ! videoconvert ! pngenc ! multifilesink location=%s/frame-%%02d.png",
         shared, shared, dir);
     char          err[512];

@@ -17,7 +17,7 @@ static vae_backend_t * cpu;
 static bool test_data_init(void) {
     shared_dir = getenv("VAE_SHARED_DIR") ? getenv("VAE_SHARED_DIR") : "../shared";
     data_dir   = getenv("VAE_TEST_DATA") ? getenv("VAE_TEST_DATA") : "tests/data";
-    cpu        = vae_backend_init(VAE_BACKEND_CPU, 0, err, sizeof(err));
+    cpu        = vae_backend_init(VAE_BACKEND_CPU, 0, VAE_PRECISION_FP32, err, sizeof(err));
     if (!cpu) {
         fprintf(stderr, "no cpu backend: %s\n", err);
     }

@@ -12,6 +12,7 @@
 
 #include "vae-backend-impl.h"
 #include "vae-cpu.h"
+#include "vae-plan.h"
 
 #include <oneapi/dnnl/dnnl.h>
 #include <oneapi/dnnl/dnnl_debug.h>
@@ -47,7 +48,6 @@ struct cpu_context {
 // what one node needs at run time
 struct cpu_node {
     size_t               offset;                // of its output in the arena, in floats
-    size_t               front;                 // floats of room before it for state frames
     int                  n_taps;                // convolutions: primitives run one after another
     dnnl_primitive_t     prim[CPU_MAX_TAPS];
     dnnl_memory_t        src[CPU_MAX_TAPS], wei[CPU_MAX_TAPS], bias, dst;
@@ -117,93 +117,48 @@ static size_t cpu_state_floats(const struct vae_tensor * t) {
 
 // ---- memory plan ------------------------------------------------------------------------------
 
-struct cpu_block {
-    size_t offset, size; // in floats
-    int    owner;        // node index, -1 when free
-};
-
-// first fit among the gaps between live blocks, else at the end
-static size_t cpu_plan_place(const struct cpu_block * live, int n_live, size_t size) {
-    size_t at = 0;
-    for (bool moved = true; moved;) {
-        moved = false;
-        for (int i = 0; i < n_live; i++) {
-            if (live[i].owner >= 0 && at < live[i].offset + live[i].size && live[i].offset < at + size) {
-                at    = live[i].offset + live[i].size;
-                moved = true;
-            }
-        }
-    }
-    return at;
-}
-
+// the arena plan (vae-plan.c) with the CPU's sizes: blocked tensors, room in front of each causal
+// conv's input for its state frames; norms and tanh-clamp run in place, a conv writes over its
+// residual, and a frame split whose parts are whole blocks is its input read differently
 static bool cpu_plan(struct vae_graph * g, struct cpu_graph * cg, char * err, size_t err_size) {
-    const int n     = g->n_nodes;
-    int *     last  = malloc((size_t) n * sizeof(int));
-    struct cpu_block * live = calloc((size_t) n, sizeof(*live));
-    if (!last || !live) {
-        free(last);
-        free(live);
+    const int              n    = g->n_nodes;
+    struct vae_plan_node * plan = calloc((size_t) n, sizeof(*plan));
+    if (!plan) {
         snprintf(err, err_size, "out of host memory planning %d nodes", n);
         return false;
     }
     for (int i = 0; i < n; i++) {
-        last[i] = i;
-    }
-    for (int i = 0; i < n; i++) {
-        for (int s = 0; s < VAE_MAX_SRC; s++) {
-            const struct vae_tensor * src = g->nodes[i]->src[s];
-            if (src && src->op != VAE_OP_WEIGHT) {
-                last[src->index] = i;
-            }
-        }
-    }
-    last[g->output->index] = n; // the output outlives the run
-    size_t peak = 0;
-    for (int i = 0; i < n; i++) {
         const struct vae_tensor * t = g->nodes[i];
-        if (t->op == VAE_OP_CAUSAL_CONV3D && cpu_state_floats(t) > cg->nodes[t->src[0]->index].front) {
-            cg->nodes[t->src[0]->index].front = cpu_state_floats(t);
+        if (t->op == VAE_OP_CAUSAL_CONV3D && cpu_state_floats(t) * sizeof(float) > plan[t->src[0]->index].front) {
+            plan[t->src[0]->index].front = cpu_state_floats(t) * sizeof(float);
         }
     }
     for (int i = 0; i < n; i++) {
-        const struct vae_tensor * t     = g->nodes[i];
-        const size_t              front = cg->nodes[i].front;
-        const size_t              size  = (front + vae_cpu_nelements(t->ne) + CPU_ALIGN / 4 - 1) / (CPU_ALIGN / 4) * (CPU_ALIGN / 4);
-        const bool                conv  = t->op == VAE_OP_CONV2D || t->op == VAE_OP_CAUSAL_CONV3D;
-        // in place: the output takes over the block of a source that dies here
-        const struct vae_tensor * heir = NULL;
-        if (conv && t->src[3]) {
-            heir = t->src[3];
+        const struct vae_tensor * t    = g->nodes[i];
+        const bool                conv = t->op == VAE_OP_CONV2D || t->op == VAE_OP_CAUSAL_CONV3D;
+        plan[i].bytes                  = vae_cpu_nelements(t->ne) * sizeof(float);
+        if (conv && t->src[3] && t->src[0] != t->src[3]) {
+            plan[i].heir_of = t->src[3];
         } else if (t->op == VAE_OP_TANH_CLAMP || t->op == VAE_OP_GROUP_NORM || t->op == VAE_OP_RMS_NORM ||
                    (t->op == VAE_OP_FRAME_SPLIT && t->ne[1] % VAE_CPU_BLOCK == 0)) {
-            heir = t->src[0]; // (an aligned frame split is the same memory read differently)
-        }
-        if (heir && last[heir->index] == i && live[heir->index].size == size && front == 0 &&
-            cg->nodes[heir->index].front == 0 && (!conv || t->src[0] != heir)) {
-            live[i]                 = live[heir->index];
-            live[i].owner           = i;
-            live[heir->index].owner = -1;
-            cg->nodes[i].view       = t->op == VAE_OP_FRAME_SPLIT;
-        } else {
-            live[i].size   = size;
-            live[i].offset = cpu_plan_place(live, i, size);
-            live[i].owner  = i;
-            cg->nodes[i].copy_residual = conv && t->src[3] != NULL;
-        }
-        cg->nodes[i].offset = live[i].offset + front;
-        if (live[i].offset + size > peak) {
-            peak = live[i].offset + size;
-        }
-        for (int j = 0; j <= i; j++) { // (j == i: a node nothing reads)
-            if (live[j].owner == j && last[j] == i) {
-                live[j].owner = -1;
-            }
+            plan[i].heir_of = t->src[0];
         }
     }
-    cg->arena_floats = peak;
-    free(last);
-    free(live);
+    size_t bytes;
+    if (!vae_plan_arena(g, plan, CPU_ALIGN, &bytes)) {
+        free(plan);
+        snprintf(err, err_size, "out of host memory planning %d nodes", n);
+        return false;
+    }
+    for (int i = 0; i < n; i++) {
+        const struct vae_tensor * t = g->nodes[i];
+        cg->nodes[i].offset         = plan[i].offset / sizeof(float);
+        cg->nodes[i].view           = plan[i].inherited && t->op == VAE_OP_FRAME_SPLIT;
+        cg->nodes[i].copy_residual  = !plan[i].inherited && t->src[3] &&
+                                     (t->op == VAE_OP_CONV2D || t->op == VAE_OP_CAUSAL_CONV3D);
+    }
+    cg->arena_floats = bytes / sizeof(float);
+    free(plan);
     return true;
 }
 
@@ -661,6 +616,10 @@ static bool cpu_graph_read_frame(vae_backend_t * backend, struct vae_graph * g, 
     struct cpu_graph *        cg  = g->backend_data;
     const struct vae_tensor * out = g->output;
     (void) backend;
+    if (dst->device) {
+        snprintf(err, err_size, "the cpu backend writes frames to host memory only, not to device memory");
+        return false;
+    }
     if (dst->width != out->ne[3] || dst->height != out->ne[2]) {
         snprintf(err, err_size, "the frame is %dx%d but the decoder gives %lldx%lld", dst->width, dst->height,
                  (long long) out->ne[3], (long long) out->ne[2]);
@@ -718,7 +677,8 @@ vae_backend_t * vae_backend_cpu_init(char * err, size_t err_size) {
     const dnnl_version_t * v = dnnl_version();
     snprintf(ctx->name, sizeof(ctx->name), "cpu (oneDNN %d.%d.%d, %d threads)", v->major, v->minor, v->patch,
              omp_get_max_threads());
-    backend->iface   = &cpu_backend_i;
-    backend->context = ctx;
+    backend->iface     = &cpu_backend_i;
+    backend->context   = ctx;
+    backend->precision = VAE_PRECISION_FP32;
     return backend;
 }

@@ -20,6 +20,8 @@
 #include "vae-model.h"
 #include "vae-session.h"
 
+#include "bench-common.h"
+
 #include <oneapi/dnnl/dnnl.h>
 #include <oneapi/dnnl/dnnl_debug.h>
 #include <omp.h>
@@ -49,22 +51,11 @@
 #define SGEMM_N    2048
 #define SGEMM_RUNS 5
 
-#define VIDEO_SCRIPT   "tests/bench/video_torch.py"
 #define VIDEO_LATENT_H 30
 #define VIDEO_LATENT_W 52
-#define VIDEO_CHANNELS 16
 
-#define KL_SCRIPT    "tests/bench/kl_torch.py"
-#define KL_WEIGHTS   "kl_sd.safetensors"
-#define KL_CHANNELS  4
 #define KL_LATENT    128  // 1024x1024 output
 #define KL_MAX_TILES 8
-
-static double now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
 
 static void usage(FILE * f) {
     fprintf(f,
@@ -96,85 +87,6 @@ static void usage(FILE * f) {
             "  --kl-layouts LIST   AutoencoderKL peer memory layouts (default nchw,channels_last: the faster is reported)\n",
             DEFAULT_MODEL, DEFAULT_PYTHON, PEER_SCRIPT, VIDEO_SCRIPT, VIDEO_LATENT_H, VIDEO_LATENT_W, KL_LATENT,
             KL_LATENT);
-}
-
-static bool parse_int(const char * s, int lo, int * out) {
-    char * end;
-    errno        = 0;
-    const long v = strtol(s, &end, 10);
-    if (errno || end == s || *end || v < lo || v > 1000000) {
-        return false;
-    }
-    *out = (int) v;
-    return true;
-}
-
-// --- FLOPs ------------------------------------------------------------------------------------
-
-struct flops {
-    double model;     // every conv at its unfused cost (upsample+3x3 conv counted as the 3x3 conv)
-    double executed;  // what the graph as built runs (fused upsample-convs: 4/9 of their model cost)
-    double attention; // part of both: the attention matmuls
-    int    n_conv, n_upconv, n_causal, n_attention;
-};
-
-// the node that reads t (first found), skipping views: NULL when none
-static const struct vae_tensor * consumer(const struct vae_graph * g, const struct vae_tensor * t) {
-    for (int i = 0; i < g->n_nodes; i++) {
-        for (int k = 0; k < VAE_MAX_SRC; k++) {
-            if (g->nodes[i]->src[k] == t) return g->nodes[i];
-        }
-    }
-    return NULL;
-}
-
-static struct flops count_flops(const struct vae_graph * g) {
-    struct flops f = { 0 };
-    for (int i = 0; i < g->n_nodes; i++) {
-        const struct vae_tensor * t = g->nodes[i];
-        if (t->op == VAE_OP_ATTENTION) {
-            // per frame, q k^T and softmax(.) v: 2 matmuls of (H W)^2 C multiply-adds
-            const double hw = (double) t->ne[2] * (double) t->ne[3];
-            const double fl = 2.0 * 2.0 * hw * hw * (double) t->ne[1] * (double) t->ne[0];
-            f.model += fl;
-            f.executed += fl;
-            f.attention += fl;
-            f.n_attention++;
-            continue;
-        }
-        if (t->op != VAE_OP_CONV2D && t->op != VAE_OP_UPSAMPLE_CONV2D && t->op != VAE_OP_CAUSAL_CONV3D) {
-            continue;
-        }
-        // w: [Cout, Cin, k, k] or [Cout, Cin, kt, k, k] (unused dims are 1)
-        const struct vae_tensor * w = t->src[1];
-        double macs_per_px = 1.0;
-        for (int d = 0; d < VAE_MAX_DIMS; d++) macs_per_px *= (double) w->ne[d];
-        const double out_px = (double) t->ne[0] * (double) t->ne[2] * (double) t->ne[3];
-        const double fl     = 2.0 * macs_per_px * out_px;
-        if (t->op == VAE_OP_UPSAMPLE_CONV2D) {
-            // each output pixel of nearest2x + 3x3 sees only 2x2 distinct inputs per channel
-            f.model += fl;
-            f.executed += fl * 4.0 / 9.0;
-            f.n_upconv++;
-            continue;
-        }
-        double model_fl = fl;
-        if (t->op == VAE_OP_CONV2D && w->ne[2] == 1 && w->ne[3] == 1) {
-            // a 1x1 conv that feeds (through a frame split) a 2x upsample: TAEHV's TGrow, which
-            // upstream runs after the upsample, at 4x the pixels; the graph moved it before
-            const struct vae_tensor * c = consumer(g, t);
-            if (c && c->op == VAE_OP_FRAME_SPLIT) c = consumer(g, c);
-            if (c && (c->op == VAE_OP_UPSAMPLE_CONV2D || c->op == VAE_OP_UPSAMPLE2X)) model_fl *= 4.0;
-        }
-        f.model += model_fl;
-        f.executed += fl;
-        if (t->op == VAE_OP_CAUSAL_CONV3D) {
-            f.n_causal++;
-        } else {
-            f.n_conv++;
-        }
-    }
-    return f;
 }
 
 // --- other load ---------------------------------------------------------------------------------
@@ -299,34 +211,6 @@ struct peer {
     char   reason[512];
 };
 
-// append s to dst single-quoted for /bin/sh
-static void sh_quote(char * dst, size_t size, const char * s) {
-    size_t n = strlen(dst);
-    if (n + 1 < size) dst[n++] = '\'';
-    for (; *s && n + 5 < size; s++) {
-        if (*s == '\'') {
-            memcpy(dst + n, "'\\''", 4);
-            n += 4;
-        } else {
-            dst[n++] = *s;
-        }
-    }
-    if (n + 1 < size) dst[n++] = '\'';
-    dst[n] = '\0';
-}
-
-static void append(char * dst, size_t size, const char * s) {
-    const size_t n = strlen(dst);
-    snprintf(dst + n, size - n, "%s", s);
-}
-
-static void rstrip(char * s) {
-    size_t n = strlen(s);
-    while (n && isspace((unsigned char) s[n - 1])) {
-        s[--n] = '\0';
-    }
-}
-
 static void run_peer(struct peer * p, const char * python, const char * script, const char * model, int frames,
                      int warmup, int threads) {
     memset(p, 0, sizeof(*p));
@@ -427,54 +311,6 @@ static double status_mib(const char * key) {
 
 // --- the video decoders ---------------------------------------------------------------------------
 
-// run cmd (already quoted, stderr joined), echoing its lines as "  peer| ..."; keeps the last
-// non-empty line; false with a reason when it could not run or exited non-zero
-static bool run_lines(const char * cmd, char * last, size_t last_size, char * reason, size_t reason_size) {
-    last[0] = '\0';
-    fflush(stdout);
-    FILE * f = popen(cmd, "r");
-    if (!f) {
-        snprintf(reason, reason_size, "popen failed: %s", strerror(errno));
-        return false;
-    }
-    char line[2048];
-    while (fgets(line, sizeof(line), f)) {
-        rstrip(line);
-        if (!line[0]) continue;
-        printf("  peer| %s\n", line);
-        fflush(stdout);
-        snprintf(last, last_size, "%s", line);
-    }
-    const int status = pclose(f);
-    if (status == -1 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-        const int code = status == -1 ? -1 : WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-        snprintf(reason, reason_size, "exited with status %d%s%.300s", code, last[0] ? ": " : "", last);
-        return false;
-    }
-    return true;
-}
-
-// the value of " key=" (or "key=" at the start) in line: a number or a word
-static bool kv_find(const char * line, const char * key, char * val, size_t size) {
-    const size_t n = strlen(key);
-    for (const char * p = line; (p = strstr(p, key)) != NULL; p += n) {
-        if ((p == line || p[-1] == ' ') && p[n] == '=') {
-            size_t i = 0;
-            for (p += n + 1; *p && *p != ' ' && i + 1 < size; p++) val[i++] = *p;
-            val[i] = '\0';
-            return true;
-        }
-    }
-    return false;
-}
-
-static bool kv_double(const char * line, const char * key, double * v) {
-    char buf[64], *end;
-    if (!kv_find(line, key, buf, sizeof(buf))) return false;
-    *v = strtod(buf, &end);
-    return end != buf && !*end;
-}
-
 struct video_peer {
     bool   ok;
     double steady_ms, steady_min_ms, first_ms, stream_ms;  // steady: per output frame
@@ -505,91 +341,6 @@ struct video_result {
     char         compare_note[256];
     double       probe[3];      // sgemm FLOP/s before our side, between the sides, after the peer (0: none)
 };
-
-// dir/name into dst; false when it does not fit
-static bool dir_path(char * dst, size_t size, const char * dir, const char * name) {
-    const int n = snprintf(dst, size, "%s/%s", dir, name);
-    return n >= 0 && (size_t) n < size;
-}
-
-static bool file_readable(const char * dir, const char * name) {
-    char path[4096];
-    return dir_path(path, sizeof(path), dir, name) && access(path, R_OK) == 0;
-}
-
-// read exactly n floats from dir/name; false with a reason
-static bool read_f32(const char * dir, const char * name, float * dst, size_t n, char * reason, size_t size) {
-    char   path[4096];
-    FILE * f = dir_path(path, sizeof(path), dir, name) ? fopen(path, "rb") : NULL;
-    if (!f) {
-        snprintf(reason, size, "cannot open %.300s: %s", path, strerror(errno));
-        return false;
-    }
-    const size_t got = fread(dst, sizeof(float), n, f);
-    const bool   eof = fgetc(f) == EOF;
-    fclose(f);
-    if (got != n || !eof) {
-        snprintf(reason, size, "%.300s does not hold exactly %zu floats", path, n);
-        return false;
-    }
-    return true;
-}
-
-// does dir/<name>.json describe latents of [T, 16, h, w] (the layout python's json.dump writes)?
-static bool gen_matches(const char * dir, const char * name, int T, int h, int w) {
-    char path[4096], buf[1024] = "", want[96], json[64];
-    snprintf(json, sizeof(json), "%s.json", name);
-    FILE * f = dir_path(path, sizeof(path), dir, json) ? fopen(path, "r") : NULL;
-    if (!f) return false;
-    const size_t n = fread(buf, 1, sizeof(buf) - 1, f);
-    fclose(f);
-    buf[n] = '\0';
-    snprintf(want, sizeof(want), "\"latent\": [%d, %d, %d, %d]", T, VIDEO_CHANNELS, h, w);
-    return strstr(buf, want) && strstr(buf, "\"finite\": true");
-}
-
-// python script <sub> <dir_opt> 'dir' [--taehv-py 'path'] 2>&1
-static void video_cmd(char * cmd, size_t size, const char * python, const char * script, const char * sub,
-                      const char * dir_opt, const char * dir, const char * taehv_py) {
-    cmd[0] = '\0';
-    sh_quote(cmd, size, python);
-    append(cmd, size, " ");
-    sh_quote(cmd, size, script);
-    append(cmd, size, " ");
-    append(cmd, size, sub);
-    append(cmd, size, " ");
-    append(cmd, size, dir_opt);
-    append(cmd, size, " ");
-    sh_quote(cmd, size, dir);
-    if (taehv_py) {
-        append(cmd, size, " --taehv-py ");
-        sh_quote(cmd, size, taehv_py);
-    }
-    append(cmd, size, " 2>&1");
-}
-
-// make the weights and latents of r in dir with the peer script (unless they are there already)
-static bool video_gen(struct video_result * r, const char * python, const char * script, const char * taehv_py,
-                      const char * dir, int T, int h, int w, int threads) {
-    if (gen_matches(dir, r->name, T, h, w) && file_readable(dir, r->weights)) {
-        printf("%s: reusing the weights and latents in %s\n", r->name, dir);
-        return true;
-    }
-    if (access(script, R_OK) != 0) {
-        snprintf(r->reason, sizeof(r->reason), "cannot read %.400s: %s", script, strerror(errno));
-        return false;
-    }
-    char cmd[8192], sub[256], last[1024], why[512];
-    snprintf(sub, sizeof(sub), "gen --only %s --height-latent %d --width-latent %d --latent-frames %d --threads %d",
-             r->name, h, w, T, threads);
-    video_cmd(cmd, sizeof(cmd), python, script, sub, "--out", dir, taehv_py);
-    printf("%s: making random weights: %s\n", r->name, cmd);
-    if (!run_lines(cmd, last, sizeof(last), why, sizeof(why))) {
-        snprintf(r->reason, sizeof(r->reason), "no weights: %s %.400s", python, why);
-        return false;
-    }
-    return true;
-}
 
 // our side: a decode session (chunk-frames 1) fed the T latent frames of one stream, `warmup`
 // untimed streams of 2 latent frames, then `streams` timed ones; every push is timed with the pops
@@ -643,7 +394,7 @@ static bool video_ours(struct video_result * r, const char * dir, int T, int h, 
     }
     if (!read_f32(dir, name, lat, (size_t) T * lat_floats, r->reason, sizeof(r->reason))) goto done;
 
-    be = vae_backend_init(VAE_BACKEND_CPU, 0, err, sizeof(err));
+    be = vae_backend_init(VAE_BACKEND_CPU, 0, VAE_PRECISION_FP32, err, sizeof(err));
     if (!be) {
         snprintf(r->reason, sizeof(r->reason), "%s", err);
         goto done;
@@ -777,27 +528,6 @@ static const char * argv_streams(int n) {
     return buf;
 }
 
-// major.minor of a torch version ("2.15.0+cu132" -> "2.15")
-static void short_version(char * dst, size_t size, const char * v) {
-    snprintf(dst, size, "%s", v);
-    char * dot = strchr(dst, '.');
-    if (dot && (dot = strchr(dot + 1, '.'))) *dot = '\0';
-    char * plus = strchr(dst, '+');
-    if (plus) *plus = '\0';
-}
-
-static void remove_video_dir(const char * dir) {
-    static const char * files[] = { "wan21_b96.safetensors", "taew21_full.safetensors", "wan.latent.f32",
-                                    "taehv.latent.f32", "wan.json", "taehv.json", "wan.torch.f32", "taehv.torch.f32",
-                                    "kl_sd.safetensors", "kl.latent.f32", "kl.json", "kl.torch.f32",
-                                    "kl.torch.nchw.f32", "kl.torch.channels_last.f32" };
-    char path[4096];
-    for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
-        if (dir_path(path, sizeof(path), dir, files[i])) unlink(path);
-    }
-    if (rmdir(dir) != 0) fprintf(stderr, "bench-cpu: could not remove %s: %s\n", dir, strerror(errno));
-}
-
 // --- AutoencoderKL (the SD 1.x/2.x / SDXL decoder) ---------------------------------------------------
 
 struct kl_opts {
@@ -807,45 +537,6 @@ struct kl_opts {
     int          tiles[KL_MAX_TILES];  // vae_session_config.tile_size of each row (0: whole frame)
     const char * layouts;              // the peer's memory layouts, comma-separated
 };
-
-// Model FLOPs of one AutoencoderKL decode (diffusers' Decoder, block_out_channels (128, 256, 512,
-// 512), 3 resnets per level, single-head mid attention), from the shapes alone, 2 FLOPs per
-// multiply-add: a k x k conv is k*k*Cin*Cout multiply-adds per output pixel (the upsample convs at
-// the upsampled size, unfused); the attention is its 4 C x C projections per token plus q k^T and
-// softmax(.) v, 2 (h w)^2 C. GroupNorm, SiLU, residual adds and the softmax itself are ignored.
-// PERFORMANCE.md 1.2 gives 2.51 TFLOP at 64x64 latents and 10.47 at 128x128; this reproduces both.
-struct kl_flops {
-    double total, upsample, attention;
-};
-
-static struct kl_flops kl_count_flops(int z, int h, int w, bool post_quant_conv) {
-    static const double ch[4] = { 512, 512, 256, 128 };  // the decoder's levels (up_blocks.0..3)
-    struct kl_flops     f     = { 0 };
-    double              px    = (double) h * (double) w;  // pixels at the current level
-    double              mac   = 0.0;
-    if (post_quant_conv) mac += z * z * px;                   // post_quant_conv 1x1, z -> z
-    mac += 9 * z * ch[0] * px;                                // conv_in 3x3, z -> 512
-    mac += 4 * 9 * ch[0] * ch[0] * px;                        // mid: 2 resnets of 2 3x3 convs
-    const double att = 4 * ch[0] * ch[0] * px + 2 * px * px * ch[0];  // q, k, v, out; q k^T, softmax . v
-    double prev = ch[0];
-    for (int l = 0; l < 4; l++) {
-        for (int j = 0; j < 3; j++) {  // resnet: conv1 cin -> c, conv2 c -> c, a 1x1 shortcut where cin != c
-            const double cin = j ? ch[l] : prev;
-            mac += 9 * cin * ch[l] * px + 9 * ch[l] * ch[l] * px;
-            if (cin != ch[l]) mac += cin * ch[l] * px;
-        }
-        prev = ch[l];
-        if (l < 3) {  // upsample: nearest 2x, then 3x3 c -> c at 4x the pixels
-            px *= 4;
-            mac += 9 * ch[l] * ch[l] * px;
-            f.upsample += 2 * 9 * ch[l] * ch[l] * px;
-        }
-    }
-    mac += 9 * ch[3] * 3 * px;  // conv_out 3x3, 128 -> 3
-    f.attention = 2 * att;
-    f.total     = 2 * (mac + att);
-    return f;
-}
 
 struct kl_row {
     int     tile, tile_used;      // asked for; vae_session_tile_size (0: whole frames)
@@ -878,15 +569,6 @@ static bool kl_decode(struct vae_session * s, const float * lat, float * out, ch
         return false;
     }
     return vae_session_pop_output(s, out, err, n);
-}
-
-static double max_abs_diff(const float * a, const float * b, size_t n) {
-    double mx = 0.0;
-    for (size_t i = 0; i < n; i++) {
-        const double d = fabs((double) a[i] - (double) b[i]);
-        if (!(d <= mx)) mx = d;  // NaN wins
-    }
-    return mx;
 }
 
 // our side, one row: a session with tile_size row->tile on the loaded model, `warmup` untimed and
@@ -968,29 +650,13 @@ static void kl_peer_run(struct kl_peer * p, const char * python, const char * sc
     p->ok = true;
 }
 
-// does dir/kl.json describe a [1, 4, h, w] latent with a finite check decode?
-static bool kl_gen_matches(const char * dir, int h, int w) {
-    char   path[4096], buf[1024] = "", want[96];
-    FILE * f = dir_path(path, sizeof(path), dir, "kl.json") ? fopen(path, "r") : NULL;
-    if (!f) return false;
-    const size_t n = fread(buf, 1, sizeof(buf) - 1, f);
-    fclose(f);
-    buf[n] = '\0';
-    snprintf(want, sizeof(want), "\"latent\": [1, %d, %d, %d]", KL_CHANNELS, h, w);
-    return strstr(buf, want) && strstr(buf, "\"finite\": true") && file_readable(dir, KL_WEIGHTS);
-}
-
 // AutoencoderKL: weights and latent made by kl_torch.py in dir, our rows (one per tile size), the
 // PyTorch peer; prints its own report. sgemm_fs[*n_sgemm_io...] gets its speed probes.
 static void bench_kl(const struct kl_opts * o, const char * python, const char * dir, bool no_peer, int threads,
                      struct cpu_snap run_start, double * sgemm_fs, int * n_sgemm_io) {
     int  n_sgemm = *n_sgemm_io;
     char script[4096], err[512] = "", path[4096];
-#ifdef VAE_SOURCE_DIR
-    snprintf(script, sizeof(script), "%s/%s", VAE_SOURCE_DIR, KL_SCRIPT);
-#else
-    snprintf(script, sizeof(script), "%s", KL_SCRIPT);
-#endif
+    source_path(script, sizeof(script), KL_SCRIPT);
     const int    out_h = 8 * o->h, out_w = 8 * o->w;
     const size_t n_out = 3 * (size_t) out_h * (size_t) out_w;
     const size_t n_lat = (size_t) KL_CHANNELS * (size_t) o->h * (size_t) o->w;
@@ -1000,28 +666,12 @@ static void bench_kl(const struct kl_opts * o, const char * python, const char *
     printf("; weights and latent in %s\n", dir);
 
     // weights and latent
-    if (kl_gen_matches(dir, o->h, o->w)) {
-        printf("kl: reusing the weights and latent in %s\n", dir);
-    } else {
-        char cmd[8192] = "", sub[256], last[1024], why[512];
-        if (access(script, R_OK) != 0) {
-            printf("kl: cannot read %s: %s\n", script, strerror(errno));
-            return;
-        }
-        sh_quote(cmd, sizeof(cmd), python);
-        append(cmd, sizeof(cmd), " ");
-        sh_quote(cmd, sizeof(cmd), script);
-        snprintf(sub, sizeof(sub), " gen --height-latent %d --width-latent %d --threads %d --out ", o->h, o->w, threads);
-        append(cmd, sizeof(cmd), sub);
-        sh_quote(cmd, sizeof(cmd), dir);
-        append(cmd, sizeof(cmd), " 2>&1");
-        printf("kl: making random weights: %s\n", cmd);
-        if (!run_lines(cmd, last, sizeof(last), why, sizeof(why))) {
-            printf("kl: no weights: %s %s\n", python, why);
-            return;
-        }
-        settle();  // after the generator's exit
+    const int made = kl_gen(python, script, dir, o->h, o->w, threads, err, sizeof(err));
+    if (made < 0) {
+        printf("kl: %s\n", err);
+        return;
     }
+    if (made) settle();  // after the generator's exit
 
     struct kl_row rows[KL_MAX_TILES];
     memset(rows, 0, sizeof(rows));
@@ -1086,7 +736,7 @@ static void bench_kl(const struct kl_opts * o, const char * python, const char *
             printf("kl: building the untiled graph for the FLOP cross-check: %s\n", err);
         }
     }
-    be = vae_backend_init(VAE_BACKEND_CPU, 0, err, sizeof(err));
+    be = vae_backend_init(VAE_BACKEND_CPU, 0, VAE_PRECISION_FP32, err, sizeof(err));
     if (!be) {
         printf("kl: %s\n", err);
         goto done;
@@ -1316,11 +966,6 @@ done:
 
 // --- main -------------------------------------------------------------------------------------
 
-static int cmp_double(const void * a, const void * b) {
-    const double x = *(const double *) a, y = *(const double *) b;
-    return x < y ? -1 : x > y;
-}
-
 // TAEF2, one frame per decode (the original benchmark); prints its own report. sgemm_fs gets the
 // two peak measurements it makes. Returns 0, or 1 when our side could not run.
 static int bench_taef2(const char * model_path, const char * python, const char * peer_script, int frames, int warmup,
@@ -1338,7 +983,7 @@ static int bench_taef2(const char * model_path, const char * python, const char 
         vae_model_free(model);
         return 1;
     }
-    vae_backend_t * be = vae_backend_init(VAE_BACKEND_CPU, 0, err, sizeof(err));
+    vae_backend_t * be = vae_backend_init(VAE_BACKEND_CPU, 0, VAE_PRECISION_FP32, err, sizeof(err));
     if (!be) {
         fprintf(stderr, "bench-cpu: %s\n", err);
         vae_graph_free(g);
@@ -1365,18 +1010,7 @@ static int bench_taef2(const char * model_path, const char * python, const char 
         fprintf(stderr, "bench-cpu: out of memory\n");
         return 1;
     }
-    // N(0,1) latents (Box-Muller over a fixed LCG), like the peer's torch.randn
-    uint64_t rng = 0x9E3779B97F4A7C15ull;
-    for (size_t i = 0; i < n_in; i += 2) {
-        double u[2];
-        for (int k = 0; k < 2; k++) {
-            rng  = rng * 6364136223846793005ull + 1442695040888963407ull;
-            u[k] = ((rng >> 11) + 0.5) / 9007199254740992.0;
-        }
-        const double r = sqrt(-2.0 * log(u[0]));
-        input[i]       = (float) (r * cos(2.0 * M_PI * u[1]));
-        if (i + 1 < n_in) input[i + 1] = (float) (r * sin(2.0 * M_PI * u[1]));
-    }
+    fill_normal(input, n_in, 0x9E3779B97F4A7C15ull);  // N(0,1) latents, like the peer's torch.randn
 
     const struct flops fl = count_flops(g);
     char family[32];
@@ -1554,8 +1188,8 @@ static void bench_video(const bool * do_video, const char * video_python, const 
     for (int m = 0; m < 2; m++) {
         struct video_result * r = &vr[m];
         if (!do_video[m]) continue;
-        if (!video_gen(r, video_python, video_script, m == 1 ? taehv_py : NULL, video_dir, latent_frames, vh, vw,
-                       threads)) {
+        if (!video_gen(r->name, r->weights, video_python, video_script, m == 1 ? taehv_py : NULL, video_dir,
+                       latent_frames, vh, vw, threads, r->reason, sizeof(r->reason))) {
             printf("%s: %s\n", r->name, r->reason);
             continue;
         }
@@ -1758,15 +1392,10 @@ int main(int argc, char ** argv) {
         } else if (!strcmp(a, "--video-dir") && has_val) {
             video_dir = argv[++i];
         } else if (!strcmp(a, "--video-latent") && has_val) {
-            char * x;
-            const long h = strtol(argv[++i], &x, 10);
-            const long w = *x == 'x' ? strtol(x + 1, &x, 10) : 0;
-            if (*x || h < 1 || w < 1 || h > 512 || w > 512) {
+            if (!parse_hw(argv[++i], &vh, &vw)) {
                 fprintf(stderr, "bench-cpu: --video-latent takes HxW (latent rows x columns, 1..512)\n");
                 return 2;
             }
-            vh = (int) h;
-            vw = (int) w;
         } else if (!strcmp(a, "--latent-frames") && has_val) {
             if (!parse_int(argv[++i], 2, &latent_frames)) {
                 fprintf(stderr, "bench-cpu: --latent-frames takes an integer >= 2\n");
@@ -1783,15 +1412,10 @@ int main(int argc, char ** argv) {
                 return 2;
             }
         } else if (!strcmp(a, "--kl-latent") && has_val) {
-            char * x;
-            const long h = strtol(argv[++i], &x, 10);
-            const long w = *x == 'x' ? strtol(x + 1, &x, 10) : 0;
-            if (*x || h < 1 || w < 1 || h > 512 || w > 512) {
+            if (!parse_hw(argv[++i], &kl_opts.h, &kl_opts.w)) {
                 fprintf(stderr, "bench-cpu: --kl-latent takes HxW (latent rows x columns, 1..512)\n");
                 return 2;
             }
-            kl_opts.h = (int) h;
-            kl_opts.w = (int) w;
         } else if (!strcmp(a, "--kl-runs") && has_val) {
             if (!parse_int(argv[++i], 1, &kl_opts.runs)) {
                 fprintf(stderr, "bench-cpu: --kl-runs takes an integer >= 1\n");
@@ -1854,11 +1478,7 @@ int main(int argc, char ** argv) {
         python           = env && *env ? env : DEFAULT_PYTHON;
     }
     if (!peer_script) {
-#ifdef VAE_SOURCE_DIR
-        snprintf(script_buf, sizeof(script_buf), "%s/%s", VAE_SOURCE_DIR, PEER_SCRIPT);
-#else
-        snprintf(script_buf, sizeof(script_buf), "%s", PEER_SCRIPT);
-#endif
+        source_path(script_buf, sizeof(script_buf), PEER_SCRIPT);
         peer_script = script_buf;
     }
 
@@ -1890,11 +1510,7 @@ int main(int argc, char ** argv) {
         taehv_py         = env && *env ? env : NULL;
     }
     static char video_script[4096];
-#ifdef VAE_SOURCE_DIR
-    snprintf(video_script, sizeof(video_script), "%s/%s", VAE_SOURCE_DIR, VIDEO_SCRIPT);
-#else
-    snprintf(video_script, sizeof(video_script), "%s", VIDEO_SCRIPT);
-#endif
+    source_path(video_script, sizeof(video_script), VIDEO_SCRIPT);
 
     const int threads = omp_get_max_threads();
     // how busy the machine is without us: a benchmark on shared cores is not worth much
@@ -1915,17 +1531,8 @@ int main(int argc, char ** argv) {
 
     // the generated weights and latents of the video decoders and AutoencoderKL
     char dir_buf[4096];
-    bool own_dir = false;
-    if (!video_dir) {
-        snprintf(dir_buf, sizeof(dir_buf), "%s/vae-bench-XXXXXX", getenv("TMPDIR") && *getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
-        if (!mkdtemp(dir_buf)) {
-            fprintf(stderr, "bench-cpu: mkdtemp %s: %s\n", dir_buf, strerror(errno));
-            return 1;
-        }
-        video_dir = dir_buf;
-        own_dir   = true;
-    } else if (mkdir(video_dir, 0755) != 0 && errno != EEXIST) {
-        fprintf(stderr, "bench-cpu: mkdir %s: %s\n", video_dir, strerror(errno));
+    bool own_dir;
+    if (!(video_dir = work_dir(video_dir, dir_buf, sizeof(dir_buf), &own_dir))) {
         return 1;
     }
     if (do_model[1] || do_model[2]) {
@@ -1935,6 +1542,6 @@ int main(int argc, char ** argv) {
     if (do_model[3]) {
         bench_kl(&kl_opts, video_python, video_dir, no_peer, threads, run_start, sgemm_fs, &n_sgemm);
     }
-    if (own_dir) remove_video_dir(video_dir);
+    if (own_dir) remove_own_dir(video_dir);
     return 0;
 }

@@ -1,0 +1,997 @@
+// The CUDA backend: the same graphs as the CPU backend on an NVIDIA GPU, in NHWC with channels
+// padded to 16 (kernels/vae-kernels.h), at fp32, tf32, fp16 or bf16 storage with f32 accumulation.
+// Every activation lives in one device arena planned from tensor lifetimes at prepare
+// (vae-plan.c), so the peak is known before the first frame; converted weights are shared by the
+// graphs of one backend (the steps of a stream). All work goes to one stream. Each convolution's
+// tile configuration is chosen at prepare by timing every variant on the layer's real shape, and
+// the choice is remembered for that shape. The first compute of a graph runs its launches
+// directly; the second records them into a CUDA graph that later computes replay.
+// The backend runs in one CUDA context: the one current on the thread that created it (a
+// GstCudaContext the element pushed), else the device's primary context, and makes it current
+// around every call, so any thread may call it. The CUDA runtime is linked statically and finds
+// the driver at run time: without a GPU or driver, init fails with a message and nothing else.
+
+#include "vae-backend-impl.h"
+#include "vae-kernels.h"
+#include "vae-plan.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define CUDA_ALIGN      256
+#define CUDA_TIME_RUNS  3   // timed runs of each conv variant at prepare
+
+// driver entry points, found through the runtime (the plugin does not link libcuda)
+typedef int (*cuda_ctx_get_fn)(void ** ctx);
+typedef int (*cuda_ctx_push_fn)(void * ctx);
+typedef int (*cuda_ctx_pop_fn)(void ** ctx);
+
+// a converted parameter shared by the graphs that use it: packed conv weights (k > 0) or an f32
+// vector padded with zeros to `count` elements (k == 0)
+struct cuda_weights {
+    const float *         src;
+    int                   k, kt;
+    bool                  up;
+    size_t                count;
+    void *                data;
+    int                   refs;
+    struct cuda_weights * next;
+};
+
+// the conv variant chosen for a layer shape
+struct cuda_choice {
+    int                  key[9];
+    int                  variant;
+    struct cuda_choice * next;
+};
+
+struct cuda_context {
+    void *                ctx;            // the CUcontext everything runs in
+    int                   device, cc;     // cc: compute capability, major * 10 + minor
+    size_t                total_bytes;
+    cudaStream_t          stream;
+    cuda_ctx_push_fn      push;
+    cuda_ctx_pop_fn       pop;
+    struct cuda_weights * weights;
+    struct cuda_choice *  choices;
+    char                  name[320];
+};
+
+// what one node needs at run time
+struct cuda_node {
+    struct vae_gpu_act    act;            // its output
+    struct cuda_weights * w, *bias, *gamma, *beta;
+    int                   variant;        // convolutions
+    bool                  convert;        // inputs: converted to the activation layout (not only statistics)
+};
+
+struct cuda_graph {
+    void *             mem;              // one allocation: arena, scratch, statistics, input staging
+    size_t             mem_bytes;
+    size_t             arena_bytes;
+    void *             scratch;          // attention and GroupNorm partials (the op running now)
+    float *            stats;            // GroupNorm statistics of the op running now
+    float **           in_dev;           // per input: f32 NCHW on the device
+    float **           in_host;          // per input: pinned f32 NCHW
+    size_t *           in_floats;
+    struct cuda_node * nodes;
+    uint8_t *          frame_dev;        // staging planes for host frames (made at the first one)
+    size_t             frame_bytes;
+    int                computes;         // so far: the first runs directly, the second captures
+    cudaGraphExec_t    exec;
+    const void *       exec_state;       // the state the recorded graph reads and writes
+    bool               no_graph;         // recording failed or VAE_GPU_NO_GRAPHS=1: launch directly
+};
+
+// the remembered frames of each causal conv, by slot: [kt - 1, H, W, cin_p] in the storage type
+struct vae_state {
+    int      n_slots;
+    size_t * bytes;
+    void **  data;
+};
+
+#define CUDA_TRY(call, what)                                                                       \
+    do {                                                                                           \
+        cudaError_t e_ = (call);                                                                   \
+        if (e_ != cudaSuccess) {                                                                   \
+            snprintf(err, err_size, "CUDA error %s: %s (%s)", what, cudaGetErrorString(e_),      \
+                     cudaGetErrorName(e_));                                                        \
+            return false;                                                                          \
+        }                                                                                          \
+    } while (0)
+
+static bool cuda_env(const char * name) {
+    const char * v = getenv(name);
+    return v && v[0] == '1';
+}
+
+// ---- context ----------------------------------------------------------------------------------
+
+static void cuda_enter(struct cuda_context * ctx) {
+    ctx->push(ctx->ctx);
+}
+
+static void cuda_leave(struct cuda_context * ctx) {
+    void * popped;
+    ctx->pop(&popped);
+}
+
+static const char * cuda_get_name(vae_backend_t * backend) {
+    return ((struct cuda_context *) backend->context)->name;
+}
+
+static void cuda_free(vae_backend_t * backend) {
+    struct cuda_context * ctx = backend->context;
+    cuda_enter(ctx);
+    cudaStreamDestroy(ctx->stream);
+    for (struct cuda_choice * c = ctx->choices, *next; c; c = next) {
+        next = c->next;
+        free(c);
+    }
+    cuda_leave(ctx);
+    free(ctx);
+    free(backend);
+}
+
+// ---- shapes -----------------------------------------------------------------------------------
+
+static struct vae_gpu_act cuda_act_of(const struct vae_tensor * t) {
+    struct vae_gpu_act a = { NULL, (int) t->ne[0], (int) t->ne[1], vae_gpu_cpad((int) t->ne[1]), (int) t->ne[2],
+                             (int) t->ne[3] };
+    return a;
+}
+
+static size_t cuda_act_bytes(const struct vae_gpu_act * a, enum vae_precision p) {
+    return (size_t) a->n * a->h * a->w * a->cp * vae_gpu_elem_bytes(p);
+}
+
+static size_t cuda_state_bytes_of(const struct vae_tensor * t, enum vae_precision p) {
+    struct vae_gpu_act a = cuda_act_of(t->src[0]);
+    a.n                  = (int) t->src[1]->ne[2] - 1;
+    return cuda_act_bytes(&a, p);
+}
+
+static size_t cuda_align(size_t n) {
+    return (n + CUDA_ALIGN - 1) / CUDA_ALIGN * CUDA_ALIGN;
+}
+
+// ---- weights ----------------------------------------------------------------------------------
+
+static void cuda_weights_put(struct cuda_context * ctx, struct cuda_weights * w) {
+    if (!w || --w->refs > 0) {
+        return;
+    }
+    for (struct cuda_weights ** p = &ctx->weights; *p; p = &(*p)->next) {
+        if (*p == w) {
+            *p = w->next;
+            break;
+        }
+    }
+    cudaFree(w->data);
+    free(w);
+}
+
+// conv weights packed for (k, kt, up) when k > 0, else an f32 vector of `count` elements (the
+// tensor's, then zeros): found among those already on the device, or converted and uploaded
+static struct cuda_weights * cuda_weights_get(vae_backend_t * backend, const struct vae_tensor * w, int k, int kt,
+                                              bool up, size_t count, char * err, size_t err_size) {
+    struct cuda_context * ctx = backend->context;
+    for (struct cuda_weights * e = ctx->weights; e; e = e->next) {
+        if (e->src == w->data && e->k == k && e->kt == kt && e->up == up && e->count == count) {
+            e->refs++;
+            return e;
+        }
+    }
+    const int    cout  = (int) w->ne[0], cin = k ? (int) w->ne[1] : 0;
+    const size_t bytes = k ? count * vae_gpu_elem_bytes(backend->precision) : count * sizeof(float);
+    void *       host  = calloc(1, bytes ? bytes : 1);
+    struct cuda_weights * e = calloc(1, sizeof(*e));
+    cudaError_t           ce = host && e ? cudaSuccess : cudaErrorMemoryAllocation;
+    if (ce == cudaSuccess) {
+        if (k) {
+            vae_gpu_conv_pack(w->data, cout, cin, k, kt, up, backend->precision, host);
+        } else {
+            memcpy(host, w->data, (size_t) w->ne[0] * sizeof(float));
+        }
+        ce = cudaMalloc(&e->data, bytes);
+    }
+    if (ce == cudaSuccess) {
+        ce = cudaMemcpy(e->data, host, bytes, cudaMemcpyHostToDevice);
+    }
+    free(host);
+    if (ce != cudaSuccess) {
+        snprintf(err, err_size, "could not put %s (%.1f MiB) on the device: %s", w->name ? w->name : "a weight",
+                 bytes / 1048576.0, cudaGetErrorString(ce));
+        if (e) {
+            cudaFree(e->data);
+        }
+        free(e);
+        return NULL;
+    }
+    e->src       = w->data;
+    e->k         = k;
+    e->kt        = kt;
+    e->up        = up;
+    e->count     = count;
+    e->refs      = 1;
+    e->next      = ctx->weights;
+    ctx->weights = e;
+    return e;
+}
+
+// ---- convolutions -----------------------------------------------------------------------------
+
+static struct vae_gpu_conv_args cuda_conv_args(struct cuda_graph * cg, const struct vae_tensor * t, const void * hist) {
+    const struct cuda_node * node = &cg->nodes[t->index];
+    struct vae_gpu_conv_args a    = { 0 };
+    a.x        = cg->nodes[t->src[0]->index].act;
+    a.hist     = hist;
+    a.weights  = node->w->data;
+    a.bias     = node->bias ? node->bias->data : NULL;
+    a.residual = t->src[3] ? cg->nodes[t->src[3]->index].act.data : NULL;
+    a.y        = node->act;
+    a.k        = (int) t->src[1]->ne[t->src[1]->n_dims - 1];
+    a.kt       = t->op == VAE_OP_CAUSAL_CONV3D ? (int) t->src[1]->ne[2] : 1;
+    a.up       = t->op == VAE_OP_UPSAMPLE_CONV2D;
+    a.act      = t->act;
+    a.variant  = node->variant;
+    return a;
+}
+
+// the fastest variant for this conv's shape: remembered, or timed now on the arena (whose
+// contents do not matter yet); VAE_GPU_CONV_VARIANT=v forces variant v (tests cover each)
+static bool cuda_choose_variant(vae_backend_t * backend, struct cuda_graph * cg, const struct vae_tensor * t,
+                                char * err, size_t err_size) {
+    struct cuda_context *    ctx  = backend->context;
+    struct cuda_node *       node = &cg->nodes[t->index];
+    struct vae_gpu_conv_args a    = cuda_conv_args(cg, t, NULL);
+    const int                n    = vae_gpu_conv_variants(backend->precision, ctx->cc);
+    const char *             env  = getenv("VAE_GPU_CONV_VARIANT");
+    if (env && env[0]) {
+        node->variant = atoi(env);
+        if (node->variant < 0 || node->variant >= n) {
+            snprintf(err, err_size, "VAE_GPU_CONV_VARIANT=%s: the %s convolution has variants 0..%d", env,
+                     vae_precision_name(backend->precision), n - 1);
+            return false;
+        }
+        return true;
+    }
+    const int key[9] = { a.x.n, a.x.cp, a.x.h, a.x.w, a.y.cp, a.k, a.kt, a.up, a.residual != NULL };
+    for (struct cuda_choice * c = ctx->choices; c; c = c->next) {
+        if (memcmp(c->key, key, sizeof(key)) == 0) {
+            node->variant = c->variant;
+            return true;
+        }
+    }
+    float best    = 0.0f;
+    node->variant = 0;
+    if (n > 1) {
+        // (a causal conv's state does not exist yet: it reads zeros of the state's size)
+        void * hist = NULL;
+        if (a.kt > 1) {
+            CUDA_TRY(cudaMalloc(&hist, cuda_state_bytes_of(t, backend->precision)), "allocating a state to time with");
+            CUDA_TRY(cudaMemset(hist, 0, cuda_state_bytes_of(t, backend->precision)), "clearing a state to time with");
+            a.hist = hist;
+        }
+        cudaEvent_t start, stop;
+        CUDA_TRY(cudaEventCreate(&start), "creating an event");
+        CUDA_TRY(cudaEventCreate(&stop), "creating an event");
+        for (int v = 0; v < n; v++) {
+            a.variant = v;
+            cudaError_t e = vae_gpu_conv(&a, backend->precision, ctx->stream); // (warm-up)
+            cudaEventRecord(start, ctx->stream);
+            for (int r = 0; r < CUDA_TIME_RUNS && e == cudaSuccess; r++) {
+                e = vae_gpu_conv(&a, backend->precision, ctx->stream);
+            }
+            cudaEventRecord(stop, ctx->stream);
+            float ms = 0.0f;
+            if (e == cudaSuccess) {
+                e = cudaEventSynchronize(stop);
+            }
+            if (e == cudaSuccess) {
+                e = cudaEventElapsedTime(&ms, start, stop);
+            }
+            if (e != cudaSuccess) {
+                cudaEventDestroy(start);
+                cudaEventDestroy(stop);
+                cudaFree(hist);
+                snprintf(err, err_size, "CUDA error timing %s for %s: %s", vae_gpu_conv_variant_name(backend->precision, v),
+                         t->name ? t->name : "a convolution", cudaGetErrorString(e));
+                return false;
+            }
+            if (v == 0 || ms < best) {
+                best          = ms;
+                node->variant = v;
+            }
+        }
+        cudaEventDestroy(start);
+        cudaEventDestroy(stop);
+        cudaFree(hist);
+    }
+    struct cuda_choice * c = calloc(1, sizeof(*c));
+    if (c) {
+        memcpy(c->key, key, sizeof(key));
+        c->variant   = node->variant;
+        c->next      = ctx->choices;
+        ctx->choices = c;
+    }
+    return true;
+}
+
+// ---- prepare ----------------------------------------------------------------------------------
+
+static void cuda_graph_release(vae_backend_t * backend, struct vae_graph * g) {
+    struct cuda_context * ctx = backend->context;
+    struct cuda_graph *   cg  = g->backend_data;
+    cuda_enter(ctx);
+    cudaStreamSynchronize(ctx->stream);
+    for (int i = 0; cg->nodes && i < g->n_nodes; i++) {
+        struct cuda_node * node = &cg->nodes[i];
+        cuda_weights_put(ctx, node->w);
+        cuda_weights_put(ctx, node->bias);
+        cuda_weights_put(ctx, node->gamma);
+        cuda_weights_put(ctx, node->beta);
+    }
+    for (int i = 0; cg->in_host && i < g->n_inputs; i++) {
+        cudaFreeHost(cg->in_host[i]);
+    }
+    if (cg->exec) {
+        cudaGraphExecDestroy(cg->exec);
+    }
+    cudaFree(cg->mem);
+    cudaFree(cg->frame_dev);
+    cuda_leave(ctx);
+    free(cg->in_dev);
+    free(cg->in_host);
+    free(cg->in_floats);
+    free(cg->nodes);
+    free(cg);
+    g->backend_data = NULL;
+    g->peak_bytes   = 0;
+}
+
+// the weights a node reads, on the device
+static bool cuda_prepare_weights(vae_backend_t * backend, struct vae_graph * g, char * err, size_t err_size) {
+    struct cuda_graph * cg = g->backend_data;
+    for (int i = 0; i < g->n_nodes; i++) {
+        const struct vae_tensor * t    = g->nodes[i];
+        struct cuda_node *        node = &cg->nodes[i];
+        const size_t              cp   = (size_t) node->act.cp;
+        switch (t->op) {
+            case VAE_OP_CONV2D:
+            case VAE_OP_UPSAMPLE_CONV2D:
+            case VAE_OP_CAUSAL_CONV3D: {
+                const struct vae_tensor * w  = t->src[1];
+                const int                 k  = (int) w->ne[w->n_dims - 1];
+                const int                 kt = t->op == VAE_OP_CAUSAL_CONV3D ? (int) w->ne[2] : 1;
+                const bool                up = t->op == VAE_OP_UPSAMPLE_CONV2D;
+                node->w = cuda_weights_get(backend, w, k, kt, up,
+                                           vae_gpu_conv_packed_count((int) w->ne[0], (int) w->ne[1], k, kt, up), err,
+                                           err_size);
+                if (!node->w) {
+                    return false;
+                }
+                if (t->src[2] && !(node->bias = cuda_weights_get(backend, t->src[2], 0, 0, false, cp, err, err_size))) {
+                    return false;
+                }
+                break;
+            }
+            case VAE_OP_GROUP_NORM:
+                if (!(node->gamma = cuda_weights_get(backend, t->src[1], 0, 0, false, cp, err, err_size)) ||
+                    !(node->beta = cuda_weights_get(backend, t->src[2], 0, 0, false, cp, err, err_size))) {
+                    return false;
+                }
+                break;
+            case VAE_OP_RMS_NORM:
+                if (!(node->gamma = cuda_weights_get(backend, t->src[1], 0, 0, false, cp, err, err_size))) {
+                    return false;
+                }
+                break;
+            default:
+                break;
+        }
+    }
+    return true;
+}
+
+static bool cuda_graph_prepare(vae_backend_t * backend, struct vae_graph * g, size_t max_bytes, char * err,
+                               size_t err_size) {
+    struct cuda_context *  ctx  = backend->context;
+    const enum vae_precision p  = backend->precision;
+    struct cuda_graph *    cg   = calloc(1, sizeof(*cg));
+    struct vae_plan_node * plan = calloc((size_t) g->n_nodes, sizeof(*plan));
+    if (cg) {
+        cg->nodes     = calloc((size_t) g->n_nodes, sizeof(*cg->nodes));
+        cg->in_dev    = calloc((size_t) g->n_inputs, sizeof(*cg->in_dev));
+        cg->in_host   = calloc((size_t) g->n_inputs, sizeof(*cg->in_host));
+        cg->in_floats = calloc((size_t) g->n_inputs, sizeof(*cg->in_floats));
+    }
+    if (!cg || !plan || !cg->nodes || !cg->in_dev || !cg->in_host || !cg->in_floats) {
+        if (cg) {
+            free(cg->nodes), free(cg->in_dev), free(cg->in_host), free(cg->in_floats);
+        }
+        free(cg);
+        free(plan);
+        snprintf(err, err_size, "out of host memory preparing the graph");
+        return false;
+    }
+    g->backend_data = cg;
+    cg->no_graph    = cuda_env("VAE_GPU_NO_GRAPHS");
+
+    // the plan: norms and tanh-clamp in place, a conv over its residual (each output element
+    // reads its residual and is written by the same thread); inputs used only as GroupNorm
+    // statistics stay f32 in their staging
+    size_t scratch = 0, stats = 0, staging = 0;
+    for (int i = 0; i < g->n_nodes; i++) {
+        const struct vae_tensor * t = g->nodes[i];
+        cg->nodes[i].act            = cuda_act_of(t);
+        plan[i].bytes               = cuda_act_bytes(&cg->nodes[i].act, p);
+        if ((t->op == VAE_OP_CONV2D || t->op == VAE_OP_CAUSAL_CONV3D) && t->src[3] && t->src[0] != t->src[3]) {
+            plan[i].heir_of = t->src[3];
+        } else if (t->op == VAE_OP_TANH_CLAMP || t->op == VAE_OP_GROUP_NORM || t->op == VAE_OP_RMS_NORM) {
+            plan[i].heir_of = t->src[0];
+        }
+        for (int s = 0; s < VAE_MAX_SRC; s++) {
+            const struct vae_tensor * src = t->src[s];
+            if (src && src->op == VAE_OP_INPUT && !(t->op == VAE_OP_GROUP_NORM && s == 3)) {
+                cg->nodes[src->index].convert = true;
+            }
+        }
+        if (t->op == VAE_OP_GROUP_NORM && !t->src[3]) {
+            const size_t n = vae_gpu_group_norm_scratch(cg->nodes[t->src[0]->index].act, t->i[0]);
+            scratch        = n > scratch ? n : scratch;
+            stats = (size_t) t->ne[0] * 2 * (size_t) t->i[0] > stats ? (size_t) t->ne[0] * 2 * (size_t) t->i[0] : stats;
+        } else if (t->op == VAE_OP_ATTENTION) {
+            const size_t n = vae_gpu_attention_scratch(cuda_act_of(t->src[0]), p);
+            scratch        = n > scratch ? n : scratch;
+        } else if (t->op == VAE_OP_INPUT) {
+            cg->in_floats[t->i[0]] = (size_t) t->ne[0] * t->ne[1] * t->ne[2] * t->ne[3];
+            staging += cuda_align(cg->in_floats[t->i[0]] * sizeof(float));
+        }
+    }
+    if (g->output->op == VAE_OP_INPUT) {
+        cg->nodes[g->output->index].convert = true;
+    }
+    if (!vae_plan_arena(g, plan, CUDA_ALIGN, &cg->arena_bytes)) {
+        free(plan);
+        cuda_graph_release(backend, g);
+        snprintf(err, err_size, "out of host memory planning %d nodes", g->n_nodes);
+        return false;
+    }
+    cg->mem_bytes = cg->arena_bytes + cuda_align(scratch) + cuda_align(stats * sizeof(float)) + staging;
+
+    // what the weights will take (those already on the device count too: the graph needs them)
+    size_t weight_bytes = 0;
+    for (int i = 0; i < g->n_weights; i++) {
+        size_t n = 1;
+        for (int d = 0; d < VAE_MAX_DIMS; d++) {
+            n *= (size_t) g->weights[i]->ne[d];
+        }
+        weight_bytes += n * vae_gpu_elem_bytes(p);
+    }
+    const size_t need  = cg->mem_bytes + weight_bytes;
+    const size_t limit = max_bytes ? max_bytes : ctx->total_bytes;
+    if (need > limit) {
+        snprintf(err, err_size,
+                 "decoding [%lld, %lld, %lld, %lld] needs %.1f MiB of activations and weights, above the %.1f MiB %s",
+                 (long long) g->input->ne[0], (long long) g->input->ne[1], (long long) g->input->ne[2],
+                 (long long) g->input->ne[3], need / 1048576.0, limit / 1048576.0,
+                 max_bytes ? "memory limit" : "of this GPU's memory");
+        free(plan);
+        cuda_graph_release(backend, g);
+        return false;
+    }
+
+    cuda_enter(ctx);
+    bool        ok = true;
+    cudaError_t ce = cudaMalloc(&cg->mem, cg->mem_bytes);
+    if (ce != cudaSuccess) {
+        snprintf(err, err_size, "out of device memory: decoding [%lld, %lld, %lld, %lld] needs %.1f MiB of activations "
+                 "(%s)", (long long) g->input->ne[0], (long long) g->input->ne[1], (long long) g->input->ne[2],
+                 (long long) g->input->ne[3], cg->mem_bytes / 1048576.0, cudaGetErrorString(ce));
+        cudaGetLastError(); // (clear it: an allocation failure does not break the context)
+        ok = false;
+    }
+    if (ok) {
+        uint8_t * base = cg->mem;
+        for (int i = 0; i < g->n_nodes; i++) {
+            cg->nodes[i].act.data = base + plan[i].offset;
+        }
+        uint8_t * at = base + cg->arena_bytes;
+        cg->scratch  = at;
+        at += cuda_align(scratch);
+        cg->stats = (float *) at;
+        at += cuda_align(stats * sizeof(float));
+        for (int i = 0; i < g->n_inputs; i++) {
+            cg->in_dev[i] = (float *) at;
+            at += cuda_align(cg->in_floats[i] * sizeof(float));
+            ce = cudaHostAlloc((void **) &cg->in_host[i], cg->in_floats[i] * sizeof(float), cudaHostAllocDefault);
+            if (ce != cudaSuccess) {
+                snprintf(err, err_size, "could not pin %.1f MiB of host memory for input %d: %s",
+                         cg->in_floats[i] * sizeof(float) / 1048576.0, i, cudaGetErrorString(ce));
+                ok = false;
+                break;
+            }
+        }
+    }
+    free(plan);
+    ok = ok && cuda_prepare_weights(backend, g, err, err_size);
+    for (int i = 0; ok && i < g->n_nodes; i++) {
+        const enum vae_op op = g->nodes[i]->op;
+        if (op == VAE_OP_CONV2D || op == VAE_OP_UPSAMPLE_CONV2D || op == VAE_OP_CAUSAL_CONV3D) {
+            ok = cuda_choose_variant(backend, cg, g->nodes[i], err, err_size);
+        }
+    }
+    if (ok) {
+        // zeros, or NaN bytes under VAE_GPU_POISON=1 so that an element no kernel writes shows
+        ce = cudaMemsetAsync(cg->mem, cuda_env("VAE_GPU_POISON") ? 0xff : 0, cg->mem_bytes, ctx->stream);
+        if (ce == cudaSuccess) {
+            ce = cudaStreamSynchronize(ctx->stream);
+        }
+        if (ce != cudaSuccess) {
+            snprintf(err, err_size, "CUDA error preparing the graph: %s", cudaGetErrorString(ce));
+            ok = false;
+        }
+    }
+    cuda_leave(ctx);
+    if (!ok) {
+        cuda_graph_release(backend, g);
+        return false;
+    }
+    g->arena_bytes = cg->mem_bytes;
+    g->peak_bytes  = need;
+    return true;
+}
+
+// ---- state ------------------------------------------------------------------------------------
+
+static void cuda_state_reset(vae_backend_t * backend, vae_state_t * st) {
+    struct cuda_context * ctx = backend->context;
+    cuda_enter(ctx);
+    for (int i = 0; i < st->n_slots; i++) {
+        cudaMemsetAsync(st->data[i], 0, st->bytes[i], ctx->stream);
+    }
+    cudaStreamSynchronize(ctx->stream);
+    cuda_leave(ctx);
+}
+
+static size_t cuda_state_bytes(vae_backend_t * backend, const vae_state_t * st) {
+    size_t n = 0;
+    (void) backend;
+    for (int i = 0; i < st->n_slots; i++) {
+        n += st->bytes[i];
+    }
+    return n;
+}
+
+static void cuda_state_free(vae_backend_t * backend, vae_state_t * st) {
+    struct cuda_context * ctx = backend->context;
+    cuda_enter(ctx);
+    cudaStreamSynchronize(ctx->stream);
+    for (int i = 0; st->data && i < st->n_slots; i++) {
+        cudaFree(st->data[i]);
+    }
+    cuda_leave(ctx);
+    free(st->data);
+    free(st->bytes);
+    free(st);
+}
+
+static vae_state_t * cuda_state_new(vae_backend_t * backend, const struct vae_graph * g, char * err, size_t err_size) {
+    struct cuda_context * ctx = backend->context;
+    struct vae_state *    st  = calloc(1, sizeof(*st));
+    bool                  ok  = st && (st->bytes = calloc((size_t) g->n_states, sizeof(size_t))) &&
+              (st->data = calloc((size_t) g->n_states, sizeof(void *)));
+    if (!ok) {
+        free(st ? st->bytes : NULL);
+        free(st);
+        snprintf(err, err_size, "out of host memory for the streaming state");
+        return NULL;
+    }
+    st->n_slots = g->n_states;
+    for (int i = 0; i < g->n_nodes; i++) {
+        const struct vae_tensor * t = g->nodes[i];
+        if (t->op == VAE_OP_CAUSAL_CONV3D) {
+            st->bytes[t->i[0]] = cuda_state_bytes_of(t, backend->precision);
+        }
+    }
+    cuda_enter(ctx);
+    cudaError_t ce = cudaSuccess;
+    for (int i = 0; ce == cudaSuccess && i < st->n_slots; i++) {
+        ce = cudaMalloc(&st->data[i], st->bytes[i] ? st->bytes[i] : 1);
+    }
+    cuda_leave(ctx);
+    if (ce != cudaSuccess) {
+        snprintf(err, err_size, "out of device memory for the streaming state of %d causal ops: %s", g->n_states,
+                 cudaGetErrorString(ce));
+        cudaGetLastError();
+        cuda_state_free(backend, st);
+        return NULL;
+    }
+    cuda_state_reset(backend, st);
+    return st;
+}
+
+// ---- compute ----------------------------------------------------------------------------------
+
+// after a causal conv: its slot keeps the last kt - 1 frames of [state, input], frame by frame in
+// increasing order (a shift within the slot never overwrites a frame it still has to move)
+static cudaError_t cuda_state_update(struct cuda_context * ctx, struct cuda_graph * cg, const struct vae_tensor * t,
+                                     vae_state_t * state, enum vae_precision p) {
+    const struct vae_gpu_act * x     = &cg->nodes[t->src[0]->index].act;
+    const int                  keep  = (int) t->src[1]->ne[2] - 1;
+    const size_t               frame = (size_t) x->h * x->w * x->cp * vae_gpu_elem_bytes(p);
+    uint8_t *                  slot  = state->data[t->i[0]];
+    const uint8_t *            src   = x->data;
+    cudaError_t                e     = cudaSuccess;
+    for (int j = 0; j < keep && e == cudaSuccess; j++) {
+        const int from = j + x->n; // position in [state, input]
+        e = cudaMemcpyAsync(slot + (size_t) j * frame, from < keep ? slot + (size_t) from * frame
+                                                                   : src + (size_t) (from - keep) * frame,
+                            frame, cudaMemcpyDeviceToDevice, ctx->stream);
+    }
+    return e;
+}
+
+// every launch of one compute, in order, on the stream
+static cudaError_t cuda_launch(vae_backend_t * backend, struct vae_graph * g, vae_state_t * state,
+                               const struct vae_tensor ** failed) {
+    struct cuda_context *    ctx = backend->context;
+    struct cuda_graph *      cg  = g->backend_data;
+    const enum vae_precision p   = backend->precision;
+    const cudaStream_t       s   = ctx->stream;
+    cudaError_t              e   = cudaSuccess;
+    for (int i = 0; i < g->n_inputs && e == cudaSuccess; i++) {
+        e = cudaMemcpyAsync(cg->in_dev[i], cg->in_host[i], cg->in_floats[i] * sizeof(float), cudaMemcpyHostToDevice, s);
+    }
+    for (int i = 0; i < g->n_nodes && e == cudaSuccess; i++) {
+        const struct vae_tensor *  t    = g->nodes[i];
+        struct cuda_node *         node = &cg->nodes[i];
+        const struct vae_gpu_act   y    = node->act;
+        const struct vae_gpu_act * x    = t->src[0] ? &cg->nodes[t->src[0]->index].act : NULL;
+        *failed                         = t;
+        switch (t->op) {
+            case VAE_OP_INPUT:
+                if (node->convert) {
+                    e = vae_gpu_from_nchw_f32(cg->in_dev[t->i[0]], y, p, s);
+                }
+                break;
+            case VAE_OP_TANH_CLAMP:
+                e = vae_gpu_tanh_clamp(*x, y, t->f[0], p, s);
+                break;
+            case VAE_OP_UPSAMPLE2X:
+                e = vae_gpu_upsample2x(*x, y, p, s);
+                break;
+            case VAE_OP_GROUP_NORM:
+                if (t->src[3]) { // (the statistics input stays f32 in its staging)
+                    e = vae_gpu_group_norm_apply(*x, y, t->i[0], cg->in_dev[t->src[3]->i[0]], false, node->gamma->data,
+                                                 node->beta->data, t->act, p, s);
+                } else {
+                    e = vae_gpu_group_norm_stats(*x, t->i[0], t->f[0], cg->stats, cg->scratch, p, s);
+                    if (e == cudaSuccess) {
+                        e = vae_gpu_group_norm_apply(*x, y, t->i[0], cg->stats, true, node->gamma->data,
+                                                     node->beta->data, t->act, p, s);
+                    }
+                }
+                break;
+            case VAE_OP_RMS_NORM:
+                e = vae_gpu_rms_norm(*x, y, node->gamma->data, t->act, p, s);
+                break;
+            case VAE_OP_ATTENTION:
+                e = vae_gpu_attention(*x, y, cg->scratch, p, s);
+                break;
+            case VAE_OP_FRAME_SPLIT:
+                e = vae_gpu_frame_split(*x, y, t->i[0], p, s);
+                break;
+            case VAE_OP_PIXEL_SHUFFLE:
+                e = vae_gpu_pixel_shuffle(*x, y, p, s);
+                break;
+            case VAE_OP_CONV2D:
+            case VAE_OP_UPSAMPLE_CONV2D:
+            case VAE_OP_CAUSAL_CONV3D: {
+                const bool                     causal = t->op == VAE_OP_CAUSAL_CONV3D;
+                const struct vae_gpu_conv_args a      = cuda_conv_args(cg, t, causal ? state->data[t->i[0]] : NULL);
+                e = vae_gpu_conv(&a, p, s);
+                if (e == cudaSuccess && causal) {
+                    e = cuda_state_update(ctx, cg, t, state, p);
+                }
+                break;
+            }
+            default:
+                return cudaErrorNotSupported;
+        }
+    }
+    return e;
+}
+
+static bool cuda_graph_compute(vae_backend_t * backend, struct vae_graph * g, vae_state_t * state,
+                               const float * const * inputs, char * err, size_t err_size) {
+    struct cuda_context * ctx = backend->context;
+    struct cuda_graph *   cg  = g->backend_data;
+    for (int i = 0; i < g->n_nodes; i++) {
+        const struct vae_tensor * t = g->nodes[i];
+        if (t->op == VAE_OP_CAUSAL_CONV3D &&
+            (t->i[0] >= state->n_slots || state->bytes[t->i[0]] != cuda_state_bytes_of(t, backend->precision))) {
+            snprintf(err, err_size, "the state given has no slot %d of %zu bytes for %s", t->i[0],
+                     cuda_state_bytes_of(t, backend->precision), t->name);
+            return false;
+        }
+    }
+    for (int i = 0; i < g->n_inputs; i++) {
+        memcpy(cg->in_host[i], inputs[i], cg->in_floats[i] * sizeof(float));
+    }
+    cuda_enter(ctx);
+    const struct vae_tensor * failed = NULL;
+    cudaError_t               e      = cudaSuccess;
+    if (cg->exec && cg->exec_state != state) { // (recorded with another state's buffers)
+        cudaGraphExecDestroy(cg->exec);
+        cg->exec = NULL;
+    }
+    if (!cg->exec && !cg->no_graph && cg->computes > 0) {
+        // record once; a failure to record only costs the replay
+        cudaGraph_t graph = NULL;
+        e = cudaStreamBeginCapture(ctx->stream, cudaStreamCaptureModeThreadLocal);
+        if (e == cudaSuccess) {
+            const cudaError_t launched = cuda_launch(backend, g, state, &failed);
+            e = cudaStreamEndCapture(ctx->stream, &graph);
+            if (launched != cudaSuccess) {
+                e = launched;
+            }
+        }
+        if (e == cudaSuccess) {
+            e = cudaGraphInstantiate(&cg->exec, graph, 0);
+        }
+        if (graph) {
+            cudaGraphDestroy(graph);
+        }
+        if (e != cudaSuccess) {
+            cudaGetLastError();
+            cg->exec     = NULL;
+            cg->no_graph = true;
+        }
+        cg->exec_state = state;
+        e              = cudaSuccess;
+    }
+    if (cg->exec) {
+        e = cudaGraphLaunch(cg->exec, ctx->stream);
+        failed = NULL;
+    } else {
+        e = cuda_launch(backend, g, state, &failed);
+    }
+    if (e == cudaSuccess) {
+        e = cudaStreamSynchronize(ctx->stream);
+        failed = NULL;
+    }
+    cuda_leave(ctx);
+    cg->computes++;
+    if (e != cudaSuccess) {
+        snprintf(err, err_size, "CUDA error running the decoder%s%s%s: %s (%s)", failed ? " at " : "",
+                 failed ? vae_op_name(failed->op) : "", failed && failed->name ? failed->name : "",
+                 cudaGetErrorString(e), cudaGetErrorName(e));
+        return false;
+    }
+    return true;
+}
+
+// ---- output -----------------------------------------------------------------------------------
+
+// bytes of the planes of a frame in a tight layout, and the offsets of each plane in it
+static size_t cuda_frame_layout(const struct vae_frame * f, size_t offsets[3], int strides[3]) {
+    const int w = f->width, h = f->height, cw = (w + 1) / 2, ch = (h + 1) / 2;
+    memset(strides, 0, 3 * sizeof(int));
+    offsets[0] = offsets[1] = offsets[2] = 0;
+    switch (f->format) {
+        case VAE_PIXEL_RGB: strides[0] = 3 * w; return (size_t) strides[0] * h;
+        case VAE_PIXEL_I420:
+            strides[0] = w, strides[1] = strides[2] = cw;
+            offsets[1] = (size_t) w * h, offsets[2] = offsets[1] + (size_t) cw * ch;
+            return offsets[2] + (size_t) cw * ch;
+        case VAE_PIXEL_NV12:
+            strides[0] = w, strides[1] = 2 * cw;
+            offsets[1] = (size_t) w * h;
+            return offsets[1] + (size_t) 2 * cw * ch;
+        default: strides[0] = 4 * w; return (size_t) strides[0] * h;
+    }
+}
+
+static bool cuda_graph_read_frame(vae_backend_t * backend, struct vae_graph * g, int n, const struct vae_frame * dst,
+                                  char * err, size_t err_size) {
+    struct cuda_context *      ctx = backend->context;
+    struct cuda_graph *        cg  = g->backend_data;
+    const struct vae_gpu_act * out = &cg->nodes[g->output->index].act;
+    if (dst->width != out->w || dst->height != out->h) {
+        snprintf(err, err_size, "the frame is %dx%d but the decoder gives %dx%d", dst->width, dst->height, out->w, out->h);
+        return false;
+    }
+    cuda_enter(ctx);
+    cudaError_t e = cudaSuccess;
+    if (dst->device) {
+        e = vae_gpu_frame_pack(*out, n, dst, backend->precision, ctx->stream);
+    } else {
+        // packed on the device into tight staging planes, then copied row by row into dst's
+        struct vae_frame dev = *dst;
+        size_t           offsets[3];
+        const size_t     bytes = cuda_frame_layout(dst, offsets, dev.strides);
+        const int        n_planes = dst->format == VAE_PIXEL_I420 ? 3 : dst->format == VAE_PIXEL_NV12 ? 2 : 1;
+        if (bytes > cg->frame_bytes) {
+            cudaFree(cg->frame_dev);
+            cg->frame_dev   = NULL;
+            cg->frame_bytes = 0;
+            e               = cudaMalloc((void **) &cg->frame_dev, bytes);
+            if (e == cudaSuccess) {
+                cg->frame_bytes = bytes;
+            }
+        }
+        for (int i = 0; i < n_planes; i++) {
+            dev.planes[i] = cg->frame_dev + offsets[i];
+        }
+        dev.device = true;
+        if (e == cudaSuccess) {
+            e = vae_gpu_frame_pack(*out, n, &dev, backend->precision, ctx->stream);
+        }
+        for (int i = 0; i < n_planes && e == cudaSuccess; i++) {
+            const int rows = i == 0 ? dst->height : (dst->height + 1) / 2;
+            e = cudaMemcpy2DAsync(dst->planes[i], (size_t) dst->strides[i], dev.planes[i], (size_t) dev.strides[i],
+                                  (size_t) dev.strides[i], (size_t) rows, cudaMemcpyDeviceToHost, ctx->stream);
+        }
+    }
+    if (e == cudaSuccess) {
+        e = cudaStreamSynchronize(ctx->stream);
+    }
+    cuda_leave(ctx);
+    CUDA_TRY(e, "writing a frame");
+    return true;
+}
+
+static bool cuda_graph_read_output(vae_backend_t * backend, struct vae_graph * g, int first, int count, float * dst,
+                                   char * err, size_t err_size) {
+    struct cuda_context *      ctx   = backend->context;
+    struct cuda_graph *        cg    = g->backend_data;
+    const struct vae_gpu_act * out   = &cg->nodes[g->output->index].act;
+    const size_t               bytes = (size_t) count * out->c * out->h * out->w * sizeof(float);
+    float *                    tmp   = NULL;
+    if (count == 0) {
+        return true;
+    }
+    cuda_enter(ctx);
+    cudaError_t e = cudaMalloc((void **) &tmp, bytes);
+    if (e == cudaSuccess) {
+        e = vae_gpu_to_nchw_f32(*out, first, count, tmp, backend->precision, ctx->stream);
+    }
+    if (e == cudaSuccess) {
+        e = cudaMemcpyAsync(dst, tmp, bytes, cudaMemcpyDeviceToHost, ctx->stream);
+    }
+    if (e == cudaSuccess) {
+        e = cudaStreamSynchronize(ctx->stream);
+    }
+    cudaFree(tmp);
+    cuda_leave(ctx);
+    CUDA_TRY(e, "reading the output");
+    return true;
+}
+
+static const struct vae_backend_i cuda_backend_i = {
+    /* .get_name          = */ cuda_get_name,
+    /* .free              = */ cuda_free,
+    /* .graph_prepare     = */ cuda_graph_prepare,
+    /* .state_new         = */ cuda_state_new,
+    /* .state_reset       = */ cuda_state_reset,
+    /* .state_bytes       = */ cuda_state_bytes,
+    /* .state_free        = */ cuda_state_free,
+    /* .graph_compute     = */ cuda_graph_compute,
+    /* .graph_read_frame  = */ cuda_graph_read_frame,
+    /* .graph_read_output = */ cuda_graph_read_output,
+    /* .graph_release     = */ cuda_graph_release,
+};
+
+// ---- init -------------------------------------------------------------------------------------
+
+static bool cuda_entry(const char * symbol, void ** fn, char * err, size_t err_size) {
+    enum cudaDriverEntryPointQueryResult q;
+    cudaError_t e = cudaGetDriverEntryPointByVersion(symbol, fn, 12000, cudaEnableDefault, &q);
+    if (e != cudaSuccess || q != cudaDriverEntryPointSuccess || !*fn) {
+        snprintf(err, err_size, "the CUDA driver has no %s: %s", symbol, cudaGetErrorString(e));
+        return false;
+    }
+    return true;
+}
+
+// the context to run in (see the top of this file) and its device
+static bool cuda_init_context(struct cuda_context * ctx, int device, char * err, size_t err_size) {
+    int n = 0;
+    cudaError_t e = cudaGetDeviceCount(&n);
+    if (e == cudaErrorInsufficientDriver) {
+        snprintf(err, err_size, "no CUDA device: no NVIDIA driver was found (libcuda.so.1), or it is older than the "
+                 "CUDA %d.%d runtime of this build", CUDART_VERSION / 1000, CUDART_VERSION % 1000 / 10);
+        cudaGetLastError();
+        return false;
+    }
+    if (e != cudaSuccess || n == 0) {
+        snprintf(err, err_size, "no CUDA device: %s", e != cudaSuccess ? cudaGetErrorString(e) : "none found");
+        cudaGetLastError();
+        return false;
+    }
+    if (device >= n) {
+        snprintf(err, err_size, "no CUDA device %d: this machine has %d (0..%d)", device, n, n - 1);
+        return false;
+    }
+    cuda_ctx_get_fn get;
+    if (!cuda_entry("cuCtxGetCurrent", (void **) &get, err, err_size) ||
+        !cuda_entry("cuCtxPushCurrent", (void **) &ctx->push, err, err_size) ||
+        !cuda_entry("cuCtxPopCurrent", (void **) &ctx->pop, err, err_size)) {
+        return false;
+    }
+    void * current = NULL;
+    get(&current);
+    if (current) {
+        CUDA_TRY(cudaGetDevice(&ctx->device), "reading the current context's device");
+        if (device >= 0 && device != ctx->device) {
+            snprintf(err, err_size, "a CUDA context of device %d is current on this thread, but device %d was asked for",
+                     ctx->device, device);
+            return false;
+        }
+        ctx->ctx = current;
+        return true;
+    }
+    ctx->device = device < 0 ? 0 : device;
+    CUDA_TRY(cudaSetDevice(ctx->device), "selecting the device");
+    CUDA_TRY(cudaFree(NULL), "starting the device"); // (makes the primary context current)
+    get(&ctx->ctx);
+    if (!ctx->ctx) {
+        snprintf(err, err_size, "CUDA device %d has no context after starting", ctx->device);
+        return false;
+    }
+    return true;
+}
+
+vae_backend_t * vae_backend_cuda_init(int device, enum vae_precision precision, char * err, size_t err_size) {
+    struct cuda_context * ctx     = calloc(1, sizeof(*ctx));
+    vae_backend_t *       backend = calloc(1, sizeof(*backend));
+    if (!ctx || !backend) {
+        free(ctx);
+        free(backend);
+        snprintf(err, err_size, "out of host memory");
+        return NULL;
+    }
+    if (!cuda_init_context(ctx, device, err, err_size)) {
+        free(ctx);
+        free(backend);
+        return NULL;
+    }
+    struct cudaDeviceProp prop;
+    cudaError_t           e = cudaGetDeviceProperties(&prop, ctx->device);
+    if (e != cudaSuccess) {
+        snprintf(err, err_size, "could not read CUDA device %d: %s", ctx->device, cudaGetErrorString(e));
+        free(ctx);
+        free(backend);
+        return NULL;
+    }
+    ctx->cc          = prop.major * 10 + prop.minor;
+    ctx->total_bytes = prop.totalGlobalMem;
+    if (precision == VAE_PRECISION_AUTO) {
+        precision = ctx->cc >= 80 ? VAE_PRECISION_BF16 : VAE_PRECISION_FP16;
+    }
+    if (vae_gpu_conv_variants(precision, ctx->cc) == 0) {
+        snprintf(err, err_size, "%s needs a GPU of compute capability 8.0 or newer; CUDA device %d (%s) has %d.%d",
+                 vae_precision_name(precision), ctx->device, prop.name, prop.major, prop.minor);
+        free(ctx);
+        free(backend);
+        return NULL;
+    }
+    cuda_enter(ctx);
+    e = cudaStreamCreateWithFlags(&ctx->stream, cudaStreamNonBlocking);
+    cuda_leave(ctx);
+    if (e != cudaSuccess) {
+        snprintf(err, err_size, "could not create a CUDA stream on device %d: %s", ctx->device, cudaGetErrorString(e));
+        free(ctx);
+        free(backend);
+        return NULL;
+    }
+    snprintf(ctx->name, sizeof(ctx->name), "cuda (device %d: %s, sm_%d, %.0f GiB, %s)", ctx->device, prop.name, ctx->cc,
+             prop.totalGlobalMem / 1073741824.0, vae_precision_name(precision));
+    backend->iface     = &cuda_backend_i;
+    backend->context   = ctx;
+    backend->precision = precision;
+    return backend;
+}

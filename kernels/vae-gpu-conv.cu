@@ -1,0 +1,805 @@
+// Convolutions, where the decoders spend almost all their time, as implicit GEMMs: M = output
+// pixels, N = output channels, K = taps x input channels. The im2col matrix is never stored: each
+// K-slice of it is gathered from the NHWC activations straight into shared memory. K runs (time
+// tap, ky, kx, channel), so a slice is whole 16-byte vectors of single input pixels, and pixels
+// outside the frame come in as zeros. Tiles pass through a ring of shared-memory stages filled by
+// cp.async (plain loads before sm_80) and are multiplied on tensor cores (ldmatrix + mma.sync:
+// tf32, f16, bf16) or, at fp32, by a register-tiled f32 FMA loop; the epilogue adds bias and
+// residual, applies the activation and writes 16-byte vectors. The nearest-2x upsample followed
+// by a 3x3 conv is four 2x2 convolutions on the input grid, one per output phase, with the weights
+// folded when packed; a causal conv3d reads its earlier frames in place from the state. Every
+// precision has several tile shapes: the backend times each on the real layer, keeps the fastest.
+
+#include "vae-gpu-common.cuh"
+
+#include <atomic>
+#include <climits>
+#include <cstdint>
+#include <cstring>
+#include <type_traits>
+
+// tf32 and bf16 tensor cores, m16n8k16 f16 and cp.async exist from sm_80 on
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
+#define VAE_GPU_CONV_SM80 0
+#else
+#define VAE_GPU_CONV_SM80 1
+#endif
+
+// ---- geometry, shared by the kernels and the packing -----------------------------------------------
+
+struct vae_gpu_conv_params {
+    const void *  x;
+    const void *  hist;
+    const void *  wt;
+    const float * bias;
+    const void *  res;
+    void *        y;
+    int           h, w;           // the input grid
+    int           cin_p, cout_p;
+    int           ks, kt;         // the GEMM's taps: ks x ks in space (2 when up), kt in time
+    int           pad;            // k / 2
+    bool          up;
+    int           M, K;           // GEMM rows (pixels of the input grid, per phase when up) and depth
+    int           nt;             // tiles along N
+    enum vae_act  act;
+};
+
+// a position along K: time tap j, spatial tap (ky, kx), input channel c
+struct vae_gpu_conv_tap {
+    int j, ky, kx, c;
+};
+
+// a GEMM row: frame t and pixel (oy, ox) of the input grid; rows past M get oy far outside the
+// frame, so that every tap reads them as zeros
+struct vae_gpu_conv_pix {
+    int t, oy, ox;
+};
+
+// the row of the packed weights (of one phase) that K index (j, ky, kx, c) multiplies
+__host__ __device__ __forceinline__ size_t vae_gpu_conv_krow(int j, int ky, int kx, int c, int ks, int cin_p) {
+    return ((size_t) (j * ks + ky) * ks + kx) * cin_p + c;
+}
+
+__host__ __device__ __forceinline__ vae_gpu_conv_tap vae_gpu_conv_tap_at(int k, int ks, int cin_p) {
+    const int        tap = k / cin_p;
+    vae_gpu_conv_tap r;
+    r.j  = tap / (ks * ks);
+    r.ky = tap / ks % ks;
+    r.kx = tap % ks;
+    r.c  = k - tap * cin_p;
+    return r;
+}
+
+// t = vae_gpu_conv_tap_at(k + step) given t = vae_gpu_conv_tap_at(k), without divisions
+__host__ __device__ __forceinline__ void vae_gpu_conv_tap_next(vae_gpu_conv_tap & t, int step, int ks, int cin_p) {
+    for (t.c += step; t.c >= cin_p; t.c -= cin_p) {
+        if (++t.kx == ks) {
+            t.kx = 0;
+            if (++t.ky == ks) {
+                t.ky = 0;
+                t.j++;
+            }
+        }
+    }
+}
+
+__host__ __device__ __forceinline__ vae_gpu_conv_pix vae_gpu_conv_pix_at(int m, int M, int h, int w) {
+    vae_gpu_conv_pix r;
+    if (m < M) {
+        const int hw = h * w, rem = m - m / hw * hw;
+        r.t  = m / hw;
+        r.oy = rem / w;
+        r.ox = rem - r.oy * w;
+    } else {
+        r.t  = 0;
+        r.oy = -(1 << 30);
+        r.ox = 0;
+    }
+    return r;
+}
+
+// the input vector (channels c .. c + 16 bytes) that row px reads at tap tp, or NULL for zeros:
+// outside the frame, or past K. offy, offx: input offset of tap 0 (k / 2, or 1 - phase when up).
+// Source frame s = t + j of [hist, x]: the kt - 1 hist frames first.
+template <typename T>
+__host__ __device__ __forceinline__ const T * vae_gpu_conv_src(const vae_gpu_conv_params & p, vae_gpu_conv_pix px,
+                                                              vae_gpu_conv_tap tp, int offy, int offx) {
+    const int iy = px.oy + tp.ky - offy, ix = px.ox + tp.kx - offx;
+    if (tp.j >= p.kt || (unsigned) iy >= (unsigned) p.h || (unsigned) ix >= (unsigned) p.w) {
+        return nullptr;
+    }
+    const int  s  = px.t + tp.j - (p.kt - 1);
+    const bool in = s >= 0;
+    const int  f  = in ? s : s + p.kt - 1;   // pixel numbers of x and of hist fit an int (vae_gpu_conv)
+    return (const T *) (in ? p.x : p.hist) + (size_t) ((f * p.h + iy) * p.w + ix) * p.cin_p + tp.c;
+}
+
+// the output pixel of GEMM row m: itself, or for `up` pixel (2Y + py, 2X + px) of the 2h x 2w grid
+__host__ __device__ __forceinline__ size_t vae_gpu_conv_out_pixel(const vae_gpu_conv_params & p, int m, int phase) {
+    if (!p.up) {
+        return (size_t) m;
+    }
+    const int hw = p.h * p.w, t = m / hw, rem = m - t * hw, Y = rem / p.w, X = rem - Y * p.w;
+    return ((size_t) t * 2 * p.h + 2 * Y + (phase >> 1)) * (2 * (size_t) p.w) + 2 * X + (phase & 1);
+}
+
+// ---- device helpers ----------------------------------------------------------------------------------
+
+// 16 bytes global -> shared address dst, zeros when !valid; asynchronous from sm_80 on (L1: keep
+// in L1, for activations that neighbouring taps read again)
+template <bool L1> __device__ __forceinline__ void vae_gpu_conv_cp16(unsigned dst, const void * src, bool valid) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    const int n = valid ? 16 : 0;   // bytes read; the rest of the 16 are zeroed
+    if (L1) {
+        asm volatile("cp.async.ca.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(n) : "memory");
+    } else {
+        asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(n) : "memory");
+    }
+#else
+    const uint4 v = valid ? *(const uint4 *) src : make_uint4(0, 0, 0, 0);
+    asm volatile("st.shared.v4.u32 [%0], {%1, %2, %3, %4};\n" ::"r"(dst), "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w)
+                 : "memory");
+#endif
+}
+
+__device__ __forceinline__ void vae_gpu_conv_cp_commit() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    asm volatile("cp.async.commit_group;\n" ::: "memory");
+#endif
+}
+
+// wait until at most N committed groups are pending
+template <int N> __device__ __forceinline__ void vae_gpu_conv_cp_wait() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+#endif
+}
+
+template <typename T> __device__ __forceinline__ vae_gpu_vec<T> vae_gpu_conv_ld16(const T * p) {
+    const int4          b = *reinterpret_cast<const int4 *>(p);
+    vae_gpu_vec<T> v;
+    memcpy(&v, &b, 16);
+    return v;
+}
+
+template <typename T> __device__ __forceinline__ void vae_gpu_conv_st16(T * p, const vae_gpu_vec<T> & v) {
+    int4 b;
+    memcpy(&b, &v, 16);
+    *reinterpret_cast<int4 *>(p) = b;
+}
+
+// ---- tile configurations ---------------------------------------------------------------------------
+
+// a BM x BN output tile, K in slices of BK through STAGES shared-memory stages; WGM x WGN warps
+// (tensor cores: each a WM x WN tile of m16n8 fragments; fp32: the same thread count, 8 x TN each);
+// MINB blocks per SM bound the registers (65536 / (MINB x threads))
+template <typename T_, int BM_, int BN_, int BK_, int WGM_, int WGN_, int MINB_, bool TC_> struct vae_gpu_conv_cfg {
+    typedef T_ T;
+    static constexpr int    BM = BM_, BN = BN_, BK = BK_, WGM = WGM_, WGN = WGN_, MINB = MINB_, STAGES = 3;
+    static constexpr bool   TC      = TC_;
+    static constexpr int    THREADS = WGM * WGN * 32;
+    static constexpr int    VEC     = 16 / sizeof(T);                  // elements per 16-byte vector
+    // shared rows padded against bank conflicts (ldmatrix rows, tf32 B reads, cp.async stores)
+    static constexpr int    LDA = BK + VEC, LDB = BN + 8;
+    static constexpr int    A_BYTES = BM * LDA * sizeof(T), B_BYTES = BK * LDB * sizeof(T);   // per stage
+    static constexpr int    B_BASE  = STAGES * A_BYTES;   // shared memory: A [STAGES][BM][LDA], B [STAGES][BK][LDB]
+    static constexpr int    WM = BM / WGM, WN = BN / WGN, LDC = WN + 8; // warp tile; its f32 staging rows
+    static constexpr size_t PIPE    = (size_t) STAGES * (A_BYTES + B_BYTES);
+    static constexpr size_t STAGING = TC ? (size_t) WGM * WGN * 16 * LDC * sizeof(float) : 0;
+    static constexpr size_t SMEM    = PIPE > STAGING ? PIPE : STAGING;
+    static constexpr bool   SM80    = TC && !std::is_same<T, __half>::value;   // tf32, bf16
+};
+
+// ---- kernels ---------------------------------------------------------------------------------------
+
+extern __shared__ __align__(128) unsigned char vae_gpu_conv_smem[];
+
+// y = act(acc + bias + residual) for the 16-byte vector at GEMM row m, channels n .. n + VEC; the
+// residual is read and y written by this thread alone, so the residual may be y
+template <typename T>
+__device__ __forceinline__ void vae_gpu_conv_out(const vae_gpu_conv_params & p, int phase, int m, int n,
+                                                 const float * acc) {
+    constexpr int N = 16 / sizeof(T);
+    const size_t  o = vae_gpu_conv_out_pixel(p, m, phase) * p.cout_p + n;
+    float         v[N];
+#pragma unroll
+    for (int e = 0; e < N; e++) {
+        v[e] = acc[e];
+    }
+    if (p.bias) {
+#pragma unroll
+        for (int e = 0; e < N; e += 4) {
+            const float4 b = __ldg(reinterpret_cast<const float4 *>(p.bias + n + e));
+            v[e] += b.x;
+            v[e + 1] += b.y;
+            v[e + 2] += b.z;
+            v[e + 3] += b.w;
+        }
+    }
+    if (p.res) {
+        const vae_gpu_vec<T> r = vae_gpu_conv_ld16((const T *) p.res + o);
+#pragma unroll
+        for (int e = 0; e < N; e++) {
+            v[e] += vae_gpu_to_f32(r.v[e]);
+        }
+    }
+    vae_gpu_vec<T> out;
+#pragma unroll
+    for (int e = 0; e < N; e++) {
+        out.v[e] = vae_gpu_from_f32<T>(vae_gpu_act(v[e], p.act));
+    }
+    vae_gpu_conv_st16((T *) p.y + o, out);
+}
+
+// fills one stage: the A slice gathered from the input (each thread: AR rows of CV side-by-side
+// vectors, one pixel's channels within one tap), the B slice from the packed weights [K][cout_p] of
+// the block's phase (each thread: BV side-by-side vectors of one row)
+template <class C> struct vae_gpu_conv_loader {
+    typedef typename C::T T;
+    static constexpr int AV  = C::BM * C::BK / C::VEC / C::THREADS;     // A vectors per thread
+    static constexpr int CV  = AV < 16 / C::VEC ? AV : 16 / C::VEC;     // side by side: at most 16 channels
+    static constexpr int AR  = AV / CV;
+    static constexpr int TPR = C::BK / (CV * C::VEC), RSTEP = C::THREADS / TPR;   // threads per A row, rows per pass
+    static constexpr int BV  = C::BK * C::BN / C::VEC / C::THREADS;     // B vectors per thread
+    static constexpr int TPB = C::BN / (BV * C::VEC);                   // threads per B row
+    static_assert(AR * CV == AV && RSTEP * AR == C::BM && TPB * C::BK == C::THREADS && 16 % (CV * C::VEC) == 0,
+                  "tile shape");
+
+    vae_gpu_conv_pix pix[AR];
+    vae_gpu_conv_tap tap;          // this thread's A column in the next slice to load
+    const T *        wsrc;         // its B vectors in the next slice
+    unsigned         adst, bdst;   // their shared addresses in stage 0
+    int              kb, offy, offx;
+    int              wcols;        // output channels from its first B column to cout_p
+
+    __device__ __forceinline__ void init(const vae_gpu_conv_params & p, int m0, int n0, int phase) {
+        const int      tid  = (int) threadIdx.x;
+        const unsigned smem = (unsigned) __cvta_generic_to_shared(vae_gpu_conv_smem);
+#pragma unroll
+        for (int a = 0; a < AR; a++) {
+            pix[a] = vae_gpu_conv_pix_at(m0 + tid / TPR + a * RSTEP, p.M, p.h, p.w);
+        }
+        tap   = vae_gpu_conv_tap_at(tid % TPR * CV * C::VEC, p.ks, p.cin_p);
+        wsrc  = (const T *) p.wt + ((size_t) phase * p.K + tid / TPB) * p.cout_p + n0 + tid % TPB * BV * C::VEC;
+        wcols = p.cout_p - (n0 + tid % TPB * BV * C::VEC);
+        adst  = smem + (tid / TPR * C::LDA + tid % TPR * CV * C::VEC) * sizeof(T);
+        bdst  = smem + C::B_BASE + (tid / TPB * C::LDB + tid % TPB * BV * C::VEC) * sizeof(T);
+        kb    = 0;
+        offy  = p.up ? 1 - (phase >> 1) : p.pad;
+        offx  = p.up ? 1 - (phase & 1) : p.pad;
+    }
+
+    // the next slice (0, 1, 2, ... in turn) into stage `stage`
+    __device__ __forceinline__ void load(const vae_gpu_conv_params & p, int stage) {
+        const int      tid = (int) threadIdx.x;
+        const unsigned ad  = adst + stage * C::A_BYTES;
+#pragma unroll
+        for (int a = 0; a < AR; a++) {
+            const T * src = vae_gpu_conv_src<T>(p, pix[a], tap, offy, offx);
+#pragma unroll
+            for (int v = 0; v < CV; v++) {
+                vae_gpu_conv_cp16<true>(ad + (a * RSTEP * C::LDA + v * C::VEC) * sizeof(T),
+                                        src ? src + v * C::VEC : (const T *) p.x, src != nullptr);
+            }
+        }
+        vae_gpu_conv_tap_next(tap, C::BK, p.ks, p.cin_p);
+        const bool     row = kb * C::BK + tid / TPB < p.K;
+        const unsigned bd  = bdst + stage * C::B_BYTES;
+#pragma unroll
+        for (int v = 0; v < BV; v++) {
+            const bool valid = row && v * C::VEC < wcols;
+            vae_gpu_conv_cp16<false>(bd + v * 16, valid ? wsrc + v * C::VEC : (const T *) p.wt, valid);
+        }
+        wsrc += (size_t) C::BK * p.cout_p;
+        kb++;
+    }
+};
+
+// ldmatrix: four 8x8 b16 matrices from shared address a, lanes 8i .. 8i + 7 giving the row
+// addresses of matrix i; each thread receives element (lane / 4, 2 (lane % 4) .. + 1) of each
+// (.trans: of its transpose)
+__device__ __forceinline__ void vae_gpu_conv_ldsm(unsigned * r, unsigned a) {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(a));
+}
+
+__device__ __forceinline__ void vae_gpu_conv_ldsm_t(unsigned * r, unsigned a) {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(a));
+}
+
+// f32 -> tf32, rounded to nearest (as wmma::__float_to_tf32)
+__device__ __forceinline__ unsigned vae_gpu_conv_tf32(unsigned x) {
+#if VAE_GPU_CONV_SM80
+    unsigned r;
+    asm("cvt.rna.tf32.f32 %0, %1;\n" : "=r"(r) : "f"(__uint_as_float(x)));
+    return r;
+#else
+    return x;
+#endif
+}
+
+// d += a b for one m16n8 fragment over one k step (16 for f16 and bf16, 8 for tf32), PTX fragment
+// layouts: a = rows (g, g + 8) x k pairs (2t, 2t + 8), b = k pairs (2t, 2t + 8) x column g, d =
+// rows (g, g + 8) x columns (2t, 2t + 1), with g = lane / 4, t = lane % 4 (tf32: k t and t + 4)
+__device__ __forceinline__ void vae_gpu_conv_mma(float * d, const unsigned * a, const unsigned * b, __half) {
+#if VAE_GPU_CONV_SM80
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+                 "{%0, %1, %2, %3};\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+#else
+    // sm_75 has m16n8k8: the k halves in turn (a[0..1], b[0] hold k 0..7; a[2..3], b[1] k 8..15)
+#pragma unroll
+    for (int h = 0; h < 2; h++) {
+        asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5}, {%6}, "
+                     "{%0, %1, %2, %3};\n"
+                     : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+                     : "r"(a[2 * h]), "r"(a[2 * h + 1]), "r"(b[h]));
+    }
+#endif
+}
+
+__device__ __forceinline__ void vae_gpu_conv_mma(float * d, const unsigned * a, const unsigned * b, __nv_bfloat16) {
+#if VAE_GPU_CONV_SM80
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+                 "{%0, %1, %2, %3};\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+#endif
+}
+
+__device__ __forceinline__ void vae_gpu_conv_mma(float * d, const unsigned * a, const unsigned * b, float) {
+#if VAE_GPU_CONV_SM80
+    asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+                 "{%0, %1, %2, %3};\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+#endif
+}
+
+// tensor cores: each warp a WM x WN tile, MI x NJ fragments of m16n8
+template <class C> struct vae_gpu_conv_tc {
+    typedef typename C::T T;
+    static constexpr bool TF32 = sizeof(T) == 4;
+    static constexpr int  KF = TF32 ? 8 : 16, MI = C::WM / 16, NJ = C::WN / 8;
+    static_assert(C::WM % 16 == 0 && C::WN % 16 == 0 && C::BK % KF == 0, "warp tile");
+    float    acc[MI][NJ][4];
+    int      wm, wn;
+    unsigned asrc, bsrc;   // this lane's ldmatrix row addresses in stage 0 (fragments 0, k 0)
+
+    __device__ __forceinline__ void init() {
+        const int      warp = (int) threadIdx.x / 32, lane = (int) threadIdx.x % 32;
+        const unsigned smem = (unsigned) __cvta_generic_to_shared(vae_gpu_conv_smem);
+        wm   = warp / C::WGN;
+        wn   = warp % C::WGN;
+        // A: matrices (rows 0-7, k lo), (rows 8-15, k lo), (rows 0-7, k hi), (rows 8-15, k hi), a k half
+        // being 16 bytes: 8 k of f16/bf16, or 4 of f32 (a tf32 fragment). B (16-bit): matrices (k 0-7,
+        // n 0-7), (k 8-15, n 0-7), (k 0-7, n 8-15), (k 8-15, n 8-15), i.e. two n8 fragments
+        asrc = smem + ((wm * C::WM + lane % 16) * C::LDA + lane / 16 * C::VEC) * sizeof(T);
+        bsrc = smem + C::B_BASE + ((lane % 16) * C::LDB + wn * C::WN + lane / 16 * 8) * sizeof(T);
+#pragma unroll
+        for (int i = 0; i < MI; i++) {
+#pragma unroll
+            for (int j = 0; j < NJ; j++) {
+#pragma unroll
+                for (int e = 0; e < 4; e++) {
+                    acc[i][j][e] = 0.0f;
+                }
+            }
+        }
+    }
+
+    __device__ __forceinline__ void step(int stage) {
+        const int      lane = (int) threadIdx.x % 32;
+        const unsigned as = asrc + stage * C::A_BYTES, bs = bsrc + stage * C::B_BYTES;
+#pragma unroll
+        for (int kk = 0; kk < C::BK; kk += KF) {
+            unsigned b[NJ][2];
+            if constexpr (TF32) {
+                // b32 elements, no ldmatrix transpose: plain loads, rows of LDB = 8 mod 32 words keep the
+                // lanes (k t, n g) in distinct banks
+                const float * bp = reinterpret_cast<const float *>(vae_gpu_conv_smem + C::B_BASE + stage * C::B_BYTES) +
+                                   (kk + lane % 4) * C::LDB + wn * C::WN + lane / 4;
+#pragma unroll
+                for (int j = 0; j < NJ; j++) {
+                    b[j][0] = vae_gpu_conv_tf32(__float_as_uint(bp[j * 8]));
+                    b[j][1] = vae_gpu_conv_tf32(__float_as_uint(bp[4 * C::LDB + j * 8]));
+                }
+            } else {
+#pragma unroll
+                for (int j = 0; j < NJ; j += 2) {
+                    unsigned r[4];
+                    vae_gpu_conv_ldsm_t(r, bs + (kk * C::LDB + j * 8) * sizeof(T));
+                    b[j][0]     = r[0];
+                    b[j][1]     = r[1];
+                    b[j + 1][0] = r[2];
+                    b[j + 1][1] = r[3];
+                }
+            }
+#pragma unroll
+            for (int i = 0; i < MI; i++) {
+                unsigned a[4];
+                vae_gpu_conv_ldsm(a, as + (i * 16 * C::LDA + kk) * sizeof(T));
+                if constexpr (TF32) {
+#pragma unroll
+                    for (int e = 0; e < 4; e++) {
+                        a[e] = vae_gpu_conv_tf32(a[e]);
+                    }
+                }
+#pragma unroll
+                for (int j = 0; j < NJ; j++) {
+                    vae_gpu_conv_mma(acc[i][j], a, b[j], T());
+                }
+            }
+        }
+    }
+
+    // one row of fragments at a time through the warp's f32 staging rows (shared memory the
+    // pipeline no longer uses), then 16-byte vectors out
+    __device__ __forceinline__ void store(const vae_gpu_conv_params & p, int m0, int n0, int phase) {
+        constexpr int RV   = C::WN / C::VEC;   // vectors per staged row
+        const int     lane = (int) threadIdx.x % 32, g = lane / 4, t = lane % 4;
+        float *       st   = reinterpret_cast<float *>(vae_gpu_conv_smem) + (int) threadIdx.x / 32 * 16 * C::LDC;
+#pragma unroll
+        for (int i = 0; i < MI; i++) {
+#pragma unroll
+            for (int j = 0; j < NJ; j++) {
+                float * d = st + g * C::LDC + j * 8 + 2 * t;   // rows g and g + 8, columns 2t, 2t + 1
+                *reinterpret_cast<float2 *>(d)              = make_float2(acc[i][j][0], acc[i][j][1]);
+                *reinterpret_cast<float2 *>(d + 8 * C::LDC) = make_float2(acc[i][j][2], acc[i][j][3]);
+            }
+            __syncwarp();
+#pragma unroll
+            for (int e = lane; e < 16 * RV; e += 32) {
+                const int r = e / RV, col = e % RV * C::VEC;
+                const int m = m0 + wm * C::WM + i * 16 + r, n = n0 + wn * C::WN + col;
+                if (m < p.M && n < p.cout_p) {
+                    float v[C::VEC];
+#pragma unroll
+                    for (int q = 0; q < C::VEC; q += 4) {
+                        const float4 f = *reinterpret_cast<const float4 *>(st + r * C::LDC + col + q);
+                        v[q]           = f.x;
+                        v[q + 1]       = f.y;
+                        v[q + 2]       = f.z;
+                        v[q + 3]       = f.w;
+                    }
+                    vae_gpu_conv_out<T>(p, phase, m, n, v);
+                }
+            }
+            __syncwarp();
+        }
+    }
+};
+
+// fp32 on CUDA cores: each thread 8 rows (strided by TY, so that a warp's A reads fall in
+// different banks) x NV float4 columns (strided by 4 TX)
+template <class C> struct vae_gpu_conv_simt {
+    static constexpr int TM = 8, TN = C::BM * C::BN / C::THREADS / TM, NV = TN / 4, TX = C::BN / TN, TY = C::BM / TM;
+    static_assert(TN % 4 == 0 && TX * TY == C::THREADS, "thread tile");
+    float4 acc[TM][NV];
+    int    ty, tx;
+
+    __device__ __forceinline__ void init() {
+        ty = (int) threadIdx.x / TX;
+        tx = (int) threadIdx.x % TX;
+#pragma unroll
+        for (int i = 0; i < TM; i++) {
+#pragma unroll
+            for (int v = 0; v < NV; v++) {
+                acc[i][v] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+            }
+        }
+    }
+
+    __device__ __forceinline__ void step(int stage) {
+        const float * as = reinterpret_cast<const float *>(vae_gpu_conv_smem + stage * C::A_BYTES);
+        const float * bs = reinterpret_cast<const float *>(vae_gpu_conv_smem + C::B_BASE + stage * C::B_BYTES);
+#pragma unroll 1   // unrolled, the loads run ahead and the 8x8 tile spills
+        for (int kk = 0; kk < C::BK; kk += 2) {
+            float2 a[TM];
+#pragma unroll
+            for (int i = 0; i < TM; i++) {
+                a[i] = *reinterpret_cast<const float2 *>(as + (ty + i * TY) * C::LDA + kk);
+            }
+#pragma unroll
+            for (int q = 0; q < 2; q++) {
+                float4 b[NV];
+#pragma unroll
+                for (int v = 0; v < NV; v++) {
+                    b[v] = *reinterpret_cast<const float4 *>(bs + (kk + q) * C::LDB + (v * TX + tx) * 4);
+                }
+#pragma unroll
+                for (int i = 0; i < TM; i++) {
+                    const float s = q == 0 ? a[i].x : a[i].y;
+#pragma unroll
+                    for (int v = 0; v < NV; v++) {
+                        acc[i][v].x = fmaf(s, b[v].x, acc[i][v].x);
+                        acc[i][v].y = fmaf(s, b[v].y, acc[i][v].y);
+                        acc[i][v].z = fmaf(s, b[v].z, acc[i][v].z);
+                        acc[i][v].w = fmaf(s, b[v].w, acc[i][v].w);
+                    }
+                }
+            }
+        }
+    }
+
+    __device__ __forceinline__ void store(const vae_gpu_conv_params & p, int m0, int n0, int phase) {
+#pragma unroll
+        for (int i = 0; i < TM; i++) {
+#pragma unroll
+            for (int v = 0; v < NV; v++) {
+                const int m = m0 + ty + i * TY, n = n0 + (v * TX + tx) * 4;
+                if (m < p.M && n < p.cout_p) {
+                    const float r[4] = { acc[i][v].x, acc[i][v].y, acc[i][v].z, acc[i][v].w };
+                    vae_gpu_conv_out<float>(p, phase, m, n, r);
+                }
+            }
+        }
+    }
+};
+
+// one BM x BN tile of one phase: blocks run N fastest, then the phase, so the blocks that share
+// an A tile run together and read it once from memory
+template <class C> __device__ __forceinline__ void vae_gpu_conv_tile(const vae_gpu_conv_params & p) {
+    typedef typename std::conditional<C::TC, vae_gpu_conv_tc<C>, vae_gpu_conv_simt<C>>::type Math;
+    const int nb = (int) (blockIdx.x % (unsigned) p.nt), rest = (int) (blockIdx.x / (unsigned) p.nt);
+    const int phase = p.up ? rest & 3 : 0, mb = p.up ? rest >> 2 : rest;
+    const int m0 = mb * C::BM, n0 = nb * C::BN;
+
+    vae_gpu_conv_loader<C> ld;
+    ld.init(p, m0, n0, phase);
+    Math mm;
+    mm.init();
+
+    // a ring of STAGES slices: slice kb + STAGES - 1 loads while slice kb is multiplied
+    const int nk = (p.K + C::BK - 1) / C::BK;
+#pragma unroll
+    for (int s = 0; s < C::STAGES - 1; s++) {
+        if (s < nk) {
+            ld.load(p, s);
+        }
+        vae_gpu_conv_cp_commit();
+    }
+    int rs = 0, ws = C::STAGES - 1;   // the stages of slices kb and kb + STAGES - 1
+    for (int kb = 0; kb < nk; kb++) {
+        vae_gpu_conv_cp_wait<C::STAGES - 2>();
+        // slice kb is in; every warp is done with slice kb - 1, whose stage ws the next load reuses
+        __syncthreads();
+        if (kb + C::STAGES - 1 < nk) {
+            ld.load(p, ws);
+        }
+        vae_gpu_conv_cp_commit();
+        mm.step(rs);
+        rs = rs == C::STAGES - 1 ? 0 : rs + 1;
+        ws = ws == C::STAGES - 1 ? 0 : ws + 1;
+    }
+    vae_gpu_conv_cp_wait<0>();
+    __syncthreads();
+    mm.store(p, m0, n0, phase);
+}
+
+template <class C>
+static __global__ void __launch_bounds__(C::THREADS, C::MINB) vae_gpu_conv_kernel(const vae_gpu_conv_params p) {
+    // the sm_75 build of the tf32 and bf16 kernels: never launched (vae_gpu_conv refuses them)
+    if constexpr (C::SM80 && !VAE_GPU_CONV_SM80) {
+        __trap();
+    } else {
+        vae_gpu_conv_tile<C>(p);
+    }
+}
+
+// ---- launchers ---------------------------------------------------------------------------------------
+
+template <class C> static cudaError_t vae_gpu_conv_launch(vae_gpu_conv_params p, cudaStream_t s) {
+    p.nt                   = (p.cout_p + C::BN - 1) / C::BN;
+    const long long blocks = (long long) ((p.M + C::BM - 1) / C::BM) * (p.up ? 4 : 1) * p.nt;
+    if (blocks > INT_MAX) {
+        return cudaErrorInvalidValue;
+    }
+    if (C::SMEM > 48 * 1024) {
+        // once per device (bit d): shared memory past 48 KB must be asked for
+        static std::atomic<unsigned> raised{ 0 };
+        int                          dev = 0;
+        cudaError_t                  err = cudaGetDevice(&dev);
+        if (err != cudaSuccess) {
+            return err;
+        }
+        const unsigned bit = dev < 32 ? 1u << dev : 0u;
+        if (!(raised.load() & bit)) {
+            err = cudaFuncSetAttribute(vae_gpu_conv_kernel<C>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                       (int) C::SMEM);
+            if (err != cudaSuccess) {
+                return err;
+            }
+            raised.fetch_or(bit);
+        }
+    }
+    vae_gpu_conv_kernel<C><<<(unsigned) blocks, C::THREADS, C::SMEM, s>>>(p);
+    return cudaGetLastError();
+}
+
+struct vae_gpu_conv_variant {
+    const char * name;
+    cudaError_t (*launch)(vae_gpu_conv_params, cudaStream_t);
+};
+
+#define VAE_GPU_CONV_VARIANT(name, T, BM, BN, BK, WGM, WGN, MINB, TC) \
+    { name, vae_gpu_conv_launch<vae_gpu_conv_cfg<T, BM, BN, BK, WGM, WGN, MINB, TC>> }
+
+// per precision: 8 warps of 64x32, 4 warps of 64x64 (more registers, fewer shared-memory reads
+// per mma), then the narrow tiles for few output channels or few pixels
+static const vae_gpu_conv_variant vae_gpu_conv_fp32_variants[] = {
+    VAE_GPU_CONV_VARIANT("simt-f32 128x128x16", float, 128, 128, 16, 2, 4, 2, false),
+    VAE_GPU_CONV_VARIANT("simt-f32 128x64x16", float, 128, 64, 16, 2, 4, 2, false),
+    VAE_GPU_CONV_VARIANT("simt-f32 64x64x16", float, 64, 64, 16, 2, 2, 4, false),
+};
+static const vae_gpu_conv_variant vae_gpu_conv_tf32_variants[] = {
+    VAE_GPU_CONV_VARIANT("mma-tf32 128x128x16 8w", float, 128, 128, 16, 2, 4, 2, true),
+    VAE_GPU_CONV_VARIANT("mma-tf32 128x128x16 4w", float, 128, 128, 16, 2, 2, 2, true),
+    VAE_GPU_CONV_VARIANT("mma-tf32 128x64x16", float, 128, 64, 16, 2, 2, 4, true),
+    VAE_GPU_CONV_VARIANT("mma-tf32 64x64x16", float, 64, 64, 16, 2, 2, 4, true),
+};
+static const vae_gpu_conv_variant vae_gpu_conv_fp16_variants[] = {
+    VAE_GPU_CONV_VARIANT("mma-f16 128x128x32 8w", __half, 128, 128, 32, 2, 4, 2, true),
+    VAE_GPU_CONV_VARIANT("mma-f16 128x128x32 4w", __half, 128, 128, 32, 2, 2, 2, true),
+    VAE_GPU_CONV_VARIANT("mma-f16 128x64x32", __half, 128, 64, 32, 2, 2, 4, true),
+    VAE_GPU_CONV_VARIANT("mma-f16 64x64x32", __half, 64, 64, 32, 2, 2, 4, true),
+};
+static const vae_gpu_conv_variant vae_gpu_conv_bf16_variants[] = {
+    VAE_GPU_CONV_VARIANT("mma-bf16 128x128x32 8w", __nv_bfloat16, 128, 128, 32, 2, 4, 2, true),
+    VAE_GPU_CONV_VARIANT("mma-bf16 128x128x32 4w", __nv_bfloat16, 128, 128, 32, 2, 2, 2, true),
+    VAE_GPU_CONV_VARIANT("mma-bf16 128x64x32", __nv_bfloat16, 128, 64, 32, 2, 2, 4, true),
+    VAE_GPU_CONV_VARIANT("mma-bf16 64x64x32", __nv_bfloat16, 64, 64, 32, 2, 2, 4, true),
+};
+
+// the variants of precision p (n of them), or NULL
+static const vae_gpu_conv_variant * vae_gpu_conv_table(enum vae_precision p, int * n) {
+#define VAE_GPU_CONV_TABLE(t) (*n = (int) (sizeof(t) / sizeof(t[0])), t)
+    switch (p) {
+        case VAE_PRECISION_FP32: return VAE_GPU_CONV_TABLE(vae_gpu_conv_fp32_variants);
+        case VAE_PRECISION_TF32: return VAE_GPU_CONV_TABLE(vae_gpu_conv_tf32_variants);
+        case VAE_PRECISION_FP16: return VAE_GPU_CONV_TABLE(vae_gpu_conv_fp16_variants);
+        case VAE_PRECISION_BF16: return VAE_GPU_CONV_TABLE(vae_gpu_conv_bf16_variants);
+        default:                 return *n = 0, nullptr;
+    }
+#undef VAE_GPU_CONV_TABLE
+}
+
+// ---- packing -----------------------------------------------------------------------------------------
+
+// the 3x3 taps [lo, hi] that tap d of a phase's 2x2 kernel sums, per axis: output phase 0 reads
+// input offsets -1 (3x3 tap 0) and 0 (taps 1, 2); phase 1 reads 0 (taps 0, 1) and +1 (tap 2)
+// (indexed [phase * 2 + d])
+static const int vae_gpu_conv_fold_lo[4] = { 0, 1, 0, 2 };
+static const int vae_gpu_conv_fold_hi[4] = { 0, 2, 1, 2 };
+
+static inline void vae_gpu_conv_put(float * dst, size_t i, float v) { dst[i] = v; }
+static inline void vae_gpu_conv_put(__half * dst, size_t i, float v) { dst[i] = __float2half_rn(v); }
+static inline void vae_gpu_conv_put(__nv_bfloat16 * dst, size_t i, float v) { dst[i] = __float2bfloat16_rn(v); }
+
+// tap (ky, kx) of the GEMM's ks x ks kernel from the model's k x k kernel w3: the same tap, or
+// for `up` the sum of the 3x3 taps it stands for in phase ph
+static float vae_gpu_conv_tap_weight(const float * w3, int k, bool up, int ph, int ky, int kx) {
+    if (!up) {
+        return w3[ky * k + kx];
+    }
+    const int y = (ph >> 1) * 2 + ky, x = (ph & 1) * 2 + kx;
+    float     v = 0.0f;
+    for (int dy = vae_gpu_conv_fold_lo[y]; dy <= vae_gpu_conv_fold_hi[y]; dy++) {
+        for (int dx = vae_gpu_conv_fold_lo[x]; dx <= vae_gpu_conv_fold_hi[x]; dx++) {
+            v += w3[dy * 3 + dx];
+        }
+    }
+    return v;
+}
+
+// dst [phase][K = (j, ky, kx, cin_p)][cout_p]: a K-row of a tile is one contiguous run of output
+// channels, loaded in 16-byte vectors; padding channels stay zero
+template <typename T>
+static void vae_gpu_conv_pack_t(const float * w, int cout, int cin, int k, int kt, bool up, T * dst) {
+    const int    cin_p = vae_gpu_cpad(cin), cout_p = vae_gpu_cpad(cout), ks = up ? 2 : k;
+    const size_t K     = (size_t) kt * ks * ks * cin_p;
+    memset((void *) dst, 0, vae_gpu_conv_packed_count(cout, cin, k, kt, up) * sizeof(T));
+    for (int ph = 0; ph < (up ? 4 : 1); ph++) {
+        for (int o = 0; o < cout; o++) {
+            for (int i = 0; i < cin; i++) {
+                for (int j = 0; j < kt; j++) {
+                    const float * w3 = w + (((size_t) o * cin + i) * kt + j) * k * k;
+                    for (int ky = 0; ky < ks; ky++) {
+                        for (int kx = 0; kx < ks; kx++) {
+                            const size_t r = ph * K + vae_gpu_conv_krow(j, ky, kx, i, ks, cin_p);
+                            vae_gpu_conv_put(dst, r * cout_p + o, vae_gpu_conv_tap_weight(w3, k, up, ph, ky, kx));
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+// ---- entry points ------------------------------------------------------------------------------------
+
+extern "C" size_t vae_gpu_conv_packed_count(int cout, int cin, int k, int kt, bool up) {
+    const size_t ks = up ? 2 : (size_t) k;
+    return (up ? 4 : 1) * (size_t) kt * ks * ks * vae_gpu_cpad(cin) * vae_gpu_cpad(cout);
+}
+
+extern "C" void vae_gpu_conv_pack(const float * w, int cout, int cin, int k, int kt, bool up, enum vae_precision p,
+                                  void * dst) {
+    VAE_GPU_DISPATCH(p, vae_gpu_conv_pack_t(w, cout, cin, k, kt, up, (T *) dst));
+}
+
+extern "C" int vae_gpu_conv_variants(enum vae_precision p, int cc) {
+    int n = 0;
+    vae_gpu_conv_table(p, &n);
+    return (p == VAE_PRECISION_TF32 || p == VAE_PRECISION_BF16) && cc < 80 ? 0 : n;
+}
+
+extern "C" const char * vae_gpu_conv_variant_name(enum vae_precision p, int variant) {
+    int                          n = 0;
+    const vae_gpu_conv_variant * t = vae_gpu_conv_table(p, &n);
+    return variant >= 0 && variant < n ? t[variant].name : nullptr;
+}
+
+static bool vae_gpu_conv_aligned(const void * p) {
+    return (uintptr_t) p % 16 == 0;
+}
+
+extern "C" cudaError_t vae_gpu_conv(const struct vae_gpu_conv_args * a, enum vae_precision p, cudaStream_t s) {
+    if (!a) {
+        return cudaErrorInvalidValue;
+    }
+    const struct vae_gpu_act & x = a->x, &y = a->y;
+    const long long            sc = a->up ? 2 : 1, ks = a->up ? 2 : a->k;
+    const bool shape = x.n > 0 && x.h > 0 && x.w > 0 && x.c > 0 && y.c > 0 && x.cp == vae_gpu_cpad(x.c) &&
+                       y.cp == vae_gpu_cpad(y.c) && y.n == x.n && y.h == sc * x.h && y.w == sc * x.w;
+    const bool kernel = a->k > 0 && a->k % 2 == 1 && a->kt >= 1 && (!a->up || (a->k == 3 && a->kt == 1)) &&
+                        (a->kt > 1) == (a->hist != nullptr);
+    const bool ptrs = x.data && y.data && a->weights && x.data != y.data && vae_gpu_conv_aligned(x.data) &&
+                      vae_gpu_conv_aligned(y.data) && vae_gpu_conv_aligned(a->hist) &&
+                      vae_gpu_conv_aligned(a->weights) && vae_gpu_conv_aligned(a->bias) &&
+                      vae_gpu_conv_aligned(a->residual);
+    // int row, K and pixel numbers, with a tile of room
+    const long long room = INT_MAX - 256;
+    if (!shape || !kernel || !ptrs || (long long) x.n * x.h * x.w > room ||
+        (long long) (a->kt - 1) * x.h * x.w > room || (long long) a->kt * ks * ks * x.cp > room) {
+        return cudaErrorInvalidValue;
+    }
+    int         dev = 0, major = 0, minor = 0;
+    cudaError_t err = cudaGetDevice(&dev);
+    if (err == cudaSuccess) {
+        err = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev);
+    }
+    if (err == cudaSuccess) {
+        err = cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev);
+    }
+    if (err != cudaSuccess) {
+        return err;
+    }
+    if (a->variant < 0 || a->variant >= vae_gpu_conv_variants(p, major * 10 + minor)) {
+        return cudaErrorInvalidValue;
+    }
+    vae_gpu_conv_params q = {};
+    q.x      = x.data;
+    q.hist   = a->hist;
+    q.wt     = a->weights;
+    q.bias   = a->bias;
+    q.res    = a->residual;
+    q.y      = y.data;
+    q.h      = x.h;
+    q.w      = x.w;
+    q.cin_p  = x.cp;
+    q.cout_p = y.cp;
+    q.ks     = (int) ks;
+    q.kt     = a->kt;
+    q.pad    = a->k / 2;
+    q.up     = a->up;
+    q.M      = x.n * x.h * x.w;
+    q.K      = a->kt * (int) (ks * ks) * x.cp;
+    q.act    = a->act;
+    int n = 0;
+    return vae_gpu_conv_table(p, &n)[a->variant].launch(q, s);
+}

@@ -1,0 +1,92 @@
+// Wan's RMS_norm, F.normalize(x, dim=1) * sqrt(C) * gamma: per pixel, an L2 norm over its channels,
+// no statistics across pixels. In NHWC a pixel's channels are contiguous, so a group of lanes (a
+// warp, or part of one when the pixel has fewer than 32 vectors) reads them as 16-byte vectors,
+// sums the squares in f32 and reduces by shuffles in a fixed order, then reads them again (from
+// cache) to write the output. gamma is staged in shared memory once per block. A NaN anywhere in a
+// pixel makes every real channel of it NaN, as in PyTorch; padding lanes are written as zero.
+
+#include "vae-gpu-common.cuh"
+
+#define VAE_GPU_RMS_THREADS 256
+#define VAE_GPU_RMS_PIXELS  16  // about the pixels each lane group normalizes (amortizes the gamma staging)
+
+// lp lanes per pixel (a power of two <= 32); a warp takes 32 / lp pixels at a time
+template <typename T>
+static __global__ void __launch_bounds__(VAE_GPU_RMS_THREADS)
+    vae_gpu_rms_norm_kernel(const T * x, T * y, size_t npx, int c, int cp, int lp, float sqrt_c,
+                            const float * gamma, enum vae_act act) {
+    constexpr int VEC = 16 / sizeof(T);
+    extern __shared__ float sm_gamma[];  // cp values, zero past c
+    for (int ch = threadIdx.x; ch < cp; ch += blockDim.x) {
+        sm_gamma[ch] = ch < c ? gamma[ch] : 0.0f;
+    }
+    __syncthreads();
+    const vae_gpu_vec<T> * xv    = reinterpret_cast<const vae_gpu_vec<T> *>(x);
+    vae_gpu_vec<T> *       yv    = reinterpret_cast<vae_gpu_vec<T> *>(y);
+    const int              G     = cp / VEC;
+    const int              lane  = threadIdx.x % 32;
+    const int              ppw   = 32 / lp;
+    const size_t           warp  = (blockIdx.x * (size_t) blockDim.x + threadIdx.x) / 32;
+    const size_t           warps = (size_t) gridDim.x * blockDim.x / 32;
+    // the loop bound is the same for the whole warp, so every lane takes part in the shuffles
+    for (size_t base = warp * ppw; base < npx; base += warps * ppw) {
+        const size_t p  = base + lane / lp;
+        const bool   ok = p < npx;
+        float        ss = 0.0f;
+        if (ok) {
+            for (int g = lane % lp; g < G; g += lp) {
+                const vae_gpu_vec<T> a = xv[p * G + g];
+#pragma unroll
+                for (int l = 0; l < VEC; l++) {
+                    const float v = vae_gpu_to_f32(a.v[l]);
+                    ss += g * VEC + l < c ? v * v : 0.0f;
+                }
+            }
+        }
+        for (int o = lp / 2; o > 0; o >>= 1) {  // xor partners stay inside the pixel's lane group
+            ss += __shfl_xor_sync(0xffffffffu, ss, o);
+        }
+        const float norm  = sqrtf(ss);
+        const float scale = sqrt_c / (norm < 1e-12f ? 1e-12f : norm);  // a NaN norm stays NaN
+        if (ok) {
+            for (int g = lane % lp; g < G; g += lp) {
+                vae_gpu_vec<T> a = xv[p * G + g];
+#pragma unroll
+                for (int l = 0; l < VEC; l++) {
+                    const int ch = g * VEC + l;
+                    const float o = vae_gpu_act(vae_gpu_to_f32(a.v[l]) * scale * sm_gamma[ch], act);
+                    a.v[l]        = vae_gpu_from_f32<T>(ch < c ? o : 0.0f);
+                }
+                yv[p * G + g] = a;
+            }
+        }
+    }
+}
+
+template <typename T>
+static cudaError_t vae_gpu_rms_norm_launch(struct vae_gpu_act x, struct vae_gpu_act y, const float * gamma,
+                                           enum vae_act act, cudaStream_t s) {
+    const int G  = x.cp / (16 / sizeof(T));
+    int       lp = 1;
+    while (lp < G && lp < 32) {
+        lp *= 2;
+    }
+    const size_t npx    = (size_t) x.n * x.h * x.w;
+    const size_t per_bk = (size_t) VAE_GPU_RMS_THREADS / lp * VAE_GPU_RMS_PIXELS;  // pixels per block
+    vae_gpu_rms_norm_kernel<T><<<vae_gpu_blocks((npx + per_bk - 1) / per_bk * VAE_GPU_RMS_THREADS),
+                                 VAE_GPU_RMS_THREADS, x.cp * sizeof(float), s>>>(
+        (const T *) x.data, (T *) y.data, npx, x.c, x.cp, lp, (float) sqrt((double) x.c), gamma, act);
+    return cudaGetLastError();
+}
+
+extern "C" cudaError_t vae_gpu_rms_norm(struct vae_gpu_act x, struct vae_gpu_act y, const float * gamma,
+                                        enum vae_act act, enum vae_precision p, cudaStream_t s) {
+    // gamma is staged in the default 48 KiB of shared memory
+    if (!vae_gpu_act_ok(x) || !vae_gpu_act_ok(y) || !vae_gpu_precision_ok(p) || !gamma || y.n != x.n ||
+        y.c != x.c || y.h != x.h || y.w != x.w || x.cp * sizeof(float) > 48 * 1024) {
+        return cudaErrorInvalidValue;
+    }
+    cudaError_t err;
+    VAE_GPU_DISPATCH(p, err = vae_gpu_rms_norm_launch<T>(x, y, gamma, act, s));
+    return err;
+}

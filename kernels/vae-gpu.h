@@ -1,0 +1,14 @@
+// The vendor header: the one place that picks the GPU runtime. Kernels and the GPU backend are
+// written in CUDA spelling (ggml's habit); the HIP backend will add its alias list here
+// (cudaXxx -> hipXxx, nvcuda::wmma -> rocWMMA) so that one source builds with nvcc and hipcc.
+// The host part is plain C (the backend is C); the device part is for kernel sources only.
+
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#if defined(__CUDACC__)
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <mma.h>
+#endif

@@ -1,0 +1,126 @@
+// The kernels as the GPU backend calls them: plain C launchers, one family per kernel file.
+// Activations are NHWC with the channels padded to a multiple of VAE_GPU_CALIGN; every kernel
+// writes every lane of its output and writes zeros in the padding lanes (the convolutions read
+// them, against zero weights, so they must hold finite values). Storage is f32 at fp32 and tf32,
+// f16 at fp16, bf16 at bf16; accumulation, statistics and softmax are f32 at every precision.
+// A launcher only queues work on the stream it is given: it never allocates, copies or waits (the
+// backend captures whole graphs of launches and replays them), and returns the launch's error.
+
+#pragma once
+
+#include "vae-backend.h"
+#include "vae-gpu.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define VAE_GPU_CALIGN 16
+
+static inline int vae_gpu_cpad(int c) {
+    return (c + VAE_GPU_CALIGN - 1) / VAE_GPU_CALIGN * VAE_GPU_CALIGN;
+}
+
+// bytes of one stored activation element at precision p (AUTO is never passed to kernels)
+static inline size_t vae_gpu_elem_bytes(enum vae_precision p) {
+    return p == VAE_PRECISION_FP16 || p == VAE_PRECISION_BF16 ? 2 : 4;
+}
+
+// an activation [n, c, h, w]: element (i, ch, y, x) at data[((i * h + y) * w + x) * cp + ch], cp = vae_gpu_cpad(c)
+struct vae_gpu_act {
+    void * data;
+    int    n, c, cp, h, w;
+};
+
+// ---- layout (vae-gpu-layout.cu) ----------------------------------------------------------------
+// src: device f32 [n, c, h, w] (plain NCHW) -> y
+cudaError_t vae_gpu_from_nchw_f32(const float * src, struct vae_gpu_act y, enum vae_precision p, cudaStream_t s);
+// frames [first, first + count) of x -> dst: device f32 [count, c, h, w]
+cudaError_t vae_gpu_to_nchw_f32(struct vae_gpu_act x, int first, int count, float * dst, enum vae_precision p,
+                               cudaStream_t s);
+
+// ---- elementwise and data movement (one file each) ----------------------------------------------
+// y = tanh(x / scale) * scale; y may be x                                   (vae-gpu-tanh-clamp.cu)
+cudaError_t vae_gpu_tanh_clamp(struct vae_gpu_act x, struct vae_gpu_act y, float scale, enum vae_precision p,
+                              cudaStream_t s);
+// y[c, Y, X] = x[c, Y/2, X/2], y is [n, c, 2h, 2w]                          (vae-gpu-upsample2x.cu)
+cudaError_t vae_gpu_upsample2x(struct vae_gpu_act x, struct vae_gpu_act y, enum vae_precision p, cudaStream_t s);
+// [N, C, H, W] -> [N*k, C/k, H, W]: frame k*t+j of y = channels [j*C/k, (j+1)*C/k) of frame t of x
+//                                                                            (vae-gpu-frame-split.cu)
+cudaError_t vae_gpu_frame_split(struct vae_gpu_act x, struct vae_gpu_act y, int k, enum vae_precision p,
+                               cudaStream_t s);
+// [N, 4C, H, W] -> [N, C, 2H, 2W]: y[c, 2Y+i, 2X+j] = x[4c+2i+j, Y, X]    (vae-gpu-pixel-shuffle.cu)
+cudaError_t vae_gpu_pixel_shuffle(struct vae_gpu_act x, struct vae_gpu_act y, enum vae_precision p, cudaStream_t s);
+
+// ---- norms -----------------------------------------------------------------------------------
+// GroupNorm (vae-gpu-group-norm.cu): statistics of each (frame, group) over (C/groups) x H x W,
+// biased variance, f32 with a deterministic reduction (no float atomics), written to
+// stats[i * 2 * groups ...]: the groups' means, then 1 / sqrt(var + eps). scratch holds
+// vae_gpu_group_norm_scratch() bytes.
+size_t     vae_gpu_group_norm_scratch(struct vae_gpu_act x, int groups);
+cudaError_t vae_gpu_group_norm_stats(struct vae_gpu_act x, int groups, float eps, float * stats, void * scratch,
+                                    enum vae_precision p, cudaStream_t s);
+// y = act((x - mean) * rstd * gamma[c] + beta[c]); stats as above, per frame, or one set for every
+// frame when stats_per_frame is false (statistics of a whole image given to its tiles); y may be x.
+// gamma, beta: device f32 [c]
+cudaError_t vae_gpu_group_norm_apply(struct vae_gpu_act x, struct vae_gpu_act y, int groups, const float * stats,
+                                    bool stats_per_frame, const float * gamma, const float * beta, enum vae_act act,
+                                    enum vae_precision p, cudaStream_t s);
+// y = act(x / max(|x|, 1e-12) * sqrt(C) * gamma[c]), |x| the L2 norm over the channels of each
+// pixel, f32; y may be x                                                     (vae-gpu-rms-norm.cu)
+cudaError_t vae_gpu_rms_norm(struct vae_gpu_act x, struct vae_gpu_act y, const float * gamma, enum vae_act act,
+                            enum vae_precision p, cudaStream_t s);
+
+// ---- attention (vae-gpu-attention.cu) ---------------------------------------------------------
+// per frame, one head over the h*w positions: qkv [n, 3C, h, w] -> y [n, C, h, w],
+// y = softmax(q k^T / sqrt(C)) v with q, k, v = channels [0, C), [C, 2C), [2C, 3C); flash-style
+// (online softmax in f32, no (hw)^2 buffer); any C (fast paths for the VAE head dims 384 and 512)
+size_t     vae_gpu_attention_scratch(struct vae_gpu_act qkv, enum vae_precision p);
+cudaError_t vae_gpu_attention(struct vae_gpu_act qkv, struct vae_gpu_act y, void * scratch, enum vae_precision p,
+                             cudaStream_t s);
+
+// ---- convolution (vae-gpu-conv.cu) ------------------------------------------------------------
+// Implicit GEMM on tensor cores (fp32: f32 FMA): M = output pixels, N = output channels,
+// K = taps x input channels, no im2col buffer; epilogue y = act(acc + bias + residual).
+// up: nearest-2x then 3x3, computed as four 2x2 sub-pixel convolutions (one per output phase) on
+// the input grid; the upsampled tensor never exists. kt > 1: a causal conv over frames,
+// y[t] = sum_j conv(xh[t + j], w[:, :, j]), xh = the kt - 1 frames of hist, then x: frames before
+// x[0] are read from hist in place ([kt - 1, h, w, cin_p], same storage), never concatenated.
+struct vae_gpu_conv_args {
+    struct vae_gpu_act x;          // input (its h, w: the input grid)
+    const void *       hist;       // kt > 1: the kt - 1 frames before x[0]; NULL otherwise
+    const void *       weights;    // device, packed by vae_gpu_conv_pack for this (k, kt, up, precision)
+    const float *      bias;       // device f32 [y.cp] (zero padded) or NULL
+    const void *       residual;   // like y, or NULL; may be y.data (in place)
+    struct vae_gpu_act y;          // output: x's frames, cout channels, 2h x 2w when up
+    int                k;          // spatial kernel size, odd (3 when up)
+    int                kt;         // time taps, 1 for a 2-D conv
+    bool               up;
+    enum vae_act       act;
+    int                variant;    // tile configuration, 0 .. vae_gpu_conv_variants() - 1
+};
+// elements (of the storage type) the packed weights take
+size_t vae_gpu_conv_packed_count(int cout, int cin, int k, int kt, bool up);
+// w: host f32 in PyTorch layout [cout, cin, k, k] or [cout, cin, kt, k, k]; dst: host, of
+// vae_gpu_conv_packed_count() elements of precision p's storage type (folded for up)
+void vae_gpu_conv_pack(const float * w, int cout, int cin, int k, int kt, bool up, enum vae_precision p, void * dst);
+// tile configurations usable at precision p on a device of compute capability cc (major * 10 +
+// minor): the backend times each on the real shape at prepare and keeps the fastest; 0 when the
+// device lacks the precision's tensor cores (tf32/bf16 need cc >= 80)
+int        vae_gpu_conv_variants(enum vae_precision p, int cc);
+const char * vae_gpu_conv_variant_name(enum vae_precision p, int variant);
+cudaError_t vae_gpu_conv(const struct vae_gpu_conv_args * a, enum vae_precision p, cudaStream_t s);
+
+// ---- frame packing (vae-gpu-frame-pack.cu) ----------------------------------------------------
+// frame i of the 3-channel x -> 8-bit pixels in dst's planes, which are device pointers: the same
+// arithmetic as vae_frame_pack (round to nearest, clamp, NaN -> 0, the same YUV formulas), so a
+// frame's bytes do not depend on where it was packed
+cudaError_t vae_gpu_frame_pack(struct vae_gpu_act x, int i, const struct vae_frame * dst, enum vae_precision p,
+                              cudaStream_t s);
+
+#ifdef __cplusplus
+}
+#endif

@@ -1,0 +1,120 @@
+#!/bin/bash
+# The CUDA benchmark and tests on a lent GPU machine: x86-64 with the NVIDIA driver, CUDA, PyTorch
+# and python3, but no GStreamer, no oneDNN, no network, and only a copy of the working tree plus
+# what is carried beside it. The build is done here and carried as one archive.
+#
+#   tests/bench/device-run.sh pack            here: build, then write $CARRY/carry.tar.xz
+#   tests/bench/device-run.sh run [ARGS...]   there, from the tree's root: the tests, then bench-cuda ARGS
+#   tests/bench/device-run.sh tests           there: test-cuda-ops and test-cuda-decode only
+#   tests/bench/device-run.sh bench [ARGS...] there: bench-cuda ARGS only
+#
+# CARRY (default .gpu, relative to the tree's root) must be ignored by git (.git/info/exclude) and
+# named in the device tool's `carry`. The archive holds bin/ (bench-cuda, test-cuda-ops,
+# test-cuda-decode), lib/ (every shared library they load apart from the C/C++ runtime and the
+# driver: oneDNN, libgomp, libOpenCL), shared/ (the files of ../shared the tests and the benchmark
+# read) and whl/ (diffusers, pure Python, installed there with --no-deps: the image has its
+# dependencies). See tests/bench/README.md.
+#
+# pack reads BUILD (default /tmp/vae-build-gpu: outside the tree, so it does not travel),
+# CUDA_ARCHS (default 90: H100/H200), SHARED (default ../shared beside the tree), SHARED_FILES
+# and DIFFUSERS (the wheel's requirement). run reads VAE_BENCH_PYTHON (default python3) and OUT
+# (where the logs go; the device tool sets it).
+
+set -uo pipefail
+cd "$(dirname "$0")/../.." || exit 1
+ROOT=$PWD
+CARRY=${CARRY:-.gpu}
+X=/tmp/vae-gpu
+BINS="bench-cuda test-cuda-ops test-cuda-decode"
+
+pack() {
+    set -e
+    local build=${BUILD:-/tmp/vae-build-gpu} shared=${SHARED:-$ROOT/../shared}
+    local files=${SHARED_FILES:-"models/taef2_decoder.safetensors reference/taef2/small.latent
+        reference/taef2/small.expected.safetensors media/wan21_cheesecake.latent"}
+    if [ ! -f "$build/build.ninja" ]; then
+        meson setup "$build" -Dcuda=enabled -Dgpu_archs="${CUDA_ARCHS:-90}" -Dtests=enabled --buildtype=release
+    fi
+    ninja -C "$build" $(for b in $BINS; do echo "tests/$b"; done)
+    local stage
+    stage=$(mktemp -d)
+    mkdir -p "$stage/bin" "$stage/lib" "$stage/shared" "$stage/whl"
+    for b in $BINS; do cp "$build/tests/$b" "$stage/bin/"; done
+    # the libraries the GPU machine may lack: all but the C/C++ runtime and the driver's
+    ldd "$stage"/bin/* | awk '$2 == "=>" && $3 ~ /^\// { print $1, $3 }' | sort -u |
+        grep -Ev '^(linux-vdso|ld-linux|libc|libm|libdl|librt|libpthread|libstdc\+\+|libgcc_s|libcuda|libnvidia)[.-]' |
+        while read -r name path; do cp -L "$path" "$stage/lib/$name"; done
+    for f in $files; do
+        mkdir -p "$stage/shared/$(dirname "$f")"
+        cp "$shared/$f" "$stage/shared/$f"
+    done
+    python3 -m pip download -q --no-deps --only-binary=:all: -d "$stage/whl" "${DIFFUSERS:-diffusers==0.42.1}"
+    mkdir -p "$CARRY"
+    tar -cJf "$CARRY/carry.tar.xz" -C "$stage" .
+    rm -rf "$stage"
+    local tree carry
+    tree=$(git ls-files -co --exclude-standard -z | du -cb --files0-from=- | tail -1 | cut -f1)
+    carry=$(du -b "$CARRY/carry.tar.xz" | cut -f1)
+    tar -tvJf "$CARRY/carry.tar.xz"
+    echo "$CARRY/carry.tar.xz: $((carry / 1048576)) MiB; the working tree: $((tree / 1048576)) MiB;" \
+        "together $(((carry + tree) / 1048576)) MiB of the 64 MiB that may travel"
+    [ $((carry + tree)) -le $((64 * 1048576)) ] || { echo "too large to travel" >&2; exit 1; }
+    git check-ignore -q "$CARRY" 2>/dev/null || echo "note: $CARRY is not ignored by git: add /$CARRY/ to .git/info/exclude"
+}
+
+# there: unpack the archive (python3's tarfile: no need for xz), the libraries on LD_LIBRARY_PATH,
+# diffusers importable, the fixtures where the tests look
+setup() {
+    local py=${VAE_BENCH_PYTHON:-python3}
+    rm -rf "$X" && mkdir -p "$X" || return 1
+    "$py" -c 'import sys, tarfile; tarfile.open(sys.argv[1]).extractall(sys.argv[2])' "$CARRY/carry.tar.xz" "$X" ||
+        { echo "cannot unpack $CARRY/carry.tar.xz (was it carried?)" >&2; return 1; }
+    export LD_LIBRARY_PATH=$X/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+    if ldd "$X"/bin/* | grep 'not found'; then
+        echo "libraries missing on this machine (above): pack them too" >&2
+        return 1
+    fi
+    if ! "$py" -c 'import diffusers' 2>/dev/null; then
+        "$py" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target "$X/site" "$X"/whl/*.whl ||
+            return 1
+        export PYTHONPATH=$X/site${PYTHONPATH:+:$PYTHONPATH}
+    fi
+    export VAE_SHARED_DIR=$X/shared VAE_TEST_DATA=$ROOT/tests/data VAE_BENCH_PYTHON=$py PYTHONUNBUFFERED=1
+    OUT=${OUT:-$X/out}
+    mkdir -p "$OUT"
+    command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm \
+        --format=csv,noheader
+    "$py" -c 'import torch, diffusers; print("torch", torch.__version__, "cuda", torch.version.cuda, "diffusers",
+diffusers.__version__, "GPU seen by torch:", torch.cuda.is_available())' || echo "$py: no torch or no diffusers"
+}
+
+status=0
+tests() {
+    for t in test-cuda-ops test-cuda-decode; do
+        echo "== $t"
+        timeout 300 "$X/bin/$t" >"$OUT/$t.log" 2>&1
+        local rc=$?
+        tail -n 30 "$OUT/$t.log"
+        echo "== $t: exit $rc$([ $rc = 77 ] && echo ' (skipped)')"
+        [ $rc = 0 ] || status=1
+    done
+}
+
+bench() {
+    echo "== bench-cuda $*"
+    "$X/bin/bench-cuda" "$@" 2>&1 | tee "$OUT/bench-cuda.log"
+    local rc=${PIPESTATUS[0]}
+    echo "== bench-cuda: exit $rc"
+    [ "$rc" = 0 ] || status=1
+}
+
+cmd=${1:-}
+shift
+case $cmd in
+    pack) pack ;;
+    run) setup && tests && bench "$@" || status=1 ;;
+    tests) setup && tests || status=1 ;;
+    bench) setup && bench "$@" || status=1 ;;
+    *) sed -n '2,9p' "$0" >&2; exit 2 ;;
+esac
+exit $status

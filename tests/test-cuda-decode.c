@@ -1,0 +1,373 @@
+// Whole decodes on the CUDA backend against the CPU backend, through the decode session as
+// test-image and test-video run them: the real TAEF2 weights on the shared reference latents, and
+// the random-weight fixtures of tests/data for every family that decodes (TAESD variants, Wan 2.1,
+// TAEHV for Wan 2.1 and 2.2, AutoencoderKL of SD, FLUX.1 and FLUX.2, KL decodes in tiles).
+//
+// Each decode pushes one latent frame at a time and pops every ready frame as 8-bit RGB
+// (vae_session_pop_frame, so the GPU packs its own frames). The GPU's frames at each precision are
+// compared with the CPU's by PSNR = 10 log10(255^2 / MSE) over all frames and bytes: fp32 >= 70
+// dB, tf32 >= 50, fp16 >= 42, bf16 >= 38 (equal frames: infinite). The raw f32 outputs
+// (vae_session_pop_output, a second decode) are compared too; their max abs error is printed for
+// information. Video decoders stream with one latent frame per step, with an automatic chunk and
+// after a reset mid-stream: each must give the CPU's frames. KL decodes in tiles on the GPU are
+// compared with the CPU's whole-frame decode.
+//
+// Without a CUDA backend in the build, or without a GPU, it exits 77 (skipped).
+
+#include "vae-test-data.h"
+
+#include <stdint.h>
+#include <time.h>
+
+#define TEST_SKIP 77
+
+static const enum vae_precision precisions[] = { VAE_PRECISION_FP32, VAE_PRECISION_TF32, VAE_PRECISION_FP16,
+                                                 VAE_PRECISION_BF16 };
+#define N_PRECISIONS ((int) (sizeof(precisions) / sizeof(precisions[0])))
+
+static vae_backend_t * gpu[VAE_PRECISION_COUNT];   // by precision; NULL where this GPU lacks it
+
+// the least PSNR of the GPU's 8-bit frames against the CPU's
+static double min_psnr(enum vae_precision p) {
+    switch (p) {
+        case VAE_PRECISION_TF32: return 50.0;
+        case VAE_PRECISION_FP16: return 42.0;
+        case VAE_PRECISION_BF16: return 38.0;
+        default:                 return 70.0;
+    }
+}
+
+// T latent frames [C, h, w], one after another
+struct latents {
+    int     T, C, h, w;
+    float * data;
+};
+
+// a latent file: [N, C, h, w] (images), or [1, C, T, h, w] (video) made into frames
+static bool read_latents(const char * path, bool video, struct latents * L) {
+    int64_t s[5];
+    float * raw = read_tensor(path, "latent_tensor", s);
+    if (!raw) {
+        return false;
+    }
+    if (!video) {
+        *L = (struct latents) { (int) s[0], (int) s[1], (int) s[2], (int) s[3], raw };
+        return true;
+    }
+    CHECK(s[0] == 1, "%s: batch %lld", path, (long long) s[0]);
+    *L            = (struct latents) { (int) s[2], (int) s[1], (int) s[3], (int) s[4], NULL };
+    const size_t hw = (size_t) L->h * L->w;
+    L->data         = malloc((size_t) L->T * L->C * hw * sizeof(float));
+    for (int t = 0; t < L->T; t++) {
+        for (int c = 0; c < L->C; c++) {
+            memcpy(L->data + ((size_t) t * L->C + c) * hw, raw + ((size_t) c * L->T + t) * hw, hw * sizeof(float));
+        }
+    }
+    free(raw);
+    return true;
+}
+
+// N(0, 1) numbers from a fixed seed (xorshift64* and Box-Muller), as test-image draws them
+static float gauss(uint64_t * st) {
+    double u[2];
+    for (int i = 0; i < 2; i++) {
+        *st ^= *st >> 12;
+        *st ^= *st << 25;
+        *st ^= *st >> 27;
+        u[i] = ((double) ((*st * 0x2545F4914F6CDD1DULL) >> 11) + 0.5) / 9007199254740992.0;
+    }
+    return (float) (sqrt(-2.0 * log(u[0])) * cos(6.283185307179586 * u[1]));
+}
+
+// one latent frame of scale * N(0, 1), with one outlier (GroupNorm statistics are not a tile's)
+static struct latents random_latents(int C, int h, int w, uint64_t seed, float scale) {
+    struct latents L = { 1, C, h, w, malloc((size_t) C * h * w * sizeof(float)) };
+    for (size_t i = 0; i < (size_t) C * h * w; i++) {
+        L.data[i] = scale * gauss(&seed);
+    }
+    L.data[(size_t) C * h * w / 3] = 9.0f;
+    return L;
+}
+
+// ---- decoding ------------------------------------------------------------------------------------
+
+// how a decode runs: latent frames per step, a reset after the first flush_at frames (0: none),
+// the tile edge (0: whole frames)
+struct run {
+    int chunk, flush_at, tile;
+};
+
+// the frames of a decode: 8-bit RGB [F, H, W, 3], or raw f32 [F, 3, H, W]
+struct decoded {
+    int       frames, height, width;
+    int       tile;   // vae_session_tile_size
+    uint8_t * rgb;
+    float *   raw;
+};
+
+static void decoded_free(struct decoded * d) {
+    free(d->rgb);
+    free(d->raw);
+    *d = (struct decoded) { 0 };
+}
+
+// pop every ready frame into d (cap frames at most)
+static bool pop_ready(struct vae_session * s, struct decoded * d, int cap) {
+    const size_t n = (size_t) 3 * d->height * d->width;
+    while (vae_session_frames_ready(s) > 0) {
+        if (d->frames >= cap) {
+            CHECK(false, "more than the %d frames the latents make", cap);
+            return false;
+        }
+        bool ok;
+        if (d->raw) {
+            ok = vae_session_pop_output(s, d->raw + (size_t) d->frames * n, err, sizeof(err));
+        } else {
+            struct vae_frame f = { .format  = VAE_PIXEL_RGB,
+                                   .width   = d->width,
+                                   .height  = d->height,
+                                   .planes  = { d->rgb + (size_t) d->frames * n },
+                                   .strides = { 3 * d->width } };
+            ok                 = vae_session_pop_frame(s, &f, err, sizeof(err));
+        }
+        CHECK(ok, "pop: %s", err);
+        if (!ok) {
+            return false;
+        }
+        d->frames++;
+    }
+    return true;
+}
+
+// decode L on b through a session, pushing one latent frame at a time and popping the frames as
+// they come; raw: the f32 outputs instead of RGB bytes. false after a failed check.
+static bool decode(const struct vae_model * m, vae_backend_t * b, const struct latents * L, enum vae_space space,
+                   const struct run * r, bool raw, struct decoded * d) {
+    const int patch = vae_model_space_patch(m, space);
+    int       cap   = 0;
+    for (int t = 0; t < L->T; t++) {
+        cap += vae_model_frames_of_latent(m, (uint64_t) t);
+    }
+    *d = (struct decoded) { .height = m->scale * patch * L->h, .width = m->scale * patch * L->w };
+    const size_t              n   = (size_t) cap * 3 * d->height * d->width;
+    struct vae_session_config cfg = { L->C, L->h, L->w, space, r->chunk, 0, r->tile };
+    struct vae_session *      s   = vae_session_new(m, b, &cfg, err, sizeof(err));
+    CHECK(s != NULL, "session on %s: %s", vae_backend_name(b), err);
+    if (!s) {
+        return false;
+    }
+    d->tile = vae_session_tile_size(s);
+    if (raw) {
+        d->raw = malloc(n * sizeof(float));
+    } else {
+        d->rgb = malloc(n);
+    }
+    const size_t fl = (size_t) L->C * L->h * L->w;
+    bool         ok = true;
+    for (int t = 0; ok && t < r->flush_at; t++) {
+        ok = vae_session_push(s, L->data + (size_t) t * fl, err, sizeof(err));
+        CHECK(ok, "push: %s", err);
+        ok = ok && pop_ready(s, d, cap);
+    }
+    vae_session_reset(s);
+    d->frames = 0;
+    for (int t = 0; ok && t < L->T; t++) {
+        ok = vae_session_push(s, L->data + (size_t) t * fl, err, sizeof(err));
+        CHECK(ok, "push: %s", err);
+        ok = ok && pop_ready(s, d, cap);
+    }
+    ok = ok && vae_session_drain(s, err, sizeof(err));
+    CHECK(ok, "drain: %s", err);
+    ok = ok && pop_ready(s, d, cap);
+    CHECK(!ok || d->frames == cap, "%d frames for %d latent frames, not %d", d->frames, L->T, cap);
+    vae_session_free(s);
+    if (!ok || d->frames != cap) {
+        decoded_free(d);
+        return false;
+    }
+    return true;
+}
+
+static double psnr(const uint8_t * a, const uint8_t * b, size_t n) {
+    double se = 0;
+    for (size_t i = 0; i < n; i++) {
+        const double d = (double) a[i] - (double) b[i];
+        se += d * d;
+    }
+    return se == 0 ? INFINITY : 10.0 * log10(255.0 * 255.0 * (double) n / se);
+}
+
+// the CPU's decode (whole frames, one latent frame per step) against the GPU's at each precision
+// and each run; the raw outputs of the first run too
+static void check_decodes(const char * name, const struct vae_model * m, const struct latents * L,
+                          enum vae_space space, const struct run * runs, int n_runs) {
+    static const struct run whole = { 1, 0, 0 };
+    struct decoded          ref, ref_raw;
+    struct timespec         t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    if (!decode(m, cpu, L, space, &whole, false, &ref)) {
+        return;
+    }
+    if (!decode(m, cpu, L, space, &whole, true, &ref_raw)) {
+        decoded_free(&ref);
+        return;
+    }
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    printf("%s: %d latent frames of %d x %dx%d -> %d frames of %dx%d (cpu: %.2f s)\n", name, L->T, L->C, L->w, L->h,
+           ref.frames, ref.width, ref.height,
+           (double) (t1.tv_sec - t0.tv_sec) + 1e-9 * (double) (t1.tv_nsec - t0.tv_nsec));
+    const size_t n = (size_t) ref.frames * 3 * ref.height * ref.width;
+    for (int i = 0; i < N_PRECISIONS; i++) {
+        const enum vae_precision p = precisions[i];
+        for (int k = 0; gpu[p] && k < n_runs; k++) {
+            const struct run * r = &runs[k];
+            struct decoded     got, got_raw = { 0 };
+            char               what[160];
+            snprintf(what, sizeof(what), "%s [%s] chunk %d%s", name, vae_precision_name(p), r->chunk,
+                     r->flush_at ? " after a reset" : "");
+            if (r->tile) {
+                snprintf(what + strlen(what), sizeof(what) - strlen(what), " tile-size %d", r->tile);
+            }
+            if (!decode(m, gpu[p], L, space, r, false, &got)) {
+                printf("  %-58s FAIL (no decode)\n", what);
+                continue;
+            }
+            CHECK(!r->tile || (got.tile > 0 && got.tile <= r->tile), "%s: decoded in tiles of %d", what, got.tile);
+            double maxerr = NAN;
+            if (k == 0 && decode(m, gpu[p], L, space, r, true, &got_raw)) {
+                maxerr = max_abs_diff(got_raw.raw, ref_raw.raw, n);
+            }
+            const double db = psnr(got.rgb, ref.rgb, n);
+            const bool   ok = db >= min_psnr(p);
+            printf("  %-58s PSNR %6.2f dB (at least %g): %s", what, db, min_psnr(p), ok ? "OK" : "FAIL");
+            if (k == 0) {
+                printf(", raw max abs error %.3g", maxerr);
+            }
+            printf("\n");
+            CHECK(ok, "%s: PSNR %.2f dB against the cpu, below %g", what, db, min_psnr(p));
+            decoded_free(&got);
+            decoded_free(&got_raw);
+        }
+    }
+    decoded_free(&ref);
+    decoded_free(&ref_raw);
+}
+
+// ---- the families --------------------------------------------------------------------------------
+
+static const struct run image_runs[] = { { 1, 0, 0 }, { 0, 0, 0 } };
+static const struct run video_runs[] = { { 1, 0, 0 }, { 0, 0, 0 }, { 2, 2, 0 } };
+
+static void check_fixture(const char * name, const char * model_path, const char * latent_path, bool video,
+                          enum vae_space space) {
+    struct vae_model * m = vae_model_load(model_path, VAE_FAMILY_AUTO, err, sizeof(err));
+    CHECK(m != NULL, "%s: %s", model_path, err);
+    struct latents L = { 0 };
+    if (m && read_latents(latent_path, video, &L)) {
+        if (video) {
+            check_decodes(name, m, &L, space, video_runs, 3);
+        } else {
+            check_decodes(name, m, &L, space, image_runs, 2);
+        }
+    }
+    free(L.data);
+    vae_model_free(m);
+}
+
+static void test_images(void) {
+    check_fixture("taef2 (real weights)", path_in(shared_dir, "models/taef2_decoder.safetensors"),
+                  path_in(shared_dir, "reference/taef2/small.latent"), false, VAE_SPACE_AUTO);
+    check_fixture("taesd_z4_w16", path_in(data_dir, "taesd_z4_w16.orig.safetensors"),
+                  path_in(data_dir, "taesd_z4_w16.latent"), false, VAE_SPACE_AUTO);
+    check_fixture("taesd_z16_w16 (comfy)", path_in(data_dir, "taesd_z16_w16.comfy.safetensors"),
+                  path_in(data_dir, "taesd_z16_w16.latent"), false, VAE_SPACE_AUTO);
+    check_fixture("taef2_z32_w16", path_in(data_dir, "taef2_z32_w16.orig.safetensors"),
+                  path_in(data_dir, "taef2_z32_w16.latent"), false, VAE_SPACE_AUTO);
+}
+
+static void test_videos(void) {
+    check_fixture("wan21_b4", path_in(data_dir, "wan21_b4.orig.safetensors"), path_in(data_dir, "wan21_b4.latent"),
+                  true, VAE_SPACE_RAW);
+    check_fixture("wan21_b4 (normalized latents)", path_in(data_dir, "wan21_b4.orig.safetensors"),
+                  path_in(data_dir, "wan21_b4.normalized.latent"), true, VAE_SPACE_NORMALIZED);
+    check_fixture("taew21_nf32", path_in(data_dir, "taew21_nf32.safetensors"), path_in(data_dir, "taew21_nf32.latent"),
+                  true, VAE_SPACE_AUTO);
+    check_fixture("taew22_nf32", path_in(data_dir, "taew22_nf32.safetensors"), path_in(data_dir, "taew22_nf32.latent"),
+                  true, VAE_SPACE_NORMALIZED);
+}
+
+static void test_kl(void) {
+    check_fixture("kl_sd", path_in(data_dir, "kl_sd.safetensors"), path_in(data_dir, "kl_sd.latent"), false,
+                  VAE_SPACE_AUTO);
+    check_fixture("kl_f1", path_in(data_dir, "kl_f1.safetensors"), path_in(data_dir, "kl_f1.latent"), false,
+                  VAE_SPACE_AUTO);
+    check_fixture("kl_f2 (raw latents)", path_in(data_dir, "kl_f2.safetensors"), path_in(data_dir, "kl_f2.latent"),
+                  false, VAE_SPACE_RAW);
+    check_fixture("kl_f2 (normalized latents, 2x2 patches)", path_in(data_dir, "kl_f2.safetensors"),
+                  path_in(data_dir, "kl_f2.normalized.latent"), false, VAE_SPACE_NORMALIZED);
+
+    // in tiles on the GPU against whole frames on the CPU: 192x160 (72 divides neither side), and
+    // FLUX.2's normalized latents
+    static const struct run sd_tiles[] = { { 1, 0, 32 }, { 1, 0, 72 }, { 1, 0, 16 } };
+    struct vae_model *      m          = vae_model_load(path_in(data_dir, "kl_sd.safetensors"), VAE_FAMILY_AUTO, err,
+                                                        sizeof(err));
+    CHECK(m != NULL, "kl_sd: %s", err);
+    if (m) {
+        struct latents L = random_latents(4, 24, 20, 0x5eed0001ULL, 2.0f);
+        check_decodes("kl_sd in tiles", m, &L, VAE_SPACE_AUTO, sd_tiles, 3);
+        free(L.data);
+        vae_model_free(m);
+    }
+    static const struct run f2_tiles[] = { { 1, 0, 16 } };
+    m = vae_model_load(path_in(data_dir, "kl_f2.safetensors"), VAE_FAMILY_AUTO, err, sizeof(err));
+    CHECK(m != NULL, "kl_f2: %s", err);
+    struct latents L = { 0 };
+    if (m && read_latents(path_in(data_dir, "kl_f2.normalized.latent"), false, &L)) {
+        check_decodes("kl_f2 normalized in tiles", m, &L, VAE_SPACE_NORMALIZED, f2_tiles, 1);
+    }
+    free(L.data);
+    vae_model_free(m);
+}
+
+// ---- main ----------------------------------------------------------------------------------------
+
+// the CUDA backend at every precision; false when there is no GPU to test (a skip)
+static bool gpu_init(void) {
+    for (int i = 0; i < N_PRECISIONS; i++) {
+        const enum vae_precision p = precisions[i];
+        gpu[p]                     = vae_backend_init(VAE_BACKEND_CUDA, 0, p, err, sizeof(err));
+        if (gpu[p]) {
+            printf("cuda %s: %s\n", vae_precision_name(p), vae_backend_name(gpu[p]));
+        } else if (strncmp(err, "no CUDA device", 14) == 0) {
+            printf("skip: %s\n", err);
+            return false;
+        } else if ((p == VAE_PRECISION_TF32 || p == VAE_PRECISION_BF16) && strstr(err, "compute capability")) {
+            printf("cuda %s: not on this GPU, not tested (%s)\n", vae_precision_name(p), err);
+        } else {
+            CHECK(false, "cuda at %s: %s", vae_precision_name(p), err);
+        }
+    }
+    return true;
+}
+
+int main(void) {
+    setvbuf(stdout, NULL, _IOLBF, 0);   // the lines between the failed checks (stderr)
+    if (!vae_backend_is_built(VAE_BACKEND_CUDA)) {
+        printf("skip: this build has no CUDA backend\n");
+        return TEST_SKIP;
+    }
+    if (!test_data_init()) {
+        return 1;
+    }
+    bool have_gpu = gpu_init();
+    if (have_gpu) {
+        test_images();
+        test_videos();
+        test_kl();
+    }
+    for (int i = 0; i < N_PRECISIONS; i++) {
+        vae_backend_free(gpu[precisions[i]]);
+    }
+    vae_backend_free(cpu);
+    return have_gpu ? vae_test_summary() : TEST_SKIP;
+}

@@ -1,0 +1,1307 @@
+// The ops suite of the CUDA backend, ggml's test-backend-ops habit: every op as a small graph
+// (vae_graph_* builders, seeded random weights and inputs) run on the CPU backend, which is the
+// fp32 reference, and on the CUDA backend at each precision it has; the outputs
+// (vae_backend_graph_read_output) are compared with NMSE = sum (out - ref)^2 / sum ref^2, one line
+// per case and precision. Shapes are small and odd on purpose (h, w of 1, 3, 7, 13, 33; channels
+// 3 to 130, mostly not multiples of the GPU's 16-lane padding; several frames). VAE_GPU_POISON=1
+// makes the backend fill every activation buffer with NaN at prepare, so an element that a kernel
+// forgets to write shows as a NaN, which always fails.
+//
+// Covered: conv2d (k 1/3, bias, residual, act), upsample_conv2d fused and unfused, upsample2x,
+// causal conv3d streamed in chunks through one state (and again after a reset), group_norm
+// (groups, eps, act, large values, given statistics), rms_norm, attention (head dims 5 to 512,
+// odd position counts), tanh_clamp, frame_split, pixel_shuffle, graphs of several inputs, small
+// decoders and an attention block, NaN propagation, read_frame bytes in every pixel format (host
+// frames; device frames where the build gives this program the CUDA runtime), graph reuse, and
+// the refusals (device number, memory limit, a state of other shapes).
+//
+// Data: inputs and weights are drawn on the bf16 grid (8 significant bits, no fp16 subnormals),
+// so every precision stores them exactly and the comparison measures the GPU's own rounding
+// (stored intermediates and outputs, tf32 operands), not the conversion of the inputs, which a
+// normalisation would amplify (the GroupNorm of values near 100 divides by their spread of 1).
+//
+// Tolerances. One rounding to a format of unit roundoff u makes a relative error spread evenly
+// over [-u, u]: an NMSE of u^2 / 3, that is 1.3e-6 for bf16 (u = 2^-9) and 8e-8 for fp16 and for
+// a tf32 operand (u = 2^-11). A case holds a few such roundings (the output, stored
+// intermediates, both operands of each product), so the limits leave room for 30 to 100 of them:
+// bf16 1e-4, fp16 1e-5, tf32 5e-6. fp32 is fp32 arithmetic in another order than the CPU's
+// (relative error about 2^-24 sqrt(K) for sums of K terms, __expf in softmax and SiLU): 1e-9.
+// NMSE averages a single wrong element away, so the largest error must also stay within
+// 32 u max |ref| (fp32: 1e-4 max |ref|). Chains of ten or more ops get four times both limits.
+// Pure copies (frame split, pixel shuffle, upsample2x, an input as the output) must be exact.
+// A NaN or Inf where the reference is finite, or a finite value where it is NaN, always fails.
+//
+// `test-cuda-ops [WORD]` runs the sections whose name contains WORD; VAE_TEST_SEED=n draws
+// other data. Without a CUDA backend in the build, or without a GPU, it exits 77 (skipped).
+
+#include "vae-backend.h"
+#include "vae-test.h"
+#include "vae-test-ops.h"
+
+#include <math.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#ifdef VAE_HAVE_CUDA
+#include <cuda_runtime_api.h>   // device frames: cudaMalloc, cudaMemset, cudaMemcpy
+#endif
+
+#define TEST_SKIP 77
+#define SENTINEL  0xA5
+
+static const enum vae_precision precisions[] = { VAE_PRECISION_FP32, VAE_PRECISION_TF32, VAE_PRECISION_FP16,
+                                                 VAE_PRECISION_BF16 };
+#define N_PRECISIONS ((int) (sizeof(precisions) / sizeof(precisions[0])))
+
+static vae_backend_t * cpu_be;
+static vae_backend_t * gpu[VAE_PRECISION_COUNT];   // by precision; NULL where this GPU lacks it
+
+// ---- graphs ------------------------------------------------------------------------------------
+
+// ---- comparison --------------------------------------------------------------------------------
+
+enum cmp_kind {
+    CMP_OP,      // one op or a few
+    CMP_CHAIN,   // ten or more ops: four times the limits
+    CMP_EXACT,   // a pure copy: bit for bit
+};
+
+static double nmse_limit(enum vae_precision p) {
+    switch (p) {
+        case VAE_PRECISION_TF32: return 5e-6;
+        case VAE_PRECISION_FP16: return 1e-5;
+        case VAE_PRECISION_BF16: return 1e-4;
+        default:                 return 1e-9;
+    }
+}
+
+// the largest error allowed, as a fraction of max |ref|
+static double maxerr_limit(enum vae_precision p) {
+    switch (p) {
+        case VAE_PRECISION_TF32:
+        case VAE_PRECISION_FP16: return 32 * 0x1p-11;
+        case VAE_PRECISION_BF16: return 32 * 0x1p-9;
+        default:                 return 1e-4;
+    }
+}
+
+struct cmp {
+    double nmse, maxerr, maxref;
+    size_t bad, first_bad;   // non-finite where the reference is finite, or the reverse
+    size_t n_nan;            // NaNs in the reference (matched unless bad)
+    size_t differ;           // elements not bit-for-bit equal (NaN equals NaN)
+};
+
+static struct cmp compare(const float * got, const float * ref, size_t n) {
+    struct cmp c   = { 0 };
+    double     num = 0, den = 0;
+    c.first_bad    = (size_t) -1;
+    for (size_t i = 0; i < n; i++) {
+        const float r = ref[i], a = got[i];
+        bool        bad = false;
+        if (isnan(r)) {
+            c.n_nan++;
+            bad = !isnan(a);   // a NaN source must stay visible
+        } else if (isinf(r)) {
+            bad = a != r;
+        } else if (!isfinite(a)) {
+            bad = true;
+        } else {
+            const double d = (double) a - (double) r;
+            num += d * d;
+            den += (double) r * r;
+            c.maxerr = fabs(d) > c.maxerr ? fabs(d) : c.maxerr;
+            c.maxref = fabs(r) > c.maxref ? fabs(r) : c.maxref;
+        }
+        c.differ += !(a == r || (isnan(a) && isnan(r)));
+        if (bad && c.bad++ == 0) {
+            c.first_bad = i;
+        }
+    }
+    // the signal is taken as at least 1e-2 RMS: values here are O(1), and an output that is small
+    // by cancellation would otherwise make any rounding look large
+    den    = den > 1e-4 * (double) n ? den : 1e-4 * (double) n;
+    c.nmse = num / den;
+    return c;
+}
+
+// one line per case and precision; returns whether it passed
+static bool report(const char * label, enum vae_precision p, const float * got, const float * ref, size_t n,
+                   enum cmp_kind kind) {
+    const char * pn = vae_precision_name(p);
+    if (!got || !ref) {
+        printf("%s [%s]: FAIL (did not run)\n", label, pn);
+        CHECK(false, "%s [%s]: the graph did not run", label, pn);
+        return false;
+    }
+    const struct cmp c    = compare(got, ref, n);
+    const double     f    = kind == CMP_CHAIN ? 4.0 : 1.0;
+    const double     nlim = f * nmse_limit(p), mlim = f * maxerr_limit(p) * (c.maxref > 1e-6 ? c.maxref : 1e-6);
+    const bool       ok   = c.bad == 0 && (kind == CMP_EXACT ? c.differ == 0 : c.nmse <= nlim && c.maxerr <= mlim);
+    if (kind == CMP_EXACT) {
+        printf("%s [%s]: %s (%zu of %zu values differ)%s\n", label, pn, ok ? "OK" : "FAIL", c.differ, n,
+               c.n_nan ? " (NaN pattern matched)" : "");
+    } else {
+        printf("%s [%s]: %s nmse=%.3g maxerr=%.3g max|ref|=%.3g%s\n", label, pn, ok ? "OK" : "FAIL", c.nmse, c.maxerr,
+               c.maxref, c.n_nan ? " (NaN pattern matched)" : "");
+    }
+    CHECK(c.bad == 0, "%s [%s]: %zu non-finite mismatches, first at %zu: got %g, want %g", label, pn, c.bad,
+          c.first_bad, c.bad ? got[c.first_bad] : 0.0, c.bad ? ref[c.first_bad] : 0.0);
+    if (kind == CMP_EXACT) {
+        CHECK(c.differ == 0, "%s [%s]: a copy changed %zu values", label, pn, c.differ);
+    } else {
+        CHECK(c.nmse <= nlim, "%s [%s]: nmse %.3g > %.1g", label, pn, c.nmse, nlim);
+        CHECK(c.maxerr <= mlim, "%s [%s]: max abs error %.3g > %.3g", label, pn, c.maxerr, mlim);
+    }
+    return ok;
+}
+
+// NaN-aware bit-for-bit equality
+static bool same_floats(const float * a, const float * b, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        if (isnan(a[i]) != isnan(b[i]) || (!isnan(a[i]) && a[i] != b[i])) {
+            return false;
+        }
+    }
+    return true;
+}
+
+// ---- running graphs ----------------------------------------------------------------------------
+
+// prepare g on b, compute each of n_sets input sets (sets[s][i]: input i) and read the whole
+// output of each into outs[s] (pool arrays, NULL after a failed check); then release g
+static void run_sets(vae_backend_t * b, struct pool * pl, struct vae_graph * g, int n_sets,
+                     const float * const * const * sets, float ** outs, const char * label) {
+    char err[512] = "";
+    bool ok       = vae_backend_graph_prepare(b, g, 0, err, sizeof(err));
+    CHECK(ok, "%s on %s: prepare: %s", label, vae_backend_name(b), err);
+    CHECK(!ok || g->peak_bytes > 0, "%s on %s: prepare left peak_bytes at 0", label, vae_backend_name(b));
+    for (int s = 0; s < n_sets; s++) {
+        outs[s] = NULL;
+        if (!ok) {
+            continue;
+        }
+        ok = g->n_inputs == 1 ? vae_backend_graph_compute(b, g, NULL, sets[s][0], err, sizeof(err))
+                              : vae_backend_graph_compute_inputs(b, g, NULL, sets[s], err, sizeof(err));
+        CHECK(ok, "%s on %s: compute: %s", label, vae_backend_name(b), err);
+        float * o = pool_add(pl, xmalloc(out_count(g) * sizeof(float)));
+        ok        = ok && vae_backend_graph_read_output(b, g, 0, (int) g->output->ne[0], o, err, sizeof(err));
+        CHECK(ok, "%s on %s: read_output: %s", label, vae_backend_name(b), err);
+        outs[s] = ok ? o : NULL;
+    }
+    vae_backend_graph_release(b, g);
+    CHECK(g->backend_data == NULL, "%s on %s: release left backend_data set", label, vae_backend_name(b));
+}
+
+// g on the CPU, then on the GPU at each precision, each prepared once for all input sets (a
+// second set replays the prepared graph with new inputs)
+static void check_sets(const char * label, struct vae_graph * g, int n_sets, const float * const * const * sets,
+                       enum cmp_kind kind) {
+    struct pool pl = { 0 };
+    float *     ref[2], *got[2];
+    run_sets(cpu_be, &pl, g, n_sets, sets, ref, label);
+    for (int i = 0; ref[0] && i < N_PRECISIONS; i++) {
+        const enum vae_precision p = precisions[i];
+        if (!gpu[p]) {
+            continue;
+        }
+        run_sets(gpu[p], &pl, g, n_sets, sets, got, label);
+        for (int s = 0; s < n_sets; s++) {
+            char l[300];
+            snprintf(l, sizeof(l), "%s%s", label, n_sets == 1 ? "" : s ? " (inputs 2)" : " (inputs 1)");
+            report(l, p, got[s], ref[s], out_count(g), kind);
+        }
+    }
+    pool_free(&pl);
+}
+
+static void check1(const char * label, struct vae_graph * g, const float * x, enum cmp_kind kind) {
+    const float * const   inputs[1] = { x };
+    const float * const * sets[1]   = { inputs };
+    check_sets(label, g, 1, sets, kind);
+}
+
+// ---- conv2d ------------------------------------------------------------------------------------
+
+static void case_conv(int N, int Ci, int Co, int H, int W, int k, bool bias, bool res, enum vae_act act) {
+    struct pool         pl = { 0 };
+    struct vae_graph *  g  = graph_new(true);
+    struct vae_tensor * x  = vae_graph_input(g, N, Ci, H, W);
+    // a residual computed from the input (it dies at the conv: taken over in place)
+    struct vae_tensor * r = res ? vae_graph_conv2d(g, x, conv_w(g, &pl, Co, Ci, 1, NULL), NULL, NULL, VAE_ACT_NONE) : NULL;
+    struct vae_tensor * b = bias ? vec_w(g, &pl, Co, -.5f, .5f, NULL) : NULL;
+    vae_graph_set_output(g, vae_graph_conv2d(g, x, conv_w(g, &pl, Co, Ci, k, NULL), b, r, act));
+    char label[160];
+    snprintf(label, sizeof(label), "conv2d(n=%d,cin=%d,cout=%d,h=%d,w=%d,k=%d%s%s,%s)", N, Ci, Co, H, W, k,
+             bias ? ",bias" : "", res ? ",res" : "", act_name(act));
+    check1(label, g, rnd(&pl, (size_t) N * Ci * H * W, -1, 1), CMP_OP);
+    vae_graph_free(g);
+    pool_free(&pl);
+}
+
+static void test_conv(void) {
+    static const int shapes[][5] = {
+        // n, cin, cout, h, w
+        { 1, 3, 16, 7, 13 },  { 2, 5, 3, 13, 7 },   { 1, 16, 16, 33, 33 }, { 3, 24, 40, 7, 3 },
+        { 1, 40, 64, 13, 13 }, { 2, 64, 5, 3, 7 },   { 1, 130, 24, 7, 7 },  { 1, 16, 130, 3, 13 },
+        { 2, 64, 64, 33, 13 }, { 1, 3, 3, 1, 1 },    { 2, 5, 24, 1, 33 },   { 1, 130, 130, 13, 7 },
+    };
+    for (int s = 0; s < (int) (sizeof(shapes) / sizeof(shapes[0])); s++) {
+        for (int k = 1; k <= 3; k += 2) {
+            // combo: bit 0 bias, bit 1 residual, act = combo >> 2; every combo on the first two
+            // shapes, two (complementary) on each of the others
+            for (int combo = 0; combo < 12; combo++) {
+                const int c1 = (s * 5 + k) % 12;
+                if (s >= 2 && combo != c1 && combo != 11 - c1) {
+                    continue;
+                }
+                rng_seed((uint64_t) (s * 100 + k * 20 + combo));
+                case_conv(shapes[s][0], shapes[s][1], shapes[s][2], shapes[s][3], shapes[s][4], k, combo & 1,
+                          (combo >> 1) & 1, (enum vae_act) (combo >> 2));
+            }
+        }
+    }
+}
+
+// ---- upsample_conv2d, upsample2x ---------------------------------------------------------------
+
+static void case_upconv(int N, int Ci, int Co, int H, int W, bool fused, bool bias, enum vae_act act) {
+    struct pool         pl = { 0 };
+    struct vae_graph *  g  = graph_new(fused);
+    struct vae_tensor * x  = vae_graph_input(g, N, Ci, H, W);
+    struct vae_tensor * y  = vae_graph_upsample_conv2d(g, x, conv_w(g, &pl, Co, Ci, 3, NULL),
+                                                       bias ? vec_w(g, &pl, Co, -.5f, .5f, NULL) : NULL, act);
+    vae_graph_set_output(g, y);
+    CHECK(g->n_nodes == (fused ? 2 : 3), "upsample_conv2d built %d nodes with fused=%d", g->n_nodes, fused);
+    char label[160];
+    snprintf(label, sizeof(label), "upsample_conv2d(n=%d,cin=%d,cout=%d,h=%d,w=%d,%s%s,%s)", N, Ci, Co, H, W,
+             fused ? "fused" : "unfused", bias ? ",bias" : "", act_name(act));
+    check1(label, g, rnd(&pl, (size_t) N * Ci * H * W, -1, 1), CMP_OP);
+    vae_graph_free(g);
+    pool_free(&pl);
+}
+
+// the nearest-2x node of the unfused pair as the output (the conv after it is a dead node)
+static void case_upsample(int N, int C, int H, int W) {
+    struct pool         pl = { 0 };
+    struct vae_graph *  g  = graph_new(false);
+    struct vae_tensor * y  = vae_graph_upsample_conv2d(g, vae_graph_input(g, N, C, H, W), conv_w(g, &pl, 3, C, 3, NULL),
+                                                       NULL, VAE_ACT_NONE);
+    CHECK(y->src[0]->op == VAE_OP_UPSAMPLE2X, "the unfused upsample conv reads %s", vae_op_name(y->src[0]->op));
+    vae_graph_set_output(g, y->src[0]);
+    char label[160];
+    snprintf(label, sizeof(label), "upsample2x(n=%d,c=%d,h=%d,w=%d)", N, C, H, W);
+    check1(label, g, rnd(&pl, (size_t) N * C * H * W, -1, 1), CMP_EXACT);
+    vae_graph_free(g);
+    pool_free(&pl);
+}
+
+static void test_upconv(void) {
+    static const int shapes[][5] = {
+        // n, cin, cout, h, w
+        { 1, 3, 3, 1, 1 },    { 2, 5, 16, 7, 13 }, { 1, 16, 3, 13, 7 }, { 1, 24, 40, 3, 3 },
+        { 1, 64, 64, 16, 16 }, { 2, 130, 24, 7, 5 }, { 1, 40, 5, 1, 33 },
+    };
+    for (int s = 0; s < (int) (sizeof(shapes) / sizeof(shapes[0])); s++) {
+        for (int i = 0; i < 2; i++) {
+            const int combo = i ? 5 - s % 6 : s % 6;   // bit 0 bias, act = combo >> 1
+            for (int fused = 1; fused >= 0; fused--) {
+                rng_seed((uint64_t) (1000 + s * 10 + combo));   // the same data fused and unfused
+                case_upconv(shapes[s][0], shapes[s][1], shapes[s][2], shapes[s][3], shapes[s][4], fused, combo & 1,
+                            (enum vae_act) (combo >> 1));
+            }
+        }
+    }
+    static const int ups[][4] = { { 2, 3, 7, 13 }, { 1, 40, 1, 1 }, { 1, 130, 13, 7 }, { 3, 16, 3, 33 } };
+    for (int s = 0; s < (int) (sizeof(ups) / sizeof(ups[0])); s++) {
+        rng_seed((uint64_t) (1100 + s));
+        case_upsample(ups[s][0], ups[s][1], ups[s][2], ups[s][3]);
+    }
+}
+
+// ---- causal conv3d: a stream through one state ---------------------------------------------------
+
+// one step graph of n frames: x -> causal(x, w1) [slot 0] -> causal(., w2, residual = its input) [slot 1]
+static struct vae_graph * causal_graph(int n, int Ci, int Co, int H, int W, const int64_t * sh1, const float * w1,
+                                       const float * b1, const int64_t * sh2, const float * w2, enum vae_act act) {
+    struct vae_graph *  g  = graph_new(true);
+    struct vae_tensor * x  = vae_graph_input(g, n, Ci, H, W);
+    struct vae_tensor * t1 = vae_graph_weight(g, "w1", w1, 5, sh1);
+    struct vae_tensor * tb = b1 ? vae_graph_weight(g, "b1", b1, 1, (const int64_t[]) { Co }) : NULL;
+    struct vae_tensor * t2 = vae_graph_weight(g, "w2", w2, 5, sh2);
+    struct vae_tensor * y  = vae_graph_causal_conv3d(g, x, t1, tb, NULL, act, 0);
+    vae_graph_set_output(g, vae_graph_causal_conv3d(g, y, t2, NULL, y, VAE_ACT_NONE, 1));
+    return g;
+}
+
+// the stream `in` (T frames) on b in the given steps, twice with a state reset between:
+// out gets 2 T frames; false after a failed check
+static bool run_stream(vae_backend_t * b, struct vae_graph * const * graphs, const int steps[3], const float * in,
+                       size_t fi, size_t fo, float * out, const char * label) {
+    char          err[512] = "";
+    bool          ok       = true;
+    vae_state_t * state    = NULL;
+    for (int n = 1; n < 4; n++) {
+        if (graphs[n]) {
+            const bool p = vae_backend_graph_prepare(b, graphs[n], 0, err, sizeof(err));
+            CHECK(p, "%s on %s: prepare: %s", label, vae_backend_name(b), err);
+            ok = ok && p;
+        }
+    }
+    if (ok) {
+        state = vae_backend_state_new(b, graphs[steps[0]], err, sizeof(err));
+        CHECK(state != NULL, "%s on %s: state: %s", label, vae_backend_name(b), err);
+        CHECK(!state || vae_backend_state_bytes(b, state) > 0, "%s: a state of 0 bytes", label);
+        ok = state != NULL;
+    }
+    for (int pass = 0, done = 0; ok && pass < 2; pass++) {
+        for (int i = 0, at = 0; ok && i < 3; i++) {
+            struct vae_graph * g = graphs[steps[i]];
+            ok = vae_backend_graph_compute(b, g, state, in + (size_t) at * fi, err, sizeof(err));
+            CHECK(ok, "%s on %s: compute: %s", label, vae_backend_name(b), err);
+            ok = ok && vae_backend_graph_read_output(b, g, 0, steps[i], out + (size_t) done * fo, err, sizeof(err));
+            CHECK(ok, "%s on %s: read_output: %s", label, vae_backend_name(b), err);
+            at += steps[i];
+            done += steps[i];
+        }
+        vae_backend_state_reset(b, state);
+    }
+    vae_backend_state_free(b, state);
+    for (int n = 1; n < 4; n++) {
+        vae_backend_graph_release(b, graphs[n]);
+    }
+    return ok;
+}
+
+// steps of 1 to 3 frames: a stream on the CPU, the same stream on the GPU, each twice (the second
+// time after a state reset, which must give the same frames)
+static void case_causal(int Ci, int Co, int H, int W, int kt1, int k1, int kt2, bool bias, enum vae_act act,
+                        const int steps[3]) {
+    struct pool   pl = { 0 };
+    const int     T  = steps[0] + steps[1] + steps[2];
+    char          label[200];
+    const int64_t sh1[5] = { Co, Ci, kt1, k1, k1 }, sh2[5] = { Co, Co, kt2, 3, 3 };
+    const float   s1 = 1.5f / sqrtf((float) (Ci * kt1 * k1 * k1)), s2 = 1.0f / sqrtf((float) (Co * kt2 * 9));
+    const float * w1 = rnd(&pl, (size_t) Co * Ci * kt1 * k1 * k1, -s1, s1);
+    const float * w2 = rnd(&pl, (size_t) Co * Co * kt2 * 9, -s2, s2);
+    const float * b1 = bias ? rnd(&pl, (size_t) Co, -0.5f, 0.5f) : NULL;
+    const size_t  fi = (size_t) Ci * H * W, fo = (size_t) Co * H * W;
+    const float * in = rnd(&pl, (size_t) T * fi, -1.0f, 1.0f);
+    struct vae_graph * graphs[4] = { 0 };   // by step size
+    for (int i = 0; i < 3; i++) {
+        if (!graphs[steps[i]]) {
+            graphs[steps[i]] = causal_graph(steps[i], Ci, Co, H, W, sh1, w1, b1, sh2, w2, act);
+            CHECK(graphs[steps[i]]->n_states == 2, "%d state slots, not 2", graphs[steps[i]]->n_states);
+        }
+    }
+    snprintf(label, sizeof(label), "causal_conv3d(cin=%d,cout=%d,h=%d,w=%d,kt=%d/%d,k=%d%s,%s) steps %d,%d,%d", Ci, Co,
+             H, W, kt1, kt2, k1, bias ? ",bias" : "", act_name(act), steps[0], steps[1], steps[2]);
+    float * ref = pool_add(&pl, xmalloc(2 * (size_t) T * fo * sizeof(float)));
+    float * got = pool_add(&pl, xmalloc(2 * (size_t) T * fo * sizeof(float)));
+    if (run_stream(cpu_be, graphs, steps, in, fi, fo, ref, label)) {
+        for (int i = 0; i < N_PRECISIONS; i++) {
+            const enum vae_precision p = precisions[i];
+            if (!gpu[p]) {
+                continue;
+            }
+            const bool ok = run_stream(gpu[p], graphs, steps, in, fi, fo, got, label);
+            for (int pass = 0; pass < 2; pass++) {
+                char l[240];
+                snprintf(l, sizeof(l), "%s%s", label, pass ? " after a reset" : "");
+                report(l, p, ok ? got + (size_t) pass * T * fo : NULL, ref + (size_t) pass * T * fo, (size_t) T * fo,
+                       CMP_OP);
+            }
+            CHECK(!ok || same_floats(got, got + (size_t) T * fo, (size_t) T * fo),
+                  "%s [%s]: the stream after a state reset gave other frames", label, vae_precision_name(p));
+        }
+    }
+    for (int n = 0; n < 4; n++) {
+        vae_graph_free(graphs[n]);
+    }
+    pool_free(&pl);
+}
+
+static void test_causal(void) {
+    static const int steps[3][3] = { { 1, 3, 2 }, { 2, 2, 1 }, { 3, 1, 1 } };
+    static const struct {
+        int          ci, co, h, w, kt1, k1, kt2;
+        bool         bias;
+        enum vae_act act;
+    } cases[] = {
+        { 16, 16, 5, 7, 3, 3, 3, true, VAE_ACT_NONE }, { 3, 20, 4, 3, 3, 3, 2, true, VAE_ACT_SILU },
+        { 33, 17, 3, 5, 3, 1, 3, false, VAE_ACT_RELU }, { 8, 32, 6, 2, 2, 3, 2, true, VAE_ACT_RELU },
+        { 64, 40, 13, 7, 2, 3, 3, true, VAE_ACT_SILU }, { 5, 130, 3, 3, 3, 3, 2, false, VAE_ACT_NONE },
+        { 96, 96, 7, 13, 3, 3, 3, true, VAE_ACT_SILU },
+    };
+    for (int i = 0; i < (int) (sizeof(cases) / sizeof(cases[0])); i++) {
+        rng_seed((uint64_t) (1500 + i));
+        case_causal(cases[i].ci, cases[i].co, cases[i].h, cases[i].w, cases[i].kt1, cases[i].k1, cases[i].kt2,
+                    cases[i].bias, cases[i].act, steps[i % 3]);
+    }
+}
+
+// ---- group_norm --------------------------------------------------------------------------------
+
+// inputs U(-1, 1) * scale + offset: large offsets need statistics that do not cancel (two passes,
+// or a shifted sum); large scales values that do not overflow
+static void case_gn(int N, int C, int H, int W, int groups, float eps, enum vae_act act, float scale, float offset) {
+    struct pool        pl = { 0 };
+    struct vae_graph * g  = graph_new(true);
+    vae_graph_set_output(g, vae_graph_group_norm(g, vae_graph_input(g, N, C, H, W), groups, eps,
+                                                 vec_w(g, &pl, C, .5f, 1.5f, NULL), vec_w(g, &pl, C, -.5f, .5f, NULL), act));
+    const size_t n  = (size_t) N * C * H * W;
+    float *      in = rnd(&pl, n, -1, 1);
+    for (size_t i = 0; i < n; i++) {
+        in[i] = rng_grid(in[i] * scale + offset);
+    }
+    char label[200];
+    snprintf(label, sizeof(label), "group_norm(n=%d,c=%d,h=%d,w=%d,groups=%d,eps=%g,%s,scale=%g,offset=%g)", N, C, H,
+             W, groups, eps, act_name(act), scale, offset);
+    check1(label, g, in, CMP_OP);
+    vae_graph_free(g);
+    pool_free(&pl);
+}
+
+// GroupNorm with the statistics given as an input [1, 2 * groups, 1, 1] (means, then 1 / std),
+// the same for every frame (how the tiles of a frame share its statistics); the statistics are
+// input 0 or input 1, and read after a 1x1 conv when conv_first
+static void case_gn_stats(int N, int C, int H, int W, int groups, bool stats_first, bool conv_first) {
+    struct pool         pl = { 0 };
+    struct vae_graph *  g  = graph_new(true);
+    struct vae_tensor * st = stats_first ? vae_graph_input(g, 1, 2 * groups, 1, 1) : NULL;
+    struct vae_tensor * x  = vae_graph_input(g, N, C, H, W);
+    if (!st) {
+        st = vae_graph_input(g, 1, 2 * groups, 1, 1);
+    }
+    if (conv_first) {
+        x = vae_graph_conv2d(g, x, conv_w(g, &pl, C, C, 1, NULL), NULL, NULL, VAE_ACT_NONE);
+    }
+    vae_graph_set_output(g, vae_graph_group_norm_stats(g, x, groups, 1e-6f, vec_w(g, &pl, C, .5f, 1.5f, NULL),
+                                                       vec_w(g, &pl, C, -.5f, .5f, NULL), VAE_ACT_SILU, st));
+    float *       stats = rnd(&pl, 2 * (size_t) groups, -.5f, .5f);
+    const float * rstd  = rnd(&pl, (size_t) groups, .5f, 2.f);
+    memcpy(stats + groups, rstd, (size_t) groups * sizeof(float));
+    const float *       xin       = rnd(&pl, (size_t) N * C * H * W, -1, 1);
+    const float * const inputs[2] = { stats_first ? stats : xin, stats_first ? xin : stats };
+    const float * const * sets[1] = { inputs };
+    char                  label[200];
+    snprintf(label, sizeof(label), "group_norm_stats(n=%d,c=%d,h=%d,w=%d,groups=%d,silu,stats as input %d%s)", N, C, H,
+             W, groups, stats_first ? 0 : 1, conv_first ? ",after a 1x1 conv" : "");
+    check_sets(label, g, 1, sets, CMP_OP);
+    vae_graph_free(g);
+    pool_free(&pl);
+}
+
+static void test_gn(void) {
+    static const int shapes[][5] = {
+        // n, c, h, w, groups
+        { 1, 32, 7, 5, 1 },   { 2, 32, 7, 5, 4 },  { 1, 32, 13, 7, 32 }, { 2, 64, 3, 3, 32 }, { 1, 64, 16, 16, 4 },
+        { 1, 64, 1, 1, 1 },   { 2, 40, 7, 5, 4 },  { 1, 24, 13, 3, 8 },  { 3, 16, 3, 3, 4 },  { 1, 5, 33, 7, 1 },
+        { 1, 130, 7, 3, 2 },  { 2, 3, 3, 3, 1 },   { 1, 512, 13, 7, 32 }, { 1, 130, 1, 1, 13 }, { 1, 128, 33, 33, 32 },
+    };
+    for (int s = 0; s < (int) (sizeof(shapes) / sizeof(shapes[0])); s++) {
+        for (int i = 0; i < 2; i++) {
+            const int combo = (s + 3 * i) % 6;   // bit 0: eps, act = combo >> 1
+            rng_seed((uint64_t) (2000 + s * 20 + combo));
+            case_gn(shapes[s][0], shapes[s][1], shapes[s][2], shapes[s][3], shapes[s][4], combo & 1 ? 1e-6f : 1e-5f,
+                    (enum vae_act) (combo >> 1), 1.0f, 0.0f);
+        }
+    }
+    // large values: an offset of 100 (a one-pass E[x^2] - E[x]^2 in f32 loses the variance), inputs
+    // of +-1000, both through every activation
+    rng_seed(2900);
+    case_gn(1, 32, 16, 9, 4, 1e-6f, VAE_ACT_NONE, 1.0f, 100.0f);
+    case_gn(2, 40, 7, 5, 1, 1e-5f, VAE_ACT_SILU, 1.0f, -100.0f);
+    case_gn(1, 64, 33, 13, 32, 1e-6f, VAE_ACT_RELU, 1.0f, 100.0f);
+    case_gn(1, 32, 16, 9, 4, 1e-6f, VAE_ACT_SILU, 1000.0f, 0.0f);
+    case_gn(2, 130, 7, 5, 2, 1e-5f, VAE_ACT_NONE, 1000.0f, 0.0f);
+    case_gn(1, 5, 13, 3, 1, 1e-6f, VAE_ACT_RELU, 1000.0f, 500.0f);
+
+    rng_seed(2950);
+    case_gn_stats(1, 64, 9, 11, 32, false, false);
+    case_gn_stats(1, 96, 9, 11, 32, true, false);   // groups of 3 channels across the 16-lane blocks
+    case_gn_stats(1, 96, 9, 11, 32, true, true);
+    case_gn_stats(1, 20, 5, 7, 4, false, false);   // stats [1, 8, 1, 1]: padding lanes
+    case_gn_stats(2, 40, 7, 13, 8, true, true);    // two frames, one set of statistics
+}
+
+// ---- rms_norm, attention, tanh_clamp -----------------------------------------------------------
+
+static void case_rms(int N, int C, int H, int W, enum vae_act act, float scale) {
+    struct pool        pl = { 0 };
+    struct vae_graph * g  = graph_new(true);
+    vae_graph_set_output(g, vae_graph_rms_norm(g, vae_graph_input(g, N, C, H, W), vec_w(g, &pl, C, .5f, 1.5f, NULL), act));
+    float * in = rnd(&pl, (size_t) N * C * H * W, -1, 1);
+    for (size_t i = 0; i < (size_t) N * C * H * W; i++) {
+        in[i] = rng_grid(in[i] * scale);
+    }
+    char label[160];
+    snprintf(label, sizeof(label), "rms_norm(n=%d,c=%d,h=%d,w=%d,%s,scale=%g)", N, C, H, W, act_name(act), scale);
+    check1(label, g, in, CMP_OP);
+    vae_graph_free(g);
+    pool_free(&pl);
+}
+
+// qkv [N, 3C, H, W] with q and k scaled by qk (1: a flat softmax; 3: a peaked one)
+static void case_attention(int N, int C, int H, int W, float qk) {
+    struct pool        pl = { 0 };
+    struct vae_graph * g  = graph_new(true);
+    vae_graph_set_output(g, vae_graph_attention(g, vae_graph_input(g, N, 3 * C, H, W)));
+    float *      in = rnd(&pl, (size_t) N * 3 * C * H * W, -1, 1);
+    const size_t hw = (size_t) H * W;
+    for (int n = 0; n < N; n++) {
+        for (size_t i = 0; i < 2 * (size_t) C * hw; i++) {
+            float * v = &in[(size_t) n * 3 * C * hw + i];
+            *v        = rng_grid(*v * qk);
+        }
+    }
+    char label[160];
+    snprintf(label, sizeof(label), "attention(n=%d,c=%d,h=%d,w=%d,%d positions,q/k scale %g)", N, C, H, W, H * W, qk);
+    check1(label, g, in, CMP_OP);
+    vae_graph_free(g);
+    pool_free(&pl);
+}
+
+static void case_tanh(int N, int C, int H, int W, float s, float mag) {
+    struct pool        pl = { 0 };
+    struct vae_graph * g  = graph_new(true);
+    vae_graph_set_output(g, vae_graph_tanh_clamp(g, vae_graph_input(g, N, C, H, W), s));
+    char label[160];
+    snprintf(label, sizeof(label), "tanh_clamp(n=%d,c=%d,h=%d,w=%d,s=%g,mag=%g)", N, C, H, W, s, mag);
+    check1(label, g, rnd(&pl, (size_t) N * C * H * W, -mag, mag), CMP_OP);
+    vae_graph_free(g);
+    pool_free(&pl);
+}
+
+static void test_rms_attention_tanh(void) {
+    static const int rms[][4] = { { 1, 16, 7, 5 }, { 2, 24, 3, 13 }, { 1, 96, 13, 7 }, { 3, 130, 1, 1 },
+                                  { 1, 384, 7, 5 }, { 2, 5, 33, 3 }, { 1, 192, 16, 16 } };
+    for (int s = 0; s < (int) (sizeof(rms) / sizeof(rms[0])); s++) {
+        rng_seed((uint64_t) (3000 + s));
+        case_rms(rms[s][0], rms[s][1], rms[s][2], rms[s][3], (enum vae_act) (s % 3), s % 2 ? 100.0f : 1.0f);
+    }
+    static const int att[][4] = {
+        // n, c, h, w
+        { 1, 8, 7, 5 },   { 2, 24, 3, 13 }, { 1, 64, 16, 16 }, { 1, 384, 7, 5 }, { 1, 512, 16, 16 },
+        { 2, 512, 1, 1 }, { 1, 384, 33, 7 }, { 1, 5, 13, 3 },  { 2, 33, 5, 7 },  { 1, 16, 1, 33 },
+    };
+    for (int s = 0; s < (int) (sizeof(att) / sizeof(att[0])); s++) {
+        for (int i = 0; i < 2; i++) {
+            rng_seed((uint64_t) (3100 + s * 2 + i));
+            case_attention(att[s][0], att[s][1], att[s][2], att[s][3], i ? 3.0f : 1.0f);
+        }
+    }
+    rng_seed(3200);
+    case_tanh(1, 3, 7, 5, 3.0f, 1.0f);
+    case_tanh(2, 3, 16, 9, 3.0f, 10.0f);
+    case_tanh(1, 20, 7, 5, 3.0f, 1000.0f);
+    case_tanh(1, 1, 1, 1, 3.0f, 2.0f);
+    case_tanh(2, 33, 3, 3, 3.0f, 100.0f);
+    case_tanh(1, 64, 13, 33, 1.0f, 4.0f);
+}
+
+// ---- frame_split, pixel_shuffle -----------------------------------------------------------------
+
+static void case_split(int N, int C, int H, int W, int s) {
+    struct pool        pl = { 0 };
+    struct vae_graph * g  = graph_new(true);
+    vae_graph_set_output(g, vae_graph_frame_split(g, vae_graph_input(g, N, C, H, W), s));
+    char label[160];
+    snprintf(label, sizeof(label), "frame_split(n=%d,c=%d,h=%d,w=%d,s=%d)", N, C, H, W, s);
+    check1(label, g, rnd(&pl, (size_t) N * C * H * W, -1, 1), CMP_EXACT);
+    vae_graph_free(g);
+    pool_free(&pl);
+}
+
+static void case_shuffle(int N, int C, int H, int W) {
+    struct pool        pl = { 0 };
+    struct vae_graph * g  = graph_new(true);
+    vae_graph_set_output(g, vae_graph_pixel_shuffle(g, vae_graph_input(g, N, 4 * C, H, W)));
+    char label[160];
+    snprintf(label, sizeof(label), "pixel_shuffle(n=%d,c=%d->%d,h=%d,w=%d)", N, 4 * C, C, H, W);
+    check1(label, g, rnd(&pl, (size_t) N * 4 * C * H * W, -1, 1), CMP_EXACT);
+    vae_graph_free(g);
+    pool_free(&pl);
+}
+
+// inside a graph: conv -> split -> conv -> shuffle; with keep_src the split's source is read again
+// after it (a split that may not take its memory)
+static void case_split_graph(int C, int s, bool keep_src) {
+    struct pool         pl = { 0 };
+    struct vae_graph *  g  = graph_new(true);
+    const int           N = 2, H = 3, W = 5;
+    struct vae_tensor * x  = vae_graph_input(g, N, C, H, W);
+    struct vae_tensor * c  = vae_graph_conv2d(g, x, conv_w(g, &pl, C, C, 1, NULL), NULL, NULL, VAE_ACT_NONE);
+    struct vae_tensor * sp = vae_graph_frame_split(g, c, s);
+    struct vae_tensor * y  = vae_graph_pixel_shuffle(
+        g, vae_graph_conv2d(g, sp, conv_w(g, &pl, 4 * 3, C / s, 3, NULL), NULL, NULL, VAE_ACT_NONE));
+    if (keep_src) {   // a dead node that reads c after the split
+        vae_graph_conv2d(g, c, conv_w(g, &pl, C, C, 1, NULL), NULL, NULL, VAE_ACT_NONE);
+    }
+    vae_graph_set_output(g, y);
+    char label[160];
+    snprintf(label, sizeof(label), "conv,frame_split(c=%d,s=%d%s),conv,pixel_shuffle", C, s,
+             keep_src ? ",source kept" : "");
+    check1(label, g, rnd(&pl, (size_t) N * C * H * W, -1, 1), CMP_OP);
+    vae_graph_free(g);
+    pool_free(&pl);
+}
+
+static void test_shuffles(void) {
+    static const int splits[][5] = {
+        // n, c, h, w, s
+        { 1, 40, 7, 5, 2 }, { 2, 40, 3, 3, 1 }, { 2, 64, 5, 3, 2 }, { 1, 64, 7, 5, 4 }, { 1, 48, 3, 7, 4 },
+        { 3, 6, 1, 1, 2 },  { 1, 384, 5, 3, 2 }, { 2, 96, 3, 5, 4 }, { 1, 33, 5, 5, 3 }, { 1, 16, 2, 2, 16 },
+        { 1, 96, 13, 33, 3 },
+    };
+    for (int i = 0; i < (int) (sizeof(splits) / sizeof(splits[0])); i++) {
+        rng_seed((uint64_t) (4000 + i));
+        case_split(splits[i][0], splits[i][1], splits[i][2], splits[i][3], splits[i][4]);
+    }
+    static const int shuffles[][4] = {
+        // n, c (out), h, w
+        { 1, 3, 7, 5 }, { 2, 1, 3, 4 }, { 1, 20, 5, 3 }, { 1, 16, 3, 3 }, { 2, 12, 1, 1 }, { 1, 33, 4, 7 },
+        { 1, 3, 33, 13 },
+    };
+    for (int i = 0; i < (int) (sizeof(shuffles) / sizeof(shuffles[0])); i++) {
+        rng_seed((uint64_t) (4100 + i));
+        case_shuffle(shuffles[i][0], shuffles[i][1], shuffles[i][2], shuffles[i][3]);
+    }
+    rng_seed(4200);
+    case_split_graph(32, 2, false);
+    case_split_graph(32, 2, true);
+    case_split_graph(40, 2, false);
+    case_split_graph(12, 3, false);
+    case_split_graph(96, 2, true);
+}
+
+// ---- graphs of several ops and inputs ----------------------------------------------------------
+
+// y = silu(conv(x0) + b + x1), z = conv1x1(y) + x1: input 1 is a residual read twice; computed
+// with two input sets on one prepared graph
+static void case_inputs(int N, int Ci, int Co, int H, int W) {
+    struct pool         pl = { 0 };
+    struct vae_graph *  g  = graph_new(true);
+    struct vae_tensor * x0 = vae_graph_input(g, N, Ci, H, W);
+    struct vae_tensor * x1 = vae_graph_input(g, N, Co, H, W);
+    struct vae_tensor * y  = vae_graph_conv2d(g, x0, conv_w(g, &pl, Co, Ci, 3, NULL), vec_w(g, &pl, Co, -.5f, .5f, NULL), x1,
+                                              VAE_ACT_SILU);
+    vae_graph_set_output(g, vae_graph_conv2d(g, y, conv_w(g, &pl, Co, Co, 1, NULL), NULL, x1, VAE_ACT_NONE));
+    const size_t          n0 = (size_t) N * Ci * H * W, n1 = (size_t) N * Co * H * W;
+    const float * const   a[2]    = { rnd(&pl, n0, -1, 1), rnd(&pl, n1, -1, 1) };
+    const float * const   b[2]    = { rnd(&pl, n0, -1, 1), rnd(&pl, n1, -1, 1) };
+    const float * const * sets[2] = { a, b };
+    char                  label[160];
+    snprintf(label, sizeof(label), "two_inputs(n=%d,x0 cin=%d,x1 c=%d,h=%d,w=%d: silu(conv(x0)+x1), conv1x1+x1)", N, Ci,
+             Co, H, W);
+    check_sets(label, g, 2, sets, CMP_OP);
+    vae_graph_free(g);
+    pool_free(&pl);
+}
+
+// GN + SiLU, 3x3 conv, GN + SiLU, 3x3 conv + shortcut (1x1 when the width changes)
+static struct vae_tensor * resblock(struct vae_graph * g, struct pool * pl, struct vae_tensor * x, int co, int groups) {
+    const int           ci = (int) x->ne[1];
+    struct vae_tensor * h  = vae_graph_group_norm(g, x, ci % groups ? 1 : groups, 1e-6f, vec_w(g, pl, ci, .5f, 1.5f, NULL),
+                                                  vec_w(g, pl, ci, -.3f, .3f, NULL), VAE_ACT_SILU);
+    h = vae_graph_conv2d(g, h, conv_w(g, pl, co, ci, 3, NULL), vec_w(g, pl, co, -.3f, .3f, NULL), NULL, VAE_ACT_NONE);
+    h = vae_graph_group_norm(g, h, co % groups ? 1 : groups, 1e-6f, vec_w(g, pl, co, .5f, 1.5f, NULL),
+                             vec_w(g, pl, co, -.3f, .3f, NULL), VAE_ACT_SILU);
+    struct vae_tensor * sc = co != ci ? vae_graph_conv2d(g, x, conv_w(g, pl, co, ci, 1, NULL), NULL, NULL, VAE_ACT_NONE) : x;
+    return vae_graph_conv2d(g, h, conv_w(g, pl, co, co, 3, NULL), vec_w(g, pl, co, -.3f, .3f, NULL), sc, VAE_ACT_NONE);
+}
+
+// a small decoder: conv in, residual blocks, upsamples (fused or not), widths that change, tanh
+// clamp, conv to RGB; two input sets
+static void case_decoder(int N, int Cz, int H, int W, bool fused) {
+    struct pool         pl = { 0 };
+    struct vae_graph *  g  = graph_new(fused);
+    struct vae_tensor * t  = vae_graph_input(g, N, Cz, H, W);
+    // 32 groups of 64 channels hold 2 values each at 1x1: too ill-conditioned to compare
+    const int groups = H * W >= 4 ? 32 : 4;
+    t = vae_graph_conv2d(g, t, conv_w(g, &pl, 64, Cz, 3, NULL), vec_w(g, &pl, 64, -.3f, .3f, NULL), NULL, VAE_ACT_NONE);
+    t = resblock(g, &pl, t, 64, groups);
+    t = resblock(g, &pl, t, 64, groups);
+    t = vae_graph_upsample_conv2d(g, t, conv_w(g, &pl, 33, 64, 3, NULL), vec_w(g, &pl, 33, -.3f, .3f, NULL), VAE_ACT_NONE);
+    t = resblock(g, &pl, t, 20, 4);
+    t = vae_graph_conv2d(g, t, conv_w(g, &pl, 5, 20, 1, NULL), NULL, NULL, VAE_ACT_RELU);
+    t = vae_graph_upsample_conv2d(g, t, conv_w(g, &pl, 16, 5, 3, NULL), vec_w(g, &pl, 16, -.3f, .3f, NULL), VAE_ACT_NONE);
+    t = resblock(g, &pl, t, 16, 4);
+    t = vae_graph_tanh_clamp(g, t, 3.0f);
+    vae_graph_set_output(g, vae_graph_conv2d(g, t, conv_w(g, &pl, 3, 16, 3, NULL), vec_w(g, &pl, 3, -.3f, .3f, NULL), NULL,
+                                             VAE_ACT_NONE));
+    const size_t          n       = (size_t) N * Cz * H * W;
+    const float * const   a[1]    = { rnd(&pl, n, -2, 2) };
+    const float * const   b[1]    = { rnd(&pl, n, -2, 2) };
+    const float * const * sets[2] = { a, b };
+    char                  label[160];
+    snprintf(label, sizeof(label), "decoder(n=%d,cz=%d,h=%d,w=%d,%s,%d nodes)", N, Cz, H, W,
+             fused ? "fused" : "unfused", g->n_nodes);
+    check_sets(label, g, 2, sets, CMP_CHAIN);
+    vae_graph_free(g);
+    pool_free(&pl);
+}
+
+// Wan's middle attention: x + proj(attention(qkv(rms_norm(x))))
+static void case_attention_block(int N, int C, int H, int W) {
+    struct pool         pl = { 0 };
+    struct vae_graph *  g  = graph_new(true);
+    struct vae_tensor * x  = vae_graph_input(g, N, C, H, W);
+    struct vae_tensor * h  = vae_graph_rms_norm(g, x, vec_w(g, &pl, C, .5f, 1.5f, NULL), VAE_ACT_NONE);
+    h = vae_graph_conv2d(g, h, conv_w(g, &pl, 3 * C, C, 1, NULL), vec_w(g, &pl, 3 * C, -.3f, .3f, NULL), NULL, VAE_ACT_NONE);
+    h = vae_graph_attention(g, h);
+    vae_graph_set_output(g, vae_graph_conv2d(g, h, conv_w(g, &pl, C, C, 1, NULL), vec_w(g, &pl, C, -.3f, .3f, NULL), x,
+                                             VAE_ACT_NONE));
+    char label[160];
+    snprintf(label, sizeof(label), "attention_block(n=%d,c=%d,h=%d,w=%d: x + proj(attn(qkv(rms_norm(x)))))", N, C, H,
+             W);
+    check1(label, g, rnd(&pl, (size_t) N * C * H * W, -1, 1), CMP_OP);
+    vae_graph_free(g);
+    pool_free(&pl);
+}
+
+static void test_graphs(void) {
+    rng_seed(4500);
+    case_inputs(2, 5, 19, 7, 9);
+    case_inputs(1, 19, 5, 9, 7);
+    case_inputs(1, 16, 32, 1, 3);
+    rng_seed(4600);
+    case_decoder(1, 4, 3, 2, true);
+    case_decoder(1, 4, 3, 2, false);
+    case_decoder(2, 16, 7, 5, true);
+    case_decoder(2, 16, 7, 5, false);
+    case_decoder(1, 4, 1, 1, true);
+    case_decoder(1, 32, 13, 9, true);
+    rng_seed(4700);
+    case_attention_block(1, 24, 7, 5);
+    case_attention_block(2, 64, 3, 13);
+    case_attention_block(1, 384, 7, 5);
+}
+
+// ---- NaN: it spreads where the CPU's spreads, and nowhere else ---------------------------------
+
+static void test_nan(void) {
+    struct pool pl = { 0 };
+    rng_seed(8000);
+    {
+        // conv 5 -> 20 -> 33 (3x3 each), 1x1 to 3: a NaN at one pixel spreads over a 5x5 window
+        const int           N = 2, H = 9, W = 7;
+        struct vae_graph *  g = graph_new(true);
+        struct vae_tensor * x = vae_graph_input(g, N, 5, H, W);
+        x = vae_graph_conv2d(g, x, conv_w(g, &pl, 20, 5, 3, NULL), NULL, NULL, VAE_ACT_NONE);
+        x = vae_graph_conv2d(g, x, conv_w(g, &pl, 33, 20, 3, NULL), NULL, NULL, VAE_ACT_SILU);
+        vae_graph_set_output(g, vae_graph_conv2d(g, x, conv_w(g, &pl, 3, 33, 1, NULL), NULL, NULL, VAE_ACT_NONE));
+        float * in                                     = rnd(&pl, (size_t) N * 5 * H * W, -1, 1);
+        in[((size_t) 0 * 5 + 2) * H * W + 4 * W + 3] = NAN;   // frame 0, channel 2, (3, 4)
+        const float * fin = rnd(&pl, (size_t) N * 5 * H * W, -1, 1);
+        const float * const   a[1]    = { in };
+        const float * const   b[1]    = { fin };
+        const float * const * sets[2] = { a, b };   // then finite inputs: no NaN left behind
+        check_sets("nan_conv_chain(n=2,5->20->33->3,h=9,w=7,one NaN input)", g, 2, sets, CMP_OP);
+        vae_graph_free(g);
+    }
+    {
+        // group norm: a NaN poisons its own group of its own frame only
+        const int          N = 2, C = 32, H = 3, W = 5;
+        struct vae_graph * g = graph_new(true);
+        vae_graph_set_output(g, vae_graph_group_norm(g, vae_graph_input(g, N, C, H, W), 4, 1e-6f,
+                                                     vec_w(g, &pl, C, .5f, 1.5f, NULL), vec_w(g, &pl, C, -.5f, .5f, NULL),
+                                                     VAE_ACT_NONE));
+        float * in                            = rnd(&pl, (size_t) N * C * H * W, -1, 1);
+        in[((size_t) 1 * C + 9) * H * W + 7] = NAN;   // frame 1, channel 9: group 1
+        check1("nan_group_norm(n=2,c=32,groups=4,one NaN in frame 1 group 1)", g, in, CMP_OP);
+        vae_graph_free(g);
+    }
+    {
+        // tanh clamp and a fused upsample conv of a NaN
+        struct vae_graph *  g = graph_new(true);
+        struct vae_tensor * x = vae_graph_tanh_clamp(g, vae_graph_input(g, 1, 3, 4, 4), 3.0f);
+        vae_graph_set_output(g, vae_graph_upsample_conv2d(g, x, conv_w(g, &pl, 3, 3, 3, NULL), NULL, VAE_ACT_NONE));
+        float * in = rnd(&pl, 3 * 4 * 4, -1, 1);
+        in[5]      = NAN;
+        check1("nan_tanh_clamp,upsample_conv2d(c=3,h=4,w=4)", g, in, CMP_OP);
+        vae_graph_free(g);
+    }
+    pool_free(&pl);
+}
+
+// ---- read_frame: the bytes of the CPU's frames -------------------------------------------------
+
+static bool is_yuv(enum vae_pixel_format f) {
+    return f == VAE_PIXEL_I420 || f == VAE_PIXEL_NV12;
+}
+
+static const char * fmt_name(enum vae_pixel_format f) {
+    static const char * n[] = { "RGB", "RGBA", "RGBX", "BGRX", "BGRA", "I420", "NV12" };
+    return n[f];
+}
+
+struct frame_case {
+    const char * what;
+    float        scale, offset;
+    float        kr, kb;   // 0: an RGB format
+    bool         full;
+};
+
+static const struct frame_case frame_cases[] = {
+    { "", 1.0f, 0.0f, 0, 0, false },
+    { ",scale .5 offset .5", 0.5f, 0.5f, 0, 0, false },
+    { ",BT601 limited", 0.5f, 0.5f, 0.299f, 0.114f, false },
+    { ",BT601 full", 0.5f, 0.5f, 0.299f, 0.114f, true },
+    { ",BT709 limited", 1.0f, 0.0f, 0.2126f, 0.0722f, false },
+    { ",BT709 full", 0.5f, 0.5f, 0.2126f, 0.0722f, true },
+};
+
+#define MAX_FRAME_BUFS 32
+
+// the host planes of one frame; the `extra` bytes after each row must stay SENTINEL
+struct frame_buf {
+    struct vae_frame          f;
+    const struct frame_case * fc;
+    uint8_t *                 p[3];
+    size_t                    size[3];
+    int                       row[3];   // bytes of a row that belong to the frame
+    bool                      read;
+};
+
+static void frame_buf_init(struct frame_buf * fb, enum vae_pixel_format fmt, int W, int H, int extra,
+                           const struct frame_case * fc) {
+    memset(fb, 0, sizeof(*fb));
+    fb->fc = fc;
+    fb->f  = (struct vae_frame) { .format = fmt, .width = W, .height = H, .scale = fc->scale, .offset = fc->offset,
+                                  .kr = fc->kr, .kb = fc->kb, .full_range = fc->full };
+    const int cw = (W + 1) / 2, ch = (H + 1) / 2;
+    int       rows[3] = { H, ch, ch };
+    if (!is_yuv(fmt)) {
+        fb->row[0] = W * (fmt == VAE_PIXEL_RGB ? 3 : 4);
+    } else {
+        fb->row[0] = W;
+        fb->row[1] = fmt == VAE_PIXEL_I420 ? cw : 2 * cw;
+        fb->row[2] = fmt == VAE_PIXEL_I420 ? cw : 0;
+    }
+    for (int i = 0; i < 3; i++) {
+        if (fb->row[i]) {
+            fb->f.strides[i] = fb->row[i] + extra;
+            fb->size[i]      = (size_t) fb->f.strides[i] * rows[i];
+            fb->p[i]         = xmalloc(fb->size[i]);
+            memset(fb->p[i], SENTINEL, fb->size[i]);
+            fb->f.planes[i] = fb->p[i];
+        }
+    }
+}
+
+static void frame_buf_free(struct frame_buf * fb) {
+    for (int i = 0; i < 3; i++) {
+        free(fb->p[i]);
+    }
+}
+
+#ifdef VAE_HAVE_CUDA
+static const bool have_device_frames = true;
+#else
+static const bool have_device_frames = false;   // the build gives tests no CUDA runtime headers
+#endif
+
+// frame n of g into fb's planes; device: through planes of cudaMalloc'd memory (dst.device)
+static bool read_frame_to(vae_backend_t * b, struct vae_graph * g, int n, struct frame_buf * fb, bool device,
+                          char * err, size_t err_size) {
+    if (!device) {
+        return vae_backend_graph_read_frame(b, g, n, &fb->f, err, err_size);
+    }
+#ifdef VAE_HAVE_CUDA
+    struct vae_frame f  = fb->f;
+    void *           d[3] = { NULL, NULL, NULL };
+    bool             ok = true;
+    f.device            = true;
+    for (int i = 0; i < 3; i++) {
+        if (fb->size[i]) {
+            ok = ok && cudaMalloc(&d[i], fb->size[i]) == cudaSuccess &&
+                 cudaMemcpy(d[i], fb->p[i], fb->size[i], cudaMemcpyHostToDevice) == cudaSuccess;
+            f.planes[i] = d[i];
+        }
+    }
+    if (!ok) {
+        snprintf(err, err_size, "cudaMalloc or cudaMemcpy of the test's planes failed");
+    }
+    ok = ok && vae_backend_graph_read_frame(b, g, n, &f, err, err_size);
+    if (ok && cudaDeviceSynchronize() != cudaSuccess) {
+        snprintf(err, err_size, "cudaDeviceSynchronize after read_frame: %s", cudaGetErrorString(cudaGetLastError()));
+        ok = false;
+    }
+    for (int i = 0; i < 3; i++) {
+        if (d[i]) {
+            ok = ok && cudaMemcpy(fb->p[i], d[i], fb->size[i], cudaMemcpyDeviceToHost) == cudaSuccess;
+            cudaFree(d[i]);
+        }
+    }
+    return ok;
+#else
+    (void) b, (void) g, (void) n, (void) fb;
+    snprintf(err, err_size, "no device frames in this test build");
+    return false;
+#endif
+}
+
+// prepare g on b and compute it; false after a failed check (g released)
+static bool prepare_compute(vae_backend_t * b, struct vae_graph * g, const float * in, const char * label) {
+    char err[512] = "";
+    bool ok       = vae_backend_graph_prepare(b, g, 0, err, sizeof(err)) &&
+              vae_backend_graph_compute(b, g, NULL, in, err, sizeof(err));
+    CHECK(ok, "%s on %s: %s", label, vae_backend_name(b), err);
+    if (!ok) {
+        vae_backend_graph_release(b, g);
+    }
+    return ok;
+}
+
+// every (format, frame case) of frame n of the prepared, computed g on b, into bufs; the count
+static int read_all_frames(vae_backend_t * b, struct vae_graph * g, int n, int extra, bool device,
+                           struct frame_buf * bufs, const char * label) {
+    const int H = (int) g->output->ne[2], W = (int) g->output->ne[3];
+    int       count = 0;
+    for (int fmt = VAE_PIXEL_RGB; fmt <= VAE_PIXEL_NV12; fmt++) {
+        for (int c = 0; c < (int) (sizeof(frame_cases) / sizeof(frame_cases[0])); c++) {
+            if (is_yuv((enum vae_pixel_format) fmt) != (frame_cases[c].kr > 0)) {
+                continue;
+            }
+            struct frame_buf * fb = &bufs[count++];
+            char               err[512] = "";
+            frame_buf_init(fb, (enum vae_pixel_format) fmt, W, H, extra, &frame_cases[c]);
+            fb->read = read_frame_to(b, g, n, fb, device, err, sizeof(err));
+            CHECK(fb->read, "%s %s%s on %s (%s frame): %s", label, fmt_name(fb->f.format), frame_cases[c].what,
+                  vae_backend_name(b), device ? "device" : "host", err);
+        }
+    }
+    return count;
+}
+
+// frame n of g (one input `in`) on the GPU at each precision (fp32 only when fp32_only), in host
+// and device frames, against the CPU's bytes: within one level, at most 1% of them different
+// (rounding near .5 may go either way), nothing written past a row
+static void check_frames(const char * label, struct vae_graph * g, const float * in, int n, int extra,
+                         bool fp32_only) {
+    struct frame_buf ref[MAX_FRAME_BUFS], got[MAX_FRAME_BUFS];
+    if (!prepare_compute(cpu_be, g, in, label)) {
+        return;
+    }
+    const int n_ref = read_all_frames(cpu_be, g, n, extra, false, ref, label);
+    vae_backend_graph_release(cpu_be, g);
+    for (int i = 0; i < N_PRECISIONS; i++) {
+        const enum vae_precision p = precisions[i];
+        if (!gpu[p] || (fp32_only && p != VAE_PRECISION_FP32) || !prepare_compute(gpu[p], g, in, label)) {
+            continue;
+        }
+        for (int device = 0; device <= (have_device_frames ? 1 : 0); device++) {
+            const int n_got = read_all_frames(gpu[p], g, n, extra, device, got, label);
+            size_t    bytes = 0, differ = 0, bad_pad = 0;
+            int       max_diff = 0, unread = 0;
+            char      first[200] = "";
+            for (int k = 0; k < n_got && k < n_ref; k++) {
+                unread += !got[k].read || !ref[k].read;
+                for (int pl = 0; pl < 3 && got[k].read && ref[k].read; pl++) {
+                    for (size_t j = 0; j < got[k].size[pl]; j++) {
+                        const int a = got[k].p[pl][j], r = ref[k].p[pl][j];
+                        if ((int) (j % (size_t) got[k].f.strides[pl]) >= got[k].row[pl]) {
+                            bad_pad += a != SENTINEL;
+                            continue;
+                        }
+                        bytes++;
+                        differ += a != r;
+                        if (abs(a - r) > max_diff) {
+                            max_diff = abs(a - r);
+                            snprintf(first, sizeof(first), "%s%s plane %d byte %zu: %d, cpu %d",
+                                     fmt_name(got[k].f.format), got[k].fc->what, pl, j, a, r);
+                        }
+                    }
+                }
+            }
+            const bool ok = unread == 0 && bad_pad == 0 && max_diff <= 1 && differ <= bytes / 100 + 2;
+            printf("%s [%s] %s frames: %s %d frames, %zu of %zu bytes differ (max %d)%s%s\n", label,
+                   vae_precision_name(p), device ? "device" : "host", ok ? "OK" : "FAIL", n_got, differ, bytes,
+                   max_diff, max_diff ? ", largest: " : "", first);
+            CHECK(n_got == n_ref && unread == 0, "%s [%s]: %d frames not read", label, vae_precision_name(p), unread);
+            CHECK(bad_pad == 0, "%s [%s]: %zu bytes written past the rows", label, vae_precision_name(p), bad_pad);
+            CHECK(max_diff <= 1, "%s [%s]: a byte %d levels from the cpu's (%s)", label, vae_precision_name(p),
+                  max_diff, first);
+            CHECK(differ <= bytes / 100 + 2, "%s [%s]: %zu of %zu bytes differ from the cpu's", label,
+                  vae_precision_name(p), differ, bytes);
+            for (int k = 0; k < n_got; k++) {
+                frame_buf_free(&got[k]);
+            }
+        }
+        vae_backend_graph_release(gpu[p], g);
+    }
+    for (int k = 0; k < n_ref; k++) {
+        frame_buf_free(&ref[k]);
+    }
+}
+
+// special values at fixed places: NaN (-> 0), infinities, huge values, exact ties
+static void put_specials(float * in, size_t n) {
+    static const float sp[] = { NAN, INFINITY, -INFINITY, 1e30f, -1e30f, 0.5f, 0.0f, 1.0f, -1.0f, 2.0f, -NAN };
+    for (size_t i = 0; i < sizeof(sp) / sizeof(sp[0]); i++) {
+        in[(i * 5 + 1) % n] = sp[i];
+    }
+    in[0] = in[n / 2] = NAN;
+}
+
+static void test_frames(void) {
+    static const int sizes[][2] = { { 1, 1 }, { 7, 5 }, { 33, 13 }, { 13, 33 }, { 2, 2 }, { 3, 1 }, { 16, 9 } };
+    for (int s = 0; s < (int) (sizeof(sizes) / sizeof(sizes[0])); s++) {
+        const int   W = sizes[s][0], H = sizes[s][1], extra = s % 2 ? 5 : 0;
+        struct pool pl = { 0 };
+        char        label[160];
+        rng_seed((uint64_t) (5000 + s));
+        // the input itself as the output: the same floats on both backends at every precision
+        // (NaN, infinities; 1e30 is Inf in fp16 and packs the same)
+        struct vae_graph * g = graph_new(true);
+        vae_graph_set_output(g, vae_graph_input(g, 2, 3, H, W));
+        float * in = rnd(&pl, (size_t) 2 * 3 * H * W, -1.5f, 1.5f);
+        put_specials(in, (size_t) 2 * 3 * H * W);
+        for (int n = 0; n < 2; n++) {
+            snprintf(label, sizeof(label), "read_frame(input,%dx%d,frame %d,stride+%d)", W, H, n, extra);
+            check_frames(label, g, in, n, extra, false);
+        }
+        vae_graph_free(g);
+        // a 3-channel conv and tanh clamp as the output (frame 1 of 2), fp32
+        g                     = graph_new(true);
+        struct vae_tensor * x = vae_graph_input(g, 2, 5, H, W);
+        x = vae_graph_conv2d(g, x, conv_w(g, &pl, 20, 5, 3, NULL), NULL, NULL, VAE_ACT_SILU);
+        x = vae_graph_conv2d(g, x, conv_w(g, &pl, 3, 20, 3, NULL), NULL, NULL, VAE_ACT_NONE);
+        vae_graph_set_output(g, vae_graph_tanh_clamp(g, x, 3.0f));
+        snprintf(label, sizeof(label), "read_frame(conv,%dx%d,frame 1,stride+%d)", W, H, extra);
+        check_frames(label, g, rnd(&pl, (size_t) 2 * 5 * H * W, -2, 2), 1, extra, true);
+        vae_graph_free(g);
+        pool_free(&pl);
+    }
+    if (!have_device_frames) {
+        printf("device frames (dst.device): not tested, this test is built without the CUDA runtime\n");
+    }
+}
+
+// ---- graph reuse, memory limits, refusals ------------------------------------------------------
+
+static struct vae_graph * small_net(struct pool * pl, int N, int Ci, int H, int W) {
+    struct vae_graph *  g = graph_new(true);
+    struct vae_tensor * x = vae_graph_input(g, N, Ci, H, W);
+    x = vae_graph_conv2d(g, x, conv_w(g, pl, 64, Ci, 3, NULL), NULL, NULL, VAE_ACT_RELU);
+    x = vae_graph_upsample_conv2d(g, x, conv_w(g, pl, 20, 64, 3, NULL), NULL, VAE_ACT_SILU);
+    x = vae_graph_conv2d(g, x, conv_w(g, pl, 3, 20, 3, NULL), NULL, NULL, VAE_ACT_NONE);
+    vae_graph_set_output(g, vae_graph_tanh_clamp(g, x, 3.0f));
+    return g;
+}
+
+// compute `in` on the prepared g and read frames [first, first + count); a pool array or NULL
+static float * compute_read(vae_backend_t * b, struct pool * pl, struct vae_graph * g, const float * in, int first,
+                            int count) {
+    char    err[512] = "";
+    float * o        = pool_add(pl, xmalloc(out_count(g) * sizeof(float)));
+    bool    ok       = vae_backend_graph_compute(b, g, NULL, in, err, sizeof(err)) &&
+                vae_backend_graph_read_output(b, g, first, count, o, err, sizeof(err));
+    CHECK(ok, "on %s: %s", vae_backend_name(b), err);
+    return ok ? o : NULL;
+}
+
+static void reuse_on(vae_backend_t * b) {
+    struct pool        pl = { 0 };
+    char               err[512];
+    const char *       pn = vae_precision_name(vae_backend_precision(b));
+    struct vae_graph * g  = small_net(&pl, 3, 4, 16, 9);
+    const size_t       nout = out_count(g), frame = nout / 3;
+    const float *      in = rnd(&pl, (size_t) 3 * 4 * 16 * 9, -1, 1), *in2 = rnd(&pl, (size_t) 3 * 4 * 16 * 9, -1, 1);
+
+    // too little memory: refused with the sizes in MiB, nothing left prepared
+    err[0]  = 0;
+    bool ok = vae_backend_graph_prepare(b, g, 4096, err, sizeof(err));
+    CHECK(!ok, "[%s] prepare with max_bytes=4096 succeeded", pn);
+    CHECK_ERR_HAS(err, "MiB");
+    CHECK(g->backend_data == NULL, "[%s] a refused prepare left backend_data set", pn);
+    printf("[%s] prepare(max_bytes=4096): %s \"%s\"\n", pn, !ok ? "refused:" : "FAIL, accepted", err);
+
+    // the same input twice gives the same floats; another input others; a part of the output is
+    // that part of the whole
+    ok = vae_backend_graph_prepare(b, g, 0, err, sizeof(err));
+    CHECK(ok, "[%s] prepare: %s", pn, err);
+    const size_t peak = g->peak_bytes;
+    float *      o1   = ok ? compute_read(b, &pl, g, in, 0, 3) : NULL;
+    float *      o2   = ok ? compute_read(b, &pl, g, in2, 0, 3) : NULL;
+    float *      o3   = ok ? compute_read(b, &pl, g, in, 0, 3) : NULL;
+    float *      part = ok ? compute_read(b, &pl, g, in, 1, 1) : NULL;
+    CHECK(o1 && o3 && same_floats(o1, o3, nout), "[%s] computing the same input twice gave different outputs", pn);
+    CHECK(o1 && o2 && !same_floats(o1, o2, nout), "[%s] different inputs gave the same output", pn);
+    CHECK(o1 && part && same_floats(part, o1 + frame, frame), "[%s] read_output of frame 1 alone differs", pn);
+    vae_backend_graph_release(b, g);
+    CHECK(g->backend_data == NULL && g->peak_bytes == 0, "[%s] release left state behind", pn);
+
+    // exactly at the limit works; one byte below does not
+    ok = vae_backend_graph_prepare(b, g, peak, err, sizeof(err));
+    CHECK(ok, "[%s] prepare with max_bytes = peak_bytes (%zu) failed: %s", pn, peak, err);
+    vae_backend_graph_release(b, g);
+    err[0] = 0;
+    ok     = vae_backend_graph_prepare(b, g, peak - 1, err, sizeof(err));
+    CHECK(!ok, "[%s] prepare with max_bytes = peak_bytes - 1 succeeded", pn);
+    CHECK_ERR_HAS(err, "MiB");
+    vae_backend_graph_release(b, g);
+
+    // a second graph prepared at the same time does not disturb the first
+    ok                    = vae_backend_graph_prepare(b, g, 0, err, sizeof(err));
+    struct vae_graph * g2 = small_net(&pl, 1, 4, 7, 5);
+    ok                    = ok && vae_backend_graph_prepare(b, g2, 0, err, sizeof(err));
+    CHECK(ok, "[%s] prepare: %s", pn, err);
+    float * o4 = ok ? compute_read(b, &pl, g, in, 0, 3) : NULL;
+    float * p1 = ok ? compute_read(b, &pl, g2, in, 0, 1) : NULL;
+    float * o5 = ok ? compute_read(b, &pl, g, in, 0, 3) : NULL;
+    float * p2 = ok ? compute_read(b, &pl, g2, in, 0, 1) : NULL;
+    CHECK(o4 && o5 && same_floats(o4, o5, nout), "[%s] another prepared graph changed this one's output", pn);
+    CHECK(p1 && p2 && same_floats(p1, p2, out_count(g2)), "[%s] interleaved computes changed an output", pn);
+    printf("[%s] graph reuse (compute x3, part of the output, max_bytes = peak %zu bytes, two graphs at once): %s\n",
+           pn, peak,
+           o1 && o3 && o4 && o5 && part && same_floats(o1, o3, nout) && same_floats(o4, o5, nout) ? "OK" : "FAIL");
+    vae_backend_graph_release(b, g2);
+    vae_graph_free(g2);
+    vae_backend_graph_release(b, g);
+    vae_graph_free(g);
+
+    // a state made for other shapes is refused
+    const int64_t sh[5] = { 16, 16, 3, 3, 3 };
+    const float * w     = rnd(&pl, (size_t) 16 * 16 * 27, -.1f, .1f);
+    g                   = causal_graph(1, 16, 16, 5, 7, sh, w, NULL, sh, w, VAE_ACT_NONE);
+    g2                  = causal_graph(1, 16, 16, 6, 7, sh, w, NULL, sh, w, VAE_ACT_NONE);
+    ok = vae_backend_graph_prepare(b, g, 0, err, sizeof(err)) && vae_backend_graph_prepare(b, g2, 0, err, sizeof(err));
+    CHECK(ok, "[%s] prepare: %s", pn, err);
+    vae_state_t * st = ok ? vae_backend_state_new(b, g, err, sizeof(err)) : NULL;
+    CHECK(!ok || st, "[%s] state: %s", pn, err);
+    if (st) {
+        const float * x = rnd(&pl, (size_t) 16 * 6 * 7, -1, 1);
+        err[0]          = 0;
+        ok              = vae_backend_graph_compute(b, g2, st, x, err, sizeof(err));
+        CHECK(!ok && err[0], "[%s] a state of other shapes was taken", pn);
+        printf("[%s] a state of 5x7 frames for a 6x7 graph: %s \"%s\"\n", pn, ok ? "FAIL, taken" : "refused:", err);
+    }
+    vae_backend_state_free(b, st);
+    vae_backend_graph_release(b, g);
+    vae_backend_graph_release(b, g2);
+    vae_graph_free(g);
+    vae_graph_free(g2);
+    pool_free(&pl);
+}
+
+static void test_reuse_errors(void) {
+    rng_seed(7000);
+    char            err[512] = "";
+    vae_backend_t * b        = vae_backend_init(VAE_BACKEND_CUDA, 99, VAE_PRECISION_FP32, err, sizeof(err));
+    CHECK(b == NULL, "cuda device 99 accepted");
+    CHECK_ERR_HAS(err, "99");
+    printf("device 99: %s \"%s\"\n", b ? "FAIL, accepted" : "refused:", err);
+    vae_backend_free(b);
+
+    // auto: bf16 where the GPU has it, else fp16; device -1: the current context or device 0
+    b = vae_backend_init(VAE_BACKEND_CUDA, -1, VAE_PRECISION_AUTO, err, sizeof(err));
+    CHECK(b != NULL, "cuda device -1, precision auto: %s", err);
+    if (b) {
+        const enum vae_precision want = gpu[VAE_PRECISION_BF16] ? VAE_PRECISION_BF16 : VAE_PRECISION_FP16;
+        CHECK(vae_backend_precision(b) == want, "precision auto gave %s, not %s",
+              vae_precision_name(vae_backend_precision(b)), vae_precision_name(want));
+        printf("device -1, precision auto: %s (%s)\n", vae_precision_name(vae_backend_precision(b)),
+               vae_backend_name(b));
+    }
+    vae_backend_free(b);
+
+    for (int i = 0; i < N_PRECISIONS; i++) {
+        if (gpu[precisions[i]]) {
+            reuse_on(gpu[precisions[i]]);
+        }
+    }
+}
+
+// ---- main ----------------------------------------------------------------------------------------
+
+// the CUDA backend at every precision; false when there is no GPU to test (a skip)
+static bool gpu_init(void) {
+    for (int i = 0; i < N_PRECISIONS; i++) {
+        const enum vae_precision p        = precisions[i];
+        char                     err[512] = "";
+        gpu[p]                            = vae_backend_init(VAE_BACKEND_CUDA, 0, p, err, sizeof(err));
+        if (gpu[p]) {
+            CHECK(vae_backend_precision(gpu[p]) == p, "cuda asked for %s computes in %s", vae_precision_name(p),
+                  vae_precision_name(vae_backend_precision(gpu[p])));
+            printf("cuda %s: %s\n", vae_precision_name(p), vae_backend_name(gpu[p]));
+        } else if (strncmp(err, "no CUDA device", 14) == 0) {
+            printf("skip: %s\n", err);
+            return false;
+        } else if ((p == VAE_PRECISION_TF32 || p == VAE_PRECISION_BF16) && strstr(err, "compute capability")) {
+            printf("cuda %s: not on this GPU, not tested (%s)\n", vae_precision_name(p), err);
+        } else {
+            CHECK(false, "cuda at %s: %s", vae_precision_name(p), err);
+        }
+    }
+    return true;
+}
+
+int main(int argc, char ** argv) {
+    setvbuf(stdout, NULL, _IOLBF, 0);   // the lines between the failed checks (stderr)
+    const char * filter = argc > 1 ? argv[1] : NULL;
+    const char * seed   = getenv("VAE_TEST_SEED");
+    g_salt              = seed ? strtoull(seed, NULL, 10) : 0;
+    g_rng_grid          = true;   // (see the top: data every precision stores exactly)
+    if (!vae_backend_is_built(VAE_BACKEND_CUDA)) {
+        printf("skip: this build has no CUDA backend\n");
+        return TEST_SKIP;
+    }
+    setenv("VAE_GPU_POISON", "1", 1);   // unwritten activations read as NaN
+    char err[512];
+    cpu_be = vae_backend_init(VAE_BACKEND_CPU, 0, VAE_PRECISION_FP32, err, sizeof(err));
+    if (!cpu_be) {
+        fprintf(stderr, "cpu backend: %s\n", err);
+        return 1;
+    }
+    if (!gpu_init()) {
+        for (int i = 0; i < N_PRECISIONS; i++) {
+            vae_backend_free(gpu[precisions[i]]);
+        }
+        vae_backend_free(cpu_be);
+        return TEST_SKIP;
+    }
+    printf("reference: %s, seed %llu\n", vae_backend_name(cpu_be), (unsigned long long) g_salt);
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+
+    static const struct {
+        const char * name;
+        void (*fn)(void);
+    } sections[] = {
+        { "conv2d", test_conv },
+        { "upsample_conv2d, upsample2x", test_upconv },
+        { "causal_conv3d", test_causal },
+        { "group_norm", test_gn },
+        { "rms_norm, attention, tanh_clamp", test_rms_attention_tanh },
+        { "frame_split, pixel_shuffle", test_shuffles },
+        { "graphs", test_graphs },
+        { "nan", test_nan },
+        { "read_frame", test_frames },
+        { "reuse, errors", test_reuse_errors },
+    };
+    for (size_t i = 0; i < sizeof(sections) / sizeof(sections[0]); i++) {
+        if (filter && !strstr(sections[i].name, filter)) {
+            continue;
+        }
+        struct timespec s0, s1;
+        const int       failed = vae_test_failed;
+        clock_gettime(CLOCK_MONOTONIC, &s0);
+        sections[i].fn();
+        clock_gettime(CLOCK_MONOTONIC, &s1);
+        printf("== %s: %s, %.2f s\n", sections[i].name, vae_test_failed == failed ? "OK" : "FAILED",
+               (double) (s1.tv_sec - s0.tv_sec) + 1e-9 * (double) (s1.tv_nsec - s0.tv_nsec));
+    }
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    printf("time: %.2f s\n", (double) (t1.tv_sec - t0.tv_sec) + 1e-9 * (double) (t1.tv_nsec - t0.tv_nsec));
+    for (int i = 0; i < N_PRECISIONS; i++) {
+        vae_backend_free(gpu[precisions[i]]);
+    }
+    vae_backend_free(cpu_be);
+    return vae_test_summary();
+}
