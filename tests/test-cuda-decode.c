@@ -15,17 +15,13 @@
 // Without a CUDA backend in the build, or without a GPU, it exits 77 (skipped).
 
 #include "vae-test-data.h"
+#include "vae-test-gpu.h"
 
 #include <stdint.h>
 #include <time.h>
 
-#define TEST_SKIP 77
 
-static const enum vae_precision precisions[] = { VAE_PRECISION_FP32, VAE_PRECISION_TF32, VAE_PRECISION_FP16,
-                                                 VAE_PRECISION_BF16 };
-#define N_PRECISIONS ((int) (sizeof(precisions) / sizeof(precisions[0])))
 
-static vae_backend_t * gpu[VAE_PRECISION_COUNT];   // by precision; NULL where this GPU lacks it
 
 // the least PSNR of the GPU's 8-bit frames against the CPU's
 static double min_psnr(enum vae_precision p) {
@@ -331,24 +327,6 @@ static void test_kl(void) {
 
 // ---- main ----------------------------------------------------------------------------------------
 
-// the CUDA backend at every precision; false when there is no GPU to test (a skip)
-static bool gpu_init(void) {
-    for (int i = 0; i < N_PRECISIONS; i++) {
-        const enum vae_precision p = precisions[i];
-        gpu[p]                     = vae_backend_init(VAE_BACKEND_CUDA, 0, p, err, sizeof(err));
-        if (gpu[p]) {
-            printf("cuda %s: %s\n", vae_precision_name(p), vae_backend_name(gpu[p]));
-        } else if (strncmp(err, "no CUDA device", 14) == 0) {
-            printf("skip: %s\n", err);
-            return false;
-        } else if ((p == VAE_PRECISION_TF32 || p == VAE_PRECISION_BF16) && strstr(err, "compute capability")) {
-            printf("cuda %s: not on this GPU, not tested (%s)\n", vae_precision_name(p), err);
-        } else {
-            CHECK(false, "cuda at %s: %s", vae_precision_name(p), err);
-        }
-    }
-    return true;
-}
 
 int main(void) {
     setvbuf(stdout, NULL, _IOLBF, 0);   // the lines between the failed checks (stderr)

@@ -37,6 +37,7 @@
 #include "vae-backend.h"
 #include "vae-test.h"
 #include "vae-test-ops.h"
+#include "vae-test-gpu.h"
 
 #include <math.h>
 #include <stdbool.h>
@@ -50,15 +51,10 @@
 #include <cuda_runtime_api.h>   // device frames: cudaMalloc, cudaMemset, cudaMemcpy
 #endif
 
-#define TEST_SKIP 77
 #define SENTINEL  0xA5
 
-static const enum vae_precision precisions[] = { VAE_PRECISION_FP32, VAE_PRECISION_TF32, VAE_PRECISION_FP16,
-                                                 VAE_PRECISION_BF16 };
-#define N_PRECISIONS ((int) (sizeof(precisions) / sizeof(precisions[0])))
 
 static vae_backend_t * cpu_be;
-static vae_backend_t * gpu[VAE_PRECISION_COUNT];   // by precision; NULL where this GPU lacks it
 
 // ---- graphs ------------------------------------------------------------------------------------
 
@@ -1220,27 +1216,6 @@ static void test_reuse_errors(void) {
 
 // ---- main ----------------------------------------------------------------------------------------
 
-// the CUDA backend at every precision; false when there is no GPU to test (a skip)
-static bool gpu_init(void) {
-    for (int i = 0; i < N_PRECISIONS; i++) {
-        const enum vae_precision p        = precisions[i];
-        char                     err[512] = "";
-        gpu[p]                            = vae_backend_init(VAE_BACKEND_CUDA, 0, p, err, sizeof(err));
-        if (gpu[p]) {
-            CHECK(vae_backend_precision(gpu[p]) == p, "cuda asked for %s computes in %s", vae_precision_name(p),
-                  vae_precision_name(vae_backend_precision(gpu[p])));
-            printf("cuda %s: %s\n", vae_precision_name(p), vae_backend_name(gpu[p]));
-        } else if (strncmp(err, "no CUDA device", 14) == 0) {
-            printf("skip: %s\n", err);
-            return false;
-        } else if ((p == VAE_PRECISION_TF32 || p == VAE_PRECISION_BF16) && strstr(err, "compute capability")) {
-            printf("cuda %s: not on this GPU, not tested (%s)\n", vae_precision_name(p), err);
-        } else {
-            CHECK(false, "cuda at %s: %s", vae_precision_name(p), err);
-        }
-    }
-    return true;
-}
 
 int main(int argc, char ** argv) {
     setvbuf(stdout, NULL, _IOLBF, 0);   // the lines between the failed checks (stderr)

@@ -8,7 +8,7 @@
 #   tests/bench/device-run.sh tests           there: test-cuda-ops and test-cuda-decode only
 #   tests/bench/device-run.sh bench [ARGS...] there: bench-cuda ARGS only
 #
-# CARRY (default .gpu, relative to the tree's root) must be ignored by git (.git/info/exclude) and
+# CARRY (default .gpu, relative to the tree's root; .gitignore ignores it) must be ignored by git and
 # named in the device tool's `carry`. The archive holds bin/ (bench-cuda, test-cuda-ops,
 # test-cuda-decode), lib/ (every shared library they load apart from the C/C++ runtime and the
 # driver: oneDNN, libgomp, libOpenCL), shared/ (the files of ../shared the tests and the benchmark
@@ -59,7 +59,7 @@ pack() {
     echo "$CARRY/carry.tar.xz: $((carry / 1048576)) MiB; the working tree: $((tree / 1048576)) MiB;" \
         "together $(((carry + tree) / 1048576)) MiB of the 64 MiB that may travel"
     [ $((carry + tree)) -le $((64 * 1048576)) ] || { echo "too large to travel" >&2; exit 1; }
-    git check-ignore -q "$CARRY" 2>/dev/null || echo "note: $CARRY is not ignored by git: add /$CARRY/ to .git/info/exclude"
+    git check-ignore -q "$CARRY" 2>/dev/null || echo "note: $CARRY is not ignored by git: add /$CARRY/ to .gitignore"
 }
 
 # there: unpack the archive (python3's tarfile: no need for xz), the libraries on LD_LIBRARY_PATH,
