@@ -124,7 +124,8 @@ enum vae_pixel_format {
     VAE_PIXEL_NV12,
 };
 
-// where one decoded frame goes: host planes, and how the model's output maps to [0, 1]
+// where one decoded frame goes: its planes (host memory, or device memory: see `device`), and how
+// the model's output maps to [0, 1]
 struct vae_frame {
     enum vae_pixel_format format;
     int                   width, height;
