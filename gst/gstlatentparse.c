@@ -373,13 +373,9 @@ gst_latent_parse_sink_event (GstPad * pad, GstObject * parent,
       gst_latent_parse_reset (self);
       break;
     case GST_EVENT_EOS:
-      /* after a fatal flow error, which has been posted already, the pipeline is going
-       * down: an EOS would only race with that (sinks preroll on it) */
-      if (self->last_flow <= GST_FLOW_NOT_NEGOTIATED) {
-        gst_event_unref (event);
-        return FALSE;
-      }
-      /* (downstream may have asked for no more: then nothing is missing) */
+      /* after a fatal flow error (posted already) the EOS still goes on: the stream ends
+       * for downstream and for an application that missed the error, as after a source's
+       * fatal error. (Downstream may have asked for no more: then nothing is missing.) */
       if (self->state != STATE_DONE && self->last_flow == GST_FLOW_OK) {
         guint64 got = self->consumed + gst_adapter_available (self->adapter);
         if (self->state == STATE_PREFIX && got == 0)

@@ -219,6 +219,8 @@ struct _GstVaeDecode
   gboolean post_messages;
 
   /* from start to stop */
+  gboolean started;             /* the properties start() reads are fixed (object lock) */
+  gchar *loaded_file;           /* the model-file that start() loaded */
   struct vae_model *model;
   vae_backend_t *backend;
   gboolean cuda_output;         /* the backend runs in cuda_ctx (object lock) */
@@ -410,35 +412,53 @@ gst_vae_decode_start (GstBaseTransform * trans)
   char err[VAE_ERR_SIZE] = "";
   enum vae_backend_type type;
   enum vae_precision precision, in_effect;
+  enum vae_family family;
+  struct vae_session_config check = { 0 };      /* the latents' size still unknown */
   GstVaeBackend backend_type;
   gint device;
 
-  if (self->model_file == NULL || self->model_file[0] == '\0') {
+  /* from here on these properties are refused (set_property): the streaming thread reads
+   * this copy of the file name */
+  GST_OBJECT_LOCK (self);
+  self->started = TRUE;
+  self->loaded_file = g_strdup (self->model_file);
+  family = self->model_family;
+  check.space = (enum vae_space) self->latent_space;
+  check.chunk_frames = MIN (self->chunk_frames, G_MAXINT);
+  check.tile_size = MIN (self->tile_size, G_MAXINT);
+  backend_type = self->backend_type;
+  device = self->device_id;
+  precision = (enum vae_precision) self->precision;
+  GST_OBJECT_UNLOCK (self);
+
+  if (self->loaded_file == NULL || self->loaded_file[0] == '\0') {
     GST_ELEMENT_ERROR (self, RESOURCE, NOT_FOUND,
         ("No model file: set the model-file property to a decoder "
             "(.safetensors)."), (NULL));
-    return FALSE;
+    goto failed;
   }
 
-  self->model = vae_model_load (self->model_file, self->model_family, err,
-      sizeof (err));
+  self->model = vae_model_load (self->loaded_file, family, err, sizeof (err));
   if (self->model == NULL) {
-    if (g_file_test (self->model_file, G_FILE_TEST_EXISTS))
+    if (g_file_test (self->loaded_file, G_FILE_TEST_EXISTS))
       GST_ELEMENT_ERROR (self, RESOURCE, OPEN_READ,
           ("Could not load model file: %s", err), (NULL));
     else
       GST_ELEMENT_ERROR (self, RESOURCE, NOT_FOUND,
           ("Could not load model file: %s", err), (NULL));
-    return FALSE;
+    goto failed;
   }
-  GST_INFO_OBJECT (self, "loaded %s: %s", self->model_file,
+  GST_INFO_OBJECT (self, "loaded %s: %s", self->loaded_file,
       self->model->description);
-
-  GST_OBJECT_LOCK (self);
-  backend_type = self->backend_type;
-  device = self->device_id;
-  precision = (enum vae_precision) self->precision;
-  GST_OBJECT_UNLOCK (self);
+  /* what the properties alone decide fails here, in the state change, rather than at the
+   * caps in the streaming thread: gst-launch-1.0 (1.22) misses an error posted there before
+   * its main loop runs, and waits forever */
+  if (!vae_session_check (self->model, &check, err, sizeof (err))) {
+    GST_ELEMENT_ERROR (self, RESOURCE, SETTINGS,
+        ("Cannot decode with %s: %s", self->loaded_file, err), (NULL));
+    g_clear_pointer (&self->model, vae_model_free);
+    goto failed;
+  }
 
   /* auto: CUDA when it is built and starts, else the CPU (whose only device is the default) */
   if (backend_type == GST_VAE_BACKEND_AUTO) {
@@ -468,13 +488,15 @@ gst_vae_decode_start (GstBaseTransform * trans)
         ("Could not start the %s backend: %s", vae_backend_type_name (type),
             err), (NULL));
     g_clear_pointer (&self->model, vae_model_free);
-    return FALSE;
+    goto failed;
   }
+  /* on the bus, not only in the log: the decode is slower or less exact than asked for */
   in_effect = vae_backend_precision (self->backend);
   if (precision != VAE_PRECISION_AUTO && precision != in_effect)
-    GST_WARNING_OBJECT (self, "%s precision asked for, but the %s backend "
-        "computes in %s", vae_precision_name (precision),
-        vae_backend_type_name (type), vae_precision_name (in_effect));
+    GST_ELEMENT_WARNING (self, RESOURCE, SETTINGS,
+        ("%s precision was asked for, but the %s backend computes in %s.",
+            vae_precision_name (precision), vae_backend_name (self->backend),
+            vae_precision_name (in_effect)), (NULL));
   GST_INFO_OBJECT (self, "backend %s, precision %s, output in %s",
       vae_backend_name (self->backend), vae_precision_name (in_effect),
       self->cuda_output ? "CUDA or system memory" : "system memory");
@@ -484,6 +506,13 @@ gst_vae_decode_start (GstBaseTransform * trans)
   self->latency = 0;
   GST_OBJECT_UNLOCK (self);
   return TRUE;
+
+failed:
+  GST_OBJECT_LOCK (self);
+  self->started = FALSE;
+  GST_OBJECT_UNLOCK (self);
+  g_clear_pointer (&self->loaded_file, g_free);
+  return FALSE;
 }
 
 static gboolean
@@ -495,8 +524,10 @@ gst_vae_decode_stop (GstBaseTransform * trans)
   /* the backend first: it runs in the CUDA context */
   g_clear_pointer (&self->backend, vae_backend_free);
   g_clear_pointer (&self->model, vae_model_free);
+  g_clear_pointer (&self->loaded_file, g_free);
   GST_OBJECT_LOCK (self);
   self->cuda_output = FALSE;
+  self->started = FALSE;
   GST_OBJECT_UNLOCK (self);
 #ifdef HAVE_GST_CUDA
   gst_clear_object (&self->cuda_ctx);
@@ -761,7 +792,7 @@ gst_vae_decode_channels_error (GstVaeDecode * self, const GstLatentInfo * info,
         other_channels == info->channels ? names[other] : "");
   GST_ELEMENT_ERROR (self, STREAM, FORMAT,
       ("The latents have %d channels but the %s decoder in '%s' takes %d%s.",
-          info->channels, vae_family_name (model->family), self->model_file,
+          info->channels, vae_family_name (model->family), self->loaded_file,
           channels, hint ? hint : ""), (NULL));
   g_free (hint);
 }
@@ -1230,10 +1261,10 @@ gst_vae_decode_sink_event (GstBaseTransform * trans, GstEvent * event)
 
   switch (GST_EVENT_TYPE (event)) {
     case GST_EVENT_EOS:
-      if (gst_vae_decode_drain (self) == GST_FLOW_ERROR) {
-        gst_event_unref (event);
-        return FALSE;
-      }
+      /* the EOS goes on even after an error (posted by the drain): downstream and the
+       * application see the stream end (GStreamer's convention after a fatal error; an
+       * application that missed the error would wait forever otherwise) */
+      gst_vae_decode_drain (self);
       break;
     case GST_EVENT_CAPS:{
       GstCaps *caps;
@@ -1320,6 +1351,15 @@ gst_vae_decode_set_context (GstElement * element, GstContext * context)
 }
 #endif
 
+/* the properties that start() reads: they take effect at the next start only */
+static gboolean
+gst_vae_decode_is_start_property (guint prop_id)
+{
+  return prop_id == PROP_MODEL_FILE || prop_id == PROP_MODEL_FAMILY
+      || prop_id == PROP_BACKEND || prop_id == PROP_DEVICE_ID
+      || prop_id == PROP_PRECISION;
+}
+
 static void
 gst_vae_decode_set_property (GObject * object, guint prop_id,
     const GValue * value, GParamSpec * pspec)
@@ -1327,6 +1367,14 @@ gst_vae_decode_set_property (GObject * object, guint prop_id,
   GstVaeDecode *self = GST_VAE_DECODE (object);
 
   GST_OBJECT_LOCK (self);
+  if (self->started && gst_vae_decode_is_start_property (prop_id)) {
+    GST_OBJECT_UNLOCK (self);
+    GST_ELEMENT_WARNING (self, RESOURCE, SETTINGS,
+        ("The %s property cannot change while the decoder runs (PAUSED or "
+            "PLAYING); the change is ignored. Set it in the READY or NULL "
+            "state.", pspec->name), (NULL));
+    return;
+  }
   switch (prop_id) {
     case PROP_MODEL_FILE:
       g_free (self->model_file);

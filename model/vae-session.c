@@ -92,36 +92,60 @@ static bool session_tile_to_fit(struct vae_session * s, int side, char * err, si
     return s->tiled != NULL;
 }
 
-struct vae_session * vae_session_new(const struct vae_model * model, vae_backend_t * backend,
-                                     const struct vae_session_config * config, char * err, size_t err_size) {
-    const struct vae_session_config * c     = config;
-    const int                         patch = vae_model_space_patch(model, c->space);
-    if (c->channels != model->latent_channels * patch * patch) {
+bool vae_session_check(const struct vae_model * model, const struct vae_session_config * c, char * err,
+                       size_t err_size) {
+    const int patch = vae_model_space_patch(model, c->space);
+    if (c->channels > 0 && c->channels != model->latent_channels * patch * patch) {
         snprintf(err, err_size, "the latents have %d channels but the %s decoder takes %d%s", c->channels,
                  vae_family_name(model->family), model->latent_channels * patch * patch,
                  patch > 1 ? " in this latent space" : "");
-        return NULL;
+        return false;
     }
     // keep every size well inside int and size_t arithmetic
-    if (c->width < 1 || c->height < 1 || c->width > 4096 || c->height > 4096) {
+    if (c->width != 0 && (c->width < 1 || c->height < 1 || c->width > 4096 || c->height > 4096)) {
         snprintf(err, err_size, "a %dx%d latent grid is outside 1..4096 (output %lldx%lld)", c->width, c->height,
                  (long long) model->scale * c->width, (long long) model->scale * c->height);
-        return NULL;
+        return false;
     }
     if (c->chunk_frames < 0 || c->chunk_frames > 256) {
         snprintf(err, err_size, "chunk-frames %d is outside 0..256", c->chunk_frames);
-        return NULL;
+        return false;
     }
     const bool kl = model->family >= VAE_FAMILY_SD1 && model->family <= VAE_FAMILY_FLUX2;
     if (c->tile_size < 0 || (c->tile_size > 0 && c->tile_size < SESSION_MIN_TILE)) {
         snprintf(err, err_size, "tile-size %d is below the smallest tile, %d pixels", c->tile_size, SESSION_MIN_TILE);
-        return NULL;
+        return false;
     }
     if (c->tile_size > 0 && !kl) {
         snprintf(err, err_size, "tile-size is for the AutoencoderKL decoders; %s decodes whole frames",
                  vae_family_name(model->family));
+        return false;
+    }
+    // the latent space needs the family's constants
+    float * affine = malloc(2 * (size_t) model->latent_channels * (size_t) (patch * patch) * sizeof(float));
+    if (!affine) {
+        snprintf(err, err_size, "out of memory");
+        return false;
+    }
+    const bool ok = vae_model_space_affine(model, c->space, affine,
+                                           affine + (size_t) model->latent_channels * (size_t) (patch * patch), err,
+                                           err_size);
+    free(affine);
+    return ok;
+}
+
+struct vae_session * vae_session_new(const struct vae_model * model, vae_backend_t * backend,
+                                     const struct vae_session_config * config, char * err, size_t err_size) {
+    const struct vae_session_config * c     = config;
+    const int                         patch = vae_model_space_patch(model, c->space);
+    if (c->channels < 1 || c->width < 1) {
+        snprintf(err, err_size, "a session needs the latents' channels and size");
         return NULL;
     }
+    if (!vae_session_check(model, c, err, err_size)) {
+        return NULL;
+    }
+    const bool kl = model->family >= VAE_FAMILY_SD1 && model->family <= VAE_FAMILY_FLUX2;
     struct vae_session * s = calloc(1, sizeof(*s));
     if (!s) {
         snprintf(err, err_size, "out of memory");

@@ -28,6 +28,11 @@ struct vae_session_config {
                                                // statistics (AutoencoderKL) only; exact (see vae-tile.c)
 };
 
+// whether a session could take this configuration, as far as it is known: channels 0 and width 0
+// leave the latents' channels and size unchecked (before caps). The same refusals as
+// vae_session_new, with the same messages, short of memory.
+bool vae_session_check(const struct vae_model * model, const struct vae_session_config * config, char * err,
+                       size_t err_size);
 struct vae_session * vae_session_new(const struct vae_model * model, vae_backend_t * backend,
                                      const struct vae_session_config * config, char * err, size_t err_size);
 void                 vae_session_free(struct vae_session * s);

@@ -1,12 +1,14 @@
 // The example pipeline, end to end: the real TAEF2 latents through latentparse and
 // vaedecode to PNG files, read back with pngdec and measured against the upstream decoder's
-// fp32 output (`decoded`, clamped, 8-bit) and the original video frames (`source`).
+// fp32 output (`decoded`, clamped, 8-bit) and the original video frames (`source`). Then the
+// errors known before the first frame: they must fail the state change itself.
 
 #include <gst/gst.h>
 #include <gst/app/gstappsink.h>
 #include <glib/gstdio.h>
 
 #include "vae-safetensors.h"
+#include "vae-test-gst.h"
 #include "vae-test.h"
 
 #define W 832
@@ -90,7 +92,102 @@ static double psnr(const guint8 * rgb, const float * ref, gboolean quantize) {
     return 10.0 * log10(1.0 / (se / (3.0 * W * H)));
 }
 
+// Errors that are known before the first frame (properties, the model, the latent header and
+// caps, a file too short for its tensor) must fail the state change to PAUSED itself, with the
+// error posted before set_state returns. Posted later from a streaming thread, they race with
+// the application: gst-launch-1.0 (1.22) quits its main loop from a bus sync handler, and an
+// error that comes before the loop runs is lost to it (g_main_loop_quit on a loop not yet
+// running does nothing) while the bin fails the preroll: it waited forever, about one run in
+// eight. Errors in a later frame come while the loop runs (the sink holds the first frame until
+// PLAYING, which only the loop sets).
+static GstBusSyncReply count_error(GstBus * bus, GstMessage * msg, gpointer data) {
+    (void) bus;
+    if (GST_MESSAGE_TYPE(msg) == GST_MESSAGE_ERROR) {
+        GError * error = NULL;
+        gst_message_parse_error(msg, &error, NULL);
+        gchar ** first = data;
+        if (!*first) {
+            *first = g_strdup(error->message);
+        }
+        g_clear_error(&error);
+    }
+    return GST_BUS_PASS;
+}
+
+static void expect_state_change_error(const gchar * name, const gchar * desc, const gchar * needle) {
+    GstElement * p = gst_parse_launch(desc, NULL);
+    CHECK(p != NULL, "%s: could not make %s", name, desc);
+    if (!p) {
+        return;
+    }
+    gchar *  error = NULL;
+    GstBus * bus   = gst_element_get_bus(p);
+    gst_bus_set_sync_handler(bus, count_error, &error, NULL);
+    const GstStateChangeReturn ret     = gst_element_set_state(p, GST_STATE_PAUSED);
+    gchar *                    at_once = g_strdup(error);   // posted within set_state
+    if (ret != GST_STATE_CHANGE_FAILURE) {
+        gst_element_get_state(p, NULL, NULL, 20 * GST_SECOND);   // the error comes later, if at all
+    }
+    printf("%s: set_state(PAUSED) = %s, error %s: %s\n", name, gst_element_state_change_return_get_name(ret),
+           at_once ? "within it" : "later", error ? error : "(none)");
+    CHECK(ret == GST_STATE_CHANGE_FAILURE, "%s: set_state(PAUSED) returned %s, not FAILURE", name,
+          gst_element_state_change_return_get_name(ret));
+    CHECK(at_once && strstr(at_once, needle), "%s: the error within set_state, '%s', does not mention '%s'", name,
+          at_once ? at_once : "(none)", needle);
+    gst_element_set_state(p, GST_STATE_NULL);
+    gst_bus_set_sync_handler(bus, NULL, NULL, NULL);
+    gst_object_unref(bus);
+    gst_object_unref(p);
+    g_free(at_once);
+    g_free(error);
+}
+
+static void test_preroll_errors(const gchar * shared, const gchar * dir) {
+    const gchar * data  = g_getenv("VAE_TEST_DATA") ? g_getenv("VAE_TEST_DATA") : "tests/data";
+    gchar *       full  = g_build_filename(shared, "reference/taef2/full.latent", NULL);
+    gchar *       taef2 = g_build_filename(shared, "models/taef2_decoder.safetensors", NULL);
+    gchar *       cut_header = g_build_filename(dir, "cut-header.latent", NULL);
+    gchar *       cut_data   = g_build_filename(dir, "cut-data.latent", NULL);
+    gchar *       bytes;
+    gsize         len;
+    CHECK(g_file_get_contents(full, &bytes, &len, NULL) && len > 100000, "could not read %s", full);
+    CHECK(g_file_set_contents(cut_header, bytes, 20, NULL), "could not write %s", cut_header);
+    CHECK(g_file_set_contents(cut_data, bytes, (gssize) len - 1000, NULL), "could not write %s", cut_data);
+    g_free(bytes);
+    struct {
+        const gchar * name, * needle;
+        gchar *       desc;
+    } cases[] = {
+        { "property error", "below the smallest tile",
+          g_strdup_printf("filesrc location=%s/kl_f2.latent ! latentparse ! vaedecode backend=cpu tile-size=15 "
+                          "model-file=%s/kl_f2.safetensors ! fakesink", data, data) },
+        { "latent space error", "has no constants to convert raw latents",
+          g_strdup_printf("filesrc location=%s ! latentparse ! vaedecode backend=cpu latent-space=raw model-file=%s "
+                          "! fakesink", full, taef2) },
+        { "caps error", "The latents have 32 channels but the taesd decoder",
+          g_strdup_printf("filesrc location=%s ! latentparse ! vaedecode backend=cpu "
+                          "model-file=%s/taesd_z4_w16.orig.safetensors ! fakesink", full, data) },
+        { "header error", "Truncated latent file",
+          g_strdup_printf("filesrc location=%s ! latentparse ! vaedecode backend=cpu model-file=%s ! fakesink",
+                          cut_header, taef2) },
+        { "short file", "Truncated latent file",
+          g_strdup_printf("filesrc location=%s ! latentparse ! vaedecode backend=cpu model-file=%s ! fakesink",
+                          cut_data, taef2) },
+    };
+    for (size_t i = 0; i < G_N_ELEMENTS(cases); i++) {
+        expect_state_change_error(cases[i].name, cases[i].desc, cases[i].needle);
+        g_free(cases[i].desc);
+    }
+    g_unlink(cut_header);
+    g_unlink(cut_data);
+    g_free(cut_header);
+    g_free(cut_data);
+    g_free(full);
+    g_free(taef2);
+}
+
 int main(int argc, char ** argv) {
+    vae_test_fresh_registry();
     gst_init(&argc, &argv);
     const gchar * shared = g_getenv("VAE_SHARED_DIR") ? g_getenv("VAE_SHARED_DIR") : "../shared";
     gchar *       dir    = g_dir_make_tmp("vaedecode-XXXXXX", NULL);
@@ -131,6 +228,7 @@ int main(int argc, char ** argv) {
         g_free(source);
     }
     vae_st_file_close(ref);
+    test_preroll_errors(shared, dir);
     g_rmdir(dir);
     g_free(dir);
     g_free(desc);
