@@ -22,6 +22,7 @@
 
 #include "vae-backend.h"
 #include "vae-safetensors.h"
+#include "vae-test-gst.h"
 
 static gchar *
 data_path (const gchar * name)
@@ -58,6 +59,41 @@ read_tensor (const gchar * path, const gchar * name, gint64 shape[5])
   return data;
 }
 
+/* the plugin's elements load, or the test fails saying why (gst_harness_new_parse aborts the
+ * process on an element it cannot make) */
+static void
+require_elements (void)
+{
+  const gchar *names[] = { "vaedecode", "latentparse" };
+  guint i;
+
+  for (i = 0; i < G_N_ELEMENTS (names); i++) {
+    GstPluginFeature *f = GST_PLUGIN_FEATURE (gst_element_factory_find
+        (names[i]));
+    GstPluginFeature *loaded = f ? gst_plugin_feature_load (f) : NULL;
+
+    fail_unless (loaded != NULL, "The %s element could not be made: is the "
+        "plugin built, and does GST_PLUGIN_PATH_1_0 (%s) name its folder?",
+        names[i], GST_STR_NULL (g_getenv ("GST_PLUGIN_PATH_1_0")));
+    gst_object_unref (loaded);
+    gst_object_unref (f);
+  }
+}
+
+static GstElement *
+make_decoder (void)
+{
+  require_elements ();
+  return gst_element_factory_make ("vaedecode", NULL);
+}
+
+static GstHarness *
+new_harness (const gchar * desc)
+{
+  require_elements ();
+  return gst_harness_new_parse (desc);
+}
+
 #define FIXTURE "taesd_z4_w16"
 #define LATENT_CAPS "video/x-latent, type=float32, channels=4, width=7, " \
   "height=5, framerate=16/1"
@@ -69,7 +105,7 @@ path_harness (const gchar * model, const gchar * extra, GstBus ** bus)
 {
   gchar *desc = g_strdup_printf ("vaedecode backend=cpu model-file=%s %s",
       model, extra ? extra : "");
-  GstHarness *h = gst_harness_new_parse (desc);
+  GstHarness *h = new_harness (desc);
 
   *bus = gst_bus_new ();
   gst_element_set_bus (h->element, *bus);
@@ -354,19 +390,26 @@ GST_START_TEST (test_wrong_buffer_size)
 
 GST_END_TEST;
 
-/* the element must fail on the way to PAUSED, with the cause in the message */
+/* the element must fail on the way to PAUSED, with the cause in the message; props: "name=value"
+ * pairs separated by spaces */
 static void
 expect_start_error (const gchar * props, const gchar * needle)
 {
-  GstElement *e = gst_element_factory_make ("vaedecode", NULL);
+  GstElement *e = make_decoder ();
   GstBus *bus = gst_bus_new ();
 
   gst_element_set_bus (e, bus);
   gst_util_set_object_arg (G_OBJECT (e), "model-file", "");
   if (props) {
-    gchar **kv = g_strsplit_set (props, "=", 2);
-    gst_util_set_object_arg (G_OBJECT (e), kv[0], kv[1]);
-    g_strfreev (kv);
+    gchar **each = g_strsplit (props, " ", -1);
+    gchar **p;
+
+    for (p = each; *p; p++) {
+      gchar **kv = g_strsplit (*p, "=", 2);
+      gst_util_set_object_arg (G_OBJECT (e), kv[0], kv[1]);
+      g_strfreev (kv);
+    }
+    g_strfreev (each);
   }
   fail_unless_equals_int (gst_element_set_state (e, GST_STATE_PAUSED),
       GST_STATE_CHANGE_FAILURE);
@@ -431,7 +474,7 @@ GST_START_TEST (test_backend_not_built)
   guint i;
 
   for (i = 0; i < G_N_ELEMENTS (backends); i++) {
-    GstElement *e = gst_element_factory_make ("vaedecode", NULL);
+    GstElement *e = make_decoder ();
     GParamSpec *pspec = g_object_class_find_property (G_OBJECT_GET_CLASS (e),
         "backend");
     GEnumValue *v = g_enum_get_value_by_nick (G_PARAM_SPEC_ENUM
@@ -468,14 +511,11 @@ GST_END_TEST;
 
 GST_START_TEST (test_latent_space_refused)
 {
-  GstBus *bus;
-  GstHarness *h = decoder_harness ("latent-space=raw", &bus);
+  gchar *props = g_strdup_printf ("model-file=%s/" FIXTURE ".orig.safetensors "
+      "latent-space=raw", g_getenv ("VAE_TEST_DATA"));
 
-  gst_harness_set_src_caps_str (h, LATENT_CAPS);
-  fail_unless_equals_int (gst_harness_push (h, latent_buffer (0)),
-      GST_FLOW_NOT_NEGOTIATED);
-  expect_error (bus, "set model-family to convert raw latents");
-  harness_teardown (h, bus);
+  expect_start_error (props, "set model-family to convert raw latents");
+  g_free (props);
 }
 
 GST_END_TEST;
@@ -999,7 +1039,7 @@ GST_START_TEST (test_kl_tiled)
       KL_SD_CAPS, "kl_sd.latent", 56, 40);
   GstBuffer *limited = decode_image ("kl_sd.safetensors", "max-memory=5000000",
       KL_SD_CAPS, "kl_sd.latent", 56, 40);
-  GstElement *e = gst_element_factory_make ("vaedecode", NULL);
+  GstElement *e = make_decoder ();
   guint tile_size;
   guint64 max_memory;
   gint worst;
@@ -1165,27 +1205,31 @@ GST_START_TEST (test_kl_tile_errors)
 {
   const struct
   {
-    const gchar *model, *props, *caps, *latent, *needle;
-  } cases[] = {
-    {"kl_sd.safetensors", "max-memory=1000", KL_SD_CAPS, "kl_sd.latent",
-        "memory limit"},
-    {"kl_sd.safetensors", "tile-size=8", KL_SD_CAPS, "kl_sd.latent",
+    const gchar *model, *props, *needle;
+  } start[] = {
+    {"kl_sd.safetensors", "tile-size=8",
         "tile-size 8 is below the smallest tile"},
-    {FIXTURE ".orig.safetensors", "tile-size=16", LATENT_CAPS,
-        FIXTURE ".latent", "tile-size is for the AutoencoderKL decoders"},
+    {FIXTURE ".orig.safetensors", "tile-size=16",
+        "tile-size is for the AutoencoderKL decoders"},
   };
+  GstBus *bus;
+  GstHarness *h;
   guint i;
 
-  for (i = 0; i < G_N_ELEMENTS (cases); i++) {
-    GstBus *bus;
-    GstHarness *h = model_harness (cases[i].model, cases[i].props, &bus);
+  /* what the properties decide fails on the way to PAUSED, what needs the caps at the caps */
+  for (i = 0; i < G_N_ELEMENTS (start); i++) {
+    gchar *props = g_strdup_printf ("model-file=%s/%s %s",
+        g_getenv ("VAE_TEST_DATA"), start[i].model, start[i].props);
 
-    gst_harness_set_src_caps_str (h, cases[i].caps);
-    fail_unless_equals_int (gst_harness_push (h,
-            image_latent_buffer (cases[i].latent, 0)), GST_FLOW_NOT_NEGOTIATED);
-    expect_error (bus, cases[i].needle);
-    harness_teardown (h, bus);
+    expect_start_error (props, start[i].needle);
+    g_free (props);
   }
+  h = model_harness ("kl_sd.safetensors", "max-memory=1000", &bus);
+  gst_harness_set_src_caps_str (h, KL_SD_CAPS);
+  fail_unless_equals_int (gst_harness_push (h,
+          image_latent_buffer ("kl_sd.latent", 0)), GST_FLOW_NOT_NEGOTIATED);
+  expect_error (bus, "memory limit");
+  harness_teardown (h, bus);
 }
 
 GST_END_TEST;
@@ -1194,7 +1238,7 @@ GST_END_TEST;
 GST_START_TEST (test_kl_families)
 {
   const gchar *nicks[] = { "sd1", "sd2", "sdxl", "sd3", "flux1", "flux2" };
-  GstElement *e = gst_element_factory_make ("vaedecode", NULL);
+  GstElement *e = make_decoder ();
   GParamSpec *pspec = g_object_class_find_property (G_OBJECT_GET_CLASS (e),
       "model-family");
   guint i;
@@ -1474,7 +1518,7 @@ GST_START_TEST (test_cuda_no_device)
     default:
       break;
   }
-  e = gst_element_factory_make ("vaedecode", NULL);
+  e = make_decoder ();
   bus = gst_bus_new ();
   model = shared_path (TAEF2_MODEL);
   gst_element_set_bus (e, bus);
@@ -1490,7 +1534,7 @@ GST_START_TEST (test_cuda_no_device)
   g_free (model);
 
   /* before it starts, auto may run on CUDA: CUDA memory first where it is built in */
-  e = gst_element_factory_make ("vaedecode", NULL);
+  e = make_decoder ();
   src = gst_element_get_static_pad (e, "src");
   caps = gst_pad_query_caps (src, NULL);
   fail_unless_equals_int (caps_have_cuda (caps), plugin_has_cuda_memory ());
@@ -1623,7 +1667,7 @@ GST_START_TEST (test_cuda_precision)
   gst_debug_set_threshold_for_name ("vaedecode", GST_LEVEL_INFO);
   gst_debug_add_log_function (capture_log, NULL, NULL);
   for (p = 0; p < G_N_ELEMENTS (nicks); p++) {
-    GstElement *e = gst_element_factory_make ("vaedecode", NULL);
+    GstElement *e = make_decoder ();
     GstBus *bus = gst_bus_new ();
     char err[512] = "";
     vae_backend_t *b = vae_backend_init (VAE_BACKEND_CUDA, -1,
@@ -1684,7 +1728,7 @@ GST_END_TEST;
  * with a downstream that takes nothing else */
 GST_START_TEST (test_cpu_no_cuda_caps)
 {
-  GstElement *e = gst_element_factory_make ("vaedecode", NULL);
+  GstElement *e = make_decoder ();
   GstPad *src = gst_element_get_static_pad (e, "src");
   GstCaps *caps;
   GstBus *bus;
@@ -1750,7 +1794,7 @@ parse_bytes (GBytes * bytes, gsize piece, const gchar * props, GstBus ** bus,
     gboolean * eos_ok)
 {
   gchar *desc = g_strdup_printf ("latentparse %s", props ? props : "");
-  GstHarness *h = gst_harness_new_parse (desc);
+  GstHarness *h = new_harness (desc);
   gsize size, off;
   const guint8 *data = g_bytes_get_data (bytes, &size);
 
@@ -1960,6 +2004,106 @@ GST_START_TEST (test_parse_errors)
 
 GST_END_TEST;
 
+/* GStreamer 1.22 knows "MIT/X11", not "MIT" (which it logs as an unknown license) */
+GST_START_TEST (test_plugin_license)
+{
+  GstPlugin *plugin;
+
+  require_elements ();
+  plugin = gst_registry_find_plugin (gst_registry_get (), "vaedecode");
+  fail_unless (plugin != NULL);
+  fail_unless_equals_string (gst_plugin_get_license (plugin), "MIT/X11");
+  gst_object_unref (plugin);
+}
+
+GST_END_TEST;
+
+/* the next warning on the bus must mention needle */
+static void
+expect_warning (GstBus * bus, const gchar * needle)
+{
+  GstMessage *msg = gst_bus_pop_filtered (bus, GST_MESSAGE_WARNING);
+  GError *error = NULL;
+
+  fail_unless (msg != NULL, "no warning posted (wanted '%s')", needle);
+  gst_message_parse_warning (msg, &error, NULL);
+  fail_unless (strstr (error->message, needle) != NULL,
+      "warning '%s' does not mention '%s'", error->message, needle);
+  g_clear_error (&error);
+  gst_message_unref (msg);
+}
+
+/* what start() reads cannot change while running: the change is refused with a warning on the
+ * bus, the getter keeps the value in use, and decoding goes on with it; back in READY the
+ * property changes again */
+GST_START_TEST (test_running_properties)
+{
+  GstBus *bus;
+  GstHarness *h = decoder_harness (NULL, &bus);
+  gchar *model = data_path (FIXTURE ".orig.safetensors");
+  gchar *other = data_path ("kl_sd.safetensors");
+  GstElement *e = gst_harness_find_element (h, "vaedecode");
+  gchar *now = NULL;
+  gint precision;
+
+  gst_harness_set_src_caps_str (h, LATENT_CAPS);
+  fail_unless_equals_int (gst_harness_push (h, latent_buffer (0)),
+      GST_FLOW_OK);
+  gst_buffer_unref (gst_harness_pull (h));
+
+  g_object_set (e, "model-file", other, NULL);
+  expect_warning (bus, "The model-file property cannot change while the "
+      "decoder runs");
+  g_object_get (e, "model-file", &now, NULL);
+  fail_unless_equals_string (now, model);
+  g_free (now);
+  gst_util_set_object_arg (G_OBJECT (e), "precision", "fp16");
+  expect_warning (bus, "The precision property cannot change");
+  g_object_get (e, "precision", &precision, NULL);
+  fail_unless_equals_int (precision, 0);        /* auto */
+  fail_unless_equals_int (gst_harness_push (h, latent_buffer (1)),
+      GST_FLOW_OK);
+  gst_buffer_unref (gst_harness_pull (h));
+
+  fail_unless_equals_int (gst_element_set_state (e, GST_STATE_READY),
+      GST_STATE_CHANGE_SUCCESS);
+  g_object_set (e, "model-file", other, NULL);
+  g_object_get (e, "model-file", &now, NULL);
+  fail_unless_equals_string (now, other);
+  fail_if (gst_bus_pop_filtered (bus, GST_MESSAGE_WARNING) != NULL,
+      "a warning in READY");
+  g_free (now);
+  g_free (model);
+  g_free (other);
+  gst_object_unref (e);
+  harness_teardown (h, bus);
+}
+
+GST_END_TEST;
+
+/* a precision the backend does not compute says so on the bus, not only in the log */
+GST_START_TEST (test_precision_warning)
+{
+  GstElement *e = make_decoder ();
+  GstBus *bus = gst_bus_new ();
+  gchar *model = data_path (FIXTURE ".orig.safetensors");
+
+  gst_element_set_bus (e, bus);
+  g_object_set (e, "model-file", model, NULL);
+  gst_util_set_object_arg (G_OBJECT (e), "backend", "cpu");
+  gst_util_set_object_arg (G_OBJECT (e), "precision", "fp16");
+  fail_if (gst_element_set_state (e, GST_STATE_PAUSED) ==
+      GST_STATE_CHANGE_FAILURE);
+  expect_warning (bus, "fp16 precision was asked for, but the cpu");
+  gst_bus_set_flushing (bus, TRUE);
+  gst_element_set_state (e, GST_STATE_NULL);
+  gst_object_unref (e);
+  gst_object_unref (bus);
+  g_free (model);
+}
+
+GST_END_TEST;
+
 static Suite *
 vaedecode_suite (void)
 {
@@ -1968,6 +2112,9 @@ vaedecode_suite (void)
 
   tcase_set_timeout (tc, 120);
   suite_add_tcase (s, tc);
+  tcase_add_test (tc, test_plugin_license);
+  tcase_add_test (tc, test_running_properties);
+  tcase_add_test (tc, test_precision_warning);
   tcase_add_test (tc, test_negotiation_and_pixels);
   tcase_add_test (tc, test_output_formats);
   tcase_add_test (tc, test_chunks_timestamps_eos);
@@ -2011,4 +2158,10 @@ vaedecode_suite (void)
   return s;
 }
 
-GST_CHECK_MAIN (vaedecode);
+int
+main (int argc, char **argv)
+{
+  vae_test_fresh_registry ();
+  gst_check_init (&argc, &argv);
+  return gst_check_run_suite (vaedecode_suite (), "vaedecode", __FILE__);
+}
