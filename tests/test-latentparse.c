@@ -1,0 +1,594 @@
+/* GStreamer VAE decode
+ * Copyright (C) 2026 gst-vaedecode developers
+ *
+ * latentparse's memory bound. A 5-D [B, C, T, H, W] latent is channel-major: every frame's
+ * plane of the last channel lies near the end of its batch item. In pull mode (filesrc ! 
+ * latentparse) frames are read plane by plane, so memory stays at about a frame whatever the
+ * item's size (measured on a 48 MiB item); in push mode (GstHarness: a non-seekable byte
+ * stream) frames go out as their last channel's planes arrive, an item above max-size-bytes
+ * is refused as soon as the header says so, and 4-D tensors stream frame by frame under any
+ * bound. Headers and frames above the bound are refused, truncated files give the same
+ * frames and error in both modes. The latent files are written at test time with every
+ * element holding the bits of its flat index, so each frame's bytes are checked against the
+ * tensor gathered here, with its timestamps and DISCONT flag.
+ */
+
+#include <gst/check/gstcheck.h>
+#include <gst/check/gstharness.h>
+#include <gst/app/gstappsink.h>
+#include <glib/gstdio.h>
+
+#include "vae-test-gst.h"
+
+#define FPL 4                   /* latentparse's default frames-per-latent */
+#define FPS 16                  /* and framerate */
+
+/* a latent tensor's shape as [B, C, T, H, W] (T = 1 for a 4-D one) */
+typedef struct
+{
+  gint64 b, c, t, h, w;
+  gboolean video;               /* 5-D */
+} Shape;
+
+static guint64
+shape_bytes (const Shape * s)
+{
+  return (guint64) s->b * s->c * s->t * s->h * s->w * 4;
+}
+
+/* the header of a file holding a 3-float tensor "before", the F32 latent tensor and a
+ * 2-float tensor "after" */
+static gchar *
+latent_header (const Shape * s)
+{
+  const guint64 n = shape_bytes (s);
+  gchar *dims = s->video ?
+      g_strdup_printf ("%" G_GINT64_FORMAT ",%" G_GINT64_FORMAT ",%"
+      G_GINT64_FORMAT ",%" G_GINT64_FORMAT ",%" G_GINT64_FORMAT, s->b, s->c,
+      s->t, s->h, s->w) :
+      g_strdup_printf ("%" G_GINT64_FORMAT ",%" G_GINT64_FORMAT ",%"
+      G_GINT64_FORMAT ",%" G_GINT64_FORMAT, s->b, s->c, s->h, s->w);
+  gchar *hdr = g_strdup_printf ("{\"before\":{\"dtype\":\"F32\",\"shape\":[3],"
+      "\"data_offsets\":[0,12]},\"latent_tensor\":{\"dtype\":\"F32\",\"shape\":"
+      "[%s],\"data_offsets\":[12,%" G_GUINT64_FORMAT "]},\"after\":{\"dtype\":"
+      "\"F32\",\"shape\":[2],\"data_offsets\":[%" G_GUINT64_FORMAT ",%"
+      G_GUINT64_FORMAT "]}}", dims, 12 + n, 12 + n, 20 + n);
+
+  g_free (dims);
+  return hdr;
+}
+
+/* the latent file in a new temporary directory, its element i holding the bits of i; written
+ * in pieces, never held whole. Returns its path; *size: its length. */
+static gchar *
+write_latent (const Shape * s, guint64 * size)
+{
+  gchar *dir = g_dir_make_tmp ("latentparse-XXXXXX", NULL);
+  gchar *path = g_build_filename (dir, "test.latent", NULL);
+  gchar *hdr = latent_header (s);
+  const guint64 len = strlen (hdr), numel = shape_bytes (s) / 4;
+  const guint32 pad[5] = { 0xdeadbeef, 0xdeadbeef, 0xdeadbeef, 0xdeadbeef,
+    0xdeadbeef
+  };
+  FILE *f = fopen (path, "wb");
+  guint32 *chunk = g_new (guint32, 65536);
+  guint64 i = 0;
+
+  fail_unless (f != NULL);
+  fail_unless (fwrite (&len, 8, 1, f) == 1);
+  fail_unless (fwrite (hdr, len, 1, f) == 1);
+  fail_unless (fwrite (pad, 4, 3, f) == 3);
+  while (i < numel) {
+    guint64 n = MIN (65536, numel - i), k;
+    for (k = 0; k < n; k++)
+      chunk[k] = (guint32) (i + k);
+    fail_unless (fwrite (chunk, 4, n, f) == n);
+    i += n;
+  }
+  fail_unless (fwrite (pad, 4, 2, f) == 2);
+  fail_unless (fclose (f) == 0);
+  *size = 8 + len + 20 + numel * 4;
+  g_free (chunk);
+  g_free (hdr);
+  g_free (dir);
+  return path;
+}
+
+static void
+remove_latent (gchar * path)
+{
+  gchar *dir = g_path_get_dirname (path);
+
+  g_unlink (path);
+  g_rmdir (dir);
+  g_free (dir);
+  g_free (path);
+}
+
+/* the whole file as bytes, for the push-mode tests */
+static GBytes *
+latent_bytes (const Shape * s)
+{
+  guint64 size;
+  gchar *path = write_latent (s, &size), *contents;
+  gsize len;
+
+  fail_unless (g_file_get_contents (path, &contents, &len, NULL));
+  fail_unless_equals_uint64 (len, size);
+  remove_latent (path);
+  return g_bytes_new_take (contents, len);
+}
+
+/* latent frame k of the stream must be frame t of batch item b gathered from the tensor,
+ * [C, H, W], stamped for the decoded frames it gives at FPS */
+static void
+check_frame (GstBuffer * buf, const Shape * s, guint64 k)
+{
+  const guint64 b = k / s->t, t = k % s->t, plane = s->h * s->w;
+  const guint64 per_item = s->video ? 1 + FPL * (s->t - 1) : 1;
+  const guint64 start = b * per_item + (s->video && t > 0 ? 1 + FPL * (t - 1) :
+      t), m = s->video && t > 0 ? FPL : 1;
+  GstMapInfo map;
+  guint64 c, p;
+
+  fail_unless (gst_buffer_map (buf, &map, GST_MAP_READ));
+  fail_unless_equals_uint64 (map.size, s->c * plane * 4);
+  for (c = 0; c < (guint64) s->c; c++) {
+    const guint32 *got = (const guint32 *) map.data + c * plane;
+    const guint64 want = ((b * s->c + c) * s->t + t) * plane;
+    for (p = 0; p < plane; p++)
+      if (got[p] != (guint32) (want + p))
+        fail ("frame %" G_GUINT64_FORMAT " (item %" G_GUINT64_FORMAT ", t %"
+            G_GUINT64_FORMAT "), channel %" G_GUINT64_FORMAT ", element %"
+            G_GUINT64_FORMAT ": %u, want %u", k, b, t, c, p, got[p],
+            (guint32) (want + p));
+  }
+  gst_buffer_unmap (buf, &map);
+  fail_unless_equals_uint64 (GST_BUFFER_PTS (buf),
+      gst_util_uint64_scale (start, GST_SECOND, FPS));
+  fail_unless_equals_uint64 (GST_BUFFER_DURATION (buf),
+      gst_util_uint64_scale (start + m, GST_SECOND, FPS) -
+      GST_BUFFER_PTS (buf));
+  fail_unless_equals_uint64 (GST_BUFFER_OFFSET (buf), start);
+  fail_unless (GST_BUFFER_FLAG_IS_SET (buf, GST_BUFFER_FLAG_DISCONT) ==
+      (s->video && t == 0 && b > 0), "frame %" G_GUINT64_FORMAT ": DISCONT",
+      k);
+}
+
+/* ---- pull mode: filesrc ! latentparse ! appsink ---------------------------------------- */
+
+/* run the file through latentparse, checking every frame; the frames received, and the
+ * error's message (or NULL) in *error */
+static guint64
+run_pull (const gchar * path, const Shape * s, const gchar * props,
+    gchar ** error)
+{
+  gchar *desc = g_strdup_printf ("filesrc location=%s ! latentparse %s ! "
+      "appsink name=sink sync=false max-buffers=2", path, props ? props : "");
+  GError *err = NULL;
+  GstElement *p = gst_parse_launch_full (desc, NULL,
+      GST_PARSE_FLAG_FATAL_ERRORS, &err);
+  GstElement *sink;
+  GstBus *bus;
+  gint64 deadline = g_get_monotonic_time () + 30 * G_USEC_PER_SEC;
+  guint64 k = 0;
+
+  fail_unless (p != NULL && err == NULL, "%s: %s", desc,
+      err ? err->message : "");
+  sink = gst_bin_get_by_name (GST_BIN (p), "sink");
+  bus = gst_element_get_bus (p);
+  *error = NULL;
+  gst_element_set_state (p, GST_STATE_PLAYING);
+  for (;;) {
+    GstSample *sample = gst_app_sink_try_pull_sample (GST_APP_SINK (sink),
+        GST_SECOND / 20);
+    GstMessage *msg;
+
+    if (sample) {
+      check_frame (gst_sample_get_buffer (sample), s, k++);
+      gst_sample_unref (sample);
+      continue;
+    }
+    /* (an error comes before the EOS that follows it) */
+    msg = gst_bus_pop_filtered (bus, GST_MESSAGE_ERROR);
+    if (msg) {
+      gst_message_parse_error (msg, &err, NULL);
+      *error = g_strdup (err->message);
+      g_clear_error (&err);
+      gst_message_unref (msg);
+      break;
+    }
+    if (gst_app_sink_is_eos (GST_APP_SINK (sink)))
+      break;
+    fail_if (g_get_monotonic_time () > deadline, "%s: no EOS nor error in "
+        "30 s", desc);
+  }
+  gst_element_set_state (p, GST_STATE_NULL);
+  gst_object_unref (bus);
+  gst_object_unref (sink);
+  gst_object_unref (p);
+  g_free (desc);
+  return k;
+}
+
+static void
+expect_message (const gchar * error, const gchar * needle)
+{
+  fail_unless (error != NULL, "no error (wanted '%s')", needle);
+  fail_unless (strstr (error, needle) != NULL, "error '%s' does not mention "
+      "'%s'", error, needle);
+}
+
+/* the file through pull mode: every frame, in order, and no error */
+static void
+expect_pull_frames (const Shape * s, const gchar * props)
+{
+  guint64 size;
+  gchar *path = write_latent (s, &size), *error;
+  guint64 n = run_pull (path, s, props, &error);
+
+  fail_unless (error == NULL, "%s", error);
+  fail_unless_equals_uint64 (n, s->b * s->t);
+  remove_latent (path);
+}
+
+/* a 5-D item of 7560 bytes read under a bound of 4096 (frames of 1260 bytes): pull mode
+ * holds a frame, not the item; a 4-D tensor too */
+GST_START_TEST (test_pull_frames)
+{
+  const Shape video = { 2, 5, 6, 7, 9, TRUE };
+  const Shape images = { 3, 5, 1, 7, 9, FALSE };
+
+  expect_pull_frames (&video, "max-size-bytes=4096");
+  expect_pull_frames (&images, "max-size-bytes=1260");
+}
+
+GST_END_TEST;
+
+/* kB of resident memory: the peak if hwm, else the current */
+static guint64
+rss_kb (gboolean hwm)
+{
+  gchar *status;
+  const gchar *line;
+  guint64 kb = 0;
+
+  fail_unless (g_file_get_contents ("/proc/self/status", &status, NULL, NULL));
+  line = strstr (status, hwm ? "VmHWM:" : "VmRSS:");
+  fail_unless (line != NULL);
+  kb = g_ascii_strtoull (line + 6, NULL, 10);
+  g_free (status);
+  return kb;
+}
+
+/* reset the peak to the current resident size (Linux 4.0+); without it the peak before the
+ * run stays in, which only hides growth below it */
+static guint64
+rss_reset_peak (void)
+{
+  FILE *f = fopen ("/proc/self/clear_refs", "w");
+
+  if (f) {
+    fputs ("5", f);
+    fclose (f);
+  }
+  return f ? rss_kb (FALSE) : rss_kb (TRUE);
+}
+
+/* a 48 MiB item ([1, 16, 96, 64, 128] F32, frames of 512 KiB) through pull mode with the
+ * default bound: the process's peak resident memory grows by less than a quarter of the
+ * item, every frame right (holding the item, as push mode must, takes all of it). A small
+ * file goes first, so that loading the plugins is not counted. */
+GST_START_TEST (test_pull_memory)
+{
+  const Shape s = { 1, 16, 96, 64, 128, TRUE }, warm = { 1, 2, 2, 2, 2, TRUE };
+  guint64 size, base, peak, n;
+  gchar *path = write_latent (&s, &size), *error;
+
+  expect_pull_frames (&warm, NULL);
+  base = rss_reset_peak ();
+  n = run_pull (path, &s, NULL, &error);
+  peak = rss_kb (TRUE);
+  fail_unless (error == NULL, "%s", error);
+  fail_unless_equals_uint64 (n, 96);
+  GST_INFO ("item of %" G_GUINT64_FORMAT " KiB: peak resident memory grew by %"
+      G_GUINT64_FORMAT " KiB", shape_bytes (&s) / 1024, peak - base);
+  fail_unless (peak - base < shape_bytes (&s) / 1024 / 4, "resident memory "
+      "grew by %" G_GUINT64_FORMAT " KiB for an item of %" G_GUINT64_FORMAT
+      " KiB", peak - base, shape_bytes (&s) / 1024);
+  remove_latent (path);
+}
+
+GST_END_TEST;
+
+/* ---- push mode: GstHarness ------------------------------------------------------------ */
+
+static GstHarness *
+push_harness (const gchar * props, GstBus ** bus)
+{
+  gchar *desc = g_strdup_printf ("latentparse %s", props ? props : "");
+  GstHarness *h = gst_harness_new_parse (desc);
+
+  fail_unless (h != NULL, "%s", desc);
+  *bus = gst_bus_new ();
+  gst_element_set_bus (h->element, *bus);
+  gst_harness_set_src_caps_str (h, "application/octet-stream");
+  g_free (desc);
+  return h;
+}
+
+static void
+push_range (GstHarness * h, GBytes * bytes, gsize from, gsize to)
+{
+  const guint8 *d = g_bytes_get_data (bytes, NULL);
+
+  if (to > from)
+    gst_harness_push (h, gst_buffer_new_memdup (d + from, to - from));
+}
+
+/* pull and check the frames received so far; k counts them over the stream */
+static void
+check_pushed (GstHarness * h, const Shape * s, guint64 * k)
+{
+  GstBuffer *buf;
+
+  while ((buf = gst_harness_try_pull (h))) {
+    check_frame (buf, s, (*k)++);
+    gst_buffer_unref (buf);
+  }
+}
+
+/* the error on the bus must mention needle */
+static void
+expect_bus_error (GstBus * bus, const gchar * needle)
+{
+  GstMessage *msg = gst_bus_pop_filtered (bus, GST_MESSAGE_ERROR);
+  GError *error = NULL;
+
+  fail_unless (msg != NULL, "no error posted (wanted '%s')", needle);
+  gst_message_parse_error (msg, &error, NULL);
+  expect_message (error->message, needle);
+  g_clear_error (&error);
+  gst_message_unref (msg);
+}
+
+static void
+harness_teardown (GstHarness * h, GstBus * bus)
+{
+  gst_bus_set_flushing (bus, TRUE);
+  gst_harness_teardown (h);
+  gst_object_unref (bus);
+}
+
+/* a 5-D item of 7560 bytes pushed under a bound of 4096: refused once the header is in,
+ * naming the sizes and pull mode, before any of its bytes are held; at 7560 it streams */
+GST_START_TEST (test_push_item_bound)
+{
+  const Shape s = { 2, 5, 6, 7, 9, TRUE };
+  GBytes *bytes = latent_bytes (&s);
+  gchar *hdr = latent_header (&s);
+  const gsize size = g_bytes_get_size (bytes);
+  GstBus *bus;
+  GstHarness *h = push_harness ("max-size-bytes=4096", &bus);
+  guint64 k = 0;
+
+  push_range (h, bytes, 0, 8 + strlen (hdr));
+  expect_bus_error (bus, "Latent tensor 'latent_tensor' holds videos of 7560 "
+      "bytes per batch item, more than max-size-bytes (4096)");
+  fail_unless_equals_int (gst_harness_buffers_received (h), 0);
+  harness_teardown (h, bus);
+
+  h = push_harness ("max-size-bytes=7560", &bus);
+  push_range (h, bytes, 0, size);
+  fail_unless (gst_harness_push_event (h, gst_event_new_eos ()));
+  check_pushed (h, &s, &k);
+  fail_unless_equals_uint64 (k, s.b * s.t);
+  fail_unless (gst_bus_pop_filtered (bus, GST_MESSAGE_ERROR) == NULL);
+  harness_teardown (h, bus);
+  g_bytes_unref (bytes);
+  g_free (hdr);
+}
+
+GST_END_TEST;
+
+/* push mode: each frame goes out as soon as its plane of the last channel is whole (one
+ * byte short is not enough): for a 5-D item not when the whole item is in, for a 4-D tensor
+ * when its own bytes are */
+static void
+expect_frames_as_they_arrive (const Shape * s, const gchar * props)
+{
+  GBytes *bytes = latent_bytes (s);
+  gchar *hdr = latent_header (s);
+  const gsize plane = s->h * s->w * 4, data = 8 + strlen (hdr) + 12;
+  gsize at = 0;
+  GstBus *bus;
+  GstHarness *h = push_harness (props, &bus);
+  guint64 k = 0, f;
+
+  for (f = 0; f < (guint64) (s->b * s->t); f++) {
+    const guint64 b = f / s->t, t = f % s->t;
+    const gsize end = data + ((b * s->c + s->c - 1) * s->t + t + 1) * plane;
+
+    push_range (h, bytes, at, end - 1);
+    check_pushed (h, s, &k);
+    fail_unless_equals_uint64 (k, f);
+    push_range (h, bytes, end - 1, end);
+    at = end;
+    check_pushed (h, s, &k);
+    fail_unless_equals_uint64 (k, f + 1);
+  }
+  push_range (h, bytes, at, g_bytes_get_size (bytes));
+  fail_unless (gst_harness_push_event (h, gst_event_new_eos ()));
+  fail_unless (gst_bus_pop_filtered (bus, GST_MESSAGE_ERROR) == NULL);
+  harness_teardown (h, bus);
+  g_bytes_unref (bytes);
+  g_free (hdr);
+}
+
+/* 5-D, and 4-D under a bound of one frame (1260 bytes of 7560) */
+GST_START_TEST (test_push_frames_as_they_arrive)
+{
+  const Shape video = { 2, 5, 6, 7, 9, TRUE };
+  const Shape images = { 6, 5, 1, 7, 9, FALSE };
+
+  expect_frames_as_they_arrive (&video, NULL);
+  expect_frames_as_they_arrive (&images, "max-size-bytes=1260");
+}
+
+GST_END_TEST;
+
+/* ---- refusals ------------------------------------------------------------------------- */
+
+/* these bytes as a file through pull mode: the error must mention needle, after n frames */
+static void
+expect_pull_error (GBytes * bytes, const Shape * s, const gchar * props,
+    const gchar * needle, guint64 n)
+{
+  gchar *dir = g_dir_make_tmp ("latentparse-XXXXXX", NULL);
+  gchar *path = g_build_filename (dir, "bad.latent", NULL), *error;
+
+  fail_unless (g_file_set_contents (path, g_bytes_get_data (bytes, NULL),
+          g_bytes_get_size (bytes), NULL));
+  fail_unless_equals_uint64 (run_pull (path, s, props, &error), n);
+  expect_message (error, needle);
+  g_free (error);
+  g_unlink (path);
+  g_rmdir (dir);
+  g_free (path);
+  g_free (dir);
+}
+
+/* the same through push mode, pushed in pieces of 5 bytes */
+static void
+expect_push_error (GBytes * bytes, const Shape * s, const gchar * props,
+    const gchar * needle, guint64 n)
+{
+  GstBus *bus;
+  GstHarness *h = push_harness (props, &bus);
+  const gsize size = g_bytes_get_size (bytes);
+  guint64 k = 0;
+  gsize at;
+
+  for (at = 0; at < size; at += 5)
+    push_range (h, bytes, at, MIN (at + 5, size));
+  gst_harness_push_event (h, gst_event_new_eos ());
+  check_pushed (h, s, &k);
+  fail_unless_equals_uint64 (k, n);
+  expect_bus_error (bus, needle);
+  harness_teardown (h, bus);
+}
+
+/* both; takes bytes */
+static void
+expect_error_both (GBytes * bytes, const Shape * s, const gchar * props,
+    const gchar * needle, guint64 n)
+{
+  expect_pull_error (bytes, s, props, needle, n);
+  expect_push_error (bytes, s, props, needle, n);
+  g_bytes_unref (bytes);
+}
+
+/* a header of these bytes after its length */
+static GBytes *
+header_only (const gchar * hdr)
+{
+  guint64 len = strlen (hdr);
+  GByteArray *a = g_byte_array_new ();
+
+  g_byte_array_append (a, (guint8 *) & len, 8);
+  g_byte_array_append (a, (const guint8 *) hdr, len);
+  return g_byte_array_free_to_bytes (a);
+}
+
+/* a header or a frame above the bound is refused before it is read; the default bound
+ * refuses a 256 GiB frame of a shape within the caps' limits */
+GST_START_TEST (test_refuse_above_bound)
+{
+  const Shape s = { 2, 5, 6, 7, 9, TRUE };
+  GBytes *bytes = latent_bytes (&s), *huge;
+  GstBus *bus;
+  GstHarness *h = push_harness ("max-size-bytes=65536", &bus);
+  guint64 claim = 50000000;
+
+  /* a length prefix alone: the error comes before any header byte is held */
+  gst_harness_push (h, gst_buffer_new_memdup (&claim, 8));
+  expect_bus_error (bus, "header would take 50000000 bytes, more than "
+      "max-size-bytes (65536)");
+  harness_teardown (h, bus);
+
+  expect_error_both (g_bytes_ref (bytes), &s, "max-size-bytes=1000",
+      "has frames of 1260 bytes (5 channels of 9x7 F32), more than "
+      "max-size-bytes (1000)", 0);
+  huge = header_only ("{\"latent_tensor\":{\"dtype\":\"F32\",\"shape\":"
+      "[1,4096,1,4096,4096],\"data_offsets\":[0,274877906944]}}");
+  expect_error_both (huge, &s, NULL, "has frames of 274877906944 bytes (4096 "
+      "channels of 4096x4096 F32), more than max-size-bytes (268435456)", 0);
+  g_bytes_unref (bytes);
+}
+
+GST_END_TEST;
+
+/* truncated files: the same frames and error in both modes. A 5-D item whose last channel
+ * is cut inside frame 2's plane gives its frames 0 and 1, which are whole. */
+GST_START_TEST (test_truncated)
+{
+  const Shape s = { 2, 5, 6, 7, 9, TRUE };
+  GBytes *bytes = latent_bytes (&s), *cut;
+  gchar *hdr = latent_header (&s), *needle;
+  const gsize plane = s.h * s.w * 4, data = 8 + strlen (hdr) + 12;
+  const gsize end = data + (s.c * s.t + (s.c - 1) * s.t + 2) * plane + 100;
+  const guint8 *d = g_bytes_get_data (bytes, NULL);
+  guint64 claim = 90000000, base;
+  guint8 prefix[108];
+
+  cut = g_bytes_new (d, end);
+  needle = g_strdup_printf ("Truncated latent file: tensor 'latent_tensor' "
+      "needs 15120 bytes but the stream ended after %" G_GSIZE_FORMAT " of "
+      "them; 8 frames were pushed.", end - data);
+  expect_error_both (cut, &s, NULL, needle, s.t + 2);
+  g_free (needle);
+
+  expect_error_both (g_bytes_new (NULL, 0), &s, NULL,
+      "The latent stream is empty", 0);
+  expect_error_both (g_bytes_new (d, 5), &s, NULL,
+      "5 bytes, shorter than the 8-byte safetensors prefix", 0);
+
+  /* a header length far beyond the file's end: refused in pull mode without reading it */
+  memcpy (prefix, &claim, 8);
+  memset (prefix + 8, '{', 100);
+  cut = g_bytes_new (prefix, sizeof (prefix));
+  base = rss_reset_peak ();
+  expect_pull_error (cut, &s, NULL, "the stream ended inside the 90000000-byte "
+      "header (100 bytes of it arrived)", 0);
+  fail_unless (rss_kb (TRUE) - base < 45000);
+  g_bytes_unref (cut);
+  g_bytes_unref (bytes);
+  g_free (hdr);
+}
+
+GST_END_TEST;
+
+static Suite *
+latentparse_suite (void)
+{
+  Suite *s = suite_create ("latentparse");
+  TCase *tc = tcase_create ("general");
+
+  tcase_set_timeout (tc, 60);
+  suite_add_tcase (s, tc);
+  tcase_add_test (tc, test_pull_frames);
+  tcase_add_test (tc, test_pull_memory);
+  tcase_add_test (tc, test_push_item_bound);
+  tcase_add_test (tc, test_push_frames_as_they_arrive);
+  tcase_add_test (tc, test_refuse_above_bound);
+  tcase_add_test (tc, test_truncated);
+  return s;
+}
+
+int
+main (int argc, char **argv)
+{
+  vae_test_fresh_registry ();
+  gst_check_init (&argc, &argv);
+  return gst_check_run_suite (latentparse_suite (), "latentparse", __FILE__);
+}
