@@ -224,7 +224,7 @@ static void test_load_errors(void) {
 // (whose quarantine keeps freed blocks resident for a while: RSS would grow with every free), else
 // the resident set
 #if defined(__SANITIZE_ADDRESS__)
-#    include <sanitizer/allocator_interface.h>
+size_t __sanitizer_get_current_allocated_bytes(void);   // the runtime's (sanitizer/allocator_interface.h)
 
 static long resident_kib(void) {
     return (long) (__sanitizer_get_current_allocated_bytes() / 1024);
