@@ -1492,7 +1492,8 @@ gst_vae_decode_class_init (GstVaeDecodeClass * klass)
    * (the other tensors are ignored); a TAESD-family decoder (taesd, taesdxl, taesd3, taef1,
    * taef2) in the original, diffusers or ComfyUI naming; the Wan 2.1 VAE in the original
    * or diffusers naming; or a TAEHV decoder (taew2_1, taew2_2). Encoder tensors are
-   * ignored. Loaded on the way to PAUSED.
+   * ignored. Loaded on the way to PAUSED; like model-family, backend, device-id and
+   * precision, a change while the element runs is refused with a warning on the bus.
    */
   g_object_class_install_property (gobject_class, PROP_MODEL_FILE,
       g_param_spec_string ("model-file", "Model file",
