@@ -933,6 +933,14 @@ struct vae_model * vae_model_load(const char * path, enum vae_family family, cha
         ok                   = g != NULL;
         vae_graph_free(g);
     }
+    // the file's pages the copies were made from leave the resident memory, which then holds the
+    // copies alone, as when the file was closed after a load. Only now that all are made: a read
+    // fault maps the pages around it too, so earlier drops would be undone by later conversions
+    for (int i = 0; ok && i < m->n_weights; i++) {
+        for (int j = 0; m->weights[i].copy && j < m->weights[i].n_src; j++) {
+            vae_st_tensor_drop(m->weights[i].src[j]);
+        }
+    }
     if (!ok) {
         vae_model_free(m);
         return NULL;

@@ -1297,6 +1297,17 @@ struct vae_st_file * vae_st_file_open(const char * path, char * err, size_t err_
     return file;
 }
 
+void vae_st_tensor_drop(const struct vae_st_tensor * t) {
+    // whole pages around the data (the mapping's last page included): a neighbour's part of a page
+    // is read from the file again too, unchanged, as the mapping is private and never written
+    const uintptr_t page  = (uintptr_t) sysconf(_SC_PAGESIZE);
+    const uintptr_t begin = (uintptr_t) t->data / page * page;
+    const uintptr_t end   = ((uintptr_t) t->data + t->nbytes + page - 1) / page * page;
+    if (t->data != NULL) {
+        madvise((void *) begin, end - begin, MADV_DONTNEED);
+    }
+}
+
 void vae_st_file_close(struct vae_st_file * file) {
     if (file == NULL) {
         return;

@@ -921,6 +921,26 @@ static double statm_resident_mib(void) {
     return (double) res * (double) sysconf(_SC_PAGESIZE) / (1024.0 * 1024.0);
 }
 
+// KiB of the mapping that holds p resident in this process (smaps), -1 if not found
+static long mapping_rss_kib(const void * p) {
+    FILE * f = fopen("/proc/self/smaps", "r");
+    char   line[512];
+    bool   in = false;
+    long   kib = -1;
+    while (f != NULL && kib < 0 && fgets(line, sizeof(line), f) != NULL) {
+        uintptr_t begin, end;
+        if (sscanf(line, "%" SCNxPTR "-%" SCNxPTR " ", &begin, &end) == 2) { // a mapping, then its fields
+            in = (uintptr_t) p >= begin && (uintptr_t) p < end;
+        } else if (in && strncmp(line, "Rss:", 4) == 0) {
+            kib = strtol(line + 4, NULL, 10);
+        }
+    }
+    if (f != NULL) {
+        fclose(f);
+    }
+    return kib;
+}
+
 static void test_model_lazy(void) {
     char path[1200], err[1024];
     // 2^24 F16 zeros (32 MiB in the file, 64 MiB as f32) that no graph uses: '99.weight' is a
@@ -958,6 +978,23 @@ static void test_model_lazy(void) {
     vae_model_free(m2);
     vae_model_free(m);
     unlink(path);
+
+    // converted F16: the file's pages it came from leave the resident memory (beyond the header,
+    // which was parsed from the mapping, about 150 KiB of data would stay)
+    char         src[1200];
+    const char * dir = getenv("VAE_TEST_DATA");
+    snprintf(src, sizeof(src), "%s/taesd_z4_w16.diffusers.safetensors", dir != NULL ? dir : "tests/data");
+    m = vae_model_load(src, VAE_FAMILY_AUTO, err, sizeof(err));
+    CHECK(m != NULL, "%s", err);
+    if (m != NULL) {
+        const struct vae_weight * w      = vae_model_weight(m, "1.weight");
+        const long                header = (long) (w->src[0]->data - m->file->map) / 1024 + 1;
+        const long                rss    = mapping_rss_kib(m->file->map);
+        printf("F16 model of %zu KiB, header %ld KiB: %ld KiB of its mapping resident after the load\n",
+               m->file->map_size / 1024, header, rss);
+        CHECK(w->copy != NULL && rss >= 0 && rss <= header + 8, "%ld KiB of the F16 file stay resident", rss);
+        vae_model_free(m);
+    }
 }
 
 // every file of the fuzz corpus loads or is refused with a message, in time; the crafted ones
