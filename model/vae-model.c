@@ -1,11 +1,15 @@
-// Loading a decoder file: recognising its family from key names and shapes (MODELS.md §D),
-// mapping its naming onto the canonical one the builders use, and converting the weights to f32
-// once. A file that is not a decoder we know is refused with a message that says what was looked
-// for and what was found, so a user who picked the wrong file learns which one it was.
+// Loading a decoder file: recognising its family from key names and shapes (MODELS.md §D) and
+// mapping its naming onto the canonical one the builders use. Loading reads names and shapes
+// only; a weight's f32 data is made when a graph first takes it, straight from the file mapping
+// where the bytes already are aligned f32, so tensors no graph uses are never converted (a
+// checkpoint may hold gigabytes of them). A file that is not a decoder we know is refused with a
+// message that says what was looked for and what was found, so a user who picked the wrong file
+// learns which one it was; a file whose shapes or numbers are absurd is refused naming the tensor.
 
 #include "vae-model.h"
 
 #include <ctype.h>
+#include <inttypes.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -21,6 +25,7 @@ static const char * family_names[VAE_FAMILY_COUNT] = {
 };
 
 #define FLUX2_BN_EPS 1e-4f   // FLUX.2's BatchNorm over the patchified latent (MODELS.md A.6)
+#define MODEL_MAX_INDEX 1000 // block numbers in names: real decoders stay far below
 
 // Wan 2.1 (MODELS.md B.4) and Wan 2.2 (B.8) latent statistics: raw z = normalized x * std + mean
 static const float wan21_mean[16] = { -0.7571f, -0.7089f, -0.9113f, 0.1075f, -0.1745f, 0.9653f, -0.1517f, 1.5508f,
@@ -60,19 +65,119 @@ void vae_model_free(struct vae_model * model) {
     }
     for (int i = 0; i < model->n_weights; i++) {
         free(model->weights[i].name);
-        free(model->weights[i].data);
+        free(model->weights[i].copy);
     }
     free(model->weights);
+    vae_st_file_close(model->file);
+    pthread_mutex_destroy(&model->lock);
     free(model);
 }
 
+static int model_cmp_weight(const void * a, const void * b) {
+    return strcmp(((const struct vae_weight *) a)->name, ((const struct vae_weight *) b)->name);
+}
+
 const struct vae_weight * vae_model_weight(const struct vae_model * model, const char * name) {
-    for (int i = 0; i < model->n_weights; i++) {
-        if (strcmp(model->weights[i].name, name) == 0) {
-            return &model->weights[i];
+    const struct vae_weight key = { .name = (char *) name };
+    return bsearch(&key, model->weights, (size_t) model->n_weights, sizeof(key), model_cmp_weight);
+}
+
+// "[d0, d1, ...]" into buf
+static void model_format_shape(char * buf, size_t size, int n_dims, const int64_t * shape) {
+    size_t at = (size_t) snprintf(buf, size, "[");
+    for (int i = 0; i < n_dims && at < size; i++) {
+        at += (size_t) snprintf(buf + at, size - at, i ? ", %lld" : "%lld", (long long) shape[i]);
+    }
+    if (at < size) {
+        snprintf(buf + at, size - at, "]");
+    }
+}
+
+// a decoder with a NaN or an infinity among its weights decodes black or garbage frames, never an
+// error, so such a tensor is refused by name (a scan is cheap next to a conversion)
+static bool model_check_finite(const struct vae_st_tensor * t, const float * d, size_t n, char * err, size_t err_size) {
+    size_t special = 0;
+    for (size_t i = 0; i < n; i++) {
+        uint32_t u;
+        memcpy(&u, &d[i], sizeof(u));
+        special += (u & 0x7f800000u) == 0x7f800000u; // exponent all ones
+    }
+    if (special == 0) {
+        return true;
+    }
+    size_t nan = 0;
+    for (size_t i = 0; i < n; i++) {
+        nan += isnan(d[i]) != 0;
+    }
+    snprintf(err, err_size, "tensor '%s' holds %zu NaN and %zu infinite values (of %zu): decoder weights must be finite",
+             t->name, nan, special - nan, n);
+    return false;
+}
+
+// a TAEHV MemBlock conv t [Cout, 2 Cin, k, k] (inputs x_t then x_t-1) as w's taps [Cout, Cin, 2, k, k]
+static void model_taps_to_f32(const struct vae_weight * w, const struct vae_st_tensor * t, float * d) {
+    const int64_t cout = w->shape[0], cin = w->shape[1], kk = w->shape[3] * w->shape[4];
+    const size_t  size = (size_t) vae_dtype_bits(t->dtype) / 8;
+    for (int64_t o = 0; o < cout; o++) {
+        for (int64_t ci = 0; ci < cin; ci++) {
+            for (int tap = 0; tap < 2; tap++) { // tap 0: channels [cin, 2 cin) = the past
+                const int64_t from = (o * 2 * cin + (tap ? 0 : cin) + ci) * kk;
+                vae_dtype_to_f32(t->dtype, t->data + (size_t) from * size, d + ((o * cin + ci) * 2 + tap) * kk,
+                                 (size_t) kk);
+            }
         }
     }
-    return NULL;
+}
+
+// w's data: the file's bytes in place where they are aligned little-endian f32 and need no
+// rearranging, else a converted copy
+static bool model_weight_make(struct vae_weight * w, char * err, size_t err_size) {
+    const struct vae_st_tensor * t = w->src[0];
+#if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    if (w->n_src == 1 && !w->taps && t->dtype == VAE_DTYPE_F32 && (uintptr_t) t->data % sizeof(float) == 0) {
+        if (!model_check_finite(t, (const float *) (const void *) t->data, (size_t) t->numel, err, err_size)) {
+            return false;
+        }
+        w->data = (const float *) (const void *) t->data;
+        return true;
+    }
+#endif
+    uint64_t n = 0;
+    for (int i = 0; i < w->n_src; i++) {
+        n += w->src[i]->numel; // each is at most the file's size
+    }
+    float * d = n <= SIZE_MAX / sizeof(float) ? malloc((size_t) n * sizeof(float)) : NULL;
+    if (!d) {
+        snprintf(err, err_size, "out of memory converting tensor '%s' (%" PRIu64 " values)", t->name, n);
+        return false;
+    }
+    float * at = d;
+    for (int i = 0; i < w->n_src; i++) {
+        const struct vae_st_tensor * s = w->src[i];
+        if (w->taps) {
+            model_taps_to_f32(w, s, at);
+        } else {
+            vae_dtype_to_f32(s->dtype, s->data, at, (size_t) s->numel);
+        }
+        if (!model_check_finite(s, at, (size_t) s->numel, err, err_size)) {
+            free(d);
+            return false;
+        }
+        at += s->numel;
+    }
+    w->copy = d;
+    w->data = d;
+    return true;
+}
+
+const float * vae_model_weight_data(const struct vae_model * model, const struct vae_weight * w, char * err,
+                                    size_t err_size) {
+    // the model owns its weights (and its lock); making data is the one change a const model sees
+    struct vae_model * m = (struct vae_model *) model;
+    pthread_mutex_lock(&m->lock);
+    const bool ok = w->data || model_weight_make((struct vae_weight *) w, err, err_size);
+    pthread_mutex_unlock(&m->lock);
+    return ok ? w->data : NULL;
 }
 
 bool vae_builder_init(struct vae_builder * b, const struct vae_model * model, char * err, size_t err_size) {
@@ -118,14 +223,17 @@ struct vae_tensor * vae_builder_weight(struct vae_builder * b, int n_dims, const
         ok = shape[i] < 0 || shape[i] == w->shape[i];
     }
     if (!ok) {
-        char want[96] = "", *p = want;
-        for (int i = 0; i < n_dims; i++) {
-            p += snprintf(p, (size_t) (want + sizeof(want) - p), i ? ", %lld" : "%lld", (long long) shape[i]);
-        }
-        return vae_builder_fail(b, "%s: tensor '%s' %s (expected shape [%s], -1 = any)",
+        char want[96];
+        model_format_shape(want, sizeof(want), n_dims, shape);
+        return vae_builder_fail(b, "%s: tensor '%s' %s (expected shape %s, -1 = any)",
                                 vae_family_name(b->model->family), name, w ? "has the wrong shape" : "is missing", want);
     }
-    return vae_graph_weight(b->g, w->name, w->data, w->n_dims, w->shape);
+    char          msg[512];
+    const float * data = vae_model_weight_data(b->model, w, msg, sizeof(msg));
+    if (!data) {
+        return vae_builder_fail(b, "%s", msg);
+    }
+    return vae_graph_weight(b->g, w->name, data, w->n_dims, w->shape);
 }
 
 struct vae_tensor * vae_builder_conv2d(struct vae_builder * b, struct vae_tensor * x, const char * name, int k,
@@ -194,16 +302,27 @@ enum model_naming {
     NAMING_NONE,
 };
 
+// the block number s starts with: -1 when s does not start with a digit, MODEL_MAX_INDEX + 1 for
+// any number above MODEL_MAX_INDEX (so that no arithmetic on it can overflow)
+static long model_index(const char * s, const char ** end) {
+    if (!isdigit((unsigned char) *s)) {
+        return -1;
+    }
+    long n = 0;
+    for (; isdigit((unsigned char) *s); s++) {
+        n = n > MODEL_MAX_INDEX ? n : 10 * n + (*s - '0');
+    }
+    *end = s;
+    return n > MODEL_MAX_INDEX ? MODEL_MAX_INDEX + 1 : n;
+}
+
 // `prefix` + the number `key` starts with (after `head`) + what follows, or NULL
 static char * model_renumber(const char * key, const char * head, const char * prefix, long add, long mul, long * num,
                              const char ** rest) {
     const size_t n = strlen(head);
-    if (strncmp(key, head, n) != 0 || !isdigit((unsigned char) key[n])) {
-        return NULL;
-    }
-    char * end;
-    *num = strtol(key + n, &end, 10);
-    if (*end != '.' || *num > 1000) {
+    const char * end;
+    if (strncmp(key, head, n) != 0 || (*num = model_index(key + n, &end)) < 0 || *end != '.' ||
+        *num > MODEL_MAX_INDEX) {
         return NULL;
     }
     *rest      = end;
@@ -281,11 +400,7 @@ static char * model_kl_diffusers_name(const char * key, long levels) {
         }
         return NULL;
     }
-    if (strncmp(key, "decoder.up_blocks.", 18) != 0 || !isdigit((unsigned char) key[18])) {
-        return NULL;
-    }
-    num = strtol(key + 18, (char **) &rest, 10);
-    if (num >= levels) {
+    if (strncmp(key, "decoder.up_blocks.", 18) != 0 || (num = model_index(key + 18, &rest)) < 0 || num >= levels) {
         return NULL;
     }
     char level[40];
@@ -342,11 +457,8 @@ static char * model_canonical_name(const char * key, enum model_naming naming, l
             if ((name = model_renumber(key, "decoder.mid_block.resnets.", "decoder.middle.", 0, 2, &num, &rest))) {
                 return model_wan_resblock(name);
             }
-            if (strncmp(key, "decoder.up_blocks.", 18) != 0 || !isdigit((unsigned char) key[18])) {
-                return NULL;
-            }
-            num = strtol(key + 18, (char **) &rest, 10);
-            if (num > 100) {
+            if (strncmp(key, "decoder.up_blocks.", 18) != 0 || (num = model_index(key + 18, &rest)) < 0 ||
+                num > MODEL_MAX_INDEX) {
                 return NULL;
             }
             if ((name = model_renumber(rest, ".resnets.", "decoder.upsamples.", num * per_block, 1, &num2, &rest2))) {
@@ -375,41 +487,60 @@ static char * model_canonical_name(const char * key, enum model_naming naming, l
     }
 }
 
-// Wan diffusers: entries of `upsamples` per up-block = resnets per block + the upsampler
-static long model_wan_per_block(const struct vae_st_header * hdr) {
+// the largest block number that follows `mark` in the names starting with `head` (-1: none);
+// -2 after a message naming a tensor whose number is out of range
+static long model_most_index(const struct vae_st_header * hdr, const char * head, const char * mark, char * err,
+                             size_t err_size) {
     long most = -1;
     for (int i = 0; i < hdr->n_tensors; i++) {
-        const char * at = strstr(hdr->tensors[i].name, ".resnets.");
-        if (strncmp(hdr->tensors[i].name, "decoder.up_blocks.", 18) == 0 && at) {
-            const long j = strtol(at + 9, NULL, 10);
-            most         = j > most ? j : most;
+        const char * name = hdr->tensors[i].name;
+        const char * at   = strncmp(name, head, strlen(head)) == 0 ? strstr(name + strlen(head) - 1, mark) : NULL;
+        const char * end;
+        const long   j = at ? model_index(at + strlen(mark), &end) : -1;
+        if (j > MODEL_MAX_INDEX) {
+            snprintf(err, err_size, "tensor '%s': block number out of range (at most %d)", name, MODEL_MAX_INDEX);
+            return -2;
         }
+        most = j > most ? j : most;
     }
-    return most + 2;
+    return most;
 }
 
-// AutoencoderKL diffusers: the number of up-blocks
-static long model_kl_levels(const struct vae_st_header * hdr, const char * prefix) {
-    long         most = -1;
-    char         head[64];
-    const size_t n = (size_t) snprintf(head, sizeof(head), "%sdecoder.up_blocks.", prefix);
-    for (int i = 0; i < hdr->n_tensors; i++) {
-        if (strncmp(hdr->tensors[i].name, head, n) == 0) {
-            const long j = strtol(hdr->tensors[i].name + n, NULL, 10);
-            most         = j > most ? j : most;
+// a decoder weight has real dimensions: none is 0 (an empty tensor, whose other dimensions the
+// format leaves unbounded) and none is above INT32_MAX, so every dimension is bounded by the
+// tensor's bytes in the file and every loop over one by the data's real size
+static bool model_check_dims(const struct vae_st_tensor * t, char * err, size_t err_size) {
+    for (int pass = 0; pass < 2; pass++) { // a zero anywhere is the cause to name first
+        for (int i = 0; i < t->n_dims; i++) {
+            if (pass == 0 ? t->shape[i] == 0 : t->shape[i] > INT32_MAX) {
+                char shape[160];
+                model_format_shape(shape, sizeof(shape), t->n_dims, t->shape);
+                snprintf(err, err_size, "tensor '%s' has shape %s: dimension %d is %s", t->name, shape, i,
+                         pass == 0 ? "0 (a decoder weight is never empty)" : "above 2147483647");
+                return false;
+            }
         }
     }
-    return most + 1;
+    return true;
 }
 
-// the tensors of hdr under `prefix` (stripped; others ignored) as f32 under canonical names
+// the tensors of hdr under `prefix` (stripped; others ignored) under canonical names, sorted; their
+// data is made on first use (vae_model_weight_data)
 static bool model_load_weights(struct vae_model * m, const struct vae_st_header * hdr, enum model_naming naming,
                                const char * prefix, char * err, size_t err_size) {
-    const long per_block = naming == NAMING_WAN_DIFFUSERS  ? model_wan_per_block(hdr)
-                           : naming == NAMING_KL_DIFFUSERS ? model_kl_levels(hdr, prefix)
+    char head[64];
+    snprintf(head, sizeof(head), "%sdecoder.up_blocks.", prefix);
+    // Wan diffusers: entries of `upsamples` per up-block = resnets per block + the upsampler;
+    // AutoencoderKL diffusers: the number of up-blocks
+    const long most      = naming == NAMING_WAN_DIFFUSERS  ? model_most_index(hdr, head, ".resnets.", err, err_size)
+                           : naming == NAMING_KL_DIFFUSERS ? model_most_index(hdr, head, ".", err, err_size)
                                                            : 0;
+    const long per_block = naming == NAMING_WAN_DIFFUSERS ? most + 2 : most + 1;
     const size_t skip    = strlen(prefix);
-    m->weights           = calloc((size_t) hdr->n_tensors, sizeof(*m->weights));
+    if (most < -1) {
+        return false;
+    }
+    m->weights = calloc((size_t) hdr->n_tensors, sizeof(*m->weights));
     if (!m->weights) {
         snprintf(err, err_size, "out of memory");
         return false;
@@ -420,26 +551,25 @@ static bool model_load_weights(struct vae_model * m, const struct vae_st_header 
         if (!name) {
             continue;
         }
-        if (vae_model_weight(m, name)) {
-            snprintf(err, err_size, "tensors '%s' and another both map to '%s'", t->name, name);
-            free(name);
-            return false;
-        }
         struct vae_weight * w = &m->weights[m->n_weights++];
-        w->name               = name;
+        *w                    = (struct vae_weight) { .name = name, .n_dims = t->n_dims, .src = { t }, .n_src = 1 };
+        memcpy(w->shape, t->shape, sizeof(w->shape));
         if (!vae_dtype_is_float(t->dtype)) {
             snprintf(err, err_size, "tensor '%s' is %s; decoder weights must be F32, F16 or BF16", t->name,
                      vae_dtype_name(t->dtype));
             return false;
         }
-        w->n_dims = t->n_dims;
-        memcpy(w->shape, t->shape, sizeof(w->shape));
-        w->data = malloc(t->numel ? t->numel * sizeof(float) : 1);
-        if (!w->data) {
-            snprintf(err, err_size, "out of memory converting tensor '%s'", t->name);
+        if (!model_check_dims(t, err, err_size)) {
             return false;
         }
-        vae_dtype_to_f32(t->dtype, t->data, w->data, t->numel);
+    }
+    qsort(m->weights, (size_t) m->n_weights, sizeof(*m->weights), model_cmp_weight);
+    for (int i = 1; i < m->n_weights; i++) {
+        if (strcmp(m->weights[i - 1].name, m->weights[i].name) == 0) {
+            snprintf(err, err_size, "tensors '%s' and '%s' both map to '%s'", m->weights[i - 1].src[0]->name,
+                     m->weights[i].src[0]->name, m->weights[i].name);
+            return false;
+        }
     }
     return true;
 }
@@ -555,33 +685,18 @@ static bool model_taehv_family(struct vae_model * m, enum vae_family want, char 
         }
         m->frames_per_latent *= (int) (w->shape[0] / w->shape[1]);
     }
-    for (int i = 0; i < m->n_weights; i++) {
+    for (int i = 0; i < m->n_weights; i++) { // (the taps are rearranged when the data is made)
         struct vae_weight * w = &m->weights[i];
         const char *        c = strstr(w->name, ".conv.0.weight");
         if (!c || c[14] != '\0' || w->n_dims != 4 || w->shape[1] % 2 != 0) {
             continue;
         }
-        const int64_t cout = w->shape[0], cin = w->shape[1] / 2, kk = w->shape[2] * w->shape[3];
-        float *       d    = malloc((size_t) (cout * cin * 2 * kk) * sizeof(float));
-        if (!d) {
-            snprintf(err, err_size, "out of memory");
-            return false;
-        }
-        for (int64_t o = 0; o < cout; o++) {
-            for (int64_t ci = 0; ci < cin; ci++) {
-                for (int tap = 0; tap < 2; tap++) { // tap 0: channels [cin, 2 cin) = the past
-                    memcpy(d + ((o * cin + ci) * 2 + tap) * kk, w->data + (o * 2 * cin + (tap ? 0 : cin) + ci) * kk,
-                           (size_t) kk * sizeof(float));
-                }
-            }
-        }
-        free(w->data);
-        w->data     = d;
+        w->taps     = true;
         w->n_dims   = 5;
         w->shape[4] = w->shape[3];
         w->shape[3] = w->shape[2];
         w->shape[2] = 2;
-        w->shape[1] = cin;
+        w->shape[1] /= 2;
     }
     m->own_space   = VAE_SPACE_NORMALIZED;
     m->scale       = rgb == 12 ? 16 : 8;
@@ -612,38 +727,34 @@ static const char * model_kl_prefix(const struct vae_st_header * hdr, enum model
     return NULL;
 }
 
-// a new weight named `name` of `n` floats, shape given; NULL when out of memory
-static struct vae_weight * model_add_weight(struct vae_model * m, const char * name, int n_dims, const int64_t * shape) {
+// a new weight `name` of shape made from the file's tensors src (joined along dimension 0); the
+// weights move (and stay sorted)
+static bool model_add_weight(struct vae_model * m, const char * name, int n_dims, const int64_t * shape,
+                             const struct vae_st_tensor * const * src, int n_src) {
     struct vae_weight * grown = realloc(m->weights, (size_t) (m->n_weights + 1) * sizeof(*grown));
     if (!grown) {
-        return NULL;
+        return false;
     }
-    m->weights          = grown;
+    m->weights            = grown;
     struct vae_weight * w = &m->weights[m->n_weights];
-    size_t              n = 1;
-    *w                    = (struct vae_weight) { .n_dims = n_dims };
-    for (int i = 0; i < n_dims; i++) {
-        w->shape[i] = shape[i];
-        n *= (size_t) shape[i];
-    }
-    w->name = strdup(name);
-    w->data = malloc(n * sizeof(float));
-    if (!w->name || !w->data) {
-        free(w->name);
-        free(w->data);
-        return NULL;
+    *w                    = (struct vae_weight) { .name = strdup(name), .n_dims = n_dims, .n_src = n_src };
+    memcpy(w->shape, shape, (size_t) n_dims * sizeof(*shape));
+    memcpy(w->src, src, (size_t) n_src * sizeof(*src));
+    if (!w->name) {
+        return false;
     }
     m->n_weights++;
-    return w;
+    qsort(m->weights, (size_t) m->n_weights, sizeof(*m->weights), model_cmp_weight);
+    return true;
 }
 
 // the mid block's attention: q, k, v and proj_out as [C, C, 1, 1] (diffusers stores [C, C]); q, k
 // and v joined into one conv `decoder.mid.attn_1.qkv` [3C, C, 1, 1]
 static bool model_kl_attention(struct vae_model * m, char * err, size_t err_size) {
     static const char * parts[] = { "q", "k", "v", "proj_out" };
-    const struct vae_weight * in = vae_model_weight(m, "decoder.conv_in.weight");
-    const int64_t             c  = in->shape[0];
-    const float *             w[3], * b[3];
+    const struct vae_weight *    in = vae_model_weight(m, "decoder.conv_in.weight");
+    const int64_t                c  = in->shape[0];
+    const struct vae_st_tensor * w[3], * b[3];
     for (int i = 0; i < 4; i++) {
         char name[64];
         snprintf(name, sizeof(name), "decoder.mid.attn_1.%s.weight", parts[i]);
@@ -662,20 +773,14 @@ static bool model_kl_attention(struct vae_model * m, char * err, size_t err_size
         wt->n_dims   = 4;
         wt->shape[2] = wt->shape[3] = 1;
         if (i < 3) {
-            w[i] = wt->data;
-            b[i] = bt->data;
+            w[i] = wt->src[0];
+            b[i] = bt->src[0];
         }
     }
-    struct vae_weight * qw = model_add_weight(m, "decoder.mid.attn_1.qkv.weight", 4, (const int64_t[]) { 3 * c, c, 1, 1 });
-    struct vae_weight * qb = qw ? model_add_weight(m, "decoder.mid.attn_1.qkv.bias", 1, (const int64_t[]) { 3 * c }) : NULL;
-    if (!qb) {
+    if (!model_add_weight(m, "decoder.mid.attn_1.qkv.weight", 4, (const int64_t[]) { 3 * c, c, 1, 1 }, w, 3) ||
+        !model_add_weight(m, "decoder.mid.attn_1.qkv.bias", 1, (const int64_t[]) { 3 * c }, b, 3)) {
         snprintf(err, err_size, "out of memory");
         return false;
-    }
-    qw = qb - 1; // (the array may have moved)
-    for (int i = 0; i < 3; i++) {
-        memcpy(qw->data + (size_t) (i * c * c), w[i], (size_t) (c * c) * sizeof(float));
-        memcpy(qb->data + (size_t) (i * c), b[i], (size_t) c * sizeof(float));
     }
     return true;
 }
@@ -746,13 +851,18 @@ struct vae_model * vae_model_load(const char * path, enum vae_family family, cha
     }
     const struct vae_st_header * hdr    = file->hdr;
     struct vae_model *           m      = calloc(1, sizeof(*m));
-    bool                         ok     = m != NULL;
     enum model_naming            naming = NAMING_NONE;
     const char *                 other  = model_other_family(hdr);
     const char *                 prefix = "";
-    if (!ok) {
+    if (!m) {
         snprintf(err, err_size, "out of memory");
-    } else if (model_has(hdr, "taesd_decoder.1.weight")) {
+        vae_st_file_close(file);
+        return NULL;
+    }
+    m->file = file;
+    pthread_mutex_init(&m->lock, NULL);
+    bool ok = true;
+    if (model_has(hdr, "taesd_decoder.1.weight")) {
         naming = NAMING_TAESD_COMFY;
     } else if (model_has(hdr, "decoder.layers.0.weight")) {
         naming = NAMING_TAESD_DIFFUSERS;
@@ -800,7 +910,6 @@ struct vae_model * vae_model_load(const char * path, enum vae_family family, cha
     if (ok && (naming == NAMING_KL || naming == NAMING_KL_DIFFUSERS)) {
         ok = model_kl_family(m, hdr, family, err, err_size);
     }
-    vae_st_file_close(file);
     if (ok && naming <= NAMING_TAESD_COMFY) {
         ok            = model_taesd_family(m, family, err, err_size);
         m->own_space  = VAE_SPACE_NORMALIZED;
@@ -818,10 +927,19 @@ struct vae_model * vae_model_load(const char * path, enum vae_family family, cha
         snprintf(m->description, sizeof(m->description), "%s%s decoder, %d latent channels, %d tensors",
                  vae_family_name(m->family), m->family_certain ? "" : " (or a family with the same shapes)",
                  m->latent_channels, m->n_weights);
-        // build once to check that every tensor the graph needs is there with its shape
+        // build once to check that every tensor the graph needs is there with its shape, and finite
+        // (this makes the data of every weight a graph uses)
         struct vae_graph * g = vae_model_build_graph(m, 1, 1, 1, false, err, err_size);
         ok                   = g != NULL;
         vae_graph_free(g);
+    }
+    // the file's pages the copies were made from leave the resident memory, which then holds the
+    // copies alone, as when the file was closed after a load. Only now that all are made: a read
+    // fault maps the pages around it too, so earlier drops would be undone by later conversions
+    for (int i = 0; ok && i < m->n_weights; i++) {
+        for (int j = 0; m->weights[i].copy && j < m->weights[i].n_src; j++) {
+            vae_st_tensor_drop(m->weights[i].src[j]);
+        }
     }
     if (!ok) {
         vae_model_free(m);
@@ -874,8 +992,13 @@ bool vae_model_space_affine(const struct vae_model * model, enum vae_space space
         case VAE_FAMILY_SD3:  return model_kl_affine(z, 1.5305f, 0.0609f, div, add);
         case VAE_FAMILY_FLUX1: return model_kl_affine(z, 0.3611f, 0.1159f, div, add);
         case VAE_FAMILY_FLUX2: { // x' = x * sqrt(var + eps) + mean over the 128 patchified channels
-            const float * mean = vae_model_weight(model, "bn.running_mean")->data;
-            const float * var  = vae_model_weight(model, "bn.running_var")->data;
+            const float * mean = vae_model_weight_data(model, vae_model_weight(model, "bn.running_mean"), err, err_size);
+            const float * var  = mean ? vae_model_weight_data(model, vae_model_weight(model, "bn.running_var"), err,
+                                                              err_size)
+                                      : NULL;
+            if (!var) {
+                return false;
+            }
             for (int c = 0; c < 4 * z; c++) {
                 div[c] = 1.0f / sqrtf(var[c] + FLUX2_BN_EPS);
                 add[c] = mean[c];

@@ -1,4 +1,4 @@
-// A loaded decoder: its weights as f32 under canonical names, the family they were recognised
+// A loaded decoder: its weights under canonical names (f32 on demand), the family they were recognised
 // as, and what the family says about its input (latent space) and output (value range).
 // Everything here is independent of GStreamer and of the device.
 
@@ -7,6 +7,7 @@
 #include "vae-backend.h"
 #include "vae-safetensors.h"
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -40,11 +41,22 @@ enum vae_space {
     VAE_SPACE_NORMALIZED,
 };
 
+// A decoder weight under its canonical name. Loading reads only names and shapes; the f32 data
+// is made when a graph (or the latent constants) first needs it: little-endian F32 that is 4-byte
+// aligned in the file is used in place, anything else is converted once and the copy kept while
+// the model lives. Either way it is checked to be finite, so unused tensors cost nothing.
 struct vae_weight {
-    char *  name;         // canonical (original upstream) name
-    float * data;         // f32, PyTorch layout
-    int     n_dims;
-    int64_t shape[VAE_ST_MAX_DIMS];
+    char *        name;   // canonical (original upstream) name
+    int           n_dims;
+    int64_t       shape[VAE_ST_MAX_DIMS];
+    const float * data;   // f32, PyTorch layout, once made (see vae_model_weight_data); NULL before
+    float *       copy;   // the conversion data points to (owned), NULL while data is in the file mapping
+    // what the data is made from: the file's tensors joined along dimension 0 (three for the
+    // AutoencoderKL attention's q, k, v); taps: a TAEHV MemBlock conv [Cout, 2 Cin, k, k] whose
+    // input halves (x_t, x_t-1) become the causal taps of [Cout, Cin, 2, k, k] (t-1 first)
+    const struct vae_st_tensor * src[3];
+    int                          n_src;
+    bool                         taps;
 };
 
 struct vae_model {
@@ -58,8 +70,10 @@ struct vae_model {
     enum vae_space      own_space;        // the space the decoder itself takes
     float               out_scale, out_offset; // decoder output -> [0, 1], clamped when packed
     int                 n_weights;
-    struct vae_weight * weights;
+    struct vae_weight * weights;          // sorted by name
     char                description[160];
+    struct vae_st_file * file;            // mapped while the model lives: the weights' data comes from it
+    pthread_mutex_t      lock;            // making weight data (builds on several threads may share a model)
 };
 
 const char *     vae_family_name(enum vae_family family);  // "taef2", ...
@@ -69,6 +83,10 @@ enum vae_family  vae_family_from_name(const char * name);   // VAE_FAMILY_COUNT 
 struct vae_model * vae_model_load(const char * path, enum vae_family family, char * err, size_t err_size);
 void               vae_model_free(struct vae_model * model);
 const struct vae_weight * vae_model_weight(const struct vae_model * model, const char * name);
+// the f32 data of w (a weight of model), made on first use and valid while the model lives; NULL with
+// a message naming the file's tensor when it holds NaN or infinity (or memory runs out)
+const float * vae_model_weight_data(const struct vae_model * model, const struct vae_weight * w, char * err,
+                                    size_t err_size);
 
 // the side of the square patch that one latent pixel in `space` stands for: 2 for FLUX.2's
 // normalized latents (128 = 4 x 32 channels at half the resolution), 1 otherwise. A pushed frame
@@ -107,7 +125,7 @@ struct vae_builder {
 bool               vae_builder_init(struct vae_builder * b, const struct vae_model * model, char * err, size_t err_size);
 struct vae_graph * vae_builder_finish(struct vae_builder * b, struct vae_tensor * out);
 // the graph weight for the model tensor named by fmt, checked against shape (-1: any size; n_dims
-// of them); NULL after setting the builder's error
+// of them), its data made (vae_model_weight_data); NULL after setting the builder's error
 struct vae_tensor * vae_builder_weight(struct vae_builder * b, int n_dims, const int64_t * shape, const char * fmt, ...)
     __attribute__((format(printf, 4, 5)));
 // the k x k conv `name` (`name.weight`, and `name.bias` when bias) on x, with residual r (or NULL),

@@ -1193,13 +1193,23 @@ const char * vae_st_header_metadata(const struct vae_st_header * hdr, const char
 //
 
 struct vae_st_file * vae_st_file_open(const char * path, char * err, size_t err_size) {
-    char msg[1024];
-    int  fd = open(path, O_RDONLY | O_CLOEXEC);
+    char        msg[1024];
+    struct stat st;
+    // a FIFO or a device would block open() or read forever: look before opening, and open
+    // without blocking in case the path is swapped for one in between (then fstat refuses it)
+    if (stat(path, &st) != 0) {
+        st_set_err(err, err_size, "cannot open '%s': %s", path, strerror(errno));
+        return NULL;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        st_set_err(err, err_size, "'%s' is not a regular file", path);
+        return NULL;
+    }
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0) {
         st_set_err(err, err_size, "cannot open '%s': %s", path, strerror(errno));
         return NULL;
     }
-    struct stat st;
     if (fstat(fd, &st) != 0) {
         st_set_err(err, err_size, "cannot stat '%s': %s", path, strerror(errno));
         close(fd);
@@ -1285,6 +1295,17 @@ struct vae_st_file * vae_st_file_open(const char * path, char * err, size_t err_
     file->map      = bytes;
     file->map_size = (size_t) size;
     return file;
+}
+
+void vae_st_tensor_drop(const struct vae_st_tensor * t) {
+    // whole pages around the data (the mapping's last page included): a neighbour's part of a page
+    // is read from the file again too, unchanged, as the mapping is private and never written
+    const uintptr_t page  = (uintptr_t) sysconf(_SC_PAGESIZE);
+    const uintptr_t begin = (uintptr_t) t->data / page * page;
+    const uintptr_t end   = ((uintptr_t) t->data + t->nbytes + page - 1) / page * page;
+    if (t->data != NULL) {
+        madvise((void *) begin, end - begin, MADV_DONTNEED);
+    }
 }
 
 void vae_st_file_close(struct vae_st_file * file) {

@@ -95,6 +95,9 @@ struct vae_st_file {
 
 struct vae_st_file * vae_st_file_open(const char * path, char * err, size_t err_size);
 void                 vae_st_file_close(struct vae_st_file * file);
+// let the pages under the data of t (a tensor of a mapped file) leave this process's resident
+// memory, once the data has been converted elsewhere (touched again, they are read from the file)
+void                 vae_st_tensor_drop(const struct vae_st_tensor * t);
 
 #ifdef __cplusplus
 }

@@ -101,14 +101,15 @@ int main(void) {
     // does; the layers it feeds before a GroupNorm overflow fp16, the fp32 decode stays finite
     struct vae_weight * conv = (struct vae_weight *) vae_model_weight(m, "decoder.up.1.block.1.conv2.weight");
     struct vae_weight * bias = (struct vae_weight *) vae_model_weight(m, "decoder.up.1.block.1.conv2.bias");
-    CHECK(conv && bias, "decoder.up.1.block.1.conv2 in the fixture");
-    if (conv && bias) {
+    // (the fixture is BF16: the model holds converted copies of these, made by the first build)
+    CHECK(conv && bias && conv->copy && bias->copy, "decoder.up.1.block.1.conv2 in the fixture, converted");
+    if (conv && bias && conv->copy && bias->copy) {
         const size_t nw = (size_t) (conv->shape[0] * conv->shape[1] * conv->shape[2] * conv->shape[3]);
         for (size_t i = 0; i < nw; i++) {
-            conv->data[i] *= 1e5f;
+            conv->copy[i] *= 1e5f;
         }
         for (int64_t i = 0; i < bias->shape[0]; i++) {
-            bias->data[i] *= 1e5f;
+            bias->copy[i] *= 1e5f;
         }
         const int n2 = decode_ranges(m, lat, h, w, out, names, ranges);
         printf("largest |activation| per layer, decoder.up.1.block.1.conv2 scaled by 1e5:\n");

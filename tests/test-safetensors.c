@@ -2,18 +2,25 @@
 // (F32/F16/BF16 incl. subnormals, inf, NaN, unaligned data), and one malformed file of every kind
 // the reader must refuse, each checked for an error that names the cause. Also opens the real
 // checkpoint and latent from the shared dir (VAE_SHARED_DIR, default ../shared) when present.
+// Then the model loader on hostile files: crafted shapes and names, a FIFO, NaN and infinite
+// weights, a big tensor no graph uses (never converted), and every file of the fuzz corpus
+// (VAE_FUZZ_CORPUS); loads that could hang run in a child process with a deadline.
 
+#include "vae-model.h"
 #include "vae-safetensors.h"
 #include "vae-test.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 static char g_dir[1024];
@@ -675,6 +682,390 @@ static void test_shared_files(void) {
     }
 }
 
+//
+// the model loader on hostile files
+//
+
+// vae_model_load(path) in a child process given `seconds`: 1 loaded, 0 refused (the message in
+// err), -1 hung or crashed (said in err). A loader that hangs fails the test instead of hanging it.
+static int load_in_child(const char * path, int seconds, char * err, size_t err_size) {
+    int fds[2];
+    if (pipe(fds) != 0) {
+        snprintf(err, err_size, "pipe: %s", strerror(errno));
+        return -1;
+    }
+    fflush(NULL);
+    const pid_t pid = fork();
+    if (pid == 0) {
+        close(fds[0]);
+        alarm((unsigned) seconds);
+        char               msg[1024] = "";
+        struct vae_model * m         = vae_model_load(path, VAE_FAMILY_AUTO, msg, sizeof(msg));
+        const char         r         = m ? '1' : '0';
+        vae_model_free(m);
+        if (write(fds[1], &r, 1) != 1 || write(fds[1], msg, strlen(msg)) < 0) {
+            _exit(3);
+        }
+        _exit(0);
+    }
+    close(fds[1]);
+    char   buf[1025];
+    size_t len = 0;
+    for (ssize_t got; pid > 0 && len < sizeof(buf) - 1 && (got = read(fds[0], buf + len, sizeof(buf) - 1 - len)) > 0;) {
+        len += (size_t) got;
+    }
+    close(fds[0]);
+    buf[len]   = '\0';
+    int status = 0;
+    if (pid < 0 || waitpid(pid, &status, 0) != pid) {
+        snprintf(err, err_size, "fork or wait failed: %s", strerror(errno));
+        return -1;
+    }
+    if (WIFSIGNALED(status)) {
+        snprintf(err, err_size, "killed by signal %d%s", WTERMSIG(status),
+                 WTERMSIG(status) == SIGALRM ? " (still loading after the deadline: it hangs)" : "");
+        return -1;
+    }
+    if (len == 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+        snprintf(err, err_size, "the child exited with status %d", WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+        return -1;
+    }
+    snprintf(err, err_size, "%s", buf + 1);
+    return buf[0] == '1';
+}
+
+// crafted headers (zero bytes of data: each tensor is empty or refused before its data is read)
+// besides those of the fuzz corpus (test_model_corpus): the zero dimension and the block numbers
+// past LONG_MAX must be refused naming the tensor, in time
+static void test_model_crafted(void) {
+    static const struct {
+        const char * what, * json, * needle;
+    } cases[] = {
+        { "TAESD bias [0]",
+          "{" T("1.weight", "F16", "[1,4,1,1]", "[0,8]") "," T("3.conv.0.weight", "F16", "[1,1,1,1]", "[8,10]") "," T(
+              "1.bias", "F16", "[0]", "[10,10]") "}",
+          "tensor '1.bias' has shape [0]: dimension 0 is 0 (a decoder weight is never empty)" },
+        { "KL up_blocks.99999999999999999999, prefixed",
+          "{" T("vae.decoder.up_blocks.0.resnets.0.norm1.weight", "F16", "[1]", "[0,2]") "," T(
+              "vae.decoder.up_blocks.99999999999999999999.b", "F16", "[1]", "[2,4]") "}",
+          "tensor 'vae.decoder.up_blocks.99999999999999999999.b': block number out of range (at most 1000)" },
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        char path[1200], err[1024];
+        tmp_path(path, sizeof(path));
+        write_st(path, cases[i].json, strlen(cases[i].json), 8, NULL, i == 0 ? 10 : 4);
+        const int r = load_in_child(path, 10, err, sizeof(err));
+        CHECK(r == 0, "%s: %s (%s)", cases[i].what, r > 0 ? "loaded" : "did not finish", err);
+        CHECK_ERR_HAS(err, cases[i].needle);
+        unlink(path);
+    }
+}
+
+// a big dimension with real data behind it: a sparse file of 4 GiB
+static void test_model_huge_dim(void) {
+    char         path[1200], err[1024];
+    const char * json = "{" T("1.weight", "F16", "[1,4,1,1]", "[0,8]") "," T("3.conv.0.weight", "F16", "[2147483648]",
+                                                                               "[8,4294967304]") "}";
+    tmp_path(path, sizeof(path));
+    write_st(path, json, strlen(json), 8, NULL, 0);
+    struct stat st;
+    if (stat(path, &st) != 0 || truncate(path, st.st_size + 4294967304ll) != 0) {
+        printf("note: no sparse 4 GiB file in %s (%s), skipping the huge dimension\n", g_dir, strerror(errno));
+        unlink(path);
+        return;
+    }
+    const int r = load_in_child(path, 10, err, sizeof(err));
+    CHECK(r == 0, "a 2^31 dimension: %s (%s)", r > 0 ? "loaded" : "did not finish", err);
+    CHECK_ERR_HAS(err, "tensor '3.conv.0.weight' has shape [2147483648]: dimension 0 is above 2147483647");
+    unlink(path);
+}
+
+static void test_model_fifo(void) {
+    char path[1200], err[1024];
+    snprintf(path, sizeof(path), "%s/model.fifo", g_dir);
+    if (mkfifo(path, 0600) != 0) {
+        CHECK(0, "mkfifo %s: %s", path, strerror(errno));
+        return;
+    }
+    // open() of a FIFO waits for a writer that never comes
+    const int r = load_in_child(path, 5, err, sizeof(err));
+    CHECK(r == 0, "a FIFO as the model file: %s (%s)", r > 0 ? "loaded" : "did not finish", err);
+    CHECK_ERR_HAS(err, "is not a regular file");
+    CHECK_ERR_HAS(err, path);
+    unlink(path);
+}
+
+// a fixture of VAE_TEST_DATA rewritten: element 0 of tensor `poke` set to `value` (NULL: none),
+// extra_count more F16 tensors of extra_numel zeros each at the end, named by the format `extra`
+// from their index (NULL: none), the byte buffer
+// starting `shift` bytes past a multiple of 8
+struct model_edit {
+    const char * poke;
+    float        value;
+    const char * extra;
+    uint64_t     extra_numel;
+    int          extra_count;
+    size_t       shift;
+};
+
+static void put_value(enum vae_dtype dtype, float v, uint8_t * p) {
+    const uint32_t u = f32_bits(v);
+    if (dtype == VAE_DTYPE_F32) {
+        put_f32(p, v);
+    } else if (dtype == VAE_DTYPE_BF16) {
+        put_u16(p, (uint16_t) (u >> 16));
+    } else { // F16: the tests poke only NaN and infinity
+        put_u16(p, (uint16_t) (((u >> 16) & 0x8000u) | (isnan(v) ? 0x7e00u : 0x7c00u)));
+    }
+}
+
+static bool write_edited(const char * path, const char * fixture, const struct model_edit * e) {
+    char         src[1200], err[1024];
+    const char * dir = getenv("VAE_TEST_DATA");
+    snprintf(src, sizeof(src), "%s/%s", dir != NULL ? dir : "tests/data", fixture);
+    struct vae_st_file * f = vae_st_file_open(src, err, sizeof(err));
+    CHECK(f != NULL, "%s", err);
+    if (f == NULL) {
+        return false;
+    }
+    const struct vae_st_header * hdr   = f->hdr;
+    const uint64_t               extra = e->extra ? 2 * e->extra_numel * (uint64_t) e->extra_count : 0;
+    size_t cap = 256 * (size_t) hdr->n_tensors + 128 * (e->extra ? (size_t) e->extra_count : 0) + 1024, len = 0;
+    char *                       json  = malloc(cap);
+    uint8_t *                    data  = malloc(hdr->data_size + extra + 1);
+    len += (size_t) snprintf(json + len, cap - len, "{");
+    for (int i = 0; i < hdr->n_tensors; i++) { // (sorted by offset: the data keeps its layout)
+        const struct vae_st_tensor * t = &hdr->tensors[i];
+        len += (size_t) snprintf(json + len, cap - len, "%s\"%s\":{\"dtype\":\"%s\",\"shape\":[", i ? "," : "", t->name,
+                                 vae_dtype_name(t->dtype));
+        for (int d = 0; d < t->n_dims; d++) {
+            len += (size_t) snprintf(json + len, cap - len, "%s%" PRId64, d ? "," : "", t->shape[d]);
+        }
+        len += (size_t) snprintf(json + len, cap - len, "],\"data_offsets\":[%" PRIu64 ",%" PRIu64 "]}", t->offset,
+                                 t->offset + t->nbytes);
+        memcpy(data + t->offset, t->data, t->nbytes);
+        if (e->poke && strcmp(t->name, e->poke) == 0) {
+            put_value(t->dtype, e->value, data + t->offset);
+        }
+    }
+    for (int i = 0; e->extra && i < e->extra_count; i++) {
+        const uint64_t at = hdr->data_size + 2 * e->extra_numel * (uint64_t) i;
+        len += (size_t) snprintf(json + len, cap - len, ",\"");
+        len += (size_t) snprintf(json + len, cap - len, e->extra, i);
+        len += (size_t) snprintf(json + len, cap - len, "\":{\"dtype\":\"F16\",\"shape\":[%" PRIu64
+                                 "],\"data_offsets\":[%" PRIu64 ",%" PRIu64 "]}", e->extra_numel, at,
+                                 at + 2 * e->extra_numel);
+    }
+    memset(data + hdr->data_size, 0, extra);
+    len += (size_t) snprintf(json + len, cap - len, "}");
+    while ((8 + len) % 8 != e->shift) {
+        json[len++] = ' ';
+    }
+    write_st(path, json, len, 0, data, hdr->data_size + extra);
+    free(json);
+    free(data);
+    vae_st_file_close(f);
+    return true;
+}
+
+// a model file that loads or is refused (one load, no deadline: these files are ordinary)
+static struct vae_model * load_edited(const char * fixture, const struct model_edit * e, char * err, size_t err_size) {
+    char path[1200];
+    tmp_path(path, sizeof(path));
+    struct vae_model * m = write_edited(path, fixture, e) ? vae_model_load(path, VAE_FAMILY_AUTO, err, err_size) : NULL;
+    unlink(path);
+    return m;
+}
+
+static void test_model_nonfinite(void) {
+    static const struct {
+        const char * fixture, * poke;
+        float        value;
+        const char * needle;
+    } cases[] = {
+        // F32 used in place from the mapping
+        { "taesd_z4_w16.orig.safetensors", "3.conv.2.weight", NAN,
+          "tensor '3.conv.2.weight' holds 1 NaN and 0 infinite values (of 2304): decoder weights must be finite" },
+        { "taesd_z4_w16.orig.safetensors", "19.bias", -INFINITY, "tensor '19.bias' holds 0 NaN and 1 infinite values (of 3)" },
+        // F16 converted, the TAEHV MemBlock taps rearranged
+        { "taew21_nf32.safetensors", "decoder.4.conv.0.weight", INFINITY,
+          "tensor 'decoder.4.conv.0.weight' holds 0 NaN and 1 infinite values" },
+        // BF16, joined into the attention's qkv
+        { "kl_sd.safetensors", "decoder.mid.attn_1.k.weight", NAN, "tensor 'decoder.mid.attn_1.k.weight' holds 1 NaN" },
+        // diffusers naming: the file's name is the one reported
+        { "taesd_z4_w16.diffusers.safetensors", "decoder.layers.17.conv.4.bias", NAN,
+          "tensor 'decoder.layers.17.conv.4.bias' holds 1 NaN" },
+    };
+    char err[1024];
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        const struct model_edit e = { .poke = cases[i].poke, .value = cases[i].value };
+        strcpy(err, "");
+        struct vae_model * m = load_edited(cases[i].fixture, &e, err, sizeof(err));
+        CHECK(m == NULL, "%s with a non-finite '%s' loaded", cases[i].fixture, cases[i].poke);
+        CHECK_ERR_HAS(err, cases[i].needle);
+        vae_model_free(m);
+    }
+    // the same files as they are load (the edit itself breaks nothing)
+    const struct model_edit none = { 0 };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        struct vae_model * m = load_edited(cases[i].fixture, &none, err, sizeof(err));
+        CHECK(m != NULL, "%s rewritten: %s", cases[i].fixture, err);
+        vae_model_free(m);
+    }
+}
+
+static double statm_resident_mib(void) {
+    FILE * f     = fopen("/proc/self/statm", "r");
+    long   pages = -1, res = -1;
+    if (f == NULL || fscanf(f, "%ld %ld", &pages, &res) != 2) {
+        res = -1;
+    }
+    if (f != NULL) {
+        fclose(f);
+    }
+    return (double) res * (double) sysconf(_SC_PAGESIZE) / (1024.0 * 1024.0);
+}
+
+// KiB of the mapping that holds p resident in this process (smaps), -1 if not found
+static long mapping_rss_kib(const void * p) {
+    FILE * f = fopen("/proc/self/smaps", "r");
+    char   line[512];
+    bool   in = false;
+    long   kib = -1;
+    while (f != NULL && kib < 0 && fgets(line, sizeof(line), f) != NULL) {
+        uintptr_t begin, end;
+        if (sscanf(line, "%" SCNxPTR "-%" SCNxPTR " ", &begin, &end) == 2) { // a mapping, then its fields
+            in = (uintptr_t) p >= begin && (uintptr_t) p < end;
+        } else if (in && strncmp(line, "Rss:", 4) == 0) {
+            kib = strtol(line + 4, NULL, 10);
+        }
+    }
+    if (f != NULL) {
+        fclose(f);
+    }
+    return kib;
+}
+
+static void test_model_lazy(void) {
+    char path[1200], err[1024];
+    // 2^24 F16 zeros (32 MiB in the file, 64 MiB as f32) that no graph uses: '99.weight' is a
+    // TAESD-style name the loader keeps
+    const struct model_edit e = { .extra = "99.weight", .extra_numel = 1u << 24, .extra_count = 1 };
+    tmp_path(path, sizeof(path));
+    CHECK(write_edited(path, "taesd_z4_w16.orig.safetensors", &e), "writing %s", path);
+    const double       before = statm_resident_mib();
+    struct vae_model * m      = vae_model_load(path, VAE_FAMILY_AUTO, err, sizeof(err));
+    const double       after  = statm_resident_mib();
+    CHECK(m != NULL, "a TAESD with a big unused tensor: %s", err);
+    printf("load with an unused 32 MiB F16 tensor: resident %.1f -> %.1f MiB\n", before, after);
+    CHECK(after - before < 16.0, "loading grew the resident memory by %.1f MiB (the unused tensor was read)",
+          after - before);
+    if (m != NULL) {
+        const struct vae_weight * big = vae_model_weight(m, "99.weight");
+        const struct vae_weight * w   = vae_model_weight(m, "1.weight");
+        CHECK(big != NULL && big->data == NULL && big->copy == NULL, "the unused tensor was made");
+        // aligned little-endian F32 is used in place, no copy
+        CHECK(w != NULL && w->copy == NULL && w->data == (const float *) (const void *) w->src[0]->data,
+              "aligned F32 '1.weight' is not used from the mapping");
+    }
+
+    // unaligned F32 is copied, to the same values
+    const struct model_edit shifted = { .shift = 2 };
+    struct vae_model *      m2      = load_edited("taesd_z4_w16.orig.safetensors", &shifted, err, sizeof(err));
+    CHECK(m2 != NULL, "unaligned F32: %s", err);
+    if (m && m2) {
+        const struct vae_weight * a = vae_model_weight(m, "3.conv.0.weight");
+        const struct vae_weight * b = vae_model_weight(m2, "3.conv.0.weight");
+        CHECK((uintptr_t) b->src[0]->data % 4 != 0 && b->copy != NULL && b->data == b->copy, "unaligned F32 not copied");
+        CHECK(a->data && b->data && memcmp(a->data, b->data, 16 * 16 * 9 * sizeof(float)) == 0,
+              "unaligned F32 values differ");
+    }
+    vae_model_free(m2);
+    vae_model_free(m);
+    unlink(path);
+
+    // converted F16: the file's pages it came from leave the resident memory (beyond the header,
+    // which was parsed from the mapping, about 150 KiB of data would stay)
+    char         src[1200];
+    const char * dir = getenv("VAE_TEST_DATA");
+    snprintf(src, sizeof(src), "%s/taesd_z4_w16.diffusers.safetensors", dir != NULL ? dir : "tests/data");
+    m = vae_model_load(src, VAE_FAMILY_AUTO, err, sizeof(err));
+    CHECK(m != NULL, "%s", err);
+    if (m != NULL) {
+        const struct vae_weight * w      = vae_model_weight(m, "1.weight");
+        const long                header = (long) (w->src[0]->data - m->file->map) / 1024 + 1;
+        const long                rss    = mapping_rss_kib(m->file->map);
+        printf("F16 model of %zu KiB, header %ld KiB: %ld KiB of its mapping resident after the load\n",
+               m->file->map_size / 1024, header, rss);
+        CHECK(w->copy != NULL && rss >= 0 && rss <= header + 8, "%ld KiB of the F16 file stay resident", rss);
+        vae_model_free(m);
+    }
+}
+
+// many tensors (a header may hold millions): the loader once compared every name with every
+// other, 11 s for 100,000; now they take about 0.1 s, and get 3
+static void test_model_many(void) {
+    char                    path[1200], err[1024];
+    const struct model_edit e = { .extra = "9%d.weight", .extra_numel = 1, .extra_count = 100000 };
+    tmp_path(path, sizeof(path));
+    CHECK(write_edited(path, "taesd_z4_w16.orig.safetensors", &e), "writing %s", path);
+    const int r = load_in_child(path, 3, err, sizeof(err));
+    CHECK(r == 1, "a TAESD with 100,000 more tensors: %s", r < 1 ? err : "");
+    unlink(path);
+}
+
+// every file of the fuzz corpus loads or is refused with a message, in time; the crafted ones
+// are refused for what they are
+static void test_model_corpus(void) {
+    static const struct {
+        const char * file, * needle;
+    } expect[] = {
+        { "taehv-zero-dim.safetensors", "tensor 'decoder.3.conv.0.weight' has shape [1099511627776, 1048576, 0, 3]: dimension 2 is 0" },
+        { "taehv-zero-dim-overflow.safetensors", "tensor 'decoder.3.conv.0.weight' has shape [4294967296, 2147483648, 0, 3]: dimension 2 is 0" },
+        { "kl-up-blocks-long-max.safetensors", "tensor 'decoder.up_blocks.9223372036854775807.a': block number out of range" },
+        { "wan-resnets-long-max.safetensors", "block number out of range" },
+        { "taesd-nan.safetensors", "tensor '3.conv.2.weight' holds 1 NaN" },
+        { "taesd-w1.safetensors", NULL },
+        { "taef2-w1.safetensors", NULL },
+        { "taehv-w1.safetensors", NULL },
+    };
+    const char * dir = getenv("VAE_FUZZ_CORPUS") != NULL ? getenv("VAE_FUZZ_CORPUS") : "tests/fuzz/corpus-model";
+    DIR *        d   = opendir(dir);
+    CHECK(d != NULL, "no fuzz corpus in %s: %s", dir, strerror(errno));
+    if (d == NULL) {
+        return;
+    }
+    int            n = 0, seen = 0;
+    struct dirent * de;
+    while ((de = readdir(d)) != NULL) {
+        char path[1200], err[1024] = "";
+        snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
+        struct stat st;
+        if (de->d_name[0] == '.' || stat(path, &st) != 0 || !S_ISREG(st.st_mode)) {
+            continue;
+        }
+        n++;
+        const int r = load_in_child(path, 10, err, sizeof(err));
+        CHECK(r >= 0, "corpus %s: %s", de->d_name, err);
+        CHECK(r != 0 || strlen(err) > 10, "corpus %s refused without a message: '%s'", de->d_name, err);
+        for (size_t i = 0; i < sizeof(expect) / sizeof(expect[0]); i++) {
+            if (strcmp(de->d_name, expect[i].file) == 0) {
+                seen++;
+                CHECK(r == (expect[i].needle == NULL), "corpus %s: %s (%s)", de->d_name, r ? "loaded" : "refused", err);
+                if (expect[i].needle != NULL) {
+                    CHECK_ERR_HAS(err, expect[i].needle);
+                }
+            }
+        }
+        if (getenv("VAE_TEST_VERBOSE") != NULL) {
+            printf("corpus %-40s %s %s\n", de->d_name, r > 0 ? "loads" : r == 0 ? "refused:" : "FAILED:", r > 0 ? "" : err);
+        }
+    }
+    closedir(d);
+    CHECK(seen == (int) (sizeof(expect) / sizeof(expect[0])), "%d of the corpus files with expectations found", seen);
+    printf("fuzz corpus: %d files\n", n);
+}
+
 int main(void) {
     const char * tmp = getenv("TMPDIR");
     snprintf(g_dir, sizeof(g_dir), "%s/test-safetensors-XXXXXX", tmp != NULL && tmp[0] != '\0' ? tmp : "/tmp");
@@ -687,6 +1078,13 @@ int main(void) {
     test_valid_files();
     test_bad_files();
     test_shared_files();
+    test_model_crafted();
+    test_model_huge_dim();
+    test_model_fifo();
+    test_model_nonfinite();
+    test_model_lazy();
+    test_model_many();
+    test_model_corpus();
 
     rmdir(g_dir);
     return vae_test_summary();

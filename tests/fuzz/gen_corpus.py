@@ -1,0 +1,137 @@
+#!/usr/bin/python3
+"""Write the seed corpus of the model-loader fuzz target into corpus-model/ (next to this file).
+
+    python3 tests/fuzz/gen_corpus.py
+
+Tiny decoders of width 1 that load (TAESD, TAEF2, TAEHV: every code path of a load is reached
+with a few kilobytes), decoder-shaped names of the other namings (refused, but through their
+renaming code), and the crafted files of issue 11 that the loader must refuse naming the tensor:
+zero dimensions beside absurd ones, block numbers at LONG_MAX, a NaN weight. Plain Python, no
+dependencies; re-running rewrites byte-identical files. test-safetensors loads every file here and
+checks what it says about the crafted ones.
+"""
+
+import json
+import os
+import struct
+
+OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "corpus-model")
+SIZE = {"F32": 4, "F16": 2, "BF16": 2}
+
+
+def values(name, n):
+    """n small deterministic values, different per tensor"""
+    seed = sum(name.encode())
+    return [((seed + 37 * i) % 17 - 8) / 32.0 for i in range(n)]
+
+
+def pack(dtype, vals):
+    if dtype == "F32":
+        return struct.pack("<%df" % len(vals), *vals)
+    if dtype == "F16":
+        return struct.pack("<%de" % len(vals), *vals)
+    return b"".join(struct.pack("<f", v)[2:] for v in vals)  # BF16: the upper half of an f32
+
+
+def write(name, tensors, poke=None, empty=None):
+    """tensors: [(name, dtype, shape)] with generated data; poke: (name, index, value); empty: one
+    more (name, dtype, shape) with no bytes at the end"""
+    header, blobs, at = {}, [], 0
+    order = sorted(tensors, key=lambda t: (-SIZE[t[1]], t[0]))  # as safetensors' writer: aligned
+    for tname, dtype, shape in order:
+        n = 1
+        for d in shape:
+            n *= d
+        vals = values(tname, n)
+        if poke and poke[0] == tname:
+            vals[poke[1]] = poke[2]
+        blob = pack(dtype, vals)
+        header[tname] = {"dtype": dtype, "shape": list(shape), "data_offsets": [at, at + len(blob)]}
+        blobs.append(blob)
+        at += len(blob)
+    if empty:
+        header[empty[0]] = {"dtype": empty[1], "shape": list(empty[2]), "data_offsets": [at, at]}
+    data = b"".join(blobs)
+    text = json.dumps(header, separators=(",", ":")).encode()
+    text += b" " * (-len(text) % 8)
+    with open(os.path.join(OUT, name), "wb") as f:
+        f.write(struct.pack("<Q", len(text)) + text + data)
+
+
+def conv(name, cout, cin, k, dtype, bias=True):
+    t = [(name + ".weight", dtype, (cout, cin, k, k))]
+    return t + [(name + ".bias", dtype, (cout,))] if bias else t
+
+
+def taesd(z, pool, dtype):
+    """TAESD decoder (MODELS.md C.1/C.2), width 1; pool: TAEF2's GroupNorm branch (4 channels)"""
+    t = conv("1", 1, z, 3, dtype)
+    for k in (3, 4, 5, 8, 9, 10, 13, 14, 15, 18):
+        for j in (0, 2, 4):
+            t += conv("%d.conv.%d" % (k, j), 1, 1, 3, dtype)
+        if pool and k <= 5:
+            t += conv("%d.pool.0" % k, 4, 1, 1, dtype, bias=False)
+            t += [("%d.pool.1.weight" % k, dtype, (4,)), ("%d.pool.1.bias" % k, dtype, (4,))]
+            t += conv("%d.pool.3" % k, 1, 4, 1, dtype, bias=False)
+    for k in (7, 12, 17):
+        t += conv(str(k), 1, 1, 3, dtype, bias=False)
+    return t + conv("19", 3, 1, 3, dtype)
+
+
+def taehv_frame(dtype):
+    """what TAEHV family detection reads: first and last conv, the three TGrows (strides 1, 2, 2)"""
+    t = conv("decoder.1", 1, 16, 3, dtype) + conv("decoder.22", 3, 1, 3, dtype)
+    for k, s in ((7, 1), (13, 2), (19, 2)):
+        t += [("decoder.%d.conv.weight" % k, dtype, (s, 1, 1, 1))]
+    return t
+
+
+def taehv(dtype):
+    t = taehv_frame(dtype)
+    for k in (3, 4, 5, 9, 10, 11, 15, 16, 17):
+        t += conv("decoder.%d.conv.0" % k, 1, 2, 3, dtype)
+        t += conv("decoder.%d.conv.2" % k, 1, 1, 3, dtype)
+        t += conv("decoder.%d.conv.4" % k, 1, 1, 3, dtype)
+    for k in (8, 14, 20):
+        t += conv("decoder.%d" % k, 1, 1, 3, dtype, bias=False)
+    return t
+
+
+def main():
+    os.makedirs(OUT, exist_ok=True)
+    write("taesd-w1.safetensors", taesd(4, False, "F16"))
+    write("taef2-w1.safetensors", taesd(32, True, "BF16"))
+    write("taehv-w1.safetensors", taehv("F32"))
+    write("taesd-nan.safetensors", taesd(4, False, "F16"), poke=("3.conv.2.weight", 0, float("nan")))
+
+    # an empty tensor's other dimensions are unbounded by its (zero) bytes
+    for name, dims in (("taehv-zero-dim", (2**40, 2**20, 0, 3)), ("taehv-zero-dim-overflow", (2**32, 2**31, 0, 3))):
+        write(name + ".safetensors", taehv_frame("F16"), empty=("decoder.3.conv.0.weight", "F16", dims))
+
+    # block numbers far past any decoder's
+    write("kl-up-blocks-long-max.safetensors",
+          [("decoder.up_blocks.0.resnets.0.norm1.weight", "F16", (1,)),
+           ("decoder.up_blocks.9223372036854775807.a", "F16", (1,))])
+    write("wan-resnets-long-max.safetensors",
+          [("decoder.mid_block.resnets.0.norm1.gamma", "F16", (1,)),
+           ("decoder.up_blocks.0.resnets.9223372036854775807.conv1.weight", "F16", (1,))])
+
+    # the other namings' renaming code (refused: far from whole decoders)
+    write("kl-diffusers-names.safetensors",
+          conv("decoder.conv_in", 32, 4, 3, "F16") + conv("post_quant_conv", 4, 4, 1, "F16") +
+          conv("decoder.up_blocks.0.resnets.0.conv1", 32, 32, 1, "F16") +
+          [("decoder.up_blocks.0.resnets.0.norm1.weight", "F16", (32,)),
+           ("decoder.mid_block.attentions.0.to_q.weight", "F16", (32, 32)),
+           ("decoder.conv_norm_out.weight", "F16", (32,))])
+    write("wan-diffusers-names.safetensors",
+          [("decoder.conv_in.weight", "BF16", (4, 16, 1, 1, 1)), ("decoder.conv_in.bias", "BF16", (4,)),
+           ("decoder.mid_block.resnets.0.norm1.gamma", "BF16", (4, 1, 1, 1)),
+           ("decoder.up_blocks.0.resnets.1.conv1.weight", "BF16", (4, 4, 1, 1, 1)),
+           ("decoder.up_blocks.0.upsamplers.0.resample.1.weight", "BF16", (4, 4, 1, 1))])
+    write("wan-orig-names.safetensors",
+          [("decoder.middle.0.residual.0.gamma", "F32", (4, 1, 1, 1)),
+           ("decoder.conv1.weight", "F32", (4, 16, 1, 1, 1)), ("conv2.weight", "F32", (16, 16, 1, 1, 1))])
+
+
+if __name__ == "__main__":
+    main()
