@@ -1,5 +1,6 @@
 // The CPU backend: the numerical reference (fp32) and a decoder fast enough to use. Convolutions
-// run through oneDNN on all cores, in its blocked nChw16c layout end to end, with bias, residual
+// run through oneDNN on all cores, in its blocked layout end to end (nChw16c, or nChw8c below
+// AVX-512: the layout of the kernels the machine has, see vae_cpu_block), with bias, residual
 // (a sum post-op into the residual's own buffer) and activation fused into the primitive. The
 // nearest-2x upsample followed by a 3x3 conv runs as one stride-2 4x4 deconvolution whose kernel
 // is the 3x3 kernel summed over the taps each output phase sees: exact, and 4/9 of the work.
@@ -39,6 +40,7 @@ struct cpu_weights {
 };
 
 struct cpu_context {
+    dnnl_format_tag_t    tag;         // of the activations: nChw16c or nChw8c
     dnnl_engine_t        engine;
     dnnl_stream_t        stream;
     struct cpu_weights * weights;
@@ -107,7 +109,7 @@ static float * cpu_node_data(struct cpu_graph * cg, const struct vae_tensor * t)
 }
 
 static size_t cpu_frame_floats(const struct vae_tensor * t) {
-    return (size_t) vae_cpu_blocks(t->ne[1]) * VAE_CPU_BLOCK * (size_t) t->ne[2] * (size_t) t->ne[3];
+    return (size_t) vae_cpu_blocks(t->ne[1]) * vae_cpu_block() * (size_t) t->ne[2] * (size_t) t->ne[3];
 }
 
 // floats a causal conv remembers: its last kt - 1 input frames
@@ -140,7 +142,7 @@ static bool cpu_plan(struct vae_graph * g, struct cpu_graph * cg, char * err, si
         if (conv && t->src[3] && t->src[0] != t->src[3]) {
             plan[i].heir_of = t->src[3];
         } else if (t->op == VAE_OP_TANH_CLAMP || t->op == VAE_OP_GROUP_NORM || t->op == VAE_OP_RMS_NORM ||
-                   (t->op == VAE_OP_FRAME_SPLIT && t->ne[1] % VAE_CPU_BLOCK == 0)) {
+                   (t->op == VAE_OP_FRAME_SPLIT && t->ne[1] % vae_cpu_block() == 0)) {
             plan[i].heir_of = t->src[0];
         }
     }
@@ -197,7 +199,7 @@ static struct cpu_weights * cpu_weights_get(struct cpu_context * ctx, const stru
     }
     // [Cout, Cin] padded to whole blocks with zeros: padding lanes of activations stay zero
     const int64_t cout = w->ne[0], cin = w->ne[1], kt = w->n_dims == 5 ? w->ne[2] : 1, k = w->ne[w->n_dims - 1];
-    const int64_t cout_p = vae_cpu_blocks(cout) * VAE_CPU_BLOCK, cin_p = vae_cpu_blocks(cin) * VAE_CPU_BLOCK;
+    const int64_t cout_p = vae_cpu_blocks(cout) * vae_cpu_block(), cin_p = vae_cpu_blocks(cin) * vae_cpu_block();
     const int64_t kd   = fold ? 4 : k;
     const dnnl_dims_t  dims = { cout_p, cin_p, kd, kd };
     dnnl_memory_desc_t plain_md;
@@ -285,7 +287,7 @@ static bool cpu_prepare_conv(struct cpu_context * ctx, struct cpu_graph * cg, co
     const int64_t             k  = w->ne[w->n_dims - 1], kd = up ? 4 : k;
     // channels padded to whole blocks (the layout's padding lanes, zero), where oneDNN's fast
     // kernels work; the weights and bias are padded with zeros to match
-    const int64_t     cin = vae_cpu_blocks(x->ne[1]) * VAE_CPU_BLOCK, cout = vae_cpu_blocks(t->ne[1]) * VAE_CPU_BLOCK;
+    const int64_t     cin = vae_cpu_blocks(x->ne[1]) * vae_cpu_block(), cout = vae_cpu_blocks(t->ne[1]) * vae_cpu_block();
     const dnnl_dims_t src_dims  = { x->ne[0], cin, x->ne[2], x->ne[3] };
     const dnnl_dims_t dst_dims  = { t->ne[0], cout, t->ne[2], t->ne[3] };
     const dnnl_dims_t wei_dims  = { cout, cin, kd, kd };
@@ -298,8 +300,8 @@ static bool cpu_prepare_conv(struct cpu_context * ctx, struct cpu_graph * cg, co
     }
 
     dnnl_memory_desc_t src_md, dst_md, wei_any, bias_md;
-    CPU_DNNL(dnnl_memory_desc_init_by_tag(&src_md, 4, src_dims, dnnl_f32, dnnl_nChw16c), "describe the source");
-    CPU_DNNL(dnnl_memory_desc_init_by_tag(&dst_md, 4, dst_dims, dnnl_f32, dnnl_nChw16c), "describe the output");
+    CPU_DNNL(dnnl_memory_desc_init_by_tag(&src_md, 4, src_dims, dnnl_f32, ctx->tag), "describe the source");
+    CPU_DNNL(dnnl_memory_desc_init_by_tag(&dst_md, 4, dst_dims, dnnl_f32, ctx->tag), "describe the output");
     CPU_DNNL(dnnl_memory_desc_init_by_tag(&wei_any, 4, wei_dims, dnnl_f32, dnnl_format_tag_any), "describe the weights");
     CPU_DNNL(dnnl_memory_desc_init_by_tag(&bias_md, 1, bias_dims, dnnl_f32, dnnl_a), "describe the bias");
     if (b) {
@@ -625,7 +627,7 @@ static bool cpu_graph_read_frame(vae_backend_t * backend, struct vae_graph * g, 
                  (long long) out->ne[3], (long long) out->ne[2]);
         return false;
     }
-    vae_frame_pack(cpu_node_data(cg, out) + (size_t) n * cpu_frame_floats(out), VAE_CPU_BLOCK, 1, dst);
+    vae_frame_pack(cpu_node_data(cg, out) + (size_t) n * cpu_frame_floats(out), vae_cpu_block(), 1, dst);
     return true;
 }
 
@@ -675,8 +677,9 @@ vae_backend_t * vae_backend_cpu_init(char * err, size_t err_size) {
         return NULL;
     }
     const dnnl_version_t * v = dnnl_version();
-    snprintf(ctx->name, sizeof(ctx->name), "cpu (oneDNN %d.%d.%d, %d threads)", v->major, v->minor, v->patch,
-             omp_get_max_threads());
+    ctx->tag                 = vae_cpu_block() == 16 ? dnnl_nChw16c : dnnl_nChw8c;
+    snprintf(ctx->name, sizeof(ctx->name), "cpu (oneDNN %d.%d.%d, %s, %d threads)", v->major, v->minor, v->patch,
+             dnnl_cpu_isa2str(dnnl_get_effective_cpu_isa()) + strlen("cpu_isa_"), omp_get_max_threads());
     backend->iface     = &cpu_backend_i;
     backend->context   = ctx;
     backend->precision = VAE_PRECISION_FP32;

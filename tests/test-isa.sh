@@ -1,0 +1,50 @@
+#!/bin/bash
+# The CPU backend at every oneDNN ISA this machine can lower itself to: test-isa (tests/test-isa.c)
+# decodes the real TAEF2 latents natively, then under DNNL_MAX_CPU_ISA=AVX2 and AVX512_CORE, each
+# with ONEDNN_VERBOSE=1. Each run must match upstream's output, run no primitive in oneDNN's
+# reference code (an implementation named ref:..., 1000x slower: what nChw16c gave on AVX2),
+# report the ISA it was lowered to, and take at most 3x the native time. bf16 is in effect only
+# natively and only where the CPU has AVX512-BF16 or AMX; then its decode must not be ref either.
+set -u
+exe=${1:?usage: test-isa.sh path/to/test-isa}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+failed=0
+
+bad() { failed=$((failed + 1)); echo "FAIL: $1"; }
+
+
+# run NAME ISA: the decode under DNNL_MAX_CPU_ISA=ISA (empty: native); its log in $tmp/NAME
+run() {
+    local name=$1 isa=$2 log=$tmp/$1
+    DNNL_MAX_CPU_ISA=$isa ONEDNN_VERBOSE=1 timeout 100 "$exe" >"$log" 2>&1
+    local rc=$?
+    grep -v '^onednn_verbose' "$log" | sed "s/^/$name: /"
+    [ $rc -eq 0 ] || bad "$name: test-isa exited with status $rc (124: it ran past 100 s)"
+    # onednn_verbose,exec,cpu,<primitive>,<implementation>,...
+    local ref
+    ref=$(awk -F, '$1 == "onednn_verbose" && $2 == "exec" && $5 ~ /ref/ { print $4 " " $5 }' "$log" | sort | uniq -c)
+    [ -z "$ref" ] || bad "$name: primitives in oneDNN's reference code: $ref"
+    local n
+    n=$(grep -c '^onednn_verbose,exec,cpu,\(convolution\|deconvolution\)' "$log")
+    [ "$n" -gt 0 ] || bad "$name: no convolution in the verbose log (ONEDNN_VERBOSE not honoured?)"
+}
+
+ms() { sed -n "s/^$2 decode ms: \([0-9.]*\).*/\1/p" "$tmp/$1"; }
+
+run native ""
+run avx2 AVX2
+run avx512_core AVX512_CORE
+
+grep -q '^backend: .*avx2,' "$tmp/avx2" || bad "avx2: the backend does not report AVX2"
+grep -q '^backend: .*avx512_core,' "$tmp/avx512_core" || bad "avx512_core: the backend does not report AVX512_CORE"
+for name in native avx2 avx512_core; do
+    t=$(ms $name fp32)
+    [ -n "$t" ] || { bad "$name: no decode time"; continue; }
+    [ $name = native ] && native_ms=$t
+    awk -v t="$t" -v n="$native_ms" 'BEGIN { exit !(t <= 3 * n) }' ||
+        bad "$name: $t ms, more than 3x the native $native_ms ms"
+done
+
+[ $failed -eq 0 ] && echo "ok: every ISA, no reference code, within 3x of native"
+exit $((failed > 0))
