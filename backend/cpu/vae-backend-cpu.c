@@ -389,9 +389,98 @@ static void cpu_graph_release(vae_backend_t * backend, struct vae_graph * g) {
     g->peak_bytes   = 0;
 }
 
-static size_t cpu_physical_memory(void) {
-    const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
-    return pages > 0 && page > 0 ? (size_t) pages * (size_t) page : SIZE_MAX;
+// ---- the memory a graph may take -----------------------------------------------------------
+
+// the number after `key` in the file at `path` (NULL: its first token); false when there is none
+// ("max", a missing file)
+static bool cpu_read_number(const char * path, const char * key, unsigned long long * v) {
+    char   line[256];
+    FILE * f  = fopen(path, "r");
+    bool   ok = false;
+    while (f && !ok && fgets(line, sizeof(line), f)) {
+        const size_t k = key ? strlen(key) : 0;
+        ok             = (!key || strncmp(line, key, k) == 0) && sscanf(line + k, "%llu", v) == 1;
+    }
+    if (f) {
+        fclose(f);
+    }
+    return ok;
+}
+
+// the files of a cgroup's memory controller, v2 and v1: the limit, the usage, and in the
+// statistics the inactive page cache, which the usage counts but the kernel reclaims first
+struct cpu_cgroup_files {
+    const char * limit, *usage, *stat_inactive;
+};
+
+static const struct cpu_cgroup_files cpu_cgroup_v2 = { "memory.max", "memory.current", "inactive_file " };
+static const struct cpu_cgroup_files cpu_cgroup_v1 = { "memory.limit_in_bytes", "memory.usage_in_bytes",
+                                                       "total_inactive_file " };
+
+// the least room (limit - usage + inactive cache) of the cgroup at `dir` and of its parents down
+// to the hierarchy's root, the first `top` characters of dir (which is cut)
+static size_t cpu_cgroup_room(char * dir, size_t top, const struct cpu_cgroup_files * cf) {
+    size_t room = SIZE_MAX;
+    for (;;) {
+        char               file[1100];
+        unsigned long long limit, usage, inactive = 0;
+        snprintf(file, sizeof(file), "%s/%s", dir, cf->limit);
+        bool ok = cpu_read_number(file, NULL, &limit);
+        snprintf(file, sizeof(file), "%s/%s", dir, cf->usage);
+        ok = ok && cpu_read_number(file, NULL, &usage);
+        snprintf(file, sizeof(file), "%s/memory.stat", dir);
+        if (ok && cpu_read_number(file, cf->stat_inactive, &inactive) && inactive < usage) {
+            usage -= inactive;
+        }
+        if (ok) {
+            const unsigned long long r = limit > usage ? limit - usage : 0;
+            room                       = r < room ? (size_t) r : room;
+        }
+        char * slash = strrchr(dir, '/');
+        if (!slash || (size_t) (slash - dir) < top) {
+            return room;
+        }
+        *slash = 0;
+    }
+}
+
+size_t vae_cpu_available_memory(const char * root) {
+    char               path[1024], line[1024];
+    unsigned long long kb;
+    const long         pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
+    size_t             avail = pages > 0 && page > 0 ? (size_t) pages * (size_t) page : SIZE_MAX;
+    snprintf(path, sizeof(path), "%s/proc/meminfo", root);
+    if (cpu_read_number(path, "MemAvailable:", &kb)) { // (Linux >= 3.14; physical memory before)
+        avail = (size_t) kb * 1024;
+    }
+    // this process's cgroups, "0::/path" (v2) and "N:memory,...:/path" (v1); the path is relative
+    // to the hierarchy's root, which a container may mount at its own cgroup: the walk up reaches it
+    snprintf(path, sizeof(path), "%s/proc/self/cgroup", root);
+    FILE * f = fopen(path, "r");
+    while (f && fgets(line, sizeof(line), f)) {
+        char * ctl  = strchr(line, ':');
+        char * dir  = ctl ? strchr(ctl + 1, ':') : NULL;
+        if (!dir) {
+            continue;
+        }
+        *dir++ = 0;
+        dir[strcspn(dir, "\n")] = 0;
+        const bool v2  = ctl[1] == 0;
+        const bool v1  = !v2 && strstr(ctl + 1, "memory") != NULL;
+        const int  top = snprintf(path, sizeof(path), "%s/sys/fs/cgroup%s", root, v1 ? "/memory" : "");
+        if ((v1 || v2) && top + strlen(dir) < sizeof(path)) {
+            strcat(path, strcmp(dir, "/") ? dir : "");
+            const size_t room = cpu_cgroup_room(path, (size_t) top, v2 ? &cpu_cgroup_v2 : &cpu_cgroup_v1);
+            avail             = room < avail ? room : avail;
+        }
+    }
+    if (f) {
+        fclose(f);
+    }
+    // an eighth is kept back: MemAvailable is the kernel's estimate (caches it counts as
+    // reclaimable may not all come back), and a decode takes more than its graph's plan counts:
+    // oneDNN's scratchpads, the streaming state, the frames and latents the pipeline holds
+    return avail == SIZE_MAX ? avail : avail - avail / 8;
 }
 
 static bool cpu_graph_prepare(vae_backend_t * backend, struct vae_graph * g, size_t max_bytes, char * err,
@@ -424,13 +513,13 @@ static bool cpu_graph_prepare(vae_backend_t * backend, struct vae_graph * g, siz
     }
     g->arena_bytes     = (cg->arena_floats + cg->scratch_floats) * sizeof(float);
     const size_t need  = g->arena_bytes + weight_bytes;
-    const size_t limit = max_bytes ? max_bytes : cpu_physical_memory();
+    const size_t limit = max_bytes ? max_bytes : vae_cpu_available_memory("");
     if (need > limit) {
         snprintf(err, err_size,
                  "decoding [%lld, %lld, %lld, %lld] needs %.1f MiB of activations and weights, above the %.1f MiB %s",
                  (long long) g->input->ne[0], (long long) g->input->ne[1], (long long) g->input->ne[2],
                  (long long) g->input->ne[3], need / 1048576.0, limit / 1048576.0,
-                 max_bytes ? "memory limit" : "of this machine's memory");
+                 max_bytes ? "memory limit" : "of memory available (7/8 of MemAvailable or of the cgroup's room)");
         free(cg->nodes);
         free(cg);
         return false;
@@ -445,7 +534,8 @@ static bool cpu_graph_prepare(vae_backend_t * backend, struct vae_graph * g, siz
         free(cg);
         return false;
     }
-    memset(cg->arena, 0, cg->arena_floats * sizeof(float)); // padding lanes start at zero
+    // (not zeroed: its pages are committed by the decode that uses them, not at caps time; every
+    // op writes all it produces, padding lanes included, before anything reads it)
     g->backend_data = cg;
     for (int i = 0; i < g->n_nodes; i++) {
         const struct vae_tensor * t = g->nodes[i];
@@ -497,8 +587,9 @@ static vae_state_t * cpu_state_new(vae_backend_t * backend, const struct vae_gra
                 st->floats[t->i[0]] = cpu_state_floats(t);
             }
         }
+        // zeros from calloc: large slots are fresh pages, committed as the stream first writes them
         for (int i = 0; ok && i < st->n_slots; i++) {
-            ok = (st->data[i] = cpu_alloc(st->floats[i] * sizeof(float))) != NULL;
+            ok = (st->data[i] = calloc(st->floats[i] ? st->floats[i] : 1, sizeof(float))) != NULL;
         }
     }
     if (!ok) {
@@ -508,7 +599,6 @@ static vae_state_t * cpu_state_new(vae_backend_t * backend, const struct vae_gra
         }
         return NULL;
     }
-    cpu_state_reset(backend, st);
     return st;
 }
 

@@ -27,6 +27,11 @@ static inline size_t vae_cpu_nelements(const int64_t ne[4]) {
     return (size_t) ne[0] * (size_t) vae_cpu_blocks(ne[1]) * vae_cpu_block() * (size_t) ne[2] * (size_t) ne[3];
 }
 
+// what a graph may take when the caller gives no limit: 7/8 of the smaller of MemAvailable
+// (/proc/meminfo) and the room (limit - usage) of this process's memory cgroup and its parents,
+// v2 or v1; files read under `root` ("" for this system; tests give a fake tree)
+size_t vae_cpu_available_memory(const char * root);
+
 // plain [N, C, H, W] <-> blocked; padding lanes written as zero
 void vae_cpu_to_blocked(const float * src, float * dst, const int64_t ne[4]);
 void vae_cpu_from_blocked(const float * src, float * dst, const int64_t ne[4]);
