@@ -1,10 +1,11 @@
 // The decode that tests/test-isa.sh runs at each oneDNN ISA (DNNL_MAX_CPU_ISA): the real TAEF2
 // decoder on the shared reference latents (2 frames of 128x192), checked against upstream's
-// output, timed, and the backend's name (which gives oneDNN's effective ISA) and the precision
-// in effect printed for the script to check. With precision bf16 asked, it decodes once more at
-// what the backend gives and prints the PSNR of that decode against the fp32 one.
+// output, timed, and the backend's name (which gives oneDNN's effective ISA) printed for the
+// script to check; then a backend asked for bf16 says what is in effect and, where that is bf16,
+// decodes too (its accuracy is test-precision's).
 //
-//   test-isa            prints "backend: ...", "fp32 decode ms: T", "bf16 asked: P in effect", ...
+//   test-isa    prints "backend: NAME", "fp32 decode ms: T ...", "bf16 asked: P in effect" and
+//               where P is bf16, "bf16 decode ms: T ..."
 
 #include "vae-test-data.h"
 
@@ -65,6 +66,15 @@ int main(void) {
         CHECK(d <= 1e-4, "max abs error %g above 1e-4", d);
     }
     free(y);
+    vae_backend_t * bf = vae_backend_init(VAE_BACKEND_CPU, 0, VAE_PRECISION_BF16, err, sizeof(err));
+    CHECK(bf, "bf16 asked: %s", err);
+    printf("bf16 asked: %s in effect\n", bf ? vae_precision_name(vae_backend_precision(bf)) : "nothing");
+    if (bf && vae_backend_precision(bf) == VAE_PRECISION_BF16) {
+        y = decode(bf, m, lat, ls, &ms);
+        printf("bf16 decode ms: %.1f (max abs error %.3g against upstream)\n", ms, y ? max_abs_diff(y, exp, n) : 0.0);
+        free(y);
+    }
+    vae_backend_free(bf);
     free(exp);
     free(lat);
     vae_model_free(m);

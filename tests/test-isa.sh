@@ -3,8 +3,9 @@
 # decodes the real TAEF2 latents natively, then under DNNL_MAX_CPU_ISA=AVX2 and AVX512_CORE, each
 # with ONEDNN_VERBOSE=1. Each run must match upstream's output, run no primitive in oneDNN's
 # reference code (an implementation named ref:..., 1000x slower: what nChw16c gave on AVX2),
-# report the ISA it was lowered to, and take at most 3x the native time. bf16 is in effect only
-# natively and only where the CPU has AVX512-BF16 or AMX; then its decode must not be ref either.
+# report the ISA it was lowered to, and take at most 3x the native time. A backend asked for bf16
+# has it in effect only natively and only where the CPU has AVX512-BF16 or AMX (oneDNN would
+# emulate it on AVX512_CORE); then its decode must not be ref either.
 set -u
 exe=${1:?usage: test-isa.sh path/to/test-isa}
 tmp=$(mktemp -d)
@@ -30,6 +31,8 @@ run() {
     [ "$n" -gt 0 ] || bad "$name: no convolution in the verbose log (ONEDNN_VERBOSE not honoured?)"
 }
 
+if grep -qw -e avx512_bf16 -e amx_bf16 /proc/cpuinfo; then native_bf16=bf16; else native_bf16=fp32; fi
+
 ms() { sed -n "s/^$2 decode ms: \([0-9.]*\).*/\1/p" "$tmp/$1"; }
 
 run native ""
@@ -44,6 +47,13 @@ for name in native avx2 avx512_core; do
     [ $name = native ] && native_ms=$t
     awk -v t="$t" -v n="$native_ms" 'BEGIN { exit !(t <= 3 * n) }' ||
         bad "$name: $t ms, more than 3x the native $native_ms ms"
+done
+
+for name in native avx2 avx512_core; do
+    want=fp32
+    [ $name = native ] && want=$native_bf16
+    grep -q "^bf16 asked: $want in effect" "$tmp/$name" || bad "$name: bf16 asked, $want not in effect"
+    [ $want = fp32 ] || [ -n "$(ms $name bf16)" ] || bad "$name: no bf16 decode"
 done
 
 [ $failed -eq 0 ] && echo "ok: every ISA, no reference code, within 3x of native"

@@ -41,6 +41,7 @@ struct cpu_weights {
 
 struct cpu_context {
     dnnl_format_tag_t    tag;         // of the activations: nChw16c or nChw8c
+    dnnl_data_type_t     conv_type;   // of convolution inputs and weights: f32, or bf16 (see the top)
     dnnl_engine_t        engine;
     dnnl_stream_t        stream;
     struct cpu_weights * weights;
@@ -53,6 +54,8 @@ struct cpu_node {
     int                  n_taps;                // convolutions: primitives run one after another
     dnnl_primitive_t     prim[CPU_MAX_TAPS];
     dnnl_memory_t        src[CPU_MAX_TAPS], wei[CPU_MAX_TAPS], bias, dst;
+    dnnl_primitive_t     to_bf16;                // bf16: the input, state frames in front, into the scratch
+    dnnl_memory_t        to_bf16_from, to_bf16_to;
     struct cpu_weights * weights[CPU_MAX_TAPS];
     float *              bias_data;             // a copy: oneDNN takes non-const handles
     bool                 copy_residual;         // the residual is still needed later: copy it into dst first
@@ -62,7 +65,7 @@ struct cpu_node {
 struct cpu_graph {
     float *           arena;
     size_t            arena_floats;
-    float *           scratch;        // for the op running now (attention)
+    float *           scratch;        // for the op running now (attention; a bf16 conv's input)
     size_t            scratch_floats;
     struct cpu_node * nodes;
 };
@@ -275,9 +278,31 @@ static void cpu_weights_put(struct cpu_context * ctx, struct cpu_weights * w) {
     free(w);
 }
 
+// bf16: the reorder that converts the input of conv t, with the kt - 1 state frames in front of
+// it, into the scratch, where its taps read it
+static bool cpu_prepare_to_bf16(struct cpu_context * ctx, struct cpu_graph * cg, const struct vae_tensor * t,
+                                int64_t cin, char * err, size_t err_size) {
+    struct cpu_node *         node = &cg->nodes[t->index];
+    const struct vae_tensor * x    = t->src[0];
+    const size_t              hist = t->op == VAE_OP_CAUSAL_CONV3D ? cpu_state_floats(t) : 0;
+    const dnnl_dims_t         dims = { x->ne[0] + (int64_t) (hist / cpu_frame_floats(x)), cin, x->ne[2], x->ne[3] };
+    dnnl_memory_desc_t        from_md, to_md;
+    dnnl_primitive_desc_t     pd = NULL;
+    CPU_DNNL(dnnl_memory_desc_init_by_tag(&from_md, 4, dims, dnnl_f32, ctx->tag), "describe the input");
+    CPU_DNNL(dnnl_memory_desc_init_by_tag(&to_md, 4, dims, dnnl_bf16, ctx->tag), "describe the bf16 input");
+    dnnl_status_t st = dnnl_memory_create(&node->to_bf16_from, &from_md, ctx->engine, cpu_node_data(cg, x) - hist);
+    if (st == dnnl_success) st = dnnl_memory_create(&node->to_bf16_to, &to_md, ctx->engine, cg->scratch);
+    if (st == dnnl_success) st = dnnl_reorder_primitive_desc_create(&pd, &from_md, ctx->engine, &to_md, ctx->engine, NULL);
+    if (st == dnnl_success) st = dnnl_primitive_create(&node->to_bf16, pd);
+    dnnl_primitive_desc_destroy(pd);
+    CPU_DNNL(st, "prepare the conversion to bf16");
+    return true;
+}
+
 // one primitive per time tap (one for a 2-D conv): tap j reads the input j - (kt - 1) frames
-// back, into the room in front of it; the first tap adds the bias (and the residual copied into
-// dst), the later ones add into dst, the last applies the activation
+// back, into the room in front of it (bf16: into its copy in the scratch); the first tap adds the
+// bias (and the residual copied into dst), the later ones add into dst, the last applies the
+// activation
 static bool cpu_prepare_conv(struct cpu_context * ctx, struct cpu_graph * cg, const struct vae_tensor * t, char * err,
                              size_t err_size) {
     struct cpu_node *         node = &cg->nodes[t->index];
@@ -300,9 +325,10 @@ static bool cpu_prepare_conv(struct cpu_context * ctx, struct cpu_graph * cg, co
     }
 
     dnnl_memory_desc_t src_md, dst_md, wei_any, bias_md;
-    CPU_DNNL(dnnl_memory_desc_init_by_tag(&src_md, 4, src_dims, dnnl_f32, ctx->tag), "describe the source");
+    CPU_DNNL(dnnl_memory_desc_init_by_tag(&src_md, 4, src_dims, ctx->conv_type, ctx->tag), "describe the source");
     CPU_DNNL(dnnl_memory_desc_init_by_tag(&dst_md, 4, dst_dims, dnnl_f32, ctx->tag), "describe the output");
-    CPU_DNNL(dnnl_memory_desc_init_by_tag(&wei_any, 4, wei_dims, dnnl_f32, dnnl_format_tag_any), "describe the weights");
+    CPU_DNNL(dnnl_memory_desc_init_by_tag(&wei_any, 4, wei_dims, ctx->conv_type, dnnl_format_tag_any),
+             "describe the weights");
     CPU_DNNL(dnnl_memory_desc_init_by_tag(&bias_md, 1, bias_dims, dnnl_f32, dnnl_a), "describe the bias");
     if (b) {
         node->bias_data = cpu_alloc((size_t) cout * sizeof(float));
@@ -357,14 +383,16 @@ static bool cpu_prepare_conv(struct cpu_context * ctx, struct cpu_graph * cg, co
         const dnnl_memory_desc_t * wei_md = dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
         node->weights[j] = cpu_weights_get(ctx, w, j, up, wei_md);
         st = node->weights[j] ? dnnl_success : dnnl_out_of_memory;
-        float * src = cpu_node_data(cg, x) - (size_t) (kt - 1 - j) * cpu_frame_floats(x);
+        const bool bf16 = ctx->conv_type == dnnl_bf16;
+        void *     src  = bf16 ? (void *) ((uint16_t *) cg->scratch + (size_t) j * cpu_frame_floats(x))
+                            : (void *) (cpu_node_data(cg, x) - (size_t) (kt - 1 - j) * cpu_frame_floats(x));
         if (st == dnnl_success) st = dnnl_memory_create(&node->wei[j], wei_md, ctx->engine, node->weights[j]->data);
         if (st == dnnl_success) st = dnnl_memory_create(&node->src[j], &src_md, ctx->engine, src);
         if (st == dnnl_success) st = dnnl_primitive_create(&node->prim[j], pd);
         dnnl_primitive_desc_destroy(pd);
         CPU_DNNL(st, "prepare the weights and the convolution");
     }
-    return true;
+    return ctx->conv_type != dnnl_bf16 || cpu_prepare_to_bf16(ctx, cg, t, cin, err, err_size);
 }
 
 static void cpu_graph_release(vae_backend_t * backend, struct vae_graph * g) {
@@ -379,6 +407,9 @@ static void cpu_graph_release(vae_backend_t * backend, struct vae_graph * g) {
         }
         dnnl_memory_destroy(node->bias);
         dnnl_memory_destroy(node->dst);
+        dnnl_primitive_destroy(node->to_bf16);
+        dnnl_memory_destroy(node->to_bf16_from);
+        dnnl_memory_destroy(node->to_bf16_to);
         free(node->bias_data);
     }
     free(cg->nodes);
@@ -498,10 +529,16 @@ static bool cpu_graph_prepare(vae_backend_t * backend, struct vae_graph * g, siz
         return false;
     }
     for (int i = 0; i < g->n_nodes; i++) {
-        if (g->nodes[i]->op == VAE_OP_ATTENTION) {
-            const size_t n = vae_cpu_attention_scratch(g->nodes[i]->src[0]->ne);
-            cg->scratch_floats = n > cg->scratch_floats ? n : cg->scratch_floats;
+        const struct vae_tensor * t = g->nodes[i];
+        size_t                    n = 0;
+        if (t->op == VAE_OP_ATTENTION) {
+            n = vae_cpu_attention_scratch(t->src[0]->ne);
+        } else if (ctx->conv_type == dnnl_bf16 &&
+                   (t->op == VAE_OP_CONV2D || t->op == VAE_OP_UPSAMPLE_CONV2D || t->op == VAE_OP_CAUSAL_CONV3D)) {
+            const size_t hist = t->op == VAE_OP_CAUSAL_CONV3D ? cpu_state_floats(t) : 0;
+            n                 = (vae_cpu_nelements(t->src[0]->ne) + hist + 1) / 2; // bf16: 2 per float
         }
+        cg->scratch_floats = n > cg->scratch_floats ? n : cg->scratch_floats;
     }
     size_t weight_bytes = 0;
     for (int i = 0; i < g->n_weights; i++) {
@@ -613,6 +650,10 @@ static bool cpu_run_conv(struct cpu_context * ctx, struct cpu_graph * cg, const 
     const bool        up   = t->op == VAE_OP_UPSAMPLE_CONV2D;
     if (hist) {
         memcpy(x - hist, state->data[t->i[0]], hist * sizeof(float));
+    }
+    if (node->to_bf16) {
+        dnnl_exec_arg_t args[2] = { { DNNL_ARG_FROM, node->to_bf16_from }, { DNNL_ARG_TO, node->to_bf16_to } };
+        CPU_DNNL(dnnl_primitive_execute(node->to_bf16, ctx->stream, 2, args), "convert the input to bf16");
     }
     if (node->copy_residual) {
         memcpy(y, cpu_node_data(cg, t->src[3]), vae_cpu_nelements(t->ne) * sizeof(float));
@@ -744,7 +785,7 @@ static const struct vae_backend_i cpu_backend_i = {
     /* .graph_release     = */ cpu_graph_release,
 };
 
-vae_backend_t * vae_backend_cpu_init(char * err, size_t err_size) {
+vae_backend_t * vae_backend_cpu_init(enum vae_precision precision, char * err, size_t err_size) {
     struct cpu_context * ctx     = calloc(1, sizeof(*ctx));
     vae_backend_t *      backend = calloc(1, sizeof(*backend));
     if (!ctx || !backend) {
@@ -767,11 +808,14 @@ vae_backend_t * vae_backend_cpu_init(char * err, size_t err_size) {
         return NULL;
     }
     const dnnl_version_t * v = dnnl_version();
-    ctx->tag                 = vae_cpu_block() == 16 ? dnnl_nChw16c : dnnl_nChw8c;
+    const dnnl_cpu_isa_t   isa = dnnl_get_effective_cpu_isa();
+    const bool bf16 = precision == VAE_PRECISION_BF16 && (isa & dnnl_cpu_isa_avx512_core_bf16) == dnnl_cpu_isa_avx512_core_bf16;
+    ctx->tag        = vae_cpu_block() == 16 ? dnnl_nChw16c : dnnl_nChw8c;
+    ctx->conv_type  = bf16 ? dnnl_bf16 : dnnl_f32;
     snprintf(ctx->name, sizeof(ctx->name), "cpu (oneDNN %d.%d.%d, %s, %d threads)", v->major, v->minor, v->patch,
-             dnnl_cpu_isa2str(dnnl_get_effective_cpu_isa()) + strlen("cpu_isa_"), omp_get_max_threads());
+             dnnl_cpu_isa2str(isa) + strlen("cpu_isa_"), omp_get_max_threads());
     backend->iface     = &cpu_backend_i;
     backend->context   = ctx;
-    backend->precision = VAE_PRECISION_FP32;
+    backend->precision = bf16 ? VAE_PRECISION_BF16 : VAE_PRECISION_FP32;
     return backend;
 }
