@@ -7,6 +7,10 @@
 // A causal conv3d runs as one 2-D convolution per time tap, each reading its input shifted by a
 // frame; the frames remembered from earlier steps (the state) are copied into room the planner
 // leaves in front of the input, so no tap ever reads a concatenated copy.
+// At precision bf16 (only where oneDNN's ISA has AVX512-BF16 or AMX: elsewhere oneDNN emulates
+// it, slower than fp32) each convolution's input is converted to bf16 into the scratch just before
+// it runs and its weights are bf16; it accumulates into its f32 output, and residuals, norms,
+// attention and everything else stay f32.
 // All activations live in one arena whose offsets are planned from tensor lifetimes at prepare
 // time, so the peak is known before the first frame. Converted weights are shared by every graph
 // of the backend that uses the same tensor in the same layout (the steps of one stream).
@@ -41,7 +45,7 @@ struct cpu_weights {
 
 struct cpu_context {
     dnnl_format_tag_t    tag;         // of the activations: nChw16c or nChw8c
-    dnnl_data_type_t     conv_type;   // of convolution inputs and weights: f32, or bf16 (see the top)
+    dnnl_data_type_t     conv_type;   // of convolution inputs and weights: f32 or bf16 (see the top)
     dnnl_engine_t        engine;
     dnnl_stream_t        stream;
     struct cpu_weights * weights;
@@ -489,8 +493,8 @@ size_t vae_cpu_available_memory(const char * root) {
     snprintf(path, sizeof(path), "%s/proc/self/cgroup", root);
     FILE * f = fopen(path, "r");
     while (f && fgets(line, sizeof(line), f)) {
-        char * ctl  = strchr(line, ':');
-        char * dir  = ctl ? strchr(ctl + 1, ':') : NULL;
+        char * ctl = strchr(line, ':');
+        char * dir = ctl ? strchr(ctl + 1, ':') : NULL;
         if (!dir) {
             continue;
         }
@@ -809,11 +813,14 @@ vae_backend_t * vae_backend_cpu_init(enum vae_precision precision, char * err, s
     }
     const dnnl_version_t * v = dnnl_version();
     const dnnl_cpu_isa_t   isa = dnnl_get_effective_cpu_isa();
-    const bool bf16 = precision == VAE_PRECISION_BF16 && (isa & dnnl_cpu_isa_avx512_core_bf16) == dnnl_cpu_isa_avx512_core_bf16;
-    ctx->tag        = vae_cpu_block() == 16 ? dnnl_nChw16c : dnnl_nChw8c;
-    ctx->conv_type  = bf16 ? dnnl_bf16 : dnnl_f32;
+    const char *           isa_name = dnnl_cpu_isa2str(isa);
+    const bool             bf16     = precision == VAE_PRECISION_BF16 &&
+                          (isa & dnnl_cpu_isa_avx512_core_bf16) == dnnl_cpu_isa_avx512_core_bf16;
+    ctx->tag       = vae_cpu_block() == 16 ? dnnl_nChw16c : dnnl_nChw8c;
+    ctx->conv_type = bf16 ? dnnl_bf16 : dnnl_f32;
+    isa_name += strncmp(isa_name, "cpu_isa_", 8) == 0 ? 8 : 0;
     snprintf(ctx->name, sizeof(ctx->name), "cpu (oneDNN %d.%d.%d, %s, %d threads)", v->major, v->minor, v->patch,
-             dnnl_cpu_isa2str(isa) + strlen("cpu_isa_"), omp_get_max_threads());
+             isa_name, omp_get_max_threads());
     backend->iface     = &cpu_backend_i;
     backend->context   = ctx;
     backend->precision = bf16 ? VAE_PRECISION_BF16 : VAE_PRECISION_FP32;
