@@ -41,5 +41,6 @@ struct vae_backend {
 };
 
 // implemented by each built backend
-vae_backend_t * vae_backend_cpu_init(char * err, size_t err_size);
+// bf16 where oneDNN's effective ISA has AVX512-BF16 (or AMX) and bf16 is asked; else fp32
+vae_backend_t * vae_backend_cpu_init(enum vae_precision precision, char * err, size_t err_size);
 vae_backend_t * vae_backend_cuda_init(int device, enum vae_precision precision, char * err, size_t err_size);

@@ -45,8 +45,7 @@ vae_backend_t * vae_backend_init(enum vae_backend_type type, int device, enum va
         snprintf(err, err_size, "the cpu backend has only device 0, not %d", device);
         return NULL;
     }
-    (void) precision; // (the CPU computes in fp32: vae_backend_precision says so)
-    return vae_backend_cpu_init(err, err_size);
+    return vae_backend_cpu_init(precision, err, err_size);
 }
 
 enum vae_precision vae_backend_precision(vae_backend_t * backend) {

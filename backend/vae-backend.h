@@ -169,8 +169,8 @@ bool            vae_backend_is_built(enum vae_backend_type type);
 const char *    vae_backend_type_name(enum vae_backend_type type);
 // device: the GPU's number, or -1: the CUDA context current on the calling thread if there is
 // one (a GstCudaContext pushed by the element), else device 0. The CPU computes in fp32 whatever
-// precision is asked for (vae_backend_precision says what is in effect); a GPU refuses a
-// precision it lacks, naming it.
+// else is asked for, and in bf16 when asked only where oneDNN's ISA has AVX512-BF16 or AMX
+// (vae_backend_precision says what is in effect); a GPU refuses a precision it lacks, naming it.
 vae_backend_t *    vae_backend_init(enum vae_backend_type type, int device, enum vae_precision precision, char * err,
                                     size_t err_size);
 void               vae_backend_free(vae_backend_t * backend);

@@ -14,6 +14,9 @@
 // backend/cpu/vae-cpu.h, on buffers made with vae_cpu_to_blocked. Causal conv3d streams frames
 // through a state in steps of several sizes against the whole-sequence reference.
 //
+// meson runs it twice: natively and under DNNL_MAX_CPU_ISA=AVX2 (test-cpu-ops-avx2), where the
+// blocks of the layout have 8 lanes instead of 16 (vae_cpu_block).
+//
 // Tolerances (fp32): NMSE = sum (a-b)^2 / sum b^2 <= 1e-10 (sum b^2 floored at 1e-4 per element)
 // and max |a-b| <= 1e-4 * max |b|;
 // a NaN or Inf where the reference is finite (or a finite value where it is NaN) always fails.
@@ -24,13 +27,16 @@
 #include "vae-test.h"
 #include "vae-test-ops.h"
 
+#include <malloc.h>
 #include <math.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #define NMSE_TOL 1e-10
 #define REL_TOL  1e-4
@@ -1359,6 +1365,163 @@ static void test_prepare_and_reuse(void) {
     pool_free(&pl);
 }
 
+// resident bytes of this process (/proc/self/statm)
+static size_t resident_bytes(void) {
+    FILE * f    = fopen("/proc/self/statm", "r");
+    long   size = 0, rss = 0;
+    if (!f || fscanf(f, "%ld %ld", &size, &rss) != 2) {
+        rss = -1;
+    }
+    if (f) {
+        fclose(f);
+    }
+    return rss < 0 ? 0 : (size_t) rss * (size_t) sysconf(_SC_PAGE_SIZE);
+}
+
+// prepare takes the arena's address space and a new state its own, but touches none of their
+// pages (memory is committed when a decode uses it, not when caps are set); the first compute
+// then commits them. A causal conv over 512x2048 frames: 64 MiB per frame of 16 channels.
+static void test_arena_untouched(void) {
+    struct pool   pl = { 0 };
+    char          err[256];
+    const int     C = 16, H = 512, W = 2048;
+    const size_t  frame = (size_t) C * H * W * sizeof(float);
+    const int64_t sh[5] = { C, C, 3, 1, 1 };
+    if (g_quick) {
+        return;
+    }
+    rng_seed(6500);
+    // (meson sets MALLOC_PERTURB_, under which glibc fills every allocation: off for this check)
+    mallopt(M_PERTURB, 0);
+    struct vae_graph *  g = graph_new(true);
+    struct vae_tensor * x = vae_graph_input(g, 1, C, H, W);
+    struct vae_tensor * w = vae_graph_weight(g, "w", rnd(&pl, (size_t) C * C * 3, -0.1f, 0.1f), 5, sh);
+    vae_graph_set_output(g, vae_graph_causal_conv3d(g, x, w, NULL, NULL, VAE_ACT_NONE, 0));
+    const float * in    = rnd(&pl, (size_t) C * H * W, -1, 1);
+    const size_t  rss0  = resident_bytes();
+    const bool    ok    = vae_backend_graph_prepare(B, g, 0, err, sizeof(err));
+    vae_state_t * state = ok ? vae_backend_state_new(B, g, err, sizeof(err)) : NULL;
+    const size_t  rss1  = resident_bytes();
+    CHECK(ok && state, "prepare: %s", err);
+    const size_t state_bytes = vae_backend_state_bytes(B, state);
+    CHECK(g->arena_bytes >= 4 * frame && state_bytes == 2 * frame, "arena of %zu bytes, state of %zu",
+          g->arena_bytes, state_bytes);
+    CHECK(rss1 < rss0 + (g->arena_bytes + state_bytes) / 8,
+          "prepare and state_new made %.1f MiB resident for %.1f MiB of arena and state", (rss1 - rss0) / 1048576.0,
+          (g->arena_bytes + state_bytes) / 1048576.0);
+    CHECK(state && vae_backend_graph_compute(B, g, state, in, err, sizeof(err)), "compute: %s", err);
+    const size_t rss2 = resident_bytes();
+    CHECK(rss2 > rss1 + g->arena_bytes / 2, "the compute made only %.1f MiB resident", (rss2 - rss1) / 1048576.0);
+    printf("arena %.1f MiB, state %.1f MiB: resident +%.1f MiB after prepare and state_new, +%.1f MiB after the "
+           "first compute\n",
+           g->arena_bytes / 1048576.0, state_bytes / 1048576.0, (rss1 - rss0) / 1048576.0, (rss2 - rss1) / 1048576.0);
+    mallopt(M_PERTURB, getenv("MALLOC_PERTURB_") ? atoi(getenv("MALLOC_PERTURB_")) : 0);
+    vae_backend_state_free(B, state);
+    vae_backend_graph_release(B, g);
+    vae_graph_free(g);
+    pool_free(&pl);
+}
+
+// a file under root (its folders made), with this content
+static void write_file(const char * root, const char * rel, const char * content) {
+    char path[1024];
+    snprintf(path, sizeof(path), "%s/%s", root, rel);
+    for (char * p = path + strlen(root) + 1; (p = strchr(p, '/')); p++) {
+        *p = 0;
+        mkdir(path, 0700);
+        *p = '/';
+    }
+    FILE * f = fopen(path, "w");
+    CHECK(f && fputs(content, f) >= 0 && fclose(f) == 0, "cannot write %s", path);
+}
+
+#define GIB (1024.0 * 1048576.0)
+
+// the limit when none is given: 7/8 of the least of MemAvailable and the room of each memory
+// cgroup (v2 and v1) up the hierarchy, on fake /proc and /sys trees; then on this system, a
+// graph above it is refused (before: only above the physical memory) and one well below it is not
+static void test_available_memory(void) {
+    const int failed = vae_test_failed;
+    char      root[] = "/tmp/vae-test-meminfo-XXXXXX";
+    CHECK(mkdtemp(root) != NULL, "mkdtemp");
+    write_file(root, "proc/meminfo", "MemTotal:       16777216 kB\nMemFree:  1 kB\nMemAvailable:    8388608 kB\n");
+    double got = vae_cpu_available_memory(root) / GIB;
+    CHECK(got == 7.0, "MemAvailable 8 GiB, no cgroup: %g GiB, not 7", got);
+
+    // v2: the cgroup's 4 GiB less 1 GiB used of which 0.5 GiB inactive cache; its parent's 3 GiB less 2
+    write_file(root, "proc/self/cgroup", "0::/a/b\n");
+    write_file(root, "sys/fs/cgroup/a/b/memory.max", "4294967296\n");
+    write_file(root, "sys/fs/cgroup/a/b/memory.current", "1073741824\n");
+    write_file(root, "sys/fs/cgroup/a/b/memory.stat", "anon 4096\nfile 536870912\ninactive_file 536870912\n");
+    write_file(root, "sys/fs/cgroup/a/memory.max", "3221225472\n");
+    write_file(root, "sys/fs/cgroup/a/memory.current", "2147483648\n");
+    got = vae_cpu_available_memory(root) / GIB;
+    CHECK(got == 0.875, "cgroup v2 parent with 1 GiB of room: %g GiB, not 0.875", got);
+    write_file(root, "sys/fs/cgroup/a/memory.max", "max\n");
+    got = vae_cpu_available_memory(root) / GIB;
+    CHECK(got == 3.5 * 0.875, "cgroup v2 with 3.5 GiB of room, parent unlimited: %g GiB, not %g", got, 3.5 * 0.875);
+
+    // v1, mounted at the container's own cgroup (the path /docker/x is not there), over its limit
+    write_file(root, "proc/self/cgroup", "5:cpuacct,memory:/docker/x\n0::/\n");
+    write_file(root, "sys/fs/cgroup/memory/memory.limit_in_bytes", "2147483648\n");
+    write_file(root, "sys/fs/cgroup/memory/memory.usage_in_bytes", "1073741824\n");
+    write_file(root, "sys/fs/cgroup/memory/memory.stat", "cache 0\ntotal_inactive_file 0\n");
+    got = vae_cpu_available_memory(root) / GIB;
+    CHECK(got == 0.875, "cgroup v1 with 1 GiB of room: %g GiB, not 0.875", got);
+    write_file(root, "sys/fs/cgroup/memory/memory.usage_in_bytes", "3221225472\n");
+    got = vae_cpu_available_memory(root) / GIB;
+    CHECK(got == 0.0, "cgroup v1 over its limit: %g GiB, not 0", got);
+    char cmd[128];
+    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", root);
+    CHECK(system(cmd) == 0, "%s", cmd);
+    printf("available memory from fake /proc and /sys trees (MemAvailable, cgroup v2, v1): %s\n",
+           vae_test_failed > failed ? "FAIL" : "OK");
+    if (g_quick) {
+        return;
+    }
+
+    // this system: prepares that only reserve address space (perturbation off: see test_arena_untouched)
+    unsigned long long kb = 0;
+    FILE *             f  = fopen("/proc/meminfo", "r");
+    char               line[256];
+    while (f && fgets(line, sizeof(line), f) && sscanf(line, "MemAvailable: %llu kB", &kb) != 1) {
+    }
+    if (f) {
+        fclose(f);
+    }
+    CHECK(kb > 0, "no MemAvailable in /proc/meminfo");
+    mallopt(M_PERTURB, 0);
+    struct pool pl = { 0 };
+    char        err[512];
+    for (int k = 0; k < 2 && kb > 0; k++) {
+        // a 1x1 conv, 16 channels in and out: 128 bytes of arena per pixel
+        // (at most 1 GiB when it is to be prepared: oneDNN 2.6's AVX2 1x1 convolution refused 2.8 GiB
+        // tensors with a runtime_error)
+        const double want = k ? kb * 1024.0 * 0.95 : fmin(kb * 1024.0 * 0.25, GIB);
+        const int    W = 4096, H = (int) (want / 128.0 / W);
+        struct vae_graph *  g = graph_new(true);
+        struct vae_tensor * x = vae_graph_input(g, 1, 16, H, W);
+        vae_graph_set_output(g, vae_graph_conv2d(g, x, conv_w(g, &pl, 16, 16, 1, NULL), NULL, NULL, VAE_ACT_NONE));
+        err[0]        = 0;
+        const bool ok = vae_backend_graph_prepare(B, g, 0, err, sizeof(err));
+        if (k == 0) {
+            CHECK(ok, "a graph of %.1f GiB (MemAvailable %.1f GiB) refused: %s", want / GIB, kb * 1024.0 / GIB, err);
+        } else {
+            double limit = 0;
+            const char * at = strstr(err, "above the ");
+            CHECK(!ok && at && sscanf(at, "above the %lf MiB", &limit) == 1 && strstr(err, "available"),
+                  "a graph of 95%% of MemAvailable (%.1f GiB): %s", want / GIB, ok ? "prepared" : err);
+            CHECK(limit * 1048576.0 <= kb * 1024.0 * 0.875 * 1.02, "limit %.1f MiB above 7/8 of MemAvailable %.1f MiB",
+                  limit, kb / 1024.0);
+            printf("95%% of MemAvailable: %s\n", ok ? "prepared (FAIL)" : err);
+        }
+        vae_backend_graph_release(B, g);
+        vae_graph_free(g);
+    }
+    mallopt(M_PERTURB, getenv("MALLOC_PERTURB_") ? atoi(getenv("MALLOC_PERTURB_")) : 0);
+    pool_free(&pl);
+}
+
 static void test_errors(void) {
     struct pool pl = { 0 };
     char        err[256];
@@ -1517,8 +1680,8 @@ static void poison_padding(float * b, const int64_t ne[4]) {
     const int64_t CB = vae_cpu_blocks(ne[1]), HW = ne[2] * ne[3];
     for (int64_t n = 0; n < ne[0]; n++) {
         for (int64_t p = 0; p < HW; p++) {
-            for (int64_t c = ne[1]; c < CB * VAE_CPU_BLOCK; c++) {
-                b[((n * CB + CB - 1) * HW + p) * VAE_CPU_BLOCK + c % VAE_CPU_BLOCK] = NAN;
+            for (int64_t c = ne[1]; c < CB * vae_cpu_block(); c++) {
+                b[((n * CB + CB - 1) * HW + p) * vae_cpu_block() + c % vae_cpu_block()] = NAN;
             }
         }
     }
@@ -1546,8 +1709,8 @@ static float * unblock(struct pool * pl, const char * label, const float * b, co
     size_t        bad = 0;
     for (int64_t n = 0; n < ne[0]; n++) {
         for (int64_t p = 0; p < HW; p++) {
-            for (int64_t c = ne[1]; c < CB * VAE_CPU_BLOCK; c++) {
-                bad += b[((n * CB + CB - 1) * HW + p) * VAE_CPU_BLOCK + c % VAE_CPU_BLOCK] != 0.0f; // NaN too
+            for (int64_t c = ne[1]; c < CB * vae_cpu_block(); c++) {
+                bad += b[((n * CB + CB - 1) * HW + p) * vae_cpu_block() + c % vae_cpu_block()] != 0.0f; // NaN too
             }
         }
     }
@@ -1931,9 +2094,10 @@ static void test_causal_case(int Ci, int Co, int H, int W, int kt1, int k1, int 
             if (!state) {
                 state = vae_backend_state_new(B, *g, err, sizeof(err));
                 CHECK(state != NULL, "state: %s", err);
+                const int64_t bl = vae_cpu_block();
                 CHECK(vae_backend_state_bytes(B, state) ==
-                          ((size_t) (kt1 - 1) * ((Ci + 15) / 16) + (size_t) (kt2 - 1) * ((Co + 15) / 16)) * 16 * H * W *
-                              sizeof(float),
+                          ((size_t) (kt1 - 1) * ((Ci + bl - 1) / bl) + (size_t) (kt2 - 1) * ((Co + bl - 1) / bl)) * bl *
+                              H * W * sizeof(float),
                       "state of %zu bytes", vae_backend_state_bytes(B, state));
             }
             CHECK(vae_backend_graph_compute(B, *g, state, in + (size_t) at * fi, err, sizeof(err)), "compute: %s", err);
@@ -2045,7 +2209,8 @@ int main(int argc, char ** argv) {
         { "tanh_clamp", test_tanh },     { "chains", test_chains },
         { "several inputs", test_inputs }, { "read_frame", test_frames },
         { "read_frame bytes", test_frame_bytes }, { "vae_frame_pack (planar)", test_frame_pack },
-        { "prepare/reuse", test_prepare_and_reuse },
+        { "prepare/reuse", test_prepare_and_reuse }, { "arena pages", test_arena_untouched },
+        { "available memory", test_available_memory },
         { "errors", test_errors },       { "nan", test_nan },
         { "rms_norm (blocked, direct)", test_rms }, { "attention (blocked, direct)", test_attention },
         { "frame_split, pixel_shuffle (blocked, direct)", test_shuffles },

@@ -6,12 +6,20 @@
 // the FLUX.2-shaped fixture decoder, and shows it naming the layers that overflow fp16 when one
 // layer's weights are scaled up to the magnitudes a trained SDXL decoder reaches.
 // (No SDXL weights are available here: the fixture's weights are random.)
+//
+// Then bf16 on the CPU: where oneDNN's effective ISA has AVX512-BF16 (or AMX) a backend asked for
+// bf16 must say bf16 is in effect, compute differently from fp32, and stay within 38 dB PSNR of
+// the fp32 oracle on 8-bit frames, on the real TAEF2 decoder and latents and on the fixtures of a
+// causal video decoder (Wan 2.1: state frames in front of the convs) and of AutoencoderKL
+// (GroupNorm, attention); elsewhere (or under DNNL_MAX_CPU_ISA=AVX2, AVX512_CORE) it must say fp32
+// and decode exactly as fp32 does.
 
 #include "vae-session.h"
 #include "vae-test-data.h"
 #include "vae-test.h"
 
 #include <math.h>
+#include <oneapi/dnnl/dnnl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,12 +58,101 @@ static int decode_ranges(const struct vae_model * m, const float * lat, int h, i
     return n;
 }
 
+// PSNR of two decodes as 8-bit frames, clamp(y * scale + offset, 0, 1) rounded as vae_frame_pack does
+static double psnr_8bit(const float * a, const float * b, size_t n, float scale, float offset) {
+    double se = 0;
+    for (size_t i = 0; i < n; i++) {
+        const float ua = fminf(fmaxf(a[i] * scale + offset, 0.0f), 1.0f), ub = fminf(fmaxf(b[i] * scale + offset, 0.0f), 1.0f);
+        const double d = (double) (int) (ua * 255.0f + 0.5f) - (double) (int) (ub * 255.0f + 0.5f);
+        se += d * d;
+    }
+    return se == 0 ? INFINITY : 10.0 * log10(255.0 * 255.0 * (double) n / se);
+}
+
+// every frame of a latent file ([N, C, h, w] images or [1, C, T, h, w] video) decoded through a
+// session on backend b, one latent frame per push: the raw f32 frames [F, 3, H, W] (caller frees)
+static float * session_decode(vae_backend_t * b, const struct vae_model * m, const char * latent_file, size_t * n_out) {
+    int64_t       ls[5];
+    float *       lat = read_tensor(latent_file, "latent_tensor", ls);
+    const bool    video = ls[4] > 1;
+    const int64_t T = video ? ls[2] : ls[0], C = ls[1], h = video ? ls[3] : ls[2], w = video ? ls[4] : ls[3];
+    const size_t  frame = (size_t) 3 * m->scale * h * m->scale * w;
+    const struct vae_session_config cfg = { (int) C, (int) h, (int) w, VAE_SPACE_AUTO, 1, 0, 0 };
+    struct vae_session *            s   = lat ? vae_session_new(m, b, &cfg, err, sizeof(err)) : NULL;
+    float *                         in  = malloc((size_t) (C * h * w) * sizeof(float));
+    float *                         out = malloc((size_t) (1 + 4 * T) * frame * sizeof(float));
+    size_t                          n   = 0;
+    bool                            ok  = s != NULL;
+    for (int64_t t = 0; ok && t <= T; t++) {
+        for (int64_t c = 0; t < T && c < C; c++) { // plane c of latent frame t
+            memcpy(in + c * h * w, lat + (video ? c * T + t : t * C + c) * h * w, (size_t) (h * w) * sizeof(float));
+        }
+        ok = t < T ? vae_session_push(s, in, err, sizeof(err)) : vae_session_drain(s, err, sizeof(err));
+        while (ok && vae_session_frames_ready(s) > 0 && n < (size_t) (1 + 4 * T)) {
+            ok = vae_session_pop_output(s, out + n++ * frame, err, sizeof(err));
+        }
+    }
+    CHECK(ok && n > 0, "decode of %s: %s", latent_file, err);
+    vae_session_free(s);
+    free(in);
+    free(lat);
+    *n_out = n * frame;
+    return out;
+}
+
+// the bf16 decode of a latent file against the fp32 one (see the top)
+static void check_bf16(vae_backend_t * bf, bool bf16, const char * model_file, const char * latent_file) {
+    struct vae_model * m = vae_model_load(model_file, VAE_FAMILY_AUTO, err, sizeof(err));
+    CHECK(m, "load %s: %s", model_file, err);
+    if (!m) {
+        return;
+    }
+    size_t        n32 = 0, n16 = 0;
+    float *       y32 = session_decode(cpu, m, latent_file, &n32);
+    float *       y16 = session_decode(bf, m, latent_file, &n16);
+    const double  p   = psnr_8bit(y32, y16, n32 < n16 ? n32 : n16, m->out_scale, m->out_offset);
+    const double  d   = max_abs_diff(y32, y16, n32 < n16 ? n32 : n16);
+    const char *  at  = strrchr(model_file, '/') ? strrchr(model_file, '/') + 1 : model_file;
+    printf("%-28s %s against fp32: PSNR %.1f dB on 8-bit frames, max |diff| %.3g (%zu values)\n", at,
+           bf16 ? "bf16" : "fp32 (bf16 asked)", p, d, n32);
+    CHECK(n32 == n16 && n32 > 0, "%s: %zu values in fp32, %zu in bf16", at, n32, n16);
+    if (bf16) {
+        CHECK(p >= 38.0 && d > 0, "%s: bf16 at %.1f dB PSNR (max |diff| %g) from fp32, not >= 38 and above 0", at, p, d);
+    } else {
+        CHECK(d == 0, "%s: bf16 not in effect, yet the decode differs from fp32 by %g", at, d);
+    }
+    free(y32);
+    free(y16);
+    vae_model_free(m);
+}
+
+static void test_bf16(void) {
+    const dnnl_cpu_isa_t isa  = dnnl_get_effective_cpu_isa();
+    const bool           want = (isa & dnnl_cpu_isa_avx512_core_bf16) == dnnl_cpu_isa_avx512_core_bf16;
+    vae_backend_t *      bf   = vae_backend_init(VAE_BACKEND_CPU, 0, VAE_PRECISION_BF16, err, sizeof(err));
+    CHECK(bf, "cpu backend asked for bf16: %s", err);
+    if (!bf) {
+        return;
+    }
+    const enum vae_precision p = vae_backend_precision(bf);
+    printf("%s, bf16 asked: %s in effect\n", vae_backend_name(bf), vae_precision_name(p));
+    CHECK(p == (want ? VAE_PRECISION_BF16 : VAE_PRECISION_FP32), "bf16 asked at ISA %s: %s in effect", vae_backend_name(bf),
+          vae_precision_name(p));
+    check_bf16(bf, p == VAE_PRECISION_BF16, path_in(shared_dir, "models/taef2_decoder.safetensors"),
+               path_in(shared_dir, "reference/taef2/small.latent"));
+    check_bf16(bf, p == VAE_PRECISION_BF16, path_in(data_dir, "wan21_b4.orig.safetensors"),
+               path_in(data_dir, "wan21_b4.latent"));
+    check_bf16(bf, p == VAE_PRECISION_BF16, path_in(data_dir, "kl_f2.safetensors"), path_in(data_dir, "kl_f2.latent"));
+    vae_backend_free(bf);
+}
+
 int main(void) {
     if (!test_data_init()) {
         return 1;
     }
     struct vae_model * m = vae_model_load(path_in(data_dir, "kl_f2.safetensors"), VAE_FAMILY_AUTO, err, sizeof(err));
     CHECK(m, "load: %s", err);
+    test_bf16();
     int64_t ls[5];
     float * full = read_tensor(path_in(shared_dir, "reference/taef2/small.latent"), "latent_tensor", ls);
     CHECK(full && ls[1] == 32, "real FLUX.2 latents [1, 32, h, w]");

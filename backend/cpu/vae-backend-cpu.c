@@ -1,11 +1,16 @@
 // The CPU backend: the numerical reference (fp32) and a decoder fast enough to use. Convolutions
-// run through oneDNN on all cores, in its blocked nChw16c layout end to end, with bias, residual
+// run through oneDNN on all cores, in its blocked layout end to end (nChw16c, or nChw8c below
+// AVX-512: the layout of the kernels the machine has, see vae_cpu_block), with bias, residual
 // (a sum post-op into the residual's own buffer) and activation fused into the primitive. The
 // nearest-2x upsample followed by a 3x3 conv runs as one stride-2 4x4 deconvolution whose kernel
 // is the 3x3 kernel summed over the taps each output phase sees: exact, and 4/9 of the work.
 // A causal conv3d runs as one 2-D convolution per time tap, each reading its input shifted by a
 // frame; the frames remembered from earlier steps (the state) are copied into room the planner
 // leaves in front of the input, so no tap ever reads a concatenated copy.
+// At precision bf16 (only where oneDNN's ISA has AVX512-BF16 or AMX: elsewhere oneDNN emulates
+// it, slower than fp32) each convolution's input is converted to bf16 into the scratch just before
+// it runs and its weights are bf16; it accumulates into its f32 output, and residuals, norms,
+// attention and everything else stay f32.
 // All activations live in one arena whose offsets are planned from tensor lifetimes at prepare
 // time, so the peak is known before the first frame. Converted weights are shared by every graph
 // of the backend that uses the same tensor in the same layout (the steps of one stream).
@@ -39,6 +44,8 @@ struct cpu_weights {
 };
 
 struct cpu_context {
+    dnnl_format_tag_t    tag;         // of the activations: nChw16c or nChw8c
+    dnnl_data_type_t     conv_type;   // of convolution inputs and weights: f32 or bf16 (see the top)
     dnnl_engine_t        engine;
     dnnl_stream_t        stream;
     struct cpu_weights * weights;
@@ -51,6 +58,8 @@ struct cpu_node {
     int                  n_taps;                // convolutions: primitives run one after another
     dnnl_primitive_t     prim[CPU_MAX_TAPS];
     dnnl_memory_t        src[CPU_MAX_TAPS], wei[CPU_MAX_TAPS], bias, dst;
+    dnnl_primitive_t     to_bf16;                // bf16: the input, state frames in front, into the scratch
+    dnnl_memory_t        to_bf16_from, to_bf16_to;
     struct cpu_weights * weights[CPU_MAX_TAPS];
     float *              bias_data;             // a copy: oneDNN takes non-const handles
     bool                 copy_residual;         // the residual is still needed later: copy it into dst first
@@ -60,7 +69,7 @@ struct cpu_node {
 struct cpu_graph {
     float *           arena;
     size_t            arena_floats;
-    float *           scratch;        // for the op running now (attention)
+    float *           scratch;        // for the op running now (attention; a bf16 conv's input)
     size_t            scratch_floats;
     struct cpu_node * nodes;
 };
@@ -107,7 +116,7 @@ static float * cpu_node_data(struct cpu_graph * cg, const struct vae_tensor * t)
 }
 
 static size_t cpu_frame_floats(const struct vae_tensor * t) {
-    return (size_t) vae_cpu_blocks(t->ne[1]) * VAE_CPU_BLOCK * (size_t) t->ne[2] * (size_t) t->ne[3];
+    return (size_t) vae_cpu_blocks(t->ne[1]) * vae_cpu_block() * (size_t) t->ne[2] * (size_t) t->ne[3];
 }
 
 // floats a causal conv remembers: its last kt - 1 input frames
@@ -140,7 +149,7 @@ static bool cpu_plan(struct vae_graph * g, struct cpu_graph * cg, char * err, si
         if (conv && t->src[3] && t->src[0] != t->src[3]) {
             plan[i].heir_of = t->src[3];
         } else if (t->op == VAE_OP_TANH_CLAMP || t->op == VAE_OP_GROUP_NORM || t->op == VAE_OP_RMS_NORM ||
-                   (t->op == VAE_OP_FRAME_SPLIT && t->ne[1] % VAE_CPU_BLOCK == 0)) {
+                   (t->op == VAE_OP_FRAME_SPLIT && t->ne[1] % vae_cpu_block() == 0)) {
             plan[i].heir_of = t->src[0];
         }
     }
@@ -197,7 +206,7 @@ static struct cpu_weights * cpu_weights_get(struct cpu_context * ctx, const stru
     }
     // [Cout, Cin] padded to whole blocks with zeros: padding lanes of activations stay zero
     const int64_t cout = w->ne[0], cin = w->ne[1], kt = w->n_dims == 5 ? w->ne[2] : 1, k = w->ne[w->n_dims - 1];
-    const int64_t cout_p = vae_cpu_blocks(cout) * VAE_CPU_BLOCK, cin_p = vae_cpu_blocks(cin) * VAE_CPU_BLOCK;
+    const int64_t cout_p = vae_cpu_blocks(cout) * vae_cpu_block(), cin_p = vae_cpu_blocks(cin) * vae_cpu_block();
     const int64_t kd   = fold ? 4 : k;
     const dnnl_dims_t  dims = { cout_p, cin_p, kd, kd };
     dnnl_memory_desc_t plain_md;
@@ -273,9 +282,31 @@ static void cpu_weights_put(struct cpu_context * ctx, struct cpu_weights * w) {
     free(w);
 }
 
+// bf16: the reorder that converts the input of conv t, with the kt - 1 state frames in front of
+// it, into the scratch, where its taps read it
+static bool cpu_prepare_to_bf16(struct cpu_context * ctx, struct cpu_graph * cg, const struct vae_tensor * t,
+                                int64_t cin, char * err, size_t err_size) {
+    struct cpu_node *         node = &cg->nodes[t->index];
+    const struct vae_tensor * x    = t->src[0];
+    const size_t              hist = t->op == VAE_OP_CAUSAL_CONV3D ? cpu_state_floats(t) : 0;
+    const dnnl_dims_t         dims = { x->ne[0] + (int64_t) (hist / cpu_frame_floats(x)), cin, x->ne[2], x->ne[3] };
+    dnnl_memory_desc_t        from_md, to_md;
+    dnnl_primitive_desc_t     pd = NULL;
+    CPU_DNNL(dnnl_memory_desc_init_by_tag(&from_md, 4, dims, dnnl_f32, ctx->tag), "describe the input");
+    CPU_DNNL(dnnl_memory_desc_init_by_tag(&to_md, 4, dims, dnnl_bf16, ctx->tag), "describe the bf16 input");
+    dnnl_status_t st = dnnl_memory_create(&node->to_bf16_from, &from_md, ctx->engine, cpu_node_data(cg, x) - hist);
+    if (st == dnnl_success) st = dnnl_memory_create(&node->to_bf16_to, &to_md, ctx->engine, cg->scratch);
+    if (st == dnnl_success) st = dnnl_reorder_primitive_desc_create(&pd, &from_md, ctx->engine, &to_md, ctx->engine, NULL);
+    if (st == dnnl_success) st = dnnl_primitive_create(&node->to_bf16, pd);
+    dnnl_primitive_desc_destroy(pd);
+    CPU_DNNL(st, "prepare the conversion to bf16");
+    return true;
+}
+
 // one primitive per time tap (one for a 2-D conv): tap j reads the input j - (kt - 1) frames
-// back, into the room in front of it; the first tap adds the bias (and the residual copied into
-// dst), the later ones add into dst, the last applies the activation
+// back, into the room in front of it (bf16: into its copy in the scratch); the first tap adds the
+// bias (and the residual copied into dst), the later ones add into dst, the last applies the
+// activation
 static bool cpu_prepare_conv(struct cpu_context * ctx, struct cpu_graph * cg, const struct vae_tensor * t, char * err,
                              size_t err_size) {
     struct cpu_node *         node = &cg->nodes[t->index];
@@ -285,7 +316,7 @@ static bool cpu_prepare_conv(struct cpu_context * ctx, struct cpu_graph * cg, co
     const int64_t             k  = w->ne[w->n_dims - 1], kd = up ? 4 : k;
     // channels padded to whole blocks (the layout's padding lanes, zero), where oneDNN's fast
     // kernels work; the weights and bias are padded with zeros to match
-    const int64_t     cin = vae_cpu_blocks(x->ne[1]) * VAE_CPU_BLOCK, cout = vae_cpu_blocks(t->ne[1]) * VAE_CPU_BLOCK;
+    const int64_t     cin = vae_cpu_blocks(x->ne[1]) * vae_cpu_block(), cout = vae_cpu_blocks(t->ne[1]) * vae_cpu_block();
     const dnnl_dims_t src_dims  = { x->ne[0], cin, x->ne[2], x->ne[3] };
     const dnnl_dims_t dst_dims  = { t->ne[0], cout, t->ne[2], t->ne[3] };
     const dnnl_dims_t wei_dims  = { cout, cin, kd, kd };
@@ -298,9 +329,10 @@ static bool cpu_prepare_conv(struct cpu_context * ctx, struct cpu_graph * cg, co
     }
 
     dnnl_memory_desc_t src_md, dst_md, wei_any, bias_md;
-    CPU_DNNL(dnnl_memory_desc_init_by_tag(&src_md, 4, src_dims, dnnl_f32, dnnl_nChw16c), "describe the source");
-    CPU_DNNL(dnnl_memory_desc_init_by_tag(&dst_md, 4, dst_dims, dnnl_f32, dnnl_nChw16c), "describe the output");
-    CPU_DNNL(dnnl_memory_desc_init_by_tag(&wei_any, 4, wei_dims, dnnl_f32, dnnl_format_tag_any), "describe the weights");
+    CPU_DNNL(dnnl_memory_desc_init_by_tag(&src_md, 4, src_dims, ctx->conv_type, ctx->tag), "describe the source");
+    CPU_DNNL(dnnl_memory_desc_init_by_tag(&dst_md, 4, dst_dims, dnnl_f32, ctx->tag), "describe the output");
+    CPU_DNNL(dnnl_memory_desc_init_by_tag(&wei_any, 4, wei_dims, ctx->conv_type, dnnl_format_tag_any),
+             "describe the weights");
     CPU_DNNL(dnnl_memory_desc_init_by_tag(&bias_md, 1, bias_dims, dnnl_f32, dnnl_a), "describe the bias");
     if (b) {
         node->bias_data = cpu_alloc((size_t) cout * sizeof(float));
@@ -355,14 +387,16 @@ static bool cpu_prepare_conv(struct cpu_context * ctx, struct cpu_graph * cg, co
         const dnnl_memory_desc_t * wei_md = dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
         node->weights[j] = cpu_weights_get(ctx, w, j, up, wei_md);
         st = node->weights[j] ? dnnl_success : dnnl_out_of_memory;
-        float * src = cpu_node_data(cg, x) - (size_t) (kt - 1 - j) * cpu_frame_floats(x);
+        const bool bf16 = ctx->conv_type == dnnl_bf16;
+        void *     src  = bf16 ? (void *) ((uint16_t *) cg->scratch + (size_t) j * cpu_frame_floats(x))
+                            : (void *) (cpu_node_data(cg, x) - (size_t) (kt - 1 - j) * cpu_frame_floats(x));
         if (st == dnnl_success) st = dnnl_memory_create(&node->wei[j], wei_md, ctx->engine, node->weights[j]->data);
         if (st == dnnl_success) st = dnnl_memory_create(&node->src[j], &src_md, ctx->engine, src);
         if (st == dnnl_success) st = dnnl_primitive_create(&node->prim[j], pd);
         dnnl_primitive_desc_destroy(pd);
         CPU_DNNL(st, "prepare the weights and the convolution");
     }
-    return true;
+    return ctx->conv_type != dnnl_bf16 || cpu_prepare_to_bf16(ctx, cg, t, cin, err, err_size);
 }
 
 static void cpu_graph_release(vae_backend_t * backend, struct vae_graph * g) {
@@ -377,6 +411,9 @@ static void cpu_graph_release(vae_backend_t * backend, struct vae_graph * g) {
         }
         dnnl_memory_destroy(node->bias);
         dnnl_memory_destroy(node->dst);
+        dnnl_primitive_destroy(node->to_bf16);
+        dnnl_memory_destroy(node->to_bf16_from);
+        dnnl_memory_destroy(node->to_bf16_to);
         free(node->bias_data);
     }
     free(cg->nodes);
@@ -387,9 +424,98 @@ static void cpu_graph_release(vae_backend_t * backend, struct vae_graph * g) {
     g->peak_bytes   = 0;
 }
 
-static size_t cpu_physical_memory(void) {
-    const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
-    return pages > 0 && page > 0 ? (size_t) pages * (size_t) page : SIZE_MAX;
+// ---- the memory a graph may take -----------------------------------------------------------
+
+// the number after `key` in the file at `path` (NULL: its first token); false when there is none
+// ("max", a missing file)
+static bool cpu_read_number(const char * path, const char * key, unsigned long long * v) {
+    char   line[256];
+    FILE * f  = fopen(path, "r");
+    bool   ok = false;
+    while (f && !ok && fgets(line, sizeof(line), f)) {
+        const size_t k = key ? strlen(key) : 0;
+        ok             = (!key || strncmp(line, key, k) == 0) && sscanf(line + k, "%llu", v) == 1;
+    }
+    if (f) {
+        fclose(f);
+    }
+    return ok;
+}
+
+// the files of a cgroup's memory controller, v2 and v1: the limit, the usage, and in the
+// statistics the inactive page cache, which the usage counts but the kernel reclaims first
+struct cpu_cgroup_files {
+    const char * limit, *usage, *stat_inactive;
+};
+
+static const struct cpu_cgroup_files cpu_cgroup_v2 = { "memory.max", "memory.current", "inactive_file " };
+static const struct cpu_cgroup_files cpu_cgroup_v1 = { "memory.limit_in_bytes", "memory.usage_in_bytes",
+                                                       "total_inactive_file " };
+
+// the least room (limit - usage + inactive cache) of the cgroup at `dir` and of its parents down
+// to the hierarchy's root, the first `top` characters of dir (which is cut)
+static size_t cpu_cgroup_room(char * dir, size_t top, const struct cpu_cgroup_files * cf) {
+    size_t room = SIZE_MAX;
+    for (;;) {
+        char               file[1100];
+        unsigned long long limit, usage, inactive = 0;
+        snprintf(file, sizeof(file), "%s/%s", dir, cf->limit);
+        bool ok = cpu_read_number(file, NULL, &limit);
+        snprintf(file, sizeof(file), "%s/%s", dir, cf->usage);
+        ok = ok && cpu_read_number(file, NULL, &usage);
+        snprintf(file, sizeof(file), "%s/memory.stat", dir);
+        if (ok && cpu_read_number(file, cf->stat_inactive, &inactive) && inactive < usage) {
+            usage -= inactive;
+        }
+        if (ok) {
+            const unsigned long long r = limit > usage ? limit - usage : 0;
+            room                       = r < room ? (size_t) r : room;
+        }
+        char * slash = strrchr(dir, '/');
+        if (!slash || (size_t) (slash - dir) < top) {
+            return room;
+        }
+        *slash = 0;
+    }
+}
+
+size_t vae_cpu_available_memory(const char * root) {
+    char               path[1024], line[1024];
+    unsigned long long kb;
+    const long         pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
+    size_t             avail = pages > 0 && page > 0 ? (size_t) pages * (size_t) page : SIZE_MAX;
+    snprintf(path, sizeof(path), "%s/proc/meminfo", root);
+    if (cpu_read_number(path, "MemAvailable:", &kb)) { // (Linux >= 3.14; physical memory before)
+        avail = (size_t) kb * 1024;
+    }
+    // this process's cgroups, "0::/path" (v2) and "N:memory,...:/path" (v1); the path is relative
+    // to the hierarchy's root, which a container may mount at its own cgroup: the walk up reaches it
+    snprintf(path, sizeof(path), "%s/proc/self/cgroup", root);
+    FILE * f = fopen(path, "r");
+    while (f && fgets(line, sizeof(line), f)) {
+        char * ctl = strchr(line, ':');
+        char * dir = ctl ? strchr(ctl + 1, ':') : NULL;
+        if (!dir) {
+            continue;
+        }
+        *dir++ = 0;
+        dir[strcspn(dir, "\n")] = 0;
+        const bool v2  = ctl[1] == 0;
+        const bool v1  = !v2 && strstr(ctl + 1, "memory") != NULL;
+        const int  top = snprintf(path, sizeof(path), "%s/sys/fs/cgroup%s", root, v1 ? "/memory" : "");
+        if ((v1 || v2) && top + strlen(dir) < sizeof(path)) {
+            strcat(path, strcmp(dir, "/") ? dir : "");
+            const size_t room = cpu_cgroup_room(path, (size_t) top, v2 ? &cpu_cgroup_v2 : &cpu_cgroup_v1);
+            avail             = room < avail ? room : avail;
+        }
+    }
+    if (f) {
+        fclose(f);
+    }
+    // an eighth is kept back: MemAvailable is the kernel's estimate (caches it counts as
+    // reclaimable may not all come back), and a decode takes more than its graph's plan counts:
+    // oneDNN's scratchpads, the streaming state, the frames and latents the pipeline holds
+    return avail == SIZE_MAX ? avail : avail - avail / 8;
 }
 
 static bool cpu_graph_prepare(vae_backend_t * backend, struct vae_graph * g, size_t max_bytes, char * err,
@@ -407,10 +533,16 @@ static bool cpu_graph_prepare(vae_backend_t * backend, struct vae_graph * g, siz
         return false;
     }
     for (int i = 0; i < g->n_nodes; i++) {
-        if (g->nodes[i]->op == VAE_OP_ATTENTION) {
-            const size_t n = vae_cpu_attention_scratch(g->nodes[i]->src[0]->ne);
-            cg->scratch_floats = n > cg->scratch_floats ? n : cg->scratch_floats;
+        const struct vae_tensor * t = g->nodes[i];
+        size_t                    n = 0;
+        if (t->op == VAE_OP_ATTENTION) {
+            n = vae_cpu_attention_scratch(t->src[0]->ne);
+        } else if (ctx->conv_type == dnnl_bf16 &&
+                   (t->op == VAE_OP_CONV2D || t->op == VAE_OP_UPSAMPLE_CONV2D || t->op == VAE_OP_CAUSAL_CONV3D)) {
+            const size_t hist = t->op == VAE_OP_CAUSAL_CONV3D ? cpu_state_floats(t) : 0;
+            n                 = (vae_cpu_nelements(t->src[0]->ne) + hist + 1) / 2; // bf16: 2 per float
         }
+        cg->scratch_floats = n > cg->scratch_floats ? n : cg->scratch_floats;
     }
     size_t weight_bytes = 0;
     for (int i = 0; i < g->n_weights; i++) {
@@ -422,13 +554,13 @@ static bool cpu_graph_prepare(vae_backend_t * backend, struct vae_graph * g, siz
     }
     g->arena_bytes     = (cg->arena_floats + cg->scratch_floats) * sizeof(float);
     const size_t need  = g->arena_bytes + weight_bytes;
-    const size_t limit = max_bytes ? max_bytes : cpu_physical_memory();
+    const size_t limit = max_bytes ? max_bytes : vae_cpu_available_memory("");
     if (need > limit) {
         snprintf(err, err_size,
                  "decoding [%lld, %lld, %lld, %lld] needs %.1f MiB of activations and weights, above the %.1f MiB %s",
                  (long long) g->input->ne[0], (long long) g->input->ne[1], (long long) g->input->ne[2],
                  (long long) g->input->ne[3], need / 1048576.0, limit / 1048576.0,
-                 max_bytes ? "memory limit" : "of this machine's memory");
+                 max_bytes ? "memory limit" : "of memory available (7/8 of MemAvailable or of the cgroup's room)");
         free(cg->nodes);
         free(cg);
         return false;
@@ -443,7 +575,8 @@ static bool cpu_graph_prepare(vae_backend_t * backend, struct vae_graph * g, siz
         free(cg);
         return false;
     }
-    memset(cg->arena, 0, cg->arena_floats * sizeof(float)); // padding lanes start at zero
+    // (not zeroed: its pages are committed by the decode that uses them, not at caps time; every
+    // op writes all it produces, padding lanes included, before anything reads it)
     g->backend_data = cg;
     for (int i = 0; i < g->n_nodes; i++) {
         const struct vae_tensor * t = g->nodes[i];
@@ -495,8 +628,9 @@ static vae_state_t * cpu_state_new(vae_backend_t * backend, const struct vae_gra
                 st->floats[t->i[0]] = cpu_state_floats(t);
             }
         }
+        // zeros from calloc: large slots are fresh pages, committed as the stream first writes them
         for (int i = 0; ok && i < st->n_slots; i++) {
-            ok = (st->data[i] = cpu_alloc(st->floats[i] * sizeof(float))) != NULL;
+            ok = (st->data[i] = calloc(st->floats[i] ? st->floats[i] : 1, sizeof(float))) != NULL;
         }
     }
     if (!ok) {
@@ -506,7 +640,6 @@ static vae_state_t * cpu_state_new(vae_backend_t * backend, const struct vae_gra
         }
         return NULL;
     }
-    cpu_state_reset(backend, st);
     return st;
 }
 
@@ -521,6 +654,10 @@ static bool cpu_run_conv(struct cpu_context * ctx, struct cpu_graph * cg, const 
     const bool        up   = t->op == VAE_OP_UPSAMPLE_CONV2D;
     if (hist) {
         memcpy(x - hist, state->data[t->i[0]], hist * sizeof(float));
+    }
+    if (node->to_bf16) {
+        dnnl_exec_arg_t args[2] = { { DNNL_ARG_FROM, node->to_bf16_from }, { DNNL_ARG_TO, node->to_bf16_to } };
+        CPU_DNNL(dnnl_primitive_execute(node->to_bf16, ctx->stream, 2, args), "convert the input to bf16");
     }
     if (node->copy_residual) {
         memcpy(y, cpu_node_data(cg, t->src[3]), vae_cpu_nelements(t->ne) * sizeof(float));
@@ -625,7 +762,7 @@ static bool cpu_graph_read_frame(vae_backend_t * backend, struct vae_graph * g, 
                  (long long) out->ne[3], (long long) out->ne[2]);
         return false;
     }
-    vae_frame_pack(cpu_node_data(cg, out) + (size_t) n * cpu_frame_floats(out), VAE_CPU_BLOCK, 1, dst);
+    vae_frame_pack(cpu_node_data(cg, out) + (size_t) n * cpu_frame_floats(out), vae_cpu_block(), 1, dst);
     return true;
 }
 
@@ -652,7 +789,7 @@ static const struct vae_backend_i cpu_backend_i = {
     /* .graph_release     = */ cpu_graph_release,
 };
 
-vae_backend_t * vae_backend_cpu_init(char * err, size_t err_size) {
+vae_backend_t * vae_backend_cpu_init(enum vae_precision precision, char * err, size_t err_size) {
     struct cpu_context * ctx     = calloc(1, sizeof(*ctx));
     vae_backend_t *      backend = calloc(1, sizeof(*backend));
     if (!ctx || !backend) {
@@ -675,10 +812,17 @@ vae_backend_t * vae_backend_cpu_init(char * err, size_t err_size) {
         return NULL;
     }
     const dnnl_version_t * v = dnnl_version();
-    snprintf(ctx->name, sizeof(ctx->name), "cpu (oneDNN %d.%d.%d, %d threads)", v->major, v->minor, v->patch,
-             omp_get_max_threads());
+    const dnnl_cpu_isa_t   isa = dnnl_get_effective_cpu_isa();
+    const char *           isa_name = dnnl_cpu_isa2str(isa);
+    const bool             bf16     = precision == VAE_PRECISION_BF16 &&
+                          (isa & dnnl_cpu_isa_avx512_core_bf16) == dnnl_cpu_isa_avx512_core_bf16;
+    ctx->tag       = vae_cpu_block() == 16 ? dnnl_nChw16c : dnnl_nChw8c;
+    ctx->conv_type = bf16 ? dnnl_bf16 : dnnl_f32;
+    isa_name += strncmp(isa_name, "cpu_isa_", 8) == 0 ? 8 : 0;
+    snprintf(ctx->name, sizeof(ctx->name), "cpu (oneDNN %d.%d.%d, %s, %d threads)", v->major, v->minor, v->patch,
+             isa_name, omp_get_max_threads());
     backend->iface     = &cpu_backend_i;
     backend->context   = ctx;
-    backend->precision = VAE_PRECISION_FP32;
+    backend->precision = bf16 ? VAE_PRECISION_BF16 : VAE_PRECISION_FP32;
     return backend;
 }

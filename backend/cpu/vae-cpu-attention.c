@@ -16,6 +16,9 @@
 // query rows per block: the score block is ATTN_ROWS x HW floats (16 MiB at 16k tokens)
 #define ATTN_ROWS 256
 
+// partial sums of a softmax row, so that its loops vectorise without reassociating anything
+#define ATTN_LANES 16
+
 static int64_t attn_rows(int64_t hw) {
     return hw < ATTN_ROWS ? hw : ATTN_ROWS;
 }
@@ -36,13 +39,13 @@ static void attn_sgemm(char ta, char tb, int64_t M, int64_t N, int64_t K, float 
 // row <- exp(row - max(row)) in place; returns the sum (in double, in 16 lane-wise partial sums).
 // A NaN in the row gives a NaN sum (the max skips it, its exp does not).
 static double attn_softmax_row(float * row, int64_t n) {
-    float m[VAE_CPU_BLOCK];
-    for (int l = 0; l < VAE_CPU_BLOCK; l++) {
+    float m[ATTN_LANES];
+    for (int l = 0; l < ATTN_LANES; l++) {
         m[l] = -INFINITY;
     }
-    const int64_t n16 = n - n % VAE_CPU_BLOCK;
-    for (int64_t i = 0; i < n16; i += VAE_CPU_BLOCK) {
-        for (int l = 0; l < VAE_CPU_BLOCK; l++) {
+    const int64_t n16 = n - n % ATTN_LANES;
+    for (int64_t i = 0; i < n16; i += ATTN_LANES) {
+        for (int l = 0; l < ATTN_LANES; l++) {
             m[l] = row[i + l] > m[l] ? row[i + l] : m[l];
         }
     }
@@ -50,12 +53,12 @@ static double attn_softmax_row(float * row, int64_t n) {
         m[0] = row[i] > m[0] ? row[i] : m[0];
     }
     float mx = m[0];
-    for (int l = 1; l < VAE_CPU_BLOCK; l++) {
+    for (int l = 1; l < ATTN_LANES; l++) {
         mx = m[l] > mx ? m[l] : mx;
     }
-    double acc[VAE_CPU_BLOCK] = { 0 };
-    for (int64_t i = 0; i < n16; i += VAE_CPU_BLOCK) {
-        for (int l = 0; l < VAE_CPU_BLOCK; l++) {
+    double acc[ATTN_LANES] = { 0 };
+    for (int64_t i = 0; i < n16; i += ATTN_LANES) {
+        for (int l = 0; l < ATTN_LANES; l++) {
             const float e = expf(row[i + l] - mx);
             row[i + l]    = e;
             acc[l] += e;
@@ -66,39 +69,40 @@ static double attn_softmax_row(float * row, int64_t n) {
         acc[0] += row[i];
     }
     double s = 0;
-    for (int l = 0; l < VAE_CPU_BLOCK; l++) {
+    for (int l = 0; l < ATTN_LANES; l++) {
         s += acc[l];
     }
     return s;
 }
 
 void vae_cpu_attention(const float * qkv, float * y, const int64_t ne_qkv[4], float * scratch) {
+    const int64_t L = vae_cpu_block();
     const int64_t N = ne_qkv[0], C = ne_qkv[1] / 3, HW = ne_qkv[2] * ne_qkv[3], R = attn_rows(HW);
     const int64_t CB3 = vae_cpu_blocks(3 * C), CB = vae_cpu_blocks(C);
     float *       q = scratch, *k = q + HW * C, *v = k + HW * C, *s = v + HW * C, *o = s + R * HW;
     float *       sums  = o + R * C;
     const float   scale = (float) (1.0 / sqrt((double) C)); // PyTorch's scale: q.k (fp32) * scale
     for (int64_t n = 0; n < N; n++) {
-        const float * src = qkv + n * CB3 * HW * VAE_CPU_BLOCK;
+        const float * src = qkv + n * CB3 * HW * L;
         // q and v token-major (HW x C), k channel-major (C x HW): both products are then 'N', 'N',
         // which oneDNN's sgemm runs faster than q k^T with a transposed k
 #pragma omp parallel for
         for (int64_t p = 0; p < HW; p++) {
             for (int64_t c = 0; c < C; c++) {
                 const int64_t cq = c, cv = 2 * C + c;
-                q[p * C + c] = src[((cq / VAE_CPU_BLOCK) * HW + p) * VAE_CPU_BLOCK + cq % VAE_CPU_BLOCK];
-                v[p * C + c] = src[((cv / VAE_CPU_BLOCK) * HW + p) * VAE_CPU_BLOCK + cv % VAE_CPU_BLOCK];
+                q[p * C + c] = src[((cq / L) * HW + p) * L + cq % L];
+                v[p * C + c] = src[((cv / L) * HW + p) * L + cv % L];
             }
         }
 #pragma omp parallel for
         for (int64_t c = 0; c < C; c++) {
             const int64_t ck = C + c;
-            const float * s_k = src + (ck / VAE_CPU_BLOCK) * HW * VAE_CPU_BLOCK + ck % VAE_CPU_BLOCK;
+            const float * s_k = src + (ck / L) * HW * L + ck % L;
             for (int64_t p = 0; p < HW; p++) {
-                k[c * HW + p] = s_k[p * VAE_CPU_BLOCK];
+                k[c * HW + p] = s_k[p * L];
             }
         }
-        float * dst = y + n * CB * HW * VAE_CPU_BLOCK;
+        float * dst = y + n * CB * HW * L;
         for (int64_t r0 = 0; r0 < HW; r0 += R) {
             const int64_t m = HW - r0 < R ? HW - r0 : R;
             attn_sgemm('N', 'N', m, HW, C, scale, q + r0 * C, C, k, HW, s, HW);
@@ -110,9 +114,9 @@ void vae_cpu_attention(const float * qkv, float * y, const int64_t ne_qkv[4], fl
 #pragma omp parallel for collapse(2)
             for (int64_t cb = 0; cb < CB; cb++) {
                 for (int64_t r = 0; r < m; r++) {
-                    float * d = dst + (cb * HW + r0 + r) * VAE_CPU_BLOCK;
-                    for (int l = 0; l < VAE_CPU_BLOCK; l++) {
-                        const int64_t c = cb * VAE_CPU_BLOCK + l;
+                    float * d = dst + (cb * HW + r0 + r) * L;
+                    for (int l = 0; l < L; l++) {
+                        const int64_t c = cb * L + l;
                         d[l]            = c < C ? o[r * C + c] / sums[r] : 0.0f;
                     }
                 }

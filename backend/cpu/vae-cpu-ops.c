@@ -1,25 +1,36 @@
 // The CPU ops that are not convolutions (attention has a file of its own): layout changes, the
 // tanh clamp, nearest upsampling, GroupNorm, Wan's RMS norm, the frame split of temporal
-// upsampling and pixel shuffle, written for the blocked nChw16c layout so that the 16 lanes of a
-// block vectorise.
+// upsampling and pixel shuffle, written for the blocked layout (16 or 8 lanes, vae_cpu_block) so
+// that the lanes of a block vectorise.
 // They run on all cores through OpenMP, the runtime oneDNN itself uses here.
 
 #include "vae-cpu.h"
 
 #include <math.h>
+#include <oneapi/dnnl/dnnl.h>
 #include <stdlib.h>
 #include <string.h>
 
+int vae_cpu_block(void) {
+    static int block; // (threads that race here all store the same value)
+    if (!block) {
+        const dnnl_cpu_isa_t isa = dnnl_get_effective_cpu_isa();
+        block = (isa & dnnl_cpu_isa_avx512_core) == dnnl_cpu_isa_avx512_core ? 16 : 8;
+    }
+    return block;
+}
+
 void vae_cpu_to_blocked(const float * src, float * dst, const int64_t ne[4]) {
+    const int64_t L = vae_cpu_block();
     const int64_t N = ne[0], C = ne[1], HW = ne[2] * ne[3], CB = vae_cpu_blocks(C);
 #pragma omp parallel for collapse(2)
     for (int64_t n = 0; n < N; n++) {
         for (int64_t cb = 0; cb < CB; cb++) {
-            float * d = dst + (n * CB + cb) * HW * VAE_CPU_BLOCK;
+            float * d = dst + (n * CB + cb) * HW * L;
             for (int64_t p = 0; p < HW; p++) {
-                for (int64_t l = 0; l < VAE_CPU_BLOCK; l++) {
-                    const int64_t c = cb * VAE_CPU_BLOCK + l;
-                    d[p * VAE_CPU_BLOCK + l] = c < C ? src[(n * C + c) * HW + p] : 0.0f;
+                for (int64_t l = 0; l < L; l++) {
+                    const int64_t c = cb * L + l;
+                    d[p * L + l] = c < C ? src[(n * C + c) * HW + p] : 0.0f;
                 }
             }
         }
@@ -27,14 +38,15 @@ void vae_cpu_to_blocked(const float * src, float * dst, const int64_t ne[4]) {
 }
 
 void vae_cpu_from_blocked(const float * src, float * dst, const int64_t ne[4]) {
+    const int64_t L = vae_cpu_block();
     const int64_t N = ne[0], C = ne[1], HW = ne[2] * ne[3], CB = vae_cpu_blocks(C);
 #pragma omp parallel for collapse(2)
     for (int64_t n = 0; n < N; n++) {
         for (int64_t c = 0; c < C; c++) {
-            const float * s = src + (n * CB + c / VAE_CPU_BLOCK) * HW * VAE_CPU_BLOCK + c % VAE_CPU_BLOCK;
+            const float * s = src + (n * CB + c / L) * HW * L + c % L;
             float *       d = dst + (n * C + c) * HW;
             for (int64_t p = 0; p < HW; p++) {
-                d[p] = s[p * VAE_CPU_BLOCK];
+                d[p] = s[p * L];
             }
         }
     }
@@ -49,14 +61,15 @@ void vae_cpu_tanh_clamp(const float * x, float * y, size_t n, float s) {
 }
 
 void vae_cpu_upsample2x(const float * x, float * y, const int64_t ne_x[4]) {
+    const int64_t L = vae_cpu_block();
     const int64_t NB = ne_x[0] * vae_cpu_blocks(ne_x[1]), H = ne_x[2], W = ne_x[3];
 #pragma omp parallel for collapse(2)
     for (int64_t b = 0; b < NB; b++) {
         for (int64_t Y = 0; Y < 2 * H; Y++) {
-            const float * s = x + (b * H + Y / 2) * W * VAE_CPU_BLOCK;
-            float *       d = y + (b * 2 * H + Y) * 2 * W * VAE_CPU_BLOCK;
+            const float * s = x + (b * H + Y / 2) * W * L;
+            float *       d = y + (b * 2 * H + Y) * 2 * W * L;
             for (int64_t X = 0; X < 2 * W; X++) {
-                memcpy(d + X * VAE_CPU_BLOCK, s + (X / 2) * VAE_CPU_BLOCK, VAE_CPU_BLOCK * sizeof(float));
+                memcpy(d + X * L, s + (X / 2) * L, L * sizeof(float));
             }
         }
     }
@@ -71,15 +84,16 @@ static inline float cpu_act(float v, enum vae_act act) {
 }
 
 void vae_cpu_bias_act(float * y, const int64_t ne[4], const float * bias, enum vae_act act) {
+    const int64_t L = vae_cpu_block();
     const int64_t N = ne[0], CB = vae_cpu_blocks(ne[1]), HW = ne[2] * ne[3];
 #pragma omp parallel for collapse(2)
     for (int64_t n = 0; n < N; n++) {
         for (int64_t cb = 0; cb < CB; cb++) {
-            float *     d = y + (n * CB + cb) * HW * VAE_CPU_BLOCK;
-            const float * b = bias ? bias + cb * VAE_CPU_BLOCK : NULL;
+            float *     d = y + (n * CB + cb) * HW * L;
+            const float * b = bias ? bias + cb * L : NULL;
             for (int64_t p = 0; p < HW; p++) {
-                for (int l = 0; l < VAE_CPU_BLOCK; l++) {
-                    d[p * VAE_CPU_BLOCK + l] = cpu_act(d[p * VAE_CPU_BLOCK + l] + (b ? b[l] : 0.0f), act);
+                for (int l = 0; l < L; l++) {
+                    d[p * L + l] = cpu_act(d[p * L + l] + (b ? b[l] : 0.0f), act);
                 }
             }
         }
@@ -88,25 +102,26 @@ void vae_cpu_bias_act(float * y, const int64_t ne[4], const float * bias, enum v
 
 // per channel sum of x (centered by mean[c] if mean is given, squared), in double
 static void cpu_channel_sums(const float * x, const int64_t ne[4], const double * mean, double * out) {
+    const int64_t L = vae_cpu_block();
     const int64_t N = ne[0], CB = vae_cpu_blocks(ne[1]), HW = ne[2] * ne[3];
 #pragma omp parallel for collapse(2)
     for (int64_t n = 0; n < N; n++) {
         for (int64_t cb = 0; cb < CB; cb++) {
-            const float * s = x + (n * CB + cb) * HW * VAE_CPU_BLOCK;
-            double        acc[VAE_CPU_BLOCK] = { 0 };
-            double        m[VAE_CPU_BLOCK]   = { 0 };
+            const float * s = x + (n * CB + cb) * HW * L;
+            double        acc[VAE_CPU_BLOCK_MAX] = { 0 };
+            double        m[VAE_CPU_BLOCK_MAX]   = { 0 };
             if (mean) {
-                for (int l = 0; l < VAE_CPU_BLOCK; l++) {
-                    m[l] = mean[n * CB * VAE_CPU_BLOCK + cb * VAE_CPU_BLOCK + l];
+                for (int l = 0; l < L; l++) {
+                    m[l] = mean[n * CB * L + cb * L + l];
                 }
             }
             for (int64_t p = 0; p < HW; p++) {
-                for (int l = 0; l < VAE_CPU_BLOCK; l++) {
-                    const double v = (double) s[p * VAE_CPU_BLOCK + l] - m[l];
+                for (int l = 0; l < L; l++) {
+                    const double v = (double) s[p * L + l] - m[l];
                     acc[l] += mean ? v * v : v;
                 }
             }
-            memcpy(out + (n * CB + cb) * VAE_CPU_BLOCK, acc, sizeof(acc));
+            memcpy(out + (n * CB + cb) * L, acc, (size_t) L * sizeof(double));
         }
     }
 }
@@ -114,9 +129,10 @@ static void cpu_channel_sums(const float * x, const int64_t ne[4], const double 
 // per channel: the mean over its group of the channel sums; with eps >= 0, 1 / sqrt(that + eps)
 static void cpu_group_mean(const double * sums, double * out, int64_t N, int64_t CB, int64_t groups, int64_t cpg,
                            int64_t HW, float eps) {
+    const int64_t L = vae_cpu_block();
     for (int64_t n = 0; n < N; n++) {
         for (int64_t g = 0; g < groups; g++) {
-            const int64_t base = n * CB * VAE_CPU_BLOCK;
+            const int64_t base = n * CB * L;
             double        s    = 0;
             for (int64_t c = g * cpg; c < (g + 1) * cpg; c++) {
                 s += sums[base + c];
@@ -131,8 +147,9 @@ static void cpu_group_mean(const double * sums, double * out, int64_t N, int64_t
 
 void vae_cpu_group_norm(const float * x, float * y, const int64_t ne[4], int groups, float eps, const float * gamma,
                         const float * beta, enum vae_act act, const float * stats) {
+    const int64_t L = vae_cpu_block();
     const int64_t N = ne[0], C = ne[1], CB = vae_cpu_blocks(C), HW = ne[2] * ne[3], cpg = C / groups;
-    const size_t  nc = (size_t) (N * CB * VAE_CPU_BLOCK);
+    const size_t  nc = (size_t) (N * CB * L);
     double *      sums = malloc(3 * nc * sizeof(double));
     if (!sums) {
         abort(); // a few kilobytes; nothing sensible is left to do
@@ -142,8 +159,8 @@ void vae_cpu_group_norm(const float * x, float * y, const int64_t ne[4], int gro
     if (stats) { // the same for every frame
         for (int64_t n = 0; n < N; n++) {
             for (int64_t c = 0; c < C; c++) {
-                mean[n * CB * VAE_CPU_BLOCK + c] = stats[c / cpg];
-                rstd[n * CB * VAE_CPU_BLOCK + c] = stats[groups + c / cpg];
+                mean[n * CB * L + c] = stats[c / cpg];
+                rstd[n * CB * L + c] = stats[groups + c / cpg];
             }
         }
     } else {
@@ -156,20 +173,20 @@ void vae_cpu_group_norm(const float * x, float * y, const int64_t ne[4], int gro
 #pragma omp parallel for collapse(2)
     for (int64_t n = 0; n < N; n++) {
         for (int64_t cb = 0; cb < CB; cb++) {
-            double m[VAE_CPU_BLOCK];
-            float  a[VAE_CPU_BLOCK], b[VAE_CPU_BLOCK];
-            for (int l = 0; l < VAE_CPU_BLOCK; l++) {
-                const int64_t c = cb * VAE_CPU_BLOCK + l, i = n * CB * VAE_CPU_BLOCK + c;
+            double m[VAE_CPU_BLOCK_MAX];
+            float  a[VAE_CPU_BLOCK_MAX], b[VAE_CPU_BLOCK_MAX];
+            for (int l = 0; l < L; l++) {
+                const int64_t c = cb * L + l, i = n * CB * L + c;
                 // y = (x - mean) * (rstd * gamma) + beta; padding lanes stay 0
                 m[l] = c < C ? mean[i] : 0.0;
                 a[l] = c < C ? (float) (rstd[i] * gamma[c]) : 0.0f;
                 b[l] = c < C ? beta[c] : 0.0f;
             }
-            const float * s = x + (n * CB + cb) * HW * VAE_CPU_BLOCK;
-            float *       d = y + (n * CB + cb) * HW * VAE_CPU_BLOCK;
+            const float * s = x + (n * CB + cb) * HW * L;
+            float *       d = y + (n * CB + cb) * HW * L;
             for (int64_t p = 0; p < HW; p++) {
-                for (int l = 0; l < VAE_CPU_BLOCK; l++) {
-                    d[p * VAE_CPU_BLOCK + l] = cpu_act((float) ((double) s[p * VAE_CPU_BLOCK + l] - m[l]) * a[l] + b[l], act);
+                for (int l = 0; l < L; l++) {
+                    d[p * L + l] = cpu_act((float) ((double) s[p * L + l] - m[l]) * a[l] + b[l], act);
                 }
             }
         }
@@ -188,6 +205,7 @@ void vae_cpu_group_norm(const float * x, float * y, const int64_t ne[4], int gro
 #define RMS_TILE 32
 
 void vae_cpu_rms_norm(const float * x, float * y, const int64_t ne[4], const float * gamma, enum vae_act act) {
+    const int64_t L = vae_cpu_block();
     const int64_t N = ne[0], C = ne[1], CB = vae_cpu_blocks(C), HW = ne[2] * ne[3];
     const int64_t tiles  = (HW + RMS_TILE - 1) / RMS_TILE;
     const double  sqrt_c = sqrt((double) C);
@@ -196,42 +214,42 @@ void vae_cpu_rms_norm(const float * x, float * y, const int64_t ne[4], const flo
         for (int64_t t = 0; t < tiles; t++) {
             const int64_t p0 = t * RMS_TILE, np = HW - p0 < RMS_TILE ? HW - p0 : RMS_TILE;
             // lane-wise partial sums: the 16 lanes vectorise without reassociating anything
-            double acc[RMS_TILE][VAE_CPU_BLOCK] = { { 0 } };
+            double acc[RMS_TILE][VAE_CPU_BLOCK_MAX] = { { 0 } };
             double scale[RMS_TILE];
             for (int64_t cb = 0; cb < CB; cb++) {
-                const float * s  = x + ((n * CB + cb) * HW + p0) * VAE_CPU_BLOCK;
-                const int64_t nl = C - cb * VAE_CPU_BLOCK < VAE_CPU_BLOCK ? C - cb * VAE_CPU_BLOCK : VAE_CPU_BLOCK;
+                const float * s  = x + ((n * CB + cb) * HW + p0) * L;
+                const int64_t nl = C - cb * L < L ? C - cb * L : L;
                 for (int64_t p = 0; p < np; p++) {
-                    for (int l = 0; l < VAE_CPU_BLOCK; l++) {
-                        const double v = l < nl ? (double) s[p * VAE_CPU_BLOCK + l] : 0.0;
+                    for (int l = 0; l < L; l++) {
+                        const double v = l < nl ? (double) s[p * L + l] : 0.0;
                         acc[p][l] += v * v;
                     }
                 }
             }
             for (int64_t p = 0; p < np; p++) {
                 double ss = 0;
-                for (int l = 0; l < VAE_CPU_BLOCK; l++) {
+                for (int l = 0; l < L; l++) {
                     ss += acc[p][l];
                 }
                 const double norm = sqrt(ss);
                 scale[p]          = sqrt_c / (norm < 1e-12 ? 1e-12 : norm); // a NaN norm stays NaN
             }
             for (int64_t cb = 0; cb < CB; cb++) {
-                const float * s = x + ((n * CB + cb) * HW + p0) * VAE_CPU_BLOCK;
-                float *       d = y + ((n * CB + cb) * HW + p0) * VAE_CPU_BLOCK;
-                double        g[VAE_CPU_BLOCK];
-                for (int l = 0; l < VAE_CPU_BLOCK; l++) {
-                    const int64_t c = cb * VAE_CPU_BLOCK + l;
+                const float * s = x + ((n * CB + cb) * HW + p0) * L;
+                float *       d = y + ((n * CB + cb) * HW + p0) * L;
+                double        g[VAE_CPU_BLOCK_MAX];
+                for (int l = 0; l < L; l++) {
+                    const int64_t c = cb * L + l;
                     g[l]            = c < C ? gamma[c] : 0.0;
                 }
-                const bool tail = C - cb * VAE_CPU_BLOCK < VAE_CPU_BLOCK;
+                const bool tail = C - cb * L < L;
                 for (int64_t p = 0; p < np; p++) {
-                    for (int l = 0; l < VAE_CPU_BLOCK; l++) {
-                        d[p * VAE_CPU_BLOCK + l] = cpu_act((float) ((double) s[p * VAE_CPU_BLOCK + l] * scale[p] * g[l]), act);
+                    for (int l = 0; l < L; l++) {
+                        d[p * L + l] = cpu_act((float) ((double) s[p * L + l] * scale[p] * g[l]), act);
                     }
                     if (tail) { // x * scale * 0 is NaN for a NaN pixel: write the zeros again
-                        for (int l = (int) (C - cb * VAE_CPU_BLOCK); l < VAE_CPU_BLOCK; l++) {
-                            d[p * VAE_CPU_BLOCK + l] = 0.0f;
+                        for (int l = (int) (C - cb * L); l < L; l++) {
+                            d[p * L + l] = 0.0f;
                         }
                     }
                 }
@@ -241,31 +259,32 @@ void vae_cpu_rms_norm(const float * x, float * y, const int64_t ne[4], const flo
 }
 
 // offset (in floats) of channel c, pixel 0, from the start of a blocked frame of HW pixels
-static inline int64_t cpu_lane_offset(int64_t c, int64_t HW) {
-    return (c / VAE_CPU_BLOCK) * HW * VAE_CPU_BLOCK + c % VAE_CPU_BLOCK;
+static inline int64_t cpu_lane_offset(int64_t c, int64_t HW, int64_t L) {
+    return (c / L) * HW * L + c % L;
 }
 
 void vae_cpu_frame_split(const float * x, float * y, const int64_t ne_x[4], int s) {
+    const int64_t L = vae_cpu_block();
     const int64_t N = ne_x[0], C = ne_x[1], HW = ne_x[2] * ne_x[3], Cs = C / s;
     const int64_t CBx = vae_cpu_blocks(C), CBy = vae_cpu_blocks(Cs);
 #pragma omp parallel for collapse(2)
     for (int64_t f = 0; f < N * s; f++) {
         for (int64_t cb = 0; cb < CBy; cb++) {
-            const int64_t t = f / s, c0 = (f % s) * Cs + cb * VAE_CPU_BLOCK; // source channel of lane 0
-            const int64_t nl = Cs - cb * VAE_CPU_BLOCK < VAE_CPU_BLOCK ? Cs - cb * VAE_CPU_BLOCK : VAE_CPU_BLOCK;
-            const float * src = x + t * CBx * HW * VAE_CPU_BLOCK;
-            float *       d   = y + (f * CBy + cb) * HW * VAE_CPU_BLOCK;
-            if (c0 % VAE_CPU_BLOCK == 0 && nl == VAE_CPU_BLOCK) { // a whole source block
-                memcpy(d, src + cpu_lane_offset(c0, HW), (size_t) (HW * VAE_CPU_BLOCK) * sizeof(float));
+            const int64_t t = f / s, c0 = (f % s) * Cs + cb * L; // source channel of lane 0
+            const int64_t nl = Cs - cb * L < L ? Cs - cb * L : L;
+            const float * src = x + t * CBx * HW * L;
+            float *       d   = y + (f * CBy + cb) * HW * L;
+            if (c0 % L == 0 && nl == L) { // a whole source block
+                memcpy(d, src + cpu_lane_offset(c0, HW, L), (size_t) (HW * L) * sizeof(float));
                 continue;
             }
-            int64_t off[VAE_CPU_BLOCK];
-            for (int l = 0; l < VAE_CPU_BLOCK; l++) {
-                off[l] = l < nl ? cpu_lane_offset(c0 + l, HW) : 0;
+            int64_t off[VAE_CPU_BLOCK_MAX];
+            for (int l = 0; l < L; l++) {
+                off[l] = l < nl ? cpu_lane_offset(c0 + l, HW, L) : 0;
             }
             for (int64_t p = 0; p < HW; p++) {
-                for (int l = 0; l < VAE_CPU_BLOCK; l++) {
-                    d[p * VAE_CPU_BLOCK + l] = l < nl ? src[off[l] + p * VAE_CPU_BLOCK] : 0.0f;
+                for (int l = 0; l < L; l++) {
+                    d[p * L + l] = l < nl ? src[off[l] + p * L] : 0.0f;
                 }
             }
         }
@@ -273,25 +292,26 @@ void vae_cpu_frame_split(const float * x, float * y, const int64_t ne_x[4], int 
 }
 
 void vae_cpu_pixel_shuffle(const float * x, float * y, const int64_t ne_x[4]) {
+    const int64_t L = vae_cpu_block();
     const int64_t N = ne_x[0], C = ne_x[1] / 4, H = ne_x[2], W = ne_x[3], HW = H * W;
     const int64_t CBx = vae_cpu_blocks(4 * C), CBy = vae_cpu_blocks(C);
 #pragma omp parallel for collapse(3)
     for (int64_t n = 0; n < N; n++) {
         for (int64_t cb = 0; cb < CBy; cb++) {
             for (int64_t Y2 = 0; Y2 < 2 * H; Y2++) {
-                const int64_t i = Y2 & 1, nl = C - cb * VAE_CPU_BLOCK < VAE_CPU_BLOCK ? C - cb * VAE_CPU_BLOCK : VAE_CPU_BLOCK;
-                const float * src = x + (n * CBx * HW + (Y2 >> 1) * W) * VAE_CPU_BLOCK;
-                float *       d   = y + ((n * CBy + cb) * 2 * H + Y2) * 2 * W * VAE_CPU_BLOCK;
-                int64_t       off[2][VAE_CPU_BLOCK]; // source of lane l for output column parity j
+                const int64_t i = Y2 & 1, nl = C - cb * L < L ? C - cb * L : L;
+                const float * src = x + (n * CBx * HW + (Y2 >> 1) * W) * L;
+                float *       d   = y + ((n * CBy + cb) * 2 * H + Y2) * 2 * W * L;
+                int64_t       off[2][VAE_CPU_BLOCK_MAX]; // source of lane l for output column parity j
                 for (int j = 0; j < 2; j++) {
-                    for (int l = 0; l < VAE_CPU_BLOCK; l++) {
-                        off[j][l] = l < nl ? cpu_lane_offset(4 * (cb * VAE_CPU_BLOCK + l) + 2 * i + j, HW) : 0;
+                    for (int l = 0; l < L; l++) {
+                        off[j][l] = l < nl ? cpu_lane_offset(4 * (cb * L + l) + 2 * i + j, HW, L) : 0;
                     }
                 }
                 for (int64_t X = 0; X < W; X++) {
                     for (int j = 0; j < 2; j++) {
-                        for (int l = 0; l < VAE_CPU_BLOCK; l++) {
-                            d[(2 * X + j) * VAE_CPU_BLOCK + l] = l < nl ? src[off[j][l] + X * VAE_CPU_BLOCK] : 0.0f;
+                        for (int l = 0; l < L; l++) {
+                            d[(2 * X + j) * L + l] = l < nl ? src[off[j][l] + X * L] : 0.0f;
                         }
                     }
                 }

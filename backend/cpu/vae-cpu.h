@@ -1,8 +1,9 @@
 // Internal to the CPU backend: the activation layout and the ops written by hand (those oneDNN
 // 2.6 lacks or that are too small to be worth a primitive). Activations are f32 in oneDNN's
-// blocked nChw16c layout: element (n, c, y, x) of a [N, C, H, W] tensor is at
-// ((n * CB + c / 16) * H * W + y * W + x) * 16 + c % 16, CB = ceil(C / 16), and the padding
-// lanes of the last block are kept at zero (oneDNN's convolutions read them).
+// blocked layout of B lanes, nChw16c or nChw8c: element (n, c, y, x) of a [N, C, H, W] tensor is
+// at ((n * CB + c / B) * H * W + y * W + x) * B + c % B, CB = ceil(C / B). Every op writes the
+// padding lanes of the last block as zero (oneDNN's convolutions read them as channels whose
+// weights are zero, and 0 * garbage may be NaN).
 
 #pragma once
 
@@ -11,16 +12,25 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define VAE_CPU_BLOCK 16
+// B, the lanes of a block: 16 where oneDNN runs AVX-512 kernels (their layout is nChw16c), 8
+// elsewhere (nChw8c, that of its AVX2 and SSE4.1 kernels, which run nChw16c in reference code,
+// 1000x slower). Fixed for the process by oneDNN's effective ISA (DNNL_MAX_CPU_ISA lowers it).
+#define VAE_CPU_BLOCK_MAX 16
+int vae_cpu_block(void);
 
 static inline int64_t vae_cpu_blocks(int64_t c) {
-    return (c + VAE_CPU_BLOCK - 1) / VAE_CPU_BLOCK;
+    return (c + vae_cpu_block() - 1) / vae_cpu_block();
 }
 
 // floats a [N, C, H, W] tensor takes in the blocked layout
 static inline size_t vae_cpu_nelements(const int64_t ne[4]) {
-    return (size_t) ne[0] * (size_t) vae_cpu_blocks(ne[1]) * VAE_CPU_BLOCK * (size_t) ne[2] * (size_t) ne[3];
+    return (size_t) ne[0] * (size_t) vae_cpu_blocks(ne[1]) * vae_cpu_block() * (size_t) ne[2] * (size_t) ne[3];
 }
+
+// what a graph may take when the caller gives no limit: 7/8 of the smaller of MemAvailable
+// (/proc/meminfo) and the room (limit - usage) of this process's memory cgroup and its parents,
+// v2 or v1; files read under `root` ("" for this system; tests give a fake tree)
+size_t vae_cpu_available_memory(const char * root);
 
 // plain [N, C, H, W] <-> blocked; padding lanes written as zero
 void vae_cpu_to_blocked(const float * src, float * dst, const int64_t ne[4]);

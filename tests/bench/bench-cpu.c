@@ -6,9 +6,11 @@
 // decoders (diffusers' AutoencoderKLWan, taehv.py) on the same weights and latents; on request
 // (--models kl) the AutoencoderKL decoder of SD 1.x/2.x / SDXL at full width (random weights made
 // by tests/bench/kl_torch.py) at 1024x1024, whole-frame and with exact tiled decode, beside
-// diffusers' AutoencoderKL.decode.
+// diffusers' AutoencoderKL.decode. TAEF2 runs at each precision asked (fp32, bf16), on both sides;
+// the backend's name gives oneDNN's ISA in effect, which --isa lowers (DNNL_MAX_CPU_ISA).
 //
-//   bench-cpu [--model PATH] [--frames N] [--warmup W] [--python PATH] [--peer-script PATH] [--no-peer]
+//   bench-cpu [--model PATH] [--frames N] [--warmup W] [--precisions LIST] [--isa NAME]
+//             [--python PATH] [--peer-script PATH] [--no-peer]
 //             [--models LIST] [--video-python PATH] [--taehv-py PATH] [--video-latent HxW]
 //             [--latent-frames T] [--video-streams N] [--video-warmup W] [--video-dir DIR]
 //             [--kl-latent HxW] [--kl-runs N] [--kl-warmup W] [--kl-tiles LIST] [--kl-layouts LIST]
@@ -59,7 +61,7 @@
 
 static void usage(FILE * f) {
     fprintf(f,
-            "usage: bench-cpu [--model PATH] [--frames N] [--warmup W] [--python PATH]\n"
+            "usage: bench-cpu [--model PATH] [--frames N] [--warmup W] [--precisions LIST] [--isa NAME] [--python PATH]\n"
             "                 [--peer-script PATH] [--no-peer] [--models LIST] [--video-python PATH]\n"
             "                 [--taehv-py PATH] [--video-latent HxW] [--latent-frames T]\n"
             "                 [--video-streams N] [--video-warmup W] [--video-dir DIR]\n"
@@ -67,6 +69,8 @@ static void usage(FILE * f) {
             "  --model PATH        TAEF2 decoder safetensors (default %s)\n"
             "  --frames N          TAEF2: timed decodes, one frame each (default 5)\n"
             "  --warmup W          TAEF2: untimed decodes first (default 1)\n"
+            "  --precisions LIST   TAEF2: fp32, bf16 or both, comma-separated, ours and the peer's (default fp32)\n"
+            "  --isa NAME          oneDNN's highest ISA (DNNL_MAX_CPU_ISA: AVX2, AVX512_CORE, ...; default: all)\n"
             "  --python PATH       interpreter with torch for the TAEF2 peer (default %s; env VAE_BENCH_PYTHON)\n"
             "  --peer-script PATH  the TAEF2 PyTorch peer (default %s in the source dir)\n"
             "  --no-peer           do not time PyTorch (the video weights are still made with it)\n"
@@ -212,7 +216,7 @@ struct peer {
 };
 
 static void run_peer(struct peer * p, const char * python, const char * script, const char * model, int frames,
-                     int warmup, int threads) {
+                     int warmup, int threads, const char * dtype) {
     memset(p, 0, sizeof(*p));
     p->min_ms = -1.0;
     if (access(script, R_OK) != 0) {
@@ -234,7 +238,9 @@ static void run_peer(struct peer * p, const char * python, const char * script, 
     append(cmd, sizeof(cmd), num);
     snprintf(num, sizeof(num), " --frames %d --warmup %d --threads %d", frames, warmup, threads);
     append(cmd, sizeof(cmd), num);
-    append(cmd, sizeof(cmd), " --best-layout 2>&1");
+    append(cmd, sizeof(cmd), " --best-layout --dtype ");
+    append(cmd, sizeof(cmd), dtype);
+    append(cmd, sizeof(cmd), " 2>&1");
 
     fflush(stdout);
     FILE * f = popen(cmd, "r");
@@ -966,10 +972,74 @@ done:
 
 // --- main -------------------------------------------------------------------------------------
 
-// TAEF2, one frame per decode (the original benchmark); prints its own report. sgemm_fs gets the
-// two peak measurements it makes. Returns 0, or 1 when our side could not run.
+#define MAX_PRECISIONS 2
+
+// our side of TAEF2 at one precision
+struct taef2_ours {
+    enum vae_precision asked, in_effect;
+    char               backend[128];
+    double             prepare_ms, mean, median, mn, mx, sd, peak_mib;
+};
+
+// prepare g on a CPU backend asked for r->asked, `warmup` untimed then `frames` timed computes;
+// false after a message
+static bool taef2_ours_run(struct taef2_ours * r, struct vae_graph * g, const float * input, int frames, int warmup) {
+    char            err[512] = "";
+    vae_backend_t * be       = vae_backend_init(VAE_BACKEND_CPU, 0, r->asked, err, sizeof(err));
+    double *        times    = malloc((size_t) frames * sizeof(double));
+    const double    t_prep   = now_ms();
+    bool            ok       = be && times && vae_backend_graph_prepare(be, g, 0, err, sizeof(err));
+    r->prepare_ms            = now_ms() - t_prep;
+    for (int i = 0; ok && i < warmup + frames; i++) {
+        const double t0 = now_ms();
+        ok              = vae_backend_graph_compute(be, g, NULL, input, err, sizeof(err));
+        if (i >= warmup) times[i - warmup] = now_ms() - t0;
+    }
+    if (!ok) {
+        fprintf(stderr, "bench-cpu: TAEF2 at %s: %s\n", vae_precision_name(r->asked), times ? err : "out of memory");
+        vae_backend_free(be);
+        free(times);
+        return false;
+    }
+    snprintf(r->backend, sizeof(r->backend), "%s", vae_backend_name(be));
+    r->in_effect = vae_backend_precision(be);
+    r->peak_mib  = g->peak_bytes / 1048576.0;
+    // sanity: the output is finite
+    const int64_t * ne    = g->output->ne;
+    const size_t    n_out = (size_t) (ne[0] * ne[1] * ne[2] * ne[3]);
+    float *         out   = malloc(n_out * sizeof(float));
+    if (out && vae_backend_graph_read_output(be, g, 0, (int) ne[0], out, err, sizeof(err))) {
+        size_t bad = 0;
+        for (size_t i = 0; i < n_out; i++) bad += !isfinite(out[i]);
+        if (bad) printf("WARNING: %zu non-finite output values\n", bad);
+    }
+    free(out);
+    vae_backend_graph_release(be, g);
+    vae_backend_free(be);
+
+    double sum = 0.0;
+    r->mn = r->mx = times[0];
+    for (int i = 0; i < frames; i++) {
+        sum += times[i];
+        if (times[i] < r->mn) r->mn = times[i];
+        if (times[i] > r->mx) r->mx = times[i];
+    }
+    r->mean    = sum / frames;
+    double var = 0.0;
+    for (int i = 0; i < frames; i++) var += (times[i] - r->mean) * (times[i] - r->mean);
+    r->sd = frames > 1 ? sqrt(var / (frames - 1)) : 0.0;
+    qsort(times, (size_t) frames, sizeof(double), cmp_double);
+    r->median = frames % 2 ? times[frames / 2] : 0.5 * (times[frames / 2 - 1] + times[frames / 2]);
+    free(times);
+    return true;
+}
+
+// TAEF2, one frame per decode (the original benchmark), ours and the peer's at each precision of
+// `precisions`; prints its own report. sgemm_fs gets the two peak measurements it makes. Returns 0,
+// or 1 when our side could not run.
 static int bench_taef2(const char * model_path, const char * python, const char * peer_script, int frames, int warmup,
-                       bool no_peer, int threads, double * busy, double * sgemm_fs) {
+                       bool no_peer, int threads, const enum vae_precision * precisions, int n_prec, double * busy,
+                       double * sgemm_fs) {
     char err[512] = "";
     // our side: load, build, prepare
     struct vae_model * model = vae_model_load(model_path, VAE_FAMILY_AUTO, err, sizeof(err));
@@ -983,30 +1053,12 @@ static int bench_taef2(const char * model_path, const char * python, const char 
         vae_model_free(model);
         return 1;
     }
-    vae_backend_t * be = vae_backend_init(VAE_BACKEND_CPU, 0, VAE_PRECISION_FP32, err, sizeof(err));
-    if (!be) {
-        fprintf(stderr, "bench-cpu: %s\n", err);
-        vae_graph_free(g);
-        vae_model_free(model);
-        return 1;
-    }
-    const double t_prep = now_ms();
-    if (!vae_backend_graph_prepare(be, g, 0, err, sizeof(err))) {
-        fprintf(stderr, "bench-cpu: prepare: %s\n", err);
-        vae_backend_free(be);
-        vae_graph_free(g);
-        vae_model_free(model);
-        return 1;
-    }
-    const double prepare_ms = now_ms() - t_prep;
-
     int64_t in_ne[4], out_ne[4];  // copied: the graph is freed before the report
     memcpy(in_ne, g->input->ne, sizeof(in_ne));
     memcpy(out_ne, g->output->ne, sizeof(out_ne));
-    const size_t    n_in   = (size_t) (in_ne[0] * in_ne[1] * in_ne[2] * in_ne[3]);
-    float *         input  = malloc(n_in * sizeof(float));
-    double *        times  = malloc((size_t) frames * sizeof(double));
-    if (!input || !times) {
+    const size_t n_in  = (size_t) (in_ne[0] * in_ne[1] * in_ne[2] * in_ne[3]);
+    float *      input = malloc(n_in * sizeof(float));
+    if (!input) {
         fprintf(stderr, "bench-cpu: out of memory\n");
         return 1;
     }
@@ -1018,57 +1070,24 @@ static int bench_taef2(const char * model_path, const char * python, const char 
     for (char * c = family; *c; c++) *c = (char) toupper((unsigned char) *c);
 
     printf("model: %s (%s)\n", model_path, model->description);
-    printf("backend: %s; graph: %d nodes (%d conv, %d upsample-conv%s)\n", vae_backend_name(be), g->n_nodes,
-           fl.n_conv, fl.n_upconv, g->fused ? ", fused" : ", fusion disabled");
+    printf("graph: %d nodes (%d conv, %d upsample-conv%s)\n", g->n_nodes, fl.n_conv, fl.n_upconv,
+           g->fused ? ", fused" : ", fusion disabled");
     printf("latent [%lld, %lld, %lld, %lld] -> image [%lld, %lld, %lld, %lld]\n", (long long) in_ne[0],
            (long long) in_ne[1], (long long) in_ne[2], (long long) in_ne[3], (long long) out_ne[0],
            (long long) out_ne[1], (long long) out_ne[2], (long long) out_ne[3]);
 
-    for (int i = 0; i < warmup; i++) {
-        if (!vae_backend_graph_compute(be, g, NULL, input, err, sizeof(err))) {
-            fprintf(stderr, "bench-cpu: compute: %s\n", err);
+    struct taef2_ours ours[MAX_PRECISIONS];
+    for (int k = 0; k < n_prec; k++) {
+        ours[k].asked = precisions[k];
+        if (!taef2_ours_run(&ours[k], g, input, frames, warmup)) {
             return 1;
         }
-    }
-    for (int i = 0; i < frames; i++) {
-        const double t0 = now_ms();
-        if (!vae_backend_graph_compute(be, g, NULL, input, err, sizeof(err))) {
-            fprintf(stderr, "bench-cpu: compute: %s\n", err);
-            return 1;
-        }
-        times[i] = now_ms() - t0;
-    }
-    // sanity: the output is finite
-    {
-        const size_t n_out = (size_t) (out_ne[0] * out_ne[1] * out_ne[2] * out_ne[3]);
-        float *      out   = malloc(n_out * sizeof(float));
-        if (out && vae_backend_graph_read_output(be, g, 0, (int) g->output->ne[0], out, err, sizeof(err))) {
-            size_t bad = 0;
-            for (size_t i = 0; i < n_out; i++) bad += !isfinite(out[i]);
-            if (bad) printf("WARNING: %zu non-finite output values\n", bad);
-        }
-        free(out);
+        printf("backend: %s, %s asked: %s in effect\n", ours[k].backend, vae_precision_name(ours[k].asked),
+               vae_precision_name(ours[k].in_effect));
     }
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
-    const double maxrss_mib  = ru.ru_maxrss / 1024.0;  // KiB on Linux
-    const double peak_mib    = g->peak_bytes / 1048576.0;
-
-    double sum = 0.0, mn = times[0], mx = times[0];
-    for (int i = 0; i < frames; i++) {
-        sum += times[i];
-        if (times[i] < mn) mn = times[i];
-        if (times[i] > mx) mx = times[i];
-    }
-    const double mean = sum / frames;
-    double       var  = 0.0;
-    for (int i = 0; i < frames; i++) var += (times[i] - mean) * (times[i] - mean);
-    const double sd = frames > 1 ? sqrt(var / (frames - 1)) : 0.0;
-    qsort(times, (size_t) frames, sizeof(double), cmp_double);
-    const double median = frames % 2 ? times[frames / 2] : 0.5 * (times[frames / 2 - 1] + times[frames / 2]);
-
-    vae_backend_graph_release(be, g);
-    vae_backend_free(be);
+    const double maxrss_mib = ru.ru_maxrss / 1024.0;  // KiB on Linux
     vae_graph_free(g);
     vae_model_free(model);
 
@@ -1077,11 +1096,12 @@ static int bench_taef2(const char * model_path, const char * python, const char 
     double sgemm_ms[2] = { 0.0, 0.0 };
     sgemm_fs[0]        = sgemm_peak(&sgemm_ms[0]);
 
-    struct peer peer = { 0 };
-    if (!no_peer) {
-        printf("peer: %s %s (frames %d, warmup %d, threads %d, --best-layout)\n", python, peer_script, frames,
-               warmup, threads);
-        run_peer(&peer, python, peer_script, model_path, frames, warmup, threads);
+    struct peer peer[MAX_PRECISIONS] = { 0 };
+    for (int k = 0; k < n_prec && !no_peer; k++) {
+        const char * dtype = precisions[k] == VAE_PRECISION_BF16 ? "bf16" : "fp32";
+        printf("peer: %s %s (frames %d, warmup %d, threads %d, --best-layout, --dtype %s)\n", python, peer_script,
+               frames, warmup, threads, dtype);
+        run_peer(&peer[k], python, peer_script, model_path, frames, warmup, threads, dtype);
         settle();
     }
     busy[1]              = other_load(500);
@@ -1091,11 +1111,9 @@ static int bench_taef2(const char * model_path, const char * python, const char 
     const double low_fs  = sgemm_fs[!best_i];
 
     // report
-    const double our_fs = fl.model / (mean / 1e3);
     printf("\n");
-    printf("%s decoder, %lldx%lld frame (latent %lldx%lldx%lld), fp32, CPU, %d threads\n", family,
-           (long long) out_ne[3], (long long) out_ne[2], (long long) in_ne[1], (long long) in_ne[2],
-           (long long) in_ne[3], threads);
+    printf("%s decoder, %lldx%lld frame (latent %lldx%lldx%lld), CPU, %d threads\n", family, (long long) out_ne[3],
+           (long long) out_ne[2], (long long) in_ne[1], (long long) in_ne[2], (long long) in_ne[3], threads);
     printf("model GFLOP/frame: %.2f (convolutions; upsample+conv counted unfused); executed by our %s graph: "
            "%.2f GFLOP\n",
            fl.model / 1e9, fl.n_upconv ? "fused" : "unfused", fl.executed / 1e9);
@@ -1112,47 +1130,60 @@ static int bench_taef2(const char * model_path, const char * python, const char 
     } else {
         printf("measured fp32 peak: unavailable\n");
     }
-    printf("ours: prepare %.1f ms; %d frames after %d warmup: mean %.1f, median %.1f, min %.1f, max %.1f, "
-           "sd %.1f ms; peak %.1f MiB, max RSS %.1f MiB\n",
-           prepare_ms, frames, warmup, mean, median, mn, mx, sd, peak_mib, maxrss_mib);
+    for (int k = 0; k < n_prec; k++) {
+        const struct taef2_ours * r = &ours[k];
+        printf("ours (%s): prepare %.1f ms; %d frames after %d warmup: mean %.1f, median %.1f, min %.1f, max %.1f, "
+               "sd %.1f ms; peak %.1f MiB\n",
+               vae_precision_name(r->in_effect), r->prepare_ms, frames, warmup, r->mean, r->median, r->mn, r->mx,
+               r->sd, r->peak_mib);
+    }
     printf("\n");
-    printf("%-32s %9s %8s %9s %17s %9s\n", "impl", "ms/frame", "min ms", "GFLOP/s", "% of sgemm peak", "peak MiB");
-    char pct[32] = "-";
-    if (peak_fs > 0) snprintf(pct, sizeof(pct), "%.1f", 100.0 * our_fs / peak_fs);
-    printf("%-32s %9.1f %8.1f %9.1f %17s %9.1f\n", "gst-vaedecode cpu", mean, mn, our_fs / 1e9, pct, peak_mib);
-    if (!no_peer) {
-        if (peer.ok) {
-            char label[128], version[64], minbuf[32] = "-";
-            snprintf(version, sizeof(version), "%s", peer.version);
-            // major.minor in the table ("1.13"); the full version is printed below it
-            char * dot = strchr(version, '.');
-            if (dot && (dot = strchr(dot + 1, '.'))) *dot = '\0';
-            char * plus = strchr(version, '+');
-            if (plus) *plus = '\0';
-            if (peer.layout[0]) {
-                snprintf(label, sizeof(label), "PyTorch %s (%s)", version, peer.layout);
-            } else {
-                snprintf(label, sizeof(label), "PyTorch %s", version);
+    printf("%-38s %9s %8s %9s %17s %9s\n", "impl", "ms/frame", "min ms", "GFLOP/s", "% of sgemm peak", "peak MiB");
+    char pct[32] = "-", label[128];
+    for (int k = 0; k < n_prec; k++) {
+        const double our_fs = fl.model / (ours[k].mean / 1e3);
+        snprintf(pct, sizeof(pct), "-");
+        if (peak_fs > 0) snprintf(pct, sizeof(pct), "%.1f", 100.0 * our_fs / peak_fs);
+        snprintf(label, sizeof(label), "gst-vaedecode cpu %s", vae_precision_name(ours[k].in_effect));
+        printf("%-38s %9.1f %8.1f %9.1f %17s %9.1f\n", label, ours[k].mean, ours[k].mn, our_fs / 1e9, pct,
+               ours[k].peak_mib);
+    }
+    for (int k = 0; k < n_prec && !no_peer; k++) {
+        const struct peer * pk = &peer[k];
+        const char *        dtype = precisions[k] == VAE_PRECISION_BF16 ? "bf16" : "fp32";
+        if (!pk->ok) {
+            printf("peer %s: unavailable (%s)\n", dtype, pk->reason);
+            continue;
+        }
+        char version[64], minbuf[32] = "-";
+        snprintf(version, sizeof(version), "%s", pk->version);
+        // major.minor in the table ("1.13"); the full version is printed below it
+        char * dot = strchr(version, '.');
+        if (dot && (dot = strchr(dot + 1, '.'))) *dot = '\0';
+        char * plus = strchr(version, '+');
+        if (plus) *plus = '\0';
+        snprintf(label, sizeof(label), "PyTorch %s (%s) %s", version, pk->layout[0] ? pk->layout : "nchw", dtype);
+        if (pk->min_ms > 0) snprintf(minbuf, sizeof(minbuf), "%.1f", pk->min_ms);
+        const double peer_fs = fl.model / (pk->ms / 1e3);
+        snprintf(pct, sizeof(pct), "-");
+        if (peak_fs > 0) snprintf(pct, sizeof(pct), "%.1f", 100.0 * peer_fs / peak_fs);
+        printf("%-38s %9.1f %8s %9.1f %17s %9s\n", label, pk->ms, minbuf, peer_fs / 1e9, pct, "-");
+    }
+    for (int k = 0; k < n_prec && !no_peer; k++) {
+        if (peer[k].ok) {
+            printf("ratio (PyTorch / ours) at %s: %.2fx\n", vae_precision_name(precisions[k]), peer[k].ms / ours[k].mean);
+            printf("peer: torch %s, %d threads, best layout %s\n", peer[k].version, peer[k].threads,
+                   peer[k].layout[0] ? peer[k].layout : "nchw");
+            if (peer[k].threads != threads) {
+                printf("note: the peer ran with %d threads, ours with %d\n", peer[k].threads, threads);
             }
-            if (peer.min_ms > 0) snprintf(minbuf, sizeof(minbuf), "%.1f", peer.min_ms);
-            const double peer_fs = fl.model / (peer.ms / 1e3);
-            snprintf(pct, sizeof(pct), "-");
-            if (peak_fs > 0) snprintf(pct, sizeof(pct), "%.1f", 100.0 * peer_fs / peak_fs);
-            printf("%-32s %9.1f %8s %9.1f %17s %9s\n", label, peer.ms, minbuf, peer_fs / 1e9, pct, "-");
-            printf("ratio (PyTorch / ours): %.2fx\n", peer.ms / mean);
-            printf("peer: torch %s, %d threads, best layout %s\n", peer.version, peer.threads,
-                   peer.layout[0] ? peer.layout : "nchw");
-            if (peer.threads != threads) {
-                printf("note: the peer ran with %d threads, ours with %d\n", peer.threads, threads);
-            }
-        } else {
-            printf("peer: unavailable (%s)\n", peer.reason);
         }
     }
     if (peak_fs > 0) {
-        printf("ours, executed FLOPs (fused upsample-convs at 4/9 of their model FLOPs): %.1f GFLOP/s, "
+        printf("ours, executed FLOPs (fused upsample-convs at 4/9 of their model FLOPs) at %s: %.1f GFLOP/s, "
                "%.1f%% of sgemm peak\n",
-               fl.executed / (mean / 1e3) / 1e9, 100.0 * fl.executed / (mean / 1e3) / peak_fs);
+               vae_precision_name(ours[0].in_effect), fl.executed / (ours[0].mean / 1e3) / 1e9,
+               100.0 * fl.executed / (ours[0].mean / 1e3) / peak_fs);
     }
     printf("threads: %d (omp_get_max_threads); max RSS %.1f MiB\n", threads, maxrss_mib);
     if (busy[0] >= 0 && busy[1] >= 0) {
@@ -1164,7 +1195,6 @@ static int bench_taef2(const char * model_path, const char * python, const char 
     }
 
     free(input);
-    free(times);
     return 0;
 }
 
@@ -1360,6 +1390,8 @@ int main(int argc, char ** argv) {
     int          frames = 5, warmup = 1;
     int          vh = VIDEO_LATENT_H, vw = VIDEO_LATENT_W, latent_frames = 3, video_streams = 0, video_warmup = 1;
     bool         no_peer = false;
+    enum vae_precision precisions[MAX_PRECISIONS] = { VAE_PRECISION_FP32 };
+    int                n_prec                     = 1;
     struct kl_opts kl_opts = { KL_LATENT, KL_LATENT, 2, 1, 3, { 0, 256, 128 }, "nchw,channels_last" };
 
     for (int i = 1; i < argc; i++) {
@@ -1451,6 +1483,26 @@ int main(int argc, char ** argv) {
                 fprintf(stderr, "bench-cpu: --kl-layouts takes nchw, channels_last or both, comma-separated\n");
                 return 2;
             }
+        } else if (!strcmp(a, "--precisions") && has_val) {
+            const char * p = argv[++i];
+            n_prec         = 0;
+            while (*p) {
+                const size_t n = strcspn(p, ",");
+                const bool   bf = n == 4 && !strncmp(p, "bf16", 4), f32 = n == 4 && !strncmp(p, "fp32", 4);
+                if (n_prec == MAX_PRECISIONS || (!bf && !f32)) {
+                    fprintf(stderr, "bench-cpu: --precisions takes fp32, bf16 or both, comma-separated\n");
+                    return 2;
+                }
+                precisions[n_prec++] = bf ? VAE_PRECISION_BF16 : VAE_PRECISION_FP32;
+                p += n + (p[n] == ',');
+            }
+            if (!n_prec) {
+                fprintf(stderr, "bench-cpu: --precisions needs fp32 or bf16\n");
+                return 2;
+            }
+        } else if (!strcmp(a, "--isa") && has_val) {
+            // before oneDNN's first call, which fixes the ISA for the process
+            setenv("DNNL_MAX_CPU_ISA", argv[++i], 1);
         } else if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
             usage(stdout);
             return 0;
@@ -1520,7 +1572,8 @@ int main(int argc, char ** argv) {
     int    n_sgemm      = 0;
 
     if (do_model[0]) {
-        if (bench_taef2(model_path, python, peer_script, frames, warmup, no_peer, threads, busy, sgemm_fs)) {
+        if (bench_taef2(model_path, python, peer_script, frames, warmup, no_peer, threads, precisions, n_prec, busy,
+                        sgemm_fs)) {
             return 1;
         }
         n_sgemm = 2;

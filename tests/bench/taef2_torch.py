@@ -3,12 +3,14 @@
 
     /usr/bin/python3 tests/bench/taef2_torch.py --model ../shared/models/taef2_decoder.safetensors \
         [--height-latent 60] [--width-latent 104] [--frames 5] [--warmup 1] [--threads N] \
-        [--best-layout] [--verbose]
+        [--best-layout] [--dtype fp32|bf16] [--verbose]
 
 Decodes one random latent frame [1,32,H,W] in fp32 (torch.inference_mode), `--warmup` untimed
-runs then `--frames` timed runs. The last line printed is always
+runs then `--frames` timed runs; with `--dtype bf16` the module and the latent are cast to
+bfloat16 (`.to(torch.bfloat16)`, the upstream way; PyTorch runs its convolutions through oneDNN's
+bf16 kernels where the CPU has AVX512-BF16 or AMX). The last line printed is always
 
-    torch_ms_per_frame=<float> threads=<int> torch=<version>[ layout=<nchw|channels_last>]
+    torch_ms_per_frame=<float> threads=<int> torch=<version>[ layout=<nchw|channels_last>] dtype=<fp32|bf16>
 
 (`layout=` only with --best-layout, which times both NCHW and channels_last and reports the
 faster). The model is loaded with tests/data/taesd_torch.py (own module from MODELS.md).
@@ -52,6 +54,7 @@ def main():
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--best-layout", action="store_true",
                     help="time NCHW and channels_last, report the faster")
+    ap.add_argument("--dtype", choices=["fp32", "bf16"], default="fp32")
     ap.add_argument("--verbose", action="store_true")
     args = ap.parse_args()
 
@@ -68,6 +71,8 @@ def main():
     model = tt.TaesdDecoder.from_state_dict(sd).eval()
     g = torch.Generator().manual_seed(args.seed)
     x = torch.randn((1, model.z, args.height_latent, args.width_latent), generator=g)
+    if args.dtype == "bf16":
+        model, x = model.to(torch.bfloat16), x.to(torch.bfloat16)
     print(f"model {args.model}: z={model.z} width={model.width} midblock_gn={model.midblock_gn}; "
           f"latent {tuple(x.shape)} -> [1, 3, {8 * args.height_latent}, {8 * args.width_latent}]")
 
@@ -84,7 +89,7 @@ def main():
     line = f"torch_ms_per_frame={results[best]:.3f} threads={threads} torch={torch.__version__}"
     if args.best_layout:
         line += f" layout={best}"
-    print(line)
+    print(line + f" dtype={args.dtype}")
 
 
 if __name__ == "__main__":

@@ -1,0 +1,65 @@
+#!/bin/bash
+# The CPU backend at every oneDNN ISA this machine can lower itself to: test-isa (tests/test-isa.c)
+# decodes the real TAEF2 latents natively, then under DNNL_MAX_CPU_ISA=AVX2 and AVX512_CORE, each
+# with ONEDNN_VERBOSE=1. Each run must match upstream's output, run no primitive in oneDNN's
+# reference code (an implementation named ref:..., 1000x slower: what nChw16c gave on AVX2),
+# report the ISA it was lowered to, and take at most 3x the native time. A backend asked for bf16
+# has it in effect only natively and only where the CPU has AVX512-BF16 or AMX (oneDNN would
+# emulate it on AVX512_CORE); then its decode must not be ref either.
+set -u
+exe=${1:?usage: test-isa.sh path/to/test-isa}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+failed=0
+
+bad() { failed=$((failed + 1)); echo "FAIL: $1"; }
+
+
+# run NAME ISA: the decode under DNNL_MAX_CPU_ISA=ISA (empty: native); its log in $tmp/NAME
+run() {
+    local name=$1 isa=$2 log=$tmp/$1
+    DNNL_MAX_CPU_ISA=$isa ONEDNN_VERBOSE=1 timeout 100 "$exe" >"$log" 2>&1
+    local rc=$?
+    grep -v '^onednn_verbose' "$log" | sed "s/^/$name: /"
+    [ $rc -eq 0 ] || bad "$name: test-isa exited with status $rc (124: it ran past 100 s)"
+    # onednn_verbose,exec,cpu,<primitive>,<implementation>,...
+    local ref
+    ref=$(awk -F, '$1 == "onednn_verbose" && $2 == "exec" && $5 ~ /ref/ { print $4 " " $5 }' "$log" | sort | uniq -c)
+    [ -z "$ref" ] || bad "$name: primitives in oneDNN's reference code: $ref"
+    local n
+    n=$(grep -c '^onednn_verbose,exec,cpu,\(convolution\|deconvolution\)' "$log")
+    [ "$n" -gt 0 ] || bad "$name: no convolution in the verbose log (ONEDNN_VERBOSE not honoured?)"
+}
+
+if grep -qw -e avx512_bf16 -e amx_bf16 /proc/cpuinfo; then native_bf16=bf16; else native_bf16=fp32; fi
+
+ms() { sed -n "s/^$2 decode ms: \([0-9.]*\).*/\1/p" "$tmp/$1"; }
+
+run native ""
+run avx2 AVX2
+run avx512_core AVX512_CORE
+
+# the ISA each run reports; a CPU without AVX-512 stays at its own under AVX512_CORE
+isa() { sed -n 's/^backend: cpu (oneDNN [^,]*, \([a-z0-9_]*\),.*/\1/p' "$tmp/$1"; }
+want512=avx512_core
+grep -qw avx512bw /proc/cpuinfo && grep -qw avx512vl /proc/cpuinfo && grep -qw avx512dq /proc/cpuinfo ||
+    want512=$(isa native)
+[ "$(isa avx2)" = avx2 ] || bad "avx2: the backend reports '$(isa avx2)', not avx2"
+[ "$(isa avx512_core)" = "$want512" ] || bad "avx512_core: the backend reports '$(isa avx512_core)', not $want512"
+for name in native avx2 avx512_core; do
+    t=$(ms $name fp32)
+    [ -n "$t" ] || { bad "$name: no decode time"; continue; }
+    [ $name = native ] && native_ms=$t
+    awk -v t="$t" -v n="$native_ms" 'BEGIN { exit !(t <= 3 * n) }' ||
+        bad "$name: $t ms, more than 3x the native $native_ms ms"
+done
+
+for name in native avx2 avx512_core; do
+    want=fp32
+    [ $name = native ] && want=$native_bf16
+    grep -q "^bf16 asked: $want in effect" "$tmp/$name" || bad "$name: bf16 asked, $want not in effect"
+    [ $want = fp32 ] || [ -n "$(ms $name bf16)" ] || bad "$name: no bf16 decode"
+done
+
+[ $failed -eq 0 ] && echo "ok: every ISA, no reference code, within 3x of native"
+exit $((failed > 0))
