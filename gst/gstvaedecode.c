@@ -319,7 +319,8 @@ gst_vae_backend_get_type (void)
   static GEnumValue values[] = {
     {GST_VAE_BACKEND_AUTO, "CUDA when it is built and a GPU is present, else "
           "the CPU", "auto"},
-    {GST_VAE_BACKEND_CPU, "CPU (oneDNN, fp32)", "cpu"},
+    {GST_VAE_BACKEND_CPU, "CPU (oneDNN; fp32, bf16 with AVX512-BF16 or AMX)",
+        "cpu"},
     {GST_VAE_BACKEND_CUDA, "CUDA (NVIDIA GPUs)", "cuda"},
     {GST_VAE_BACKEND_HIP, "HIP (AMD GPUs)", "hip"},
     {0, NULL, NULL},
@@ -1544,9 +1545,10 @@ gst_vae_decode_class_init (GstVaeDecodeClass * klass)
    * Compute precision: how activations are stored and multiplied. Accumulation, norm
    * statistics and softmax stay in fp32 at every precision. auto is bf16 on GPUs that
    * have it (compute capability 8.0 and up), fp16 on older ones. A GPU that lacks the
-   * precision asked for refuses to start, naming it. The CPU backend always computes in
-   * fp32 (a warning says so when another precision is asked for). The precision in
-   * effect is logged at INFO level.
+   * precision asked for refuses to start, naming it. The CPU backend computes in fp32, and
+   * its convolutions in bf16 when bf16 is asked for and the CPU has AVX512-BF16 or AMX; a
+   * WARNING message on the bus says so when it computes in another precision than the one
+   * asked for. The precision in effect is logged at INFO level.
    */
   g_object_class_install_property (gobject_class, PROP_PRECISION,
       g_param_spec_enum ("precision", "Precision", "Compute precision",
