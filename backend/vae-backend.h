@@ -20,7 +20,9 @@ extern "C" {
 enum vae_op {
     VAE_OP_INPUT,            // a graph input, given at compute time as host f32 [N, C, H, W]; i[0] = its
                              //   number (graphs may have several, see vae_backend_graph_compute_inputs)
-    VAE_OP_WEIGHT,           // a parameter: host f32 in PyTorch layout (data), any rank
+    VAE_OP_WEIGHT,           // a parameter: host f32 in PyTorch layout (data), any rank; data is read by
+                             //   graph_prepare only (the model may free it after), and data with name
+                             //   identifies the tensor across graphs
     VAE_OP_TANH_CLAMP,       // y = tanh(x / s) * s                              f[0] = s
     VAE_OP_CONV2D,           // y = act(conv(x, w) + b + r), k x k, stride 1, zero pad k/2
                              //   src: x, w [Cout, Cin, k, k], b [Cout] or NULL, r or NULL

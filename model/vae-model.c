@@ -180,6 +180,33 @@ const float * vae_model_weight_data(const struct vae_model * model, const struct
     return ok ? w->data : NULL;
 }
 
+void vae_model_drop_copies(const struct vae_model * model) {
+    struct vae_model * m = (struct vae_model *) model;
+    pthread_mutex_lock(&m->lock);
+    for (int i = 0; i < m->n_weights; i++) {
+        struct vae_weight * w = &m->weights[i];
+        if (w->copy) {
+            free(w->copy);
+            w->copy = NULL;
+            w->data = NULL;
+        }
+    }
+    pthread_mutex_unlock(&m->lock);
+}
+
+size_t vae_model_copy_bytes(const struct vae_model * model) {
+    struct vae_model * m = (struct vae_model *) model;
+    size_t             n = 0;
+    pthread_mutex_lock(&m->lock);
+    for (int i = 0; i < m->n_weights; i++) {
+        for (int j = 0; m->weights[i].copy && j < m->weights[i].n_src; j++) {
+            n += (size_t) m->weights[i].src[j]->numel * sizeof(float);
+        }
+    }
+    pthread_mutex_unlock(&m->lock);
+    return n;
+}
+
 bool vae_builder_init(struct vae_builder * b, const struct vae_model * model, char * err, size_t err_size) {
     *b = (struct vae_builder) { model, vae_graph_new(), err, err_size, false, 0 };
     if (!b->g) {

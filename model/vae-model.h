@@ -43,8 +43,9 @@ enum vae_space {
 
 // A decoder weight under its canonical name. Loading reads only names and shapes; the f32 data
 // is made when a graph (or the latent constants) first needs it: little-endian F32 that is 4-byte
-// aligned in the file is used in place, anything else is converted once and the copy kept while
-// the model lives. Either way it is checked to be finite, so unused tensors cost nothing.
+// aligned in the file is used in place, anything else is converted and the copy kept until the
+// graphs that need it are prepared (vae_model_drop_copies). Either way it is checked to be finite,
+// so unused tensors cost nothing.
 struct vae_weight {
     char *        name;   // canonical (original upstream) name
     int           n_dims;
@@ -83,10 +84,17 @@ enum vae_family  vae_family_from_name(const char * name);   // VAE_FAMILY_COUNT 
 struct vae_model * vae_model_load(const char * path, enum vae_family family, char * err, size_t err_size);
 void               vae_model_free(struct vae_model * model);
 const struct vae_weight * vae_model_weight(const struct vae_model * model, const char * name);
-// the f32 data of w (a weight of model), made on first use and valid while the model lives; NULL with
+// the f32 data of w (a weight of model), made on first use and valid until vae_model_drop_copies; NULL with
 // a message naming the file's tensor when it holds NaN or infinity (or memory runs out)
 const float * vae_model_weight_data(const struct vae_model * model, const struct vae_weight * w, char * err,
                                     size_t err_size);
+
+// free the f32 copies of weights made so far (the converted ones: data used in place from the file
+// costs nothing). A backend holds weights of its own once it has prepared its graphs, and keeping
+// the copies would double them; a later build (a new session) makes them again from the file.
+// Not while another thread has built a graph from the model and not prepared it yet.
+void   vae_model_drop_copies(const struct vae_model * model);
+size_t vae_model_copy_bytes(const struct vae_model * model);   // what those copies take now
 
 // the side of the square patch that one latent pixel in `space` stands for: 2 for FLUX.2's
 // normalized latents (128 = 4 x 32 channels at half the resolution), 1 otherwise. A pushed frame

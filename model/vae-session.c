@@ -194,6 +194,10 @@ struct vae_session * vae_session_new(const struct vae_model * model, vae_backend
         vae_session_free(s);
         return NULL;
     }
+    // the backend has the weights now; a tiled decode builds its graphs again for every frame
+    if (!s->tiled) {
+        vae_model_drop_copies(model);
+    }
     return s;
 }
 

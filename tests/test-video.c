@@ -243,6 +243,42 @@ static long resident_kib(void) {
 }
 #endif
 
+// the f32 copies of a BF16 model's weights go once a session's graphs are prepared (the backend
+// has its own), and a second session makes them again: both decode the same frames
+static void test_weight_copies(void) {
+    struct vae_model * m = vae_model_load(path_in(data_dir, "wan21_b4.orig.safetensors"), VAE_FAMILY_AUTO, err,
+                                          sizeof(err));
+    CHECK(m != NULL, "%s", err);
+    if (!m) {
+        return;
+    }
+    const size_t loaded = vae_model_copy_bytes(m);
+    CHECK(loaded > 0, "a BF16 model holds no f32 copies after load");
+    float lat[3][16 * 2 * 3], out[2][9][3 * 16 * 24];
+    for (int j = 0; j < 3 * 16 * 6; j++) {
+        lat[j / 96][j % 96] = sinf(0.21f * (float) j);
+    }
+    for (int run = 0; run < 2; run++) {
+        struct vae_session_config cfg = { 16, 2, 3, VAE_SPACE_AUTO, 1, 0 };
+        struct vae_session *      s   = vae_session_new(m, cpu, &cfg, err, sizeof(err));
+        CHECK(s != NULL, "%s", err);
+        CHECK(vae_model_copy_bytes(m) == 0, "run %d: %zu bytes of f32 copies kept after prepare", run,
+              vae_model_copy_bytes(m));
+        int n = 0;
+        for (int t = 0; s && t < 3; t++) {
+            CHECK(vae_session_push(s, lat[t], err, sizeof(err)), "%s", err);
+            while (n < 9 && vae_session_frames_ready(s) > 0) {
+                CHECK(vae_session_pop_output(s, out[run][n++], err, sizeof(err)), "%s", err);
+            }
+        }
+        CHECK(n == 9, "run %d: %d frames", run, n);
+        vae_session_free(s);
+    }
+    CHECK(memcmp(out[0], out[1], sizeof(out[0])) == 0, "the second session decodes other frames");
+    printf("wan21_b4 (BF16): %zu bytes of f32 copies after load, none once a session is prepared\n", loaded);
+    vae_model_free(m);
+}
+
 // hundreds of latent frames at a tiny size: resident memory after the first chunks stays put
 static void test_long_stream(void) {
     static const char * models[2] = { "wan21_b4.orig.safetensors", "taew21_nf32.safetensors" };
@@ -294,6 +330,7 @@ int main(int argc, char ** argv) {
     if (argc < 2 || strcmp(argv[1], "--quick") != 0) { // --quick: small sizes only (valgrind)
         test_cheesecake();
         test_long_stream();
+        test_weight_copies();
     }
     vae_backend_free(cpu);
     return vae_test_summary();

@@ -34,7 +34,8 @@
 
 // weights converted to one primitive layout, shared by the graphs that use them
 struct cpu_weights {
-    const float *        src;         // the model's tensor
+    const float *        src;         // the model's tensor: its data and name (the pair identifies it: a
+    const char *         name;        //   model may free its data once graphs are prepared and make it again)
     int                  tap;         // time tap of a conv3d weight (0 for conv2d)
     bool                 fold;        // folded for the fused nearest-2x upsample
     dnnl_memory_desc_t   md;
@@ -62,6 +63,8 @@ struct cpu_node {
     dnnl_memory_t        to_bf16_from, to_bf16_to;
     struct cpu_weights * weights[CPU_MAX_TAPS];
     float *              bias_data;             // a copy: oneDNN takes non-const handles
+    float *              norm;                  // a norm's gamma, then beta: copies (weights' data is not
+                                                //   read after prepare)
     bool                 copy_residual;         // the residual is still needed later: copy it into dst first
     bool                 view;                  // frame split whose output is its input's memory
 };
@@ -199,7 +202,8 @@ static void cpu_fold_upsample_kernel(const float * w3, float * w4, int64_t cout,
 static struct cpu_weights * cpu_weights_get(struct cpu_context * ctx, const struct vae_tensor * w, int tap, bool fold,
                                             const dnnl_memory_desc_t * md) {
     for (struct cpu_weights * e = ctx->weights; e; e = e->next) {
-        if (e->src == w->data && e->tap == tap && e->fold == fold && dnnl_memory_desc_equal(&e->md, md)) {
+        if (e->src == w->data && e->name == w->name && e->tap == tap && e->fold == fold &&
+            dnnl_memory_desc_equal(&e->md, md)) {
             e->refs++;
             return e;
         }
@@ -259,6 +263,7 @@ static struct cpu_weights * cpu_weights_get(struct cpu_context * ctx, const stru
         return NULL;
     }
     e->src      = w->data;
+    e->name     = w->name;
     e->tap      = tap;
     e->fold     = fold;
     e->md       = *md;
@@ -399,6 +404,21 @@ static bool cpu_prepare_conv(struct cpu_context * ctx, struct cpu_graph * cg, co
     return ctx->conv_type != dnnl_bf16 || cpu_prepare_to_bf16(ctx, cg, t, cin, err, err_size);
 }
 
+// a norm's gamma (and a group norm's beta) [C], copied
+static bool cpu_prepare_norm(struct cpu_graph * cg, const struct vae_tensor * t, char * err, size_t err_size) {
+    struct cpu_node * node = &cg->nodes[t->index];
+    const size_t      c    = (size_t) t->ne[1];
+    const int         n    = t->op == VAE_OP_GROUP_NORM ? 2 : 1;
+    if (!(node->norm = malloc((size_t) n * c * sizeof(float)))) {
+        snprintf(err, err_size, "out of host memory for the weights of %s", t->name);
+        return false;
+    }
+    for (int j = 0; j < n; j++) {
+        memcpy(node->norm + (size_t) j * c, t->src[1 + j]->data, c * sizeof(float));
+    }
+    return true;
+}
+
 static void cpu_graph_release(vae_backend_t * backend, struct vae_graph * g) {
     struct cpu_graph * cg = g->backend_data;
     for (int i = 0; i < g->n_nodes; i++) {
@@ -415,6 +435,7 @@ static void cpu_graph_release(vae_backend_t * backend, struct vae_graph * g) {
         dnnl_memory_destroy(node->to_bf16_from);
         dnnl_memory_destroy(node->to_bf16_to);
         free(node->bias_data);
+        free(node->norm);
     }
     free(cg->nodes);
     free(cg->arena);
@@ -580,8 +601,9 @@ static bool cpu_graph_prepare(vae_backend_t * backend, struct vae_graph * g, siz
     g->backend_data = cg;
     for (int i = 0; i < g->n_nodes; i++) {
         const struct vae_tensor * t = g->nodes[i];
-        if ((t->op == VAE_OP_CONV2D || t->op == VAE_OP_UPSAMPLE_CONV2D || t->op == VAE_OP_CAUSAL_CONV3D) &&
-            !cpu_prepare_conv(ctx, cg, t, err, err_size)) {
+        const bool conv = t->op == VAE_OP_CONV2D || t->op == VAE_OP_UPSAMPLE_CONV2D || t->op == VAE_OP_CAUSAL_CONV3D;
+        const bool norm = t->op == VAE_OP_GROUP_NORM || t->op == VAE_OP_RMS_NORM;
+        if ((conv && !cpu_prepare_conv(ctx, cg, t, err, err_size)) || (norm && !cpu_prepare_norm(cg, t, err, err_size))) {
             cpu_graph_release(backend, g);
             return false;
         }
@@ -711,11 +733,11 @@ static bool cpu_graph_compute(vae_backend_t * backend, struct vae_graph * g, vae
                 break;
             case VAE_OP_GROUP_NORM:
                 // (a [1, C, 1, 1] tensor has element c at offset c: the stats are a plain vector)
-                vae_cpu_group_norm(x, y, t->ne, t->i[0], t->f[0], t->src[1]->data, t->src[2]->data, t->act,
-                                   t->src[3] ? cpu_node_data(cg, t->src[3]) : NULL);
+                vae_cpu_group_norm(x, y, t->ne, t->i[0], t->f[0], cg->nodes[i].norm, cg->nodes[i].norm + t->ne[1],
+                                   t->act, t->src[3] ? cpu_node_data(cg, t->src[3]) : NULL);
                 break;
             case VAE_OP_RMS_NORM:
-                vae_cpu_rms_norm(x, y, t->ne, t->src[1]->data, t->act);
+                vae_cpu_rms_norm(x, y, t->ne, cg->nodes[i].norm, t->act);
                 break;
             case VAE_OP_ATTENTION:
                 vae_cpu_attention(x, y, t->src[0]->ne, cg->scratch);

@@ -30,7 +30,8 @@ typedef int (*cuda_ctx_pop_fn)(void ** ctx);
 // a converted parameter shared by the graphs that use it: packed conv weights (k > 0) or an f32
 // vector padded with zeros to `count` elements (k == 0)
 struct cuda_weights {
-    const float *         src;
+    const float *         src;            // the model's tensor: its data and name (the pair identifies it: a
+    const char *          name;           //   model may free its data once graphs are prepared)
     int                   k, kt;
     bool                  up;
     size_t                count;
@@ -178,7 +179,7 @@ static struct cuda_weights * cuda_weights_get(vae_backend_t * backend, const str
                                               bool up, size_t count, char * err, size_t err_size) {
     struct cuda_context * ctx = backend->context;
     for (struct cuda_weights * e = ctx->weights; e; e = e->next) {
-        if (e->src == w->data && e->k == k && e->kt == kt && e->up == up && e->count == count) {
+        if (e->src == w->data && e->name == w->name && e->k == k && e->kt == kt && e->up == up && e->count == count) {
             e->refs++;
             return e;
         }
@@ -210,6 +211,7 @@ static struct cuda_weights * cuda_weights_get(vae_backend_t * backend, const str
         return NULL;
     }
     e->src       = w->data;
+    e->name      = w->name;
     e->k         = k;
     e->kt        = kt;
     e->up        = up;
