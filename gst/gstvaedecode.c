@@ -1262,9 +1262,8 @@ gst_vae_decode_sink_event (GstBaseTransform * trans, GstEvent * event)
 
   switch (GST_EVENT_TYPE (event)) {
     case GST_EVENT_EOS:
-      /* the EOS goes on even after an error (posted by the drain): downstream and the
-       * application see the stream end (GStreamer's convention after a fatal error; an
-       * application that missed the error would wait forever otherwise) */
+      /* the EOS goes on even after an error (posted by the drain), as after a source's
+       * fatal error: downstream finishes what it has (a muxer writes its index) */
       gst_vae_decode_drain (self);
       break;
     case GST_EVENT_CAPS:{
