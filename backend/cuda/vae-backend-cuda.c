@@ -265,12 +265,14 @@ static struct vae_gpu_conv_args cuda_conv_args(struct cuda_graph * cg, const str
 
 // the fastest of the n variants of conv a, each timed over CUDA_TIME_RUNS runs after a warm-up on
 // the arena (whose contents do not matter yet); a causal conv's state does not exist yet, so it
-// reads zeros of the state's size (state_bytes)
+// reads zeros of the state's size (state_bytes). After a failure a->variant is the variant that
+// failed (-1: none had started)
 static cudaError_t cuda_time_variants(struct cuda_context * ctx, struct vae_gpu_conv_args * a, enum vae_precision p,
                                       int n, size_t state_bytes, int * fastest) {
     void *      hist  = NULL;
     cudaEvent_t start = NULL, stop = NULL;
     cudaError_t e     = cudaEventCreate(&start);
+    a->variant        = -1;
     if (e == cudaSuccess) {
         e = cudaEventCreate(&stop);
     }
@@ -346,8 +348,9 @@ static bool cuda_choose_variant(vae_backend_t * backend, struct cuda_graph * cg,
         const size_t      state = a.kt > 1 ? cuda_state_bytes_of(t, backend->precision) : 0;
         const cudaError_t e     = cuda_time_variants(ctx, &a, backend->precision, n, state, &node->variant);
         if (e != cudaSuccess) {
-            snprintf(err, err_size, "CUDA error timing the variants of %s: %s (%s)", t->name ? t->name : "a convolution",
-                     cudaGetErrorString(e), cudaGetErrorName(e));
+            snprintf(err, err_size, "CUDA error timing %s for %s: %s (%s)",
+                     a.variant >= 0 ? vae_gpu_conv_variant_name(backend->precision, a.variant) : "the conv variants",
+                     t->name ? t->name : "a convolution", cudaGetErrorString(e), cudaGetErrorName(e));
             return false;
         }
     }
@@ -927,8 +930,8 @@ static bool cuda_graph_read_frame(vae_backend_t * backend, struct vae_graph * g,
         size_t           offsets[3];
         const size_t     bytes = cuda_frame_layout(dst, offsets, dev.strides);
         const int        n_planes = dst->format == VAE_PIXEL_I420 ? 3 : dst->format == VAE_PIXEL_NV12 ? 2 : 1;
-        e                         = cuda_stage(cg, bytes);
-        for (int i = 0; i < n_planes; i++) {
+        e = cuda_stage(cg, bytes);
+        for (int i = 0; i < n_planes && e == cudaSuccess; i++) {
             dev.planes[i] = (uint8_t *) cg->stage + offsets[i];
         }
         dev.device = true;
