@@ -12,7 +12,6 @@
 
 #include "vae-gpu-common.cuh"
 
-#include <atomic>
 #include <climits>
 #include <cstdint>
 #include <cstring>
@@ -581,8 +580,25 @@ template <class C> __device__ __forceinline__ void vae_gpu_conv_tile(const vae_g
     mm.store(p, m0, n0, phase);
 }
 
+#if defined(__CUDA_ARCH__)
+// the most shared memory a block may opt in to on the arch being compiled (the CUDA programming
+// guide's table of compute capabilities); the resource gate (kernels/meson.build) holds every
+// tile configuration to it
+#define VAE_GPU_CONV_SMEM_OPTIN                                                                     \
+    (__CUDA_ARCH__ >= 1200 ? 101376 : __CUDA_ARCH__ >= 900 ? 232448 : __CUDA_ARCH__ == 800 ||       \
+     __CUDA_ARCH__ == 870 ? 166912 : __CUDA_ARCH__ >= 860 ? 101376 : __CUDA_ARCH__ >= 750 ? 65536 : 49152)
+#endif
+
+// MINB blocks per SM, halved on sm_75: its fp16 path holds more registers, and the wide tiles
+// spilled there at the full bound (the resource gate refuses any spill)
+#define VAE_GPU_CONV_MINB(C) (VAE_GPU_CONV_SM80 ? C::MINB : (C::MINB + 1) / 2)
+
 template <class C>
-static __global__ void __launch_bounds__(C::THREADS, C::MINB) vae_gpu_conv_kernel(const vae_gpu_conv_params p) {
+static __global__ void __launch_bounds__(C::THREADS, VAE_GPU_CONV_MINB(C)) vae_gpu_conv_kernel(const vae_gpu_conv_params p) {
+#if defined(__CUDA_ARCH__)
+    static_assert(C::SMEM <= VAE_GPU_CONV_SMEM_OPTIN, "resource gate: this conv tile needs more shared memory than "
+                                                      "the arch being compiled allows a block");
+#endif
     // the sm_75 build of the tf32 and bf16 kernels: never launched (vae_gpu_conv refuses them)
     if constexpr (C::SM80 && !VAE_GPU_CONV_SM80) {
         __trap();
@@ -600,21 +616,12 @@ template <class C> static cudaError_t vae_gpu_conv_launch(vae_gpu_conv_params p,
         return cudaErrorInvalidValue;
     }
     if (C::SMEM > 48 * 1024) {
-        // once per device (bit d): shared memory past 48 KB must be asked for
-        static std::atomic<unsigned> raised{ 0 };
-        int                          dev = 0;
-        cudaError_t                  err = cudaGetDevice(&dev);
+        // shared memory past 48 KB must be asked for, in each context (an attribute belongs to the
+        // context current at the call: a GstCudaContext is not the primary one), so at each launch
+        const cudaError_t err = cudaFuncSetAttribute(vae_gpu_conv_kernel<C>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                                     (int) C::SMEM);
         if (err != cudaSuccess) {
             return err;
-        }
-        const unsigned bit = dev < 32 ? 1u << dev : 0u;
-        if (!(raised.load() & bit)) {
-            err = cudaFuncSetAttribute(vae_gpu_conv_kernel<C>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                       (int) C::SMEM);
-            if (err != cudaSuccess) {
-                return err;
-            }
-            raised.fetch_or(bit);
         }
     }
     vae_gpu_conv_kernel<C><<<(unsigned) blocks, C::THREADS, C::SMEM, s>>>(p);

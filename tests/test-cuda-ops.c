@@ -13,7 +13,9 @@
 // odd position counts), tanh_clamp, frame_split, pixel_shuffle, graphs of several inputs, small
 // decoders and an attention block, NaN propagation, read_frame bytes in every pixel format (host
 // frames; device frames where the build gives this program the CUDA runtime), graph reuse, and
-// the refusals (device number, memory limit, a state of other shapes).
+// the refusals (device number, memory limit, a state of other shapes); a large conv in two
+// contexts of one device, a backend whose context is gone, the packed weights in the memory
+// count, and an error left in the runtime's last-error slot by another call.
 //
 // Data: inputs and weights are drawn on the bf16 grid (8 significant bits, no fp16 subnormals),
 // so every precision stores them exactly and the comparison measures the GPU's own rounding
@@ -1214,6 +1216,149 @@ static void test_reuse_errors(void) {
     }
 }
 
+// ---- contexts and the runtime's error slot ------------------------------------------------------
+
+#ifdef VAE_HAVE_CUDA
+// driver entry points through the runtime, as the backend finds them (tests do not link libcuda);
+// the CUDA 12.0 signatures
+typedef int (*ctx_create_fn)(void ** ctx, unsigned flags, int device);
+typedef int (*ctx_ptr_fn)(void * ctx);     // cuCtxDestroy, cuCtxPushCurrent
+typedef int (*ctx_out_fn)(void ** ctx);    // cuCtxPopCurrent, cuCtxGetCurrent
+
+static void * driver_fn(const char * name) {
+    void *                               fn = NULL;
+    enum cudaDriverEntryPointQueryResult q;
+    const cudaError_t e = cudaGetDriverEntryPointByVersion(name, &fn, 12000, cudaEnableDefault, &q);
+    CHECK(e == cudaSuccess && q == cudaDriverEntryPointSuccess && fn, "the driver has no %s", name);
+    return e == cudaSuccess && q == cudaDriverEntryPointSuccess ? fn : NULL;
+}
+
+// one fp16 conv whose tile (variant 0, 128x128x32) needs more than 48 KB of shared memory, on a
+// backend made in the context current now, against the CPU
+static void large_conv_here(const char * label) {
+    char            err[512] = "";
+    vae_backend_t * b        = vae_backend_init(VAE_BACKEND_CUDA, -1, VAE_PRECISION_FP16, err, sizeof(err));
+    CHECK(b, "%s: cuda init: %s", label, err);
+    if (!b) {
+        return;
+    }
+    struct pool         pl = { 0 };
+    struct vae_graph *  g  = graph_new(true);
+    struct vae_tensor * x  = vae_graph_input(g, 1, 64, 33, 33);
+    vae_graph_set_output(g, vae_graph_conv2d(g, x, conv_w(g, &pl, 64, 64, 3, NULL), NULL, NULL, VAE_ACT_NONE));
+    const float * const   in[1]   = { rnd(&pl, (size_t) 64 * 33 * 33, -1, 1) };
+    const float * const * sets[1] = { in };
+    float *               ref, *got;
+    run_sets(cpu_be, &pl, g, 1, sets, &ref, label);
+    setenv("VAE_GPU_CONV_VARIANT", "0", 1);
+    run_sets(b, &pl, g, 1, sets, &got, label);
+    unsetenv("VAE_GPU_CONV_VARIANT");
+    if (ref && got) {
+        report(label, VAE_PRECISION_FP16, got, ref, out_count(g), CMP_OP);
+    }
+    vae_graph_free(g);
+    pool_free(&pl);
+    vae_backend_free(b);
+}
+
+// a shared-memory opt-in is an attribute of the context that made it: a large conv in a second
+// context of the same device (as a GstCudaContext makes with cuCtxCreate) must work as well; a
+// backend whose context is gone refuses its calls and leaves the caller's context current
+static void test_contexts_on(ctx_create_fn create, ctx_ptr_fn destroy, ctx_ptr_fn push, ctx_out_fn pop,
+                             ctx_out_fn current) {
+    void * c[2] = { NULL, NULL };
+    for (int i = 0; i < 2; i++) {
+        CHECK(create(&c[i], 0, 0) == 0, "cuCtxCreate failed");
+        if (!c[i]) {
+            break;
+        }
+        char label[64];
+        snprintf(label, sizeof(label), "conv2d(n=1,cin=64,cout=64,h=33,w=33,k=3) in context %d", i + 1);
+        large_conv_here(label);
+        void * popped = NULL;
+        pop(&popped);
+        CHECK(popped == c[i], "context %d: the backend left another context current", i + 1);
+    }
+    if (!c[0] || !c[1]) {
+        return;
+    }
+    // a backend in context 1, which is then destroyed while context 2 is current
+    CHECK(push(c[0]) == 0, "cuCtxPushCurrent failed");
+    char            err[512] = "";
+    vae_backend_t * b        = vae_backend_init(VAE_BACKEND_CUDA, -1, VAE_PRECISION_FP16, err, sizeof(err));
+    CHECK(b, "cuda init: %s", err);
+    void * popped = NULL;
+    pop(&popped);
+    destroy(c[0]);
+    CHECK(push(c[1]) == 0, "cuCtxPushCurrent failed");
+    if (b) {
+        struct pool        pl = { 0 };
+        struct vae_graph * g  = small_net(&pl, 1, 4, 7, 5);
+        err[0]                = 0;
+        const bool ok         = vae_backend_graph_prepare(b, g, 0, err, sizeof(err));
+        CHECK(!ok, "prepare in a destroyed context succeeded");
+        CHECK_ERR_HAS(err, "current");
+        void * now = NULL;
+        current(&now);
+        CHECK(now == c[1], "a refused prepare changed the caller's current context");
+        printf("prepare in a destroyed context: %s \"%s\"; the caller's context %s current\n",
+               ok ? "FAIL, accepted" : "refused:", err, now == c[1] ? "still" : "FAIL, not");
+        vae_backend_graph_release(b, g);
+        vae_graph_free(g);
+        pool_free(&pl);
+        vae_backend_free(b);
+    }
+    pop(&popped);
+    destroy(c[1]);
+}
+
+// packed upsampling weights (4 phases of 2x2 taps, channels padded) are larger than the 3x3
+// tensor: prepare counts what it allocates; and an error that another call left in the runtime's
+// last-error slot is not blamed on an op
+static void test_packed_and_stale(void) {
+    struct pool         pl = { 0 };
+    struct vae_graph *  g  = graph_new(true);
+    const int           C  = 130;
+    struct vae_tensor * x  = vae_graph_input(g, 1, C, 3, 3);
+    vae_graph_set_output(g, vae_graph_upsample_conv2d(g, x, conv_w(g, &pl, C, C, 3, NULL), NULL, VAE_ACT_NONE));
+    for (int i = 0; i < N_PRECISIONS; i++) {
+        vae_backend_t * b = gpu[precisions[i]];
+        if (!b) {
+            continue;
+        }
+        const char * pn         = vae_precision_name(precisions[i]);
+        const size_t elem       = precisions[i] == VAE_PRECISION_FP16 || precisions[i] == VAE_PRECISION_BF16 ? 2 : 4;
+        const size_t packed_min = (size_t) 4 * 2 * 2 * C * C * elem;
+        char         err[512]   = "";
+        void *       huge       = NULL;
+        CHECK(cudaMalloc(&huge, (size_t) 1 << 62) != cudaSuccess, "[%s] a 4 EiB cudaMalloc succeeded", pn);
+        const bool ok = vae_backend_graph_prepare(b, g, 0, err, sizeof(err));
+        CHECK(ok, "[%s] prepare after another call's failed cudaMalloc: %s", pn, err);
+        CHECK(!ok || g->peak_bytes >= g->arena_bytes + packed_min,
+              "[%s] prepare counts %zu bytes of weights; the packed ones take at least %zu", pn,
+              g->peak_bytes - g->arena_bytes, packed_min);
+        printf("[%s] upsample_conv2d(cin=cout=%d): weights counted %zu bytes (packed >= %zu, tensor %zu)\n", pn, C,
+               ok ? g->peak_bytes - g->arena_bytes : 0, packed_min, (size_t) C * C * 9 * elem);
+        vae_backend_graph_release(b, g);
+    }
+    vae_graph_free(g);
+    pool_free(&pl);
+}
+
+static void test_contexts(void) {
+    rng_seed(8000);
+    test_packed_and_stale();
+    ctx_create_fn create  = (ctx_create_fn) driver_fn("cuCtxCreate");
+    ctx_ptr_fn    destroy = (ctx_ptr_fn) driver_fn("cuCtxDestroy");
+    ctx_ptr_fn    push    = (ctx_ptr_fn) driver_fn("cuCtxPushCurrent");
+    ctx_out_fn    pop     = (ctx_out_fn) driver_fn("cuCtxPopCurrent");
+    ctx_out_fn    current = (ctx_out_fn) driver_fn("cuCtxGetCurrent");
+    if (create && destroy && push && pop && current) {
+        test_contexts_on(create, destroy, push, pop, current);
+    }
+}
+#endif
+
 // ---- main ----------------------------------------------------------------------------------------
 
 
@@ -1259,6 +1404,9 @@ int main(int argc, char ** argv) {
         { "nan", test_nan },
         { "read_frame", test_frames },
         { "reuse, errors", test_reuse_errors },
+#ifdef VAE_HAVE_CUDA
+        { "contexts, packed weights, stale errors", test_contexts },
+#endif
     };
     for (size_t i = 0; i < sizeof(sections) / sizeof(sections[0]); i++) {
         if (filter && !strstr(sections[i].name, filter)) {

@@ -77,8 +77,8 @@ struct cuda_graph {
     float **           in_host;          // per input: pinned f32 NCHW
     size_t *           in_floats;
     struct cuda_node * nodes;
-    uint8_t *          frame_dev;        // staging planes for host frames (made at the first one)
-    size_t             frame_bytes;
+    void *             stage;            // what read_frame and read_output stage for the host (grows, kept)
+    size_t             stage_bytes;
     int                computes;         // so far: the first runs directly, the second captures
     cudaGraphExec_t    exec;
     const void *       exec_state;       // the state the recorded graph reads and writes
@@ -90,6 +90,7 @@ struct vae_state {
     int      n_slots;
     size_t * bytes;
     void **  data;
+    char     error[200];  // why the last reset failed (state_reset returns nothing): computes refuse it
 };
 
 #define CUDA_TRY(call, what)                                                                       \
@@ -109,8 +110,19 @@ static bool cuda_env(const char * name) {
 
 // ---- context ----------------------------------------------------------------------------------
 
-static void cuda_enter(struct cuda_context * ctx) {
-    ctx->push(ctx->ctx);
+// makes the backend's context current (false, with a message, when the driver refuses: then
+// nothing is pushed and cuda_leave must not be called); drops an error that an earlier call on
+// this thread left in the runtime's last-error slot, so that the launchers' cudaGetLastError
+// blames no op of ours for it (every call made inside is checked where it is made)
+static bool cuda_enter(struct cuda_context * ctx, char * err, size_t err_size) {
+    const int r = ctx->push(ctx->ctx);
+    if (r != 0) {
+        snprintf(err, err_size, "could not make the CUDA context of device %d current (cuCtxPushCurrent: error %d)",
+                 ctx->device, r);
+        return false;
+    }
+    cudaGetLastError();
+    return true;
 }
 
 static void cuda_leave(struct cuda_context * ctx) {
@@ -124,13 +136,14 @@ static const char * cuda_get_name(vae_backend_t * backend) {
 
 static void cuda_free(vae_backend_t * backend) {
     struct cuda_context * ctx = backend->context;
-    cuda_enter(ctx);
-    cudaStreamDestroy(ctx->stream);
+    if (cuda_enter(ctx, NULL, 0)) {
+        cudaStreamDestroy(ctx->stream);
+        cuda_leave(ctx);
+    }
     for (struct cuda_choice * c = ctx->choices, *next; c; c = next) {
         next = c->next;
         free(c);
     }
-    cuda_leave(ctx);
     free(ctx);
     free(backend);
 }
@@ -173,8 +186,14 @@ static void cuda_weights_put(struct cuda_context * ctx, struct cuda_weights * w)
     free(w);
 }
 
+// the device bytes of a converted parameter (cuda_weights_get's k and count)
+static size_t cuda_weights_bytes(int k, size_t count, enum vae_precision p) {
+    return k ? count * vae_gpu_elem_bytes(p) : count * sizeof(float);
+}
+
 // conv weights packed for (k, kt, up) when k > 0, else an f32 vector of `count` elements (the
-// tensor's, then zeros): found among those already on the device, or converted and uploaded
+// tensor's, then zeros): found among those already on the device, or converted and uploaded on
+// the backend's stream (the legacy default stream is not ordered with it)
 static struct cuda_weights * cuda_weights_get(vae_backend_t * backend, const struct vae_tensor * w, int k, int kt,
                                               bool up, size_t count, char * err, size_t err_size) {
     struct cuda_context * ctx = backend->context;
@@ -185,7 +204,7 @@ static struct cuda_weights * cuda_weights_get(vae_backend_t * backend, const str
         }
     }
     const int    cout  = (int) w->ne[0], cin = k ? (int) w->ne[1] : 0;
-    const size_t bytes = k ? count * vae_gpu_elem_bytes(backend->precision) : count * sizeof(float);
+    const size_t bytes = cuda_weights_bytes(k, count, backend->precision);
     void *       host  = calloc(1, bytes ? bytes : 1);
     struct cuda_weights * e = calloc(1, sizeof(*e));
     cudaError_t           ce = host && e ? cudaSuccess : cudaErrorMemoryAllocation;
@@ -198,7 +217,10 @@ static struct cuda_weights * cuda_weights_get(vae_backend_t * backend, const str
         ce = cudaMalloc(&e->data, bytes);
     }
     if (ce == cudaSuccess) {
-        ce = cudaMemcpy(e->data, host, bytes, cudaMemcpyHostToDevice);
+        ce = cudaMemcpyAsync(e->data, host, bytes, cudaMemcpyHostToDevice, ctx->stream);
+    }
+    if (ce == cudaSuccess) {
+        ce = cudaStreamSynchronize(ctx->stream); // (before host is freed)
     }
     free(host);
     if (ce != cudaSuccess) {
@@ -241,6 +263,61 @@ static struct vae_gpu_conv_args cuda_conv_args(struct cuda_graph * cg, const str
     return a;
 }
 
+// the fastest of the n variants of conv a, each timed over CUDA_TIME_RUNS runs after a warm-up on
+// the arena (whose contents do not matter yet); a causal conv's state does not exist yet, so it
+// reads zeros of the state's size (state_bytes). After a failure a->variant is the variant that
+// failed (-1: none had started)
+static cudaError_t cuda_time_variants(struct cuda_context * ctx, struct vae_gpu_conv_args * a, enum vae_precision p,
+                                      int n, size_t state_bytes, int * fastest) {
+    void *      hist  = NULL;
+    cudaEvent_t start = NULL, stop = NULL;
+    cudaError_t e     = cudaEventCreate(&start);
+    a->variant        = -1;
+    if (e == cudaSuccess) {
+        e = cudaEventCreate(&stop);
+    }
+    if (e == cudaSuccess && a->kt > 1) {
+        e = cudaMalloc(&hist, state_bytes);
+        if (e == cudaSuccess) {
+            e = cudaMemsetAsync(hist, 0, state_bytes, ctx->stream);
+        }
+        a->hist = hist;
+    }
+    float best = 0.0f;
+    for (int v = 0; v < n && e == cudaSuccess; v++) {
+        a->variant = v;
+        e          = vae_gpu_conv(a, p, ctx->stream);
+        if (e == cudaSuccess) {
+            e = cudaEventRecord(start, ctx->stream);
+        }
+        for (int r = 0; r < CUDA_TIME_RUNS && e == cudaSuccess; r++) {
+            e = vae_gpu_conv(a, p, ctx->stream);
+        }
+        if (e == cudaSuccess) {
+            e = cudaEventRecord(stop, ctx->stream);
+        }
+        if (e == cudaSuccess) {
+            e = cudaEventSynchronize(stop);
+        }
+        float ms = 0.0f;
+        if (e == cudaSuccess) {
+            e = cudaEventElapsedTime(&ms, start, stop);
+        }
+        if (e == cudaSuccess && (v == 0 || ms < best)) {
+            best     = ms;
+            *fastest = v;
+        }
+    }
+    if (start) {
+        cudaEventDestroy(start);
+    }
+    if (stop) {
+        cudaEventDestroy(stop);
+    }
+    cudaFree(hist);
+    return e;
+}
+
 // the fastest variant for this conv's shape: remembered, or timed now on the arena (whose
 // contents do not matter yet); VAE_GPU_CONV_VARIANT=v forces variant v (tests cover each)
 static bool cuda_choose_variant(vae_backend_t * backend, struct cuda_graph * cg, const struct vae_tensor * t,
@@ -266,50 +343,16 @@ static bool cuda_choose_variant(vae_backend_t * backend, struct cuda_graph * cg,
             return true;
         }
     }
-    float best    = 0.0f;
     node->variant = 0;
     if (n > 1) {
-        // (a causal conv's state does not exist yet: it reads zeros of the state's size)
-        void * hist = NULL;
-        if (a.kt > 1) {
-            CUDA_TRY(cudaMalloc(&hist, cuda_state_bytes_of(t, backend->precision)), "allocating a state to time with");
-            CUDA_TRY(cudaMemset(hist, 0, cuda_state_bytes_of(t, backend->precision)), "clearing a state to time with");
-            a.hist = hist;
+        const size_t      state = a.kt > 1 ? cuda_state_bytes_of(t, backend->precision) : 0;
+        const cudaError_t e     = cuda_time_variants(ctx, &a, backend->precision, n, state, &node->variant);
+        if (e != cudaSuccess) {
+            snprintf(err, err_size, "CUDA error timing %s for %s: %s (%s)",
+                     a.variant >= 0 ? vae_gpu_conv_variant_name(backend->precision, a.variant) : "the conv variants",
+                     t->name ? t->name : "a convolution", cudaGetErrorString(e), cudaGetErrorName(e));
+            return false;
         }
-        cudaEvent_t start, stop;
-        CUDA_TRY(cudaEventCreate(&start), "creating an event");
-        CUDA_TRY(cudaEventCreate(&stop), "creating an event");
-        for (int v = 0; v < n; v++) {
-            a.variant = v;
-            cudaError_t e = vae_gpu_conv(&a, backend->precision, ctx->stream); // (warm-up)
-            cudaEventRecord(start, ctx->stream);
-            for (int r = 0; r < CUDA_TIME_RUNS && e == cudaSuccess; r++) {
-                e = vae_gpu_conv(&a, backend->precision, ctx->stream);
-            }
-            cudaEventRecord(stop, ctx->stream);
-            float ms = 0.0f;
-            if (e == cudaSuccess) {
-                e = cudaEventSynchronize(stop);
-            }
-            if (e == cudaSuccess) {
-                e = cudaEventElapsedTime(&ms, start, stop);
-            }
-            if (e != cudaSuccess) {
-                cudaEventDestroy(start);
-                cudaEventDestroy(stop);
-                cudaFree(hist);
-                snprintf(err, err_size, "CUDA error timing %s for %s: %s", vae_gpu_conv_variant_name(backend->precision, v),
-                         t->name ? t->name : "a convolution", cudaGetErrorString(e));
-                return false;
-            }
-            if (v == 0 || ms < best) {
-                best          = ms;
-                node->variant = v;
-            }
-        }
-        cudaEventDestroy(start);
-        cudaEventDestroy(stop);
-        cudaFree(hist);
     }
     struct cuda_choice * c = calloc(1, sizeof(*c));
     if (c) {
@@ -326,24 +369,26 @@ static bool cuda_choose_variant(vae_backend_t * backend, struct cuda_graph * cg,
 static void cuda_graph_release(vae_backend_t * backend, struct vae_graph * g) {
     struct cuda_context * ctx = backend->context;
     struct cuda_graph *   cg  = g->backend_data;
-    cuda_enter(ctx);
-    cudaStreamSynchronize(ctx->stream);
-    for (int i = 0; cg->nodes && i < g->n_nodes; i++) {
-        struct cuda_node * node = &cg->nodes[i];
-        cuda_weights_put(ctx, node->w);
-        cuda_weights_put(ctx, node->bias);
-        cuda_weights_put(ctx, node->gamma);
-        cuda_weights_put(ctx, node->beta);
+    // (a context that cannot be made current any more keeps what it holds)
+    if (cuda_enter(ctx, NULL, 0)) {
+        cudaStreamSynchronize(ctx->stream);
+        for (int i = 0; cg->nodes && i < g->n_nodes; i++) {
+            struct cuda_node * node = &cg->nodes[i];
+            cuda_weights_put(ctx, node->w);
+            cuda_weights_put(ctx, node->bias);
+            cuda_weights_put(ctx, node->gamma);
+            cuda_weights_put(ctx, node->beta);
+        }
+        for (int i = 0; cg->in_host && i < g->n_inputs; i++) {
+            cudaFreeHost(cg->in_host[i]);
+        }
+        if (cg->exec) {
+            cudaGraphExecDestroy(cg->exec);
+        }
+        cudaFree(cg->mem);
+        cudaFree(cg->stage);
+        cuda_leave(ctx);
     }
-    for (int i = 0; cg->in_host && i < g->n_inputs; i++) {
-        cudaFreeHost(cg->in_host[i]);
-    }
-    if (cg->exec) {
-        cudaGraphExecDestroy(cg->exec);
-    }
-    cudaFree(cg->mem);
-    cudaFree(cg->frame_dev);
-    cuda_leave(ctx);
     free(cg->in_dev);
     free(cg->in_host);
     free(cg->in_floats);
@@ -353,45 +398,73 @@ static void cuda_graph_release(vae_backend_t * backend, struct vae_graph * g) {
     g->peak_bytes   = 0;
 }
 
-// the weights a node reads, on the device
-static bool cuda_prepare_weights(vae_backend_t * backend, struct vae_graph * g, char * err, size_t err_size) {
-    struct cuda_graph * cg = g->backend_data;
-    for (int i = 0; i < g->n_nodes; i++) {
-        const struct vae_tensor * t    = g->nodes[i];
-        struct cuda_node *        node = &cg->nodes[i];
-        const size_t              cp   = (size_t) node->act.cp;
-        switch (t->op) {
-            case VAE_OP_CONV2D:
-            case VAE_OP_UPSAMPLE_CONV2D:
-            case VAE_OP_CAUSAL_CONV3D: {
-                const struct vae_tensor * w  = t->src[1];
-                const int                 k  = (int) w->ne[w->n_dims - 1];
-                const int                 kt = t->op == VAE_OP_CAUSAL_CONV3D ? (int) w->ne[2] : 1;
-                const bool                up = t->op == VAE_OP_UPSAMPLE_CONV2D;
-                node->w = cuda_weights_get(backend, w, k, kt, up,
-                                           vae_gpu_conv_packed_count((int) w->ne[0], (int) w->ne[1], k, kt, up), err,
-                                           err_size);
-                if (!node->w) {
-                    return false;
-                }
-                if (t->src[2] && !(node->bias = cuda_weights_get(backend, t->src[2], 0, 0, false, cp, err, err_size))) {
-                    return false;
-                }
-                break;
+// a parameter a node reads on the device: cuda_weights_get's arguments and where it goes
+struct cuda_param {
+    const struct vae_tensor * w;
+    int                       k, kt;
+    bool                      up;
+    size_t                    count;
+    struct cuda_weights **    slot;
+};
+
+// the parameters of node i (at most 2: conv weights and bias, or gamma and beta); their number
+static int cuda_node_params(const struct vae_graph * g, struct cuda_graph * cg, int i, struct cuda_param out[2]) {
+    const struct vae_tensor * t    = g->nodes[i];
+    struct cuda_node *        node = &cg->nodes[i];
+    const size_t              cp   = (size_t) node->act.cp;
+    int                       n    = 0;
+    switch (t->op) {
+        case VAE_OP_CONV2D:
+        case VAE_OP_UPSAMPLE_CONV2D:
+        case VAE_OP_CAUSAL_CONV3D: {
+            const struct vae_tensor * w  = t->src[1];
+            const int                 k  = (int) w->ne[w->n_dims - 1];
+            const int                 kt = t->op == VAE_OP_CAUSAL_CONV3D ? (int) w->ne[2] : 1;
+            const bool                up = t->op == VAE_OP_UPSAMPLE_CONV2D;
+            out[n++] = (struct cuda_param) { w, k, kt, up, vae_gpu_conv_packed_count((int) w->ne[0], (int) w->ne[1], k, kt, up),
+                                             &node->w };
+            if (t->src[2]) {
+                out[n++] = (struct cuda_param) { t->src[2], 0, 0, false, cp, &node->bias };
             }
-            case VAE_OP_GROUP_NORM:
-                if (!(node->gamma = cuda_weights_get(backend, t->src[1], 0, 0, false, cp, err, err_size)) ||
-                    !(node->beta = cuda_weights_get(backend, t->src[2], 0, 0, false, cp, err, err_size))) {
-                    return false;
-                }
-                break;
-            case VAE_OP_RMS_NORM:
-                if (!(node->gamma = cuda_weights_get(backend, t->src[1], 0, 0, false, cp, err, err_size))) {
-                    return false;
-                }
-                break;
-            default:
-                break;
+            break;
+        }
+        case VAE_OP_GROUP_NORM:
+            out[n++] = (struct cuda_param) { t->src[1], 0, 0, false, cp, &node->gamma };
+            out[n++] = (struct cuda_param) { t->src[2], 0, 0, false, cp, &node->beta };
+            break;
+        case VAE_OP_RMS_NORM:
+            out[n++] = (struct cuda_param) { t->src[1], 0, 0, false, cp, &node->gamma };
+            break;
+        default:
+            break;
+    }
+    return n;
+}
+
+// the device bytes of every node's parameters as converted (packed convolutions are padded, and
+// sub-pixel folded for an upsampling conv: up to 1.8 times their tensor's size); those already on
+// the device count too, since the graph needs them
+static size_t cuda_params_bytes(const struct vae_graph * g, struct cuda_graph * cg, enum vae_precision p) {
+    size_t bytes = 0;
+    for (int i = 0; i < g->n_nodes; i++) {
+        struct cuda_param prm[2];
+        for (int j = cuda_node_params(g, cg, i, prm) - 1; j >= 0; j--) {
+            bytes += cuda_align(cuda_weights_bytes(prm[j].k, prm[j].count, p));
+        }
+    }
+    return bytes;
+}
+
+// the parameters every node reads, on the device
+static bool cuda_prepare_weights(vae_backend_t * backend, struct vae_graph * g, char * err, size_t err_size) {
+    for (int i = 0; i < g->n_nodes; i++) {
+        struct cuda_param prm[2];
+        const int         n = cuda_node_params(g, g->backend_data, i, prm);
+        for (int j = 0; j < n; j++) {
+            *prm[j].slot = cuda_weights_get(backend, prm[j].w, prm[j].k, prm[j].kt, prm[j].up, prm[j].count, err, err_size);
+            if (!*prm[j].slot) {
+                return false;
+            }
         }
     }
     return true;
@@ -463,16 +536,7 @@ static bool cuda_graph_prepare(vae_backend_t * backend, struct vae_graph * g, si
     }
     cg->mem_bytes = cg->arena_bytes + cuda_align(scratch) + cuda_align(stats * sizeof(float)) + staging;
 
-    // what the weights will take (those already on the device count too: the graph needs them)
-    size_t weight_bytes = 0;
-    for (int i = 0; i < g->n_weights; i++) {
-        size_t n = 1;
-        for (int d = 0; d < VAE_MAX_DIMS; d++) {
-            n *= (size_t) g->weights[i]->ne[d];
-        }
-        weight_bytes += n * vae_gpu_elem_bytes(p);
-    }
-    const size_t need  = cg->mem_bytes + weight_bytes;
+    const size_t need  = cg->mem_bytes + cuda_params_bytes(g, cg, p);
     const size_t limit = max_bytes ? max_bytes : ctx->total_bytes;
     if (need > limit) {
         snprintf(err, err_size,
@@ -485,7 +549,11 @@ static bool cuda_graph_prepare(vae_backend_t * backend, struct vae_graph * g, si
         return false;
     }
 
-    cuda_enter(ctx);
+    if (!cuda_enter(ctx, err, err_size)) {
+        free(plan);
+        cuda_graph_release(backend, g);
+        return false;
+    }
     bool        ok = true;
     cudaError_t ce = cudaMalloc(&cg->mem, cg->mem_bytes);
     if (ce != cudaSuccess) {
@@ -548,14 +616,29 @@ static bool cuda_graph_prepare(vae_backend_t * backend, struct vae_graph * g, si
 
 // ---- state ------------------------------------------------------------------------------------
 
-static void cuda_state_reset(vae_backend_t * backend, vae_state_t * st) {
-    struct cuda_context * ctx = backend->context;
-    cuda_enter(ctx);
-    for (int i = 0; i < st->n_slots; i++) {
-        cudaMemsetAsync(st->data[i], 0, st->bytes[i], ctx->stream);
+// every slot to zeros; a failure is kept in st->error for the next compute to report
+static bool cuda_state_clear(struct cuda_context * ctx, vae_state_t * st) {
+    st->error[0] = '\0';
+    if (!cuda_enter(ctx, st->error, sizeof(st->error))) {
+        return false;
     }
-    cudaStreamSynchronize(ctx->stream);
+    cudaError_t e = cudaSuccess;
+    for (int i = 0; i < st->n_slots && e == cudaSuccess; i++) {
+        e = cudaMemsetAsync(st->data[i], 0, st->bytes[i], ctx->stream);
+    }
+    if (e == cudaSuccess) {
+        e = cudaStreamSynchronize(ctx->stream);
+    }
     cuda_leave(ctx);
+    if (e != cudaSuccess) {
+        snprintf(st->error, sizeof(st->error), "CUDA error clearing the streaming state: %s (%s)", cudaGetErrorString(e),
+                 cudaGetErrorName(e));
+    }
+    return e == cudaSuccess;
+}
+
+static void cuda_state_reset(vae_backend_t * backend, vae_state_t * st) {
+    cuda_state_clear(backend->context, st);
 }
 
 static size_t cuda_state_bytes(vae_backend_t * backend, const vae_state_t * st) {
@@ -569,12 +652,13 @@ static size_t cuda_state_bytes(vae_backend_t * backend, const vae_state_t * st) 
 
 static void cuda_state_free(vae_backend_t * backend, vae_state_t * st) {
     struct cuda_context * ctx = backend->context;
-    cuda_enter(ctx);
-    cudaStreamSynchronize(ctx->stream);
-    for (int i = 0; st->data && i < st->n_slots; i++) {
-        cudaFree(st->data[i]);
+    if (cuda_enter(ctx, NULL, 0)) {
+        cudaStreamSynchronize(ctx->stream);
+        for (int i = 0; st->data && i < st->n_slots; i++) {
+            cudaFree(st->data[i]);
+        }
+        cuda_leave(ctx);
     }
-    cuda_leave(ctx);
     free(st->data);
     free(st->bytes);
     free(st);
@@ -598,7 +682,10 @@ static vae_state_t * cuda_state_new(vae_backend_t * backend, const struct vae_gr
             st->bytes[t->i[0]] = cuda_state_bytes_of(t, backend->precision);
         }
     }
-    cuda_enter(ctx);
+    if (!cuda_enter(ctx, err, err_size)) {
+        cuda_state_free(backend, st);
+        return NULL;
+    }
     cudaError_t ce = cudaSuccess;
     for (int i = 0; ce == cudaSuccess && i < st->n_slots; i++) {
         ce = cudaMalloc(&st->data[i], st->bytes[i] ? st->bytes[i] : 1);
@@ -607,11 +694,14 @@ static vae_state_t * cuda_state_new(vae_backend_t * backend, const struct vae_gr
     if (ce != cudaSuccess) {
         snprintf(err, err_size, "out of device memory for the streaming state of %d causal ops: %s", g->n_states,
                  cudaGetErrorString(ce));
-        cudaGetLastError();
         cuda_state_free(backend, st);
         return NULL;
     }
-    cuda_state_reset(backend, st);
+    if (!cuda_state_clear(ctx, st)) {
+        snprintf(err, err_size, "%s", st->error);
+        cuda_state_free(backend, st);
+        return NULL;
+    }
     return st;
 }
 
@@ -720,10 +810,16 @@ static bool cuda_graph_compute(vae_backend_t * backend, struct vae_graph * g, va
             return false;
         }
     }
+    if (state && state->error[0]) {
+        snprintf(err, err_size, "the streaming state was not reset: %s", state->error);
+        return false;
+    }
     for (int i = 0; i < g->n_inputs; i++) {
         memcpy(cg->in_host[i], inputs[i], cg->in_floats[i] * sizeof(float));
     }
-    cuda_enter(ctx);
+    if (!cuda_enter(ctx, err, err_size)) {
+        return false;
+    }
     const struct vae_tensor * failed = NULL;
     cudaError_t               e      = cudaSuccess;
     if (cg->exec && cg->exec_state != state) { // (recorded with another state's buffers)
@@ -797,6 +893,22 @@ static size_t cuda_frame_layout(const struct vae_frame * f, size_t offsets[3], i
     }
 }
 
+// cg->stage with room for `bytes`: kept between reads and grown when too small (a cudaFree on
+// every read would synchronize the whole device)
+static cudaError_t cuda_stage(struct cuda_graph * cg, size_t bytes) {
+    if (bytes <= cg->stage_bytes) {
+        return cudaSuccess;
+    }
+    cudaFree(cg->stage);
+    cg->stage       = NULL;
+    cg->stage_bytes = 0;
+    const cudaError_t e = cudaMalloc(&cg->stage, bytes);
+    if (e == cudaSuccess) {
+        cg->stage_bytes = bytes;
+    }
+    return e;
+}
+
 static bool cuda_graph_read_frame(vae_backend_t * backend, struct vae_graph * g, int n, const struct vae_frame * dst,
                                   char * err, size_t err_size) {
     struct cuda_context *      ctx = backend->context;
@@ -806,7 +918,9 @@ static bool cuda_graph_read_frame(vae_backend_t * backend, struct vae_graph * g,
         snprintf(err, err_size, "the frame is %dx%d but the decoder gives %dx%d", dst->width, dst->height, out->w, out->h);
         return false;
     }
-    cuda_enter(ctx);
+    if (!cuda_enter(ctx, err, err_size)) {
+        return false;
+    }
     cudaError_t e = cudaSuccess;
     if (dst->device) {
         e = vae_gpu_frame_pack(*out, n, dst, backend->precision, ctx->stream);
@@ -816,17 +930,9 @@ static bool cuda_graph_read_frame(vae_backend_t * backend, struct vae_graph * g,
         size_t           offsets[3];
         const size_t     bytes = cuda_frame_layout(dst, offsets, dev.strides);
         const int        n_planes = dst->format == VAE_PIXEL_I420 ? 3 : dst->format == VAE_PIXEL_NV12 ? 2 : 1;
-        if (bytes > cg->frame_bytes) {
-            cudaFree(cg->frame_dev);
-            cg->frame_dev   = NULL;
-            cg->frame_bytes = 0;
-            e               = cudaMalloc((void **) &cg->frame_dev, bytes);
-            if (e == cudaSuccess) {
-                cg->frame_bytes = bytes;
-            }
-        }
-        for (int i = 0; i < n_planes; i++) {
-            dev.planes[i] = cg->frame_dev + offsets[i];
+        e = cuda_stage(cg, bytes);
+        for (int i = 0; i < n_planes && e == cudaSuccess; i++) {
+            dev.planes[i] = (uint8_t *) cg->stage + offsets[i];
         }
         dev.device = true;
         if (e == cudaSuccess) {
@@ -852,22 +958,22 @@ static bool cuda_graph_read_output(vae_backend_t * backend, struct vae_graph * g
     struct cuda_graph *        cg    = g->backend_data;
     const struct vae_gpu_act * out   = &cg->nodes[g->output->index].act;
     const size_t               bytes = (size_t) count * out->c * out->h * out->w * sizeof(float);
-    float *                    tmp   = NULL;
     if (count == 0) {
         return true;
     }
-    cuda_enter(ctx);
-    cudaError_t e = cudaMalloc((void **) &tmp, bytes);
+    if (!cuda_enter(ctx, err, err_size)) {
+        return false;
+    }
+    cudaError_t e = cuda_stage(cg, bytes);
     if (e == cudaSuccess) {
-        e = vae_gpu_to_nchw_f32(*out, first, count, tmp, backend->precision, ctx->stream);
+        e = vae_gpu_to_nchw_f32(*out, first, count, cg->stage, backend->precision, ctx->stream);
     }
     if (e == cudaSuccess) {
-        e = cudaMemcpyAsync(dst, tmp, bytes, cudaMemcpyDeviceToHost, ctx->stream);
+        e = cudaMemcpyAsync(dst, cg->stage, bytes, cudaMemcpyDeviceToHost, ctx->stream);
     }
     if (e == cudaSuccess) {
         e = cudaStreamSynchronize(ctx->stream);
     }
-    cudaFree(tmp);
     cuda_leave(ctx);
     CUDA_TRY(e, "reading the output");
     return true;
@@ -981,7 +1087,11 @@ vae_backend_t * vae_backend_cuda_init(int device, enum vae_precision precision, 
         free(backend);
         return NULL;
     }
-    cuda_enter(ctx);
+    if (!cuda_enter(ctx, err, err_size)) {
+        free(ctx);
+        free(backend);
+        return NULL;
+    }
     e = cudaStreamCreateWithFlags(&ctx->stream, cudaStreamNonBlocking);
     cuda_leave(ctx);
     if (e != cudaSuccess) {

@@ -7,6 +7,8 @@
 #   tests/bench/device-run.sh run [ARGS...]   there, from the tree's root: the tests, then bench-cuda ARGS
 #   tests/bench/device-run.sh tests           there: test-cuda-ops and test-cuda-decode only
 #   tests/bench/device-run.sh bench [ARGS...] there: bench-cuda ARGS only
+#   tests/bench/device-run.sh sanitize [WORD] there: test-cuda-ops (its sections matching WORD)
+#                                             under compute-sanitizer memcheck, racecheck, synccheck, initcheck
 #
 # CARRY (default .gpu, relative to the tree's root; .gitignore ignores it) must be ignored by git and
 # named in the device tool's `carry`. The archive holds bin/ (bench-cuda, test-cuda-ops,
@@ -18,7 +20,9 @@
 # pack reads BUILD (default /tmp/vae-build-gpu: outside the tree, so it does not travel),
 # CUDA_ARCHS (default 90: H100/H200), SHARED (default ../shared beside the tree), SHARED_FILES
 # and DIFFUSERS (the wheel's requirement). run reads VAE_BENCH_PYTHON (default python3) and OUT
-# (where the logs go; the device tool sets it).
+# (where the logs go; the device tool sets it). sanitize reads SANITIZE_TOOLS (default the four),
+# SANITIZE_TIMEOUT (seconds per tool, default 540: a device command has 10 minutes, so a whole
+# suite may need one command per tool) and COMPUTE_SANITIZER (default the one on PATH, else CUDA's).
 
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 1
@@ -108,6 +112,26 @@ bench() {
     [ "$rc" = 0 ] || status=1
 }
 
+# test-cuda-ops under each tool: a tool's report fails the run (--error-exitcode), the logs go to
+# $OUT/sanitize-TOOL.log; racecheck and synccheck look at shared memory and barriers, memcheck at
+# every access out of bounds or misaligned, initcheck at reads of device memory never written
+sanitize() {
+    local san=${COMPUTE_SANITIZER:-$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)}
+    [ -x "$san" ] || { echo "no compute-sanitizer ($san)" >&2; status=1; return 1; }
+    "$san" --version | tail -1
+    for tool in ${SANITIZE_TOOLS:-memcheck racecheck synccheck initcheck}; do
+        echo "== compute-sanitizer --tool $tool test-cuda-ops ${1:-}"
+        timeout "${SANITIZE_TIMEOUT:-540}" "$san" --tool "$tool" --error-exitcode 99 --print-limit 20 \
+            "$X/bin/test-cuda-ops" "$@" >"$OUT/sanitize-$tool.log" 2>&1
+        local rc=$?
+        grep -E '^== (.*: (OK|FAILED)|time:)|ERROR SUMMARY|RACECHECK SUMMARY' "$OUT/sanitize-$tool.log"
+        grep -m 20 -E '^========= +(Invalid|Error|Race|Uninitialized|Barrier|Divergent|Warning)' "$OUT/sanitize-$tool.log"
+        echo "== $tool: exit $rc$(case $rc in 77) echo ' (skipped: no GPU)' ;; 99) echo ' (the tool reported errors)' ;;
+            124) echo ' (timed out: pass a WORD to run fewer sections)' ;; esac)"
+        [ $rc = 0 ] || status=1
+    done
+}
+
 cmd=${1:-}
 shift
 case $cmd in
@@ -115,6 +139,7 @@ case $cmd in
     run) setup && tests && bench "$@" || status=1 ;;
     tests) setup && tests || status=1 ;;
     bench) setup && bench "$@" || status=1 ;;
-    *) sed -n '2,9p' "$0" >&2; exit 2 ;;
+    sanitize) setup && sanitize "$@" || status=1 ;;
+    *) sed -n '2,11p' "$0" >&2; exit 2 ;;
 esac
 exit $status
