@@ -124,36 +124,6 @@ __host__ __device__ __forceinline__ size_t vae_gpu_conv_out_pixel(const vae_gpu_
 
 // ---- device helpers ----------------------------------------------------------------------------------
 
-// 16 bytes global -> shared address dst, zeros when !valid; asynchronous from sm_80 on (L1: keep
-// in L1, for activations that neighbouring taps read again)
-template <bool L1> __device__ __forceinline__ void vae_gpu_conv_cp16(unsigned dst, const void * src, bool valid) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-    const int n = valid ? 16 : 0;   // bytes read; the rest of the 16 are zeroed
-    if (L1) {
-        asm volatile("cp.async.ca.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(n) : "memory");
-    } else {
-        asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(n) : "memory");
-    }
-#else
-    const uint4 v = valid ? *(const uint4 *) src : make_uint4(0, 0, 0, 0);
-    asm volatile("st.shared.v4.u32 [%0], {%1, %2, %3, %4};\n" ::"r"(dst), "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w)
-                 : "memory");
-#endif
-}
-
-__device__ __forceinline__ void vae_gpu_conv_cp_commit() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-    asm volatile("cp.async.commit_group;\n" ::: "memory");
-#endif
-}
-
-// wait until at most N committed groups are pending
-template <int N> __device__ __forceinline__ void vae_gpu_conv_cp_wait() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-    asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
-#endif
-}
-
 template <typename T> __device__ __forceinline__ vae_gpu_vec<T> vae_gpu_conv_ld16(const T * p) {
     const int4          b = *reinterpret_cast<const int4 *>(p);
     vae_gpu_vec<T> v;
@@ -277,7 +247,7 @@ template <class C> struct vae_gpu_conv_loader {
             const T * src = vae_gpu_conv_src<T>(p, pix[a], tap, offy, offx);
 #pragma unroll
             for (int v = 0; v < CV; v++) {
-                vae_gpu_conv_cp16<true>(ad + (a * RSTEP * C::LDA + v * C::VEC) * sizeof(T),
+                vae_gpu_ptx_cp16<true>(ad + (a * RSTEP * C::LDA + v * C::VEC) * sizeof(T),
                                         src ? src + v * C::VEC : (const T *) p.x, src != nullptr);
             }
         }
@@ -287,77 +257,12 @@ template <class C> struct vae_gpu_conv_loader {
 #pragma unroll
         for (int v = 0; v < BV; v++) {
             const bool valid = row && v * C::VEC < wcols;
-            vae_gpu_conv_cp16<false>(bd + v * 16, valid ? wsrc + v * C::VEC : (const T *) p.wt, valid);
+            vae_gpu_ptx_cp16<false>(bd + v * 16, valid ? wsrc + v * C::VEC : (const T *) p.wt, valid);
         }
         wsrc += (size_t) C::BK * p.cout_p;
         kb++;
     }
 };
-
-// ldmatrix: four 8x8 b16 matrices from shared address a, lanes 8i .. 8i + 7 giving the row
-// addresses of matrix i; each thread receives element (lane / 4, 2 (lane % 4) .. + 1) of each
-// (.trans: of its transpose)
-__device__ __forceinline__ void vae_gpu_conv_ldsm(unsigned * r, unsigned a) {
-    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
-                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-                 : "r"(a));
-}
-
-__device__ __forceinline__ void vae_gpu_conv_ldsm_t(unsigned * r, unsigned a) {
-    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
-                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-                 : "r"(a));
-}
-
-// f32 -> tf32, rounded to nearest (as wmma::__float_to_tf32)
-__device__ __forceinline__ unsigned vae_gpu_conv_tf32(unsigned x) {
-#if VAE_GPU_CONV_SM80
-    unsigned r;
-    asm("cvt.rna.tf32.f32 %0, %1;\n" : "=r"(r) : "f"(__uint_as_float(x)));
-    return r;
-#else
-    return x;
-#endif
-}
-
-// d += a b for one m16n8 fragment over one k step (16 for f16 and bf16, 8 for tf32), PTX fragment
-// layouts: a = rows (g, g + 8) x k pairs (2t, 2t + 8), b = k pairs (2t, 2t + 8) x column g, d =
-// rows (g, g + 8) x columns (2t, 2t + 1), with g = lane / 4, t = lane % 4 (tf32: k t and t + 4)
-__device__ __forceinline__ void vae_gpu_conv_mma(float * d, const unsigned * a, const unsigned * b, __half) {
-#if VAE_GPU_CONV_SM80
-    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
-                 "{%0, %1, %2, %3};\n"
-                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
-#else
-    // sm_75 has m16n8k8: the k halves in turn (a[0..1], b[0] hold k 0..7; a[2..3], b[1] k 8..15)
-#pragma unroll
-    for (int h = 0; h < 2; h++) {
-        asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5}, {%6}, "
-                     "{%0, %1, %2, %3};\n"
-                     : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-                     : "r"(a[2 * h]), "r"(a[2 * h + 1]), "r"(b[h]));
-    }
-#endif
-}
-
-__device__ __forceinline__ void vae_gpu_conv_mma(float * d, const unsigned * a, const unsigned * b, __nv_bfloat16) {
-#if VAE_GPU_CONV_SM80
-    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
-                 "{%0, %1, %2, %3};\n"
-                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
-#endif
-}
-
-__device__ __forceinline__ void vae_gpu_conv_mma(float * d, const unsigned * a, const unsigned * b, float) {
-#if VAE_GPU_CONV_SM80
-    asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
-                 "{%0, %1, %2, %3};\n"
-                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
-#endif
-}
 
 // tensor cores: each warp a WM x WN tile, MI x NJ fragments of m16n8
 template <class C> struct vae_gpu_conv_tc {
@@ -404,14 +309,14 @@ template <class C> struct vae_gpu_conv_tc {
                                    (kk + lane % 4) * C::LDB + wn * C::WN + lane / 4;
 #pragma unroll
                 for (int j = 0; j < NJ; j++) {
-                    b[j][0] = vae_gpu_conv_tf32(__float_as_uint(bp[j * 8]));
-                    b[j][1] = vae_gpu_conv_tf32(__float_as_uint(bp[4 * C::LDB + j * 8]));
+                    b[j][0] = vae_gpu_ptx_tf32(__float_as_uint(bp[j * 8]));
+                    b[j][1] = vae_gpu_ptx_tf32(__float_as_uint(bp[4 * C::LDB + j * 8]));
                 }
             } else {
 #pragma unroll
                 for (int j = 0; j < NJ; j += 2) {
                     unsigned r[4];
-                    vae_gpu_conv_ldsm_t(r, bs + (kk * C::LDB + j * 8) * sizeof(T));
+                    vae_gpu_ptx_ldsm_t(r, bs + (kk * C::LDB + j * 8) * sizeof(T));
                     b[j][0]     = r[0];
                     b[j][1]     = r[1];
                     b[j + 1][0] = r[2];
@@ -421,16 +326,16 @@ template <class C> struct vae_gpu_conv_tc {
 #pragma unroll
             for (int i = 0; i < MI; i++) {
                 unsigned a[4];
-                vae_gpu_conv_ldsm(a, as + (i * 16 * C::LDA + kk) * sizeof(T));
+                vae_gpu_ptx_ldsm(a, as + (i * 16 * C::LDA + kk) * sizeof(T));
                 if constexpr (TF32) {
 #pragma unroll
                     for (int e = 0; e < 4; e++) {
-                        a[e] = vae_gpu_conv_tf32(a[e]);
+                        a[e] = vae_gpu_ptx_tf32(a[e]);
                     }
                 }
 #pragma unroll
                 for (int j = 0; j < NJ; j++) {
-                    vae_gpu_conv_mma(acc[i][j], a, b[j], T());
+                    vae_gpu_ptx_mma(acc[i][j], a, b[j], T());
                 }
             }
         }
@@ -560,22 +465,22 @@ template <class C> __device__ __forceinline__ void vae_gpu_conv_tile(const vae_g
         if (s < nk) {
             ld.load(p, s);
         }
-        vae_gpu_conv_cp_commit();
+        vae_gpu_ptx_cp_commit();
     }
     int rs = 0, ws = C::STAGES - 1;   // the stages of slices kb and kb + STAGES - 1
     for (int kb = 0; kb < nk; kb++) {
-        vae_gpu_conv_cp_wait<C::STAGES - 2>();
+        vae_gpu_ptx_cp_wait<C::STAGES - 2>();
         // slice kb is in; every warp is done with slice kb - 1, whose stage ws the next load reuses
         __syncthreads();
         if (kb + C::STAGES - 1 < nk) {
             ld.load(p, ws);
         }
-        vae_gpu_conv_cp_commit();
+        vae_gpu_ptx_cp_commit();
         mm.step(rs);
         rs = rs == C::STAGES - 1 ? 0 : rs + 1;
         ws = ws == C::STAGES - 1 ? 0 : ws + 1;
     }
-    vae_gpu_conv_cp_wait<0>();
+    vae_gpu_ptx_cp_wait<0>();
     __syncthreads();
     mm.store(p, m0, n0, phase);
 }

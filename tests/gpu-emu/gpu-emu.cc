@@ -1,0 +1,865 @@
+// The emulator's engine (tests/gpu-emu/README.md): the CUDA runtime API of cuda_runtime_api.h on
+// the host, and the execution of kernel launches. Every operation is synchronous; a stream being
+// captured records the operations into a graph that a launch of the graph replays. A kernel runs
+// one block at a time, each thread a fiber on its own stack, switched by hand at barriers and
+// warp collectives only, in the order VAE_GPU_EMU_ORDER asks (forward, reverse, random[:seed]).
+// Memory is checked with guard pages: every cudaMalloc and every shared-memory array is mapped
+// with inaccessible pages on both sides, its end flush with the page after it, so the first
+// byte past it faults; the fault handler names the kernel, block, thread and allocation.
+// Shared memory is refilled with 0xff (NaN) bytes for every block, so a read of what the block
+// did not write shows. The emulated device (VAE_GPU_EMU_SM at build time) sets the
+// shared-memory limits.
+
+#include "gpu-emu.h"
+
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <map>
+#include <random>
+#include <string>
+#include <vector>
+
+#define EMU_SM        (__CUDA_ARCH__ / 10)
+#define EMU_SMEM_48K  (48 * 1024)
+#define EMU_STACK     (256 * 1024)   // per fiber, committed as touched
+#define EMU_MAX_THREADS 1024
+
+static size_t emu_smem_optin() {
+    return EMU_SM >= 90 ? 232448 : EMU_SM >= 86 ? 101376 : EMU_SM >= 80 ? 166912 : 65536;
+}
+
+// ---- fibers ------------------------------------------------------------------------------------
+
+extern "C" void vae_emu_switch(void ** from_sp, void * to_sp);
+asm(R"(
+.text
+.globl vae_emu_switch
+.type vae_emu_switch, @function
+vae_emu_switch:
+    pushq %rbp
+    pushq %rbx
+    pushq %r12
+    pushq %r13
+    pushq %r14
+    pushq %r15
+    subq $8, %rsp
+    stmxcsr (%rsp)
+    fnstcw 4(%rsp)
+    movq %rsp, (%rdi)
+    movq %rsi, %rsp
+    ldmxcsr (%rsp)
+    fldcw 4(%rsp)
+    addq $8, %rsp
+    popq %r15
+    popq %r14
+    popq %r13
+    popq %r12
+    popq %rbx
+    popq %rbp
+    ret
+.size vae_emu_switch, .-vae_emu_switch
+)");
+
+enum emu_state { EMU_RUN, EMU_BAR, EMU_WARP, EMU_DONE };
+
+struct emu_copy {
+    void *        dst;
+    size_t        n;
+    unsigned char data[16];
+};
+
+struct emu_fiber {
+    vae_emu_where                      w;
+    void *                             sp;
+    char *                             stack;   // EMU_STACK bytes above a guard page
+    emu_state                          state;
+    const char *                       file;    // where it waits
+    int                                line;
+    std::vector<emu_copy>              open;    // asynchronous copies not yet committed
+    std::vector<std::vector<emu_copy>> groups;  // committed, oldest first
+};
+
+struct emu_shared {   // one shared-memory array: its own mapping, guard pages around it
+    char * base;      // first usable byte
+    size_t bytes, map_bytes;
+    char * map;
+    unsigned window;  // its shared-space address
+};
+
+static struct {
+    const vae_emu_cfg *               cfg;
+    std::vector<emu_fiber>            fibers;
+    int                               nthreads, live;
+    std::vector<int>                  warp_live, warp_wait;
+    int                               bar_wait;
+    void *                            sched_sp;
+    emu_fiber *                       cur;
+    std::function<void()> *           body;
+    emu_shared                        dyn;
+    std::map<const void *, emu_shared> statics;
+    size_t                            static_bytes;
+    std::vector<unsigned char>        exchange;   // per warp: 32 lanes x 64 bytes
+    std::mt19937                      rng;
+} E;
+
+const vae_emu_where * vae_emu_now = nullptr;
+
+static size_t emu_page() {
+    static size_t p = (size_t) sysconf(_SC_PAGESIZE);
+    return p;
+}
+
+static void emu_where(char * s, size_t n) {
+    if (!E.cur) {
+        snprintf(s, n, "outside any kernel");
+        return;
+    }
+    const vae_emu_where & w = E.cur->w;
+    snprintf(s, n, "kernel %s launched at %s:%d (%s), block (%u,%u,%u), thread (%u,%u,%u)", E.cfg->name,
+             E.cfg->file, E.cfg->line, E.cfg->func, w.bid.x, w.bid.y, w.bid.z, w.tid.x, w.tid.y, w.tid.z);
+}
+
+extern "C" void vae_emu_fail(const char * file, int line, const char * fmt, ...) {
+    char    where[1024];
+    va_list ap;
+    emu_where(where, sizeof(where));
+    fprintf(stderr, "gpu-emu: %s:%d: ", file, line);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "\n  in %s\n", where);
+    fflush(stderr);
+    _exit(3);
+}
+
+static void emu_yield() {
+    emu_fiber * f = E.cur;
+    vae_emu_switch(&f->sp, E.sched_sp);
+}
+
+// ---- guarded mappings --------------------------------------------------------------------------
+
+struct emu_alloc {
+    char * map;
+    size_t map_bytes, bytes;
+};
+static std::map<char *, emu_alloc> emu_allocs;   // by first usable byte
+
+// n usable bytes whose end (rounded up to `align`) touches an inaccessible page; a page before too
+static char * emu_map(size_t n, size_t align, char ** map, size_t * map_bytes) {
+    const size_t pg = emu_page(), rn = (n + align - 1) / align * align, body = (rn + pg - 1) / pg * pg;
+    *map_bytes      = body + 2 * pg;
+    void * m        = mmap(nullptr, *map_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (m == MAP_FAILED) {
+        return nullptr;
+    }
+    *map = (char *) m;
+    mprotect(*map, pg, PROT_NONE);
+    mprotect(*map + pg + body, pg, PROT_NONE);
+    return *map + pg + body - rn;
+}
+
+static void emu_segv(int sig, siginfo_t * si, void *) {
+    char * a = (char *) si->si_addr;
+    char   where[1024], what[512] = "an address outside every allocation";
+    emu_where(where, sizeof(where));
+    auto describe = [&](const char * kind, char * base, size_t bytes, char * map, size_t map_bytes) {
+        if (a >= map && a < map + map_bytes) {
+            snprintf(what, sizeof(what), "byte offset %lld of a %zu-byte %s", (long long) (a - base), bytes, kind);
+            return true;
+        }
+        return false;
+    };
+    bool found = false;
+    for (auto & kv : emu_allocs) {
+        found = found || describe("global allocation (cudaMalloc)", kv.first, kv.second.bytes, kv.second.map,
+                                  kv.second.map_bytes);
+    }
+    if (E.cur) {
+        found = found || describe("dynamic shared memory", E.dyn.base, E.dyn.bytes, E.dyn.map, E.dyn.map_bytes);
+        for (auto & kv : E.statics) {
+            found = found || describe("static __shared__ array", kv.second.base, kv.second.bytes, kv.second.map,
+                                      kv.second.map_bytes);
+        }
+        for (auto & f : E.fibers) {
+            if (a >= f.stack - emu_page() && a < f.stack) {
+                snprintf(what, sizeof(what), "the guard page of a fiber's stack (stack overflow)");
+            }
+        }
+    }
+    fprintf(stderr, "gpu-emu: out-of-bounds access (signal %d) at %p: %s\n  in %s\n", sig, (void *) a, what, where);
+    fflush(stderr);
+    _exit(3);
+}
+
+static void emu_init_once() {
+    static bool done = false;
+    if (done) {
+        return;
+    }
+    done = true;
+    static char      alt[1 << 16];
+    stack_t          ss = {};
+    ss.ss_sp            = alt;
+    ss.ss_size          = sizeof(alt);
+    sigaltstack(&ss, nullptr);
+    struct sigaction sa = {};
+    sa.sa_sigaction     = emu_segv;
+    sa.sa_flags         = SA_SIGINFO | SA_ONSTACK;
+    sigaction(SIGSEGV, &sa, nullptr);
+    sigaction(SIGBUS, &sa, nullptr);
+}
+
+// ---- shared memory -----------------------------------------------------------------------------
+
+#define EMU_WINDOW_STEP (1u << 24)   // shared addresses: array i at i << 24, so a stray offset lands nowhere
+
+static bool emu_smem_make(emu_shared * s, size_t bytes, unsigned window) {
+    s->bytes  = bytes;
+    s->window = window;
+    s->base   = emu_map(bytes ? bytes : 1, 128, &s->map, &s->map_bytes);
+    return s->base != nullptr;
+}
+
+static void emu_smem_free(emu_shared * s) {
+    if (s->map) {
+        munmap(s->map, s->map_bytes);
+    }
+    *s = emu_shared{};
+}
+
+extern "C" void * vae_emu_dyn_smem(void) {
+    return E.dyn.base;
+}
+
+extern "C" void * vae_emu_static_smem(const void * key, size_t bytes, size_t) {
+    auto it = E.statics.find(key);
+    if (it != E.statics.end()) {
+        return it->second.base;
+    }
+    E.static_bytes += bytes;
+    if (E.static_bytes > EMU_SMEM_48K || E.static_bytes + E.cfg->smem > emu_smem_optin()) {
+        vae_emu_fail(E.cfg->file, E.cfg->line, "static shared memory of %zu bytes (and %zu dynamic) exceeds the limit",
+                     E.static_bytes, E.cfg->smem);
+    }
+    emu_shared s;
+    if (!emu_smem_make(&s, bytes, (unsigned) (E.statics.size() + 2) * EMU_WINDOW_STEP)) {
+        vae_emu_fail(E.cfg->file, E.cfg->line, "out of host memory for shared memory");
+    }
+    memset(s.base, 0xff, bytes);
+    E.statics[key] = s;
+    return s.base;
+}
+
+static const emu_shared * emu_smem_find(const char * p) {
+    if (E.dyn.base && p >= E.dyn.base && p <= E.dyn.base + E.dyn.bytes) {
+        return &E.dyn;
+    }
+    for (auto & kv : E.statics) {
+        if (p >= kv.second.base && p <= kv.second.base + kv.second.bytes) {
+            return &kv.second;
+        }
+    }
+    return nullptr;
+}
+
+extern "C" unsigned vae_emu_cvta_shared(const void * p, const char * file, int line) {
+    const emu_shared * s = emu_smem_find((const char *) p);
+    if (!s) {
+        vae_emu_fail(file, line, "%p is not a shared-memory address", p);
+    }
+    return s->window + (unsigned) ((const char *) p - s->base);
+}
+
+extern "C" void * vae_emu_shared_at(unsigned addr, size_t bytes, const char * file, int line) {
+    const emu_shared * s = nullptr;
+    if (addr / EMU_WINDOW_STEP == E.dyn.window / EMU_WINDOW_STEP && E.dyn.base) {
+        s = &E.dyn;
+    }
+    for (auto & kv : E.statics) {
+        s = addr / EMU_WINDOW_STEP == kv.second.window / EMU_WINDOW_STEP ? &kv.second : s;
+    }
+    if (!s || addr - s->window + bytes > s->bytes) {
+        vae_emu_fail(file, line, "shared address %u (+%zu bytes) is outside shared memory%s", addr, bytes,
+                     s ? " (past the end of its array)" : "");
+    }
+    return s->base + (addr - s->window);
+}
+
+// ---- asynchronous copies -----------------------------------------------------------------------
+
+extern "C" void vae_emu_async_copy(void * dst, const void * src, size_t nread, size_t n, const char * file,
+                                   int line) {
+    if (n > 16 || nread > n) {
+        vae_emu_fail(file, line, "asynchronous copy of %zu bytes (%zu read)", n, nread);
+    }
+    emu_copy c;
+    c.dst = dst;
+    c.n   = n;
+    memset(c.data, 0, sizeof(c.data));
+    memcpy(c.data, src, nread);   // a bad source faults here, in this thread
+    E.cur->open.push_back(c);
+}
+
+extern "C" void vae_emu_async_commit(void) {
+    E.cur->groups.push_back(std::move(E.cur->open));
+    E.cur->open.clear();
+}
+
+extern "C" void vae_emu_async_wait(int pending) {
+    auto & g = E.cur->groups;
+    while ((int) g.size() > pending) {
+        for (const emu_copy & c : g.front()) {
+            memcpy(c.dst, c.data, c.n);
+        }
+        g.erase(g.begin());
+    }
+}
+
+// ---- barriers ----------------------------------------------------------------------------------
+
+static void emu_release_block() {
+    const char * file = nullptr;
+    int          line = 0;
+    for (auto & f : E.fibers) {
+        if (f.state == EMU_BAR) {
+            if (file && (f.line != line || strcmp(f.file, file) != 0)) {
+                vae_emu_fail(f.file, f.line, "__syncthreads here while other threads wait at the one of %s:%d", file,
+                             line);
+            }
+            file = f.file;
+            line = f.line;
+        }
+    }
+    for (auto & f : E.fibers) {
+        if (f.state == EMU_BAR) {
+            f.state = EMU_RUN;
+        }
+    }
+    E.bar_wait = 0;
+}
+
+extern "C" void vae_emu_syncthreads(const char * file, int line) {
+    emu_fiber * f = E.cur;
+    f->state      = EMU_BAR;
+    f->file       = file;
+    f->line       = line;
+    if (++E.bar_wait == E.live) {
+        emu_release_block();
+    }
+    emu_yield();
+}
+
+static void emu_release_warp(int w) {
+    const char * file = nullptr;
+    int          line = 0;
+    for (int l = 0; l < 32 && w * 32 + l < E.nthreads; l++) {
+        emu_fiber & f = E.fibers[w * 32 + l];
+        if (file && (f.line != line || strcmp(f.file, file) != 0)) {
+            vae_emu_fail(f.file, f.line, "a warp collective here while lane 0 waits at the one of %s:%d", file, line);
+        }
+        file    = f.file;
+        line    = f.line;
+        f.state = EMU_RUN;
+    }
+    E.warp_wait[w] = 0;
+}
+
+// a barrier of the warp: every lane of the warp must be live and reach the same call site
+static void emu_warp_barrier(unsigned mask, const char * file, int line) {
+    emu_fiber * f = E.cur;
+    const int   w = f->w.lane >= 0 ? (int) (f - E.fibers.data()) / 32 : 0;
+    const int   lanes = std::min(32, E.nthreads - w * 32);
+    const unsigned full = lanes == 32 ? 0xffffffffu : (1u << lanes) - 1;
+    if ((mask & full) != full) {
+        vae_emu_fail(file, line, "warp collective with mask 0x%08x: the emulator needs every lane of the warp", mask);
+    }
+    if (E.warp_live[w] != lanes) {
+        vae_emu_fail(file, line, "warp collective after %d lane(s) of the warp exited", lanes - E.warp_live[w]);
+    }
+    f->state = EMU_WARP;
+    f->file  = file;
+    f->line  = line;
+    if (++E.warp_wait[w] == lanes) {
+        emu_release_warp(w);
+    }
+    emu_yield();
+}
+
+extern "C" void vae_emu_warp_exchange(unsigned mask, const void * mine, size_t bytes, void * all, const char * file,
+                                      int line) {
+    const int       w = (int) (E.cur - E.fibers.data()) / 32, lane = E.cur->w.lane;
+    unsigned char * x = E.exchange.data() + (size_t) w * 32 * 64;
+    emu_warp_barrier(mask, file, line);   // the previous exchange has been read by every lane
+    memcpy(x + lane * 64, mine, bytes);
+    emu_warp_barrier(mask, file, line);
+    const int lanes = std::min(32, E.nthreads - w * 32);
+    for (int l = 0; l < lanes; l++) {
+        memcpy((char *) all + l * bytes, x + l * 64, bytes);
+    }
+}
+
+// ---- running a launch --------------------------------------------------------------------------
+
+static void emu_fiber_main() {
+    emu_fiber * f = E.cur;
+    (*E.body)();
+    // done: drop its pending copies; release barriers that waited for it alone
+    f->state = EMU_DONE;
+    f->open.clear();
+    f->groups.clear();
+    E.live--;
+    const int w = (int) (f - E.fibers.data()) / 32;
+    E.warp_live[w]--;
+    if (E.warp_wait[w] > 0) {
+        vae_emu_fail(f->file ? f->file : "?", f->line, "a thread exited while its warp waits at a collective");
+    }
+    if (E.bar_wait > 0 && E.bar_wait == E.live) {
+        emu_release_block();
+    }
+    vae_emu_switch(&f->sp, E.sched_sp);
+    abort();   // never resumed
+}
+
+static void emu_fiber_start(emu_fiber * f) {
+    if (!f->stack) {
+        char * m = (char *) mmap(nullptr, EMU_STACK + emu_page(), PROT_READ | PROT_WRITE,
+                                 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        if (m == MAP_FAILED) {
+            vae_emu_fail(__FILE__, __LINE__, "out of memory for fiber stacks");
+        }
+        mprotect(m, emu_page(), PROT_NONE);
+        f->stack = m + emu_page();
+    }
+    // the frame vae_emu_switch pops: mxcsr and x87 control word, six registers, the entry
+    uint64_t * top = (uint64_t *) (f->stack + EMU_STACK);
+    top -= 2;   // keeps the entry's slot 16-byte aligned
+    *--top = (uint64_t) (uintptr_t) abort;   // return address of emu_fiber_main (never used)
+    uint64_t * entry = --top;
+    *entry           = (uint64_t) (uintptr_t) emu_fiber_main;
+    for (int i = 0; i < 6; i++) {
+        *--top = 0;
+    }
+    *--top = 0x1f80 | (uint64_t) 0x037f << 32;
+    f->sp  = top;
+}
+
+static void emu_order(std::vector<int> & order, const char * how) {
+    for (size_t i = 0; i < order.size(); i++) {
+        order[i] = (int) i;
+    }
+    if (strncmp(how, "reverse", 7) == 0) {
+        std::reverse(order.begin(), order.end());
+    } else if (strncmp(how, "random", 6) == 0) {
+        std::shuffle(order.begin(), order.end(), E.rng);
+    }
+}
+
+static void emu_run_block(unsigned bx, unsigned by, unsigned bz, const char * how) {
+    const dim3 b = E.cfg->block, g = E.cfg->grid;
+    E.live       = E.nthreads;
+    E.bar_wait   = 0;
+    for (int w = 0; w < (E.nthreads + 31) / 32; w++) {
+        E.warp_live[w] = std::min(32, E.nthreads - w * 32);
+        E.warp_wait[w] = 0;
+    }
+    for (int t = 0; t < E.nthreads; t++) {
+        emu_fiber & f = E.fibers[t];
+        f.w.tid       = { t % b.x, t / b.x % b.y, t / (b.x * b.y) };
+        f.w.bid       = { bx, by, bz };
+        f.w.bdim      = { b.x, b.y, b.z };
+        f.w.gdim      = { g.x, g.y, g.z };
+        f.w.lane      = t % 32;
+        f.state       = EMU_RUN;
+        f.file        = nullptr;
+        f.line        = 0;
+        emu_fiber_start(&f);
+    }
+    if (E.dyn.base) {
+        memset(E.dyn.base, 0xff, E.dyn.bytes);
+    }
+    for (auto & kv : E.statics) {
+        memset(kv.second.base, 0xff, kv.second.bytes);
+    }
+    std::vector<int> order((size_t) E.nthreads);
+    emu_order(order, how);
+    while (E.live > 0) {
+        bool ran = false;
+        for (int t : order) {
+            emu_fiber & f = E.fibers[t];
+            if (f.state == EMU_RUN) {
+                E.cur       = &f;
+                vae_emu_now = &f.w;
+                vae_emu_switch(&E.sched_sp, f.sp);
+                ran = true;
+            }
+        }
+        if (!ran && E.live > 0) {
+            for (auto & f : E.fibers) {
+                if (f.state == EMU_BAR || f.state == EMU_WARP) {
+                    E.cur = &f;
+                    vae_emu_fail(f.file, f.line, "deadlock: this thread waits at a %s that others never reach",
+                                 f.state == EMU_BAR ? "__syncthreads" : "warp collective");
+                }
+            }
+        }
+        if (strncmp(how, "random", 6) == 0) {
+            emu_order(order, how);
+        }
+    }
+    E.cur       = nullptr;
+    vae_emu_now = nullptr;
+}
+
+// ---- the runtime API: errors, devices, kernels -------------------------------------------------
+
+static cudaError_t emu_last = cudaSuccess;
+
+static cudaError_t emu_err(cudaError_t e) {
+    if (e != cudaSuccess) {
+        emu_last = e;
+    }
+    return e;
+}
+
+static std::map<const void *, int> emu_attr;   // kernel -> its dynamic shared memory limit
+
+extern "C" cudaError_t vae_emu_func_set_attribute(const void * fn, enum cudaFuncAttribute a, int v) {
+    if (a != cudaFuncAttributeMaxDynamicSharedMemorySize || v < 0 || (size_t) v > emu_smem_optin()) {
+        return emu_err(cudaErrorInvalidValue);
+    }
+    emu_attr[fn] = v;
+    return cudaSuccess;
+}
+
+static void emu_run_launch(const vae_emu_cfg & cfg, const std::function<void()> & body) {
+    const char * how = getenv("VAE_GPU_EMU_ORDER");
+    how              = how ? how : "forward";
+    const char * seed = strchr(how, ':');
+    E.rng.seed(seed ? (unsigned) strtoul(seed + 1, nullptr, 10) : 1u);
+    E.cfg          = &cfg;
+    E.body         = (std::function<void()> *) &body;
+    E.nthreads     = (int) (cfg.block.x * cfg.block.y * cfg.block.z);
+    E.static_bytes = 0;
+    if (E.fibers.size() < (size_t) E.nthreads) {
+        E.fibers.resize((size_t) E.nthreads);   // (before any fiber runs: stacks keep their place)
+    }
+    E.warp_live.assign((size_t) (E.nthreads + 31) / 32, 0);
+    E.warp_wait.assign((size_t) (E.nthreads + 31) / 32, 0);
+    E.exchange.assign((size_t) (E.nthreads + 31) / 32 * 32 * 64, 0);
+    if (cfg.smem && !emu_smem_make(&E.dyn, cfg.smem, EMU_WINDOW_STEP)) {
+        vae_emu_fail(cfg.file, cfg.line, "out of host memory for shared memory");
+    }
+    const dim3                 g = cfg.grid;
+    const size_t               nb = (size_t) g.x * g.y * g.z;
+    std::vector<int>           border(nb);
+    for (size_t i = 0; i < nb; i++) {
+        border[i] = (int) i;
+    }
+    if (strncmp(how, "reverse", 7) == 0) {
+        std::reverse(border.begin(), border.end());
+    } else if (strncmp(how, "random", 6) == 0) {
+        std::shuffle(border.begin(), border.end(), E.rng);
+    }
+    for (int i : border) {
+        emu_run_block((unsigned) i % g.x, (unsigned) i / g.x % g.y, (unsigned) i / (g.x * g.y), how);
+    }
+    emu_smem_free(&E.dyn);
+    for (auto & kv : E.statics) {
+        emu_smem_free(&kv.second);
+    }
+    E.statics.clear();
+    E.cfg = nullptr;
+}
+
+// ---- streams, capture, graphs, events ------------------------------------------------------------
+
+struct vae_emu_graph {
+    std::vector<std::function<void()>> ops;
+};
+
+struct vae_emu_stream {
+    vae_emu_graph * capture;   // the graph being recorded, or NULL
+};
+
+struct vae_emu_event {
+    double t;
+};
+
+static double emu_now_ms() {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec * 1e-6;
+}
+
+static cudaError_t emu_submit(cudaStream_t s, std::function<void()> op) {
+    if (s && s->capture) {
+        s->capture->ops.push_back(std::move(op));
+    } else {
+        op();
+    }
+    return cudaSuccess;
+}
+
+void vae_emu_launch(const vae_emu_cfg & cfg, const void * fn, std::function<void()> body) {
+    emu_init_once();
+    const dim3   b = cfg.block, g = cfg.grid;
+    const size_t threads = (size_t) b.x * b.y * b.z;
+    auto         it = emu_attr.find(fn);
+    const size_t limit = it != emu_attr.end() ? (size_t) it->second : EMU_SMEM_48K;
+    if (threads == 0 || threads > EMU_MAX_THREADS || b.z > 64 || g.x == 0 || g.y == 0 || g.z == 0 ||
+        g.y > 65535 || g.z > 65535) {
+        emu_err(cudaErrorInvalidConfiguration);
+        return;
+    }
+    if (cfg.smem > limit) {   // past 48 KB only with the attribute, as the driver refuses it
+        emu_err(cudaErrorInvalidValue);
+        return;
+    }
+    vae_emu_cfg c = cfg;
+    emu_submit(cfg.stream, [c, body]() { emu_run_launch(c, body); });
+}
+
+extern "C" {
+
+const char * cudaGetErrorString(cudaError_t e) {
+    switch (e) {
+        case cudaSuccess:                   return "no error";
+        case cudaErrorInvalidValue:         return "invalid argument";
+        case cudaErrorMemoryAllocation:     return "out of memory";
+        case cudaErrorInvalidConfiguration: return "invalid configuration argument";
+        case cudaErrorInvalidDevice:        return "invalid device ordinal";
+        default:                            return "emulated CUDA error";
+    }
+}
+
+const char * cudaGetErrorName(cudaError_t e) {
+    static char s[32];
+    snprintf(s, sizeof(s), "cudaError %d", (int) e);
+    return e == cudaSuccess ? "cudaSuccess" : s;
+}
+
+cudaError_t cudaGetLastError(void) {
+    const cudaError_t e = emu_last;
+    emu_last            = cudaSuccess;
+    return e;
+}
+
+cudaError_t cudaPeekAtLastError(void) { return emu_last; }
+cudaError_t cudaGetDeviceCount(int * n) { *n = 1; return cudaSuccess; }
+cudaError_t cudaGetDevice(int * d) { *d = 0; return cudaSuccess; }
+cudaError_t cudaSetDevice(int d) { return emu_err(d == 0 ? cudaSuccess : cudaErrorInvalidDevice); }
+cudaError_t cudaDeviceSynchronize(void) { return cudaSuccess; }
+
+cudaError_t cudaGetDeviceProperties(struct cudaDeviceProp * p, int d) {
+    if (d != 0) {
+        return emu_err(cudaErrorInvalidDevice);
+    }
+    memset(p, 0, sizeof(*p));
+    snprintf(p->name, sizeof(p->name), "gpu-emu sm_%d", EMU_SM);
+    p->totalGlobalMem         = (size_t) 8 << 30;
+    p->sharedMemPerBlock      = EMU_SMEM_48K;
+    p->sharedMemPerBlockOptin = emu_smem_optin();
+    p->major                  = EMU_SM / 10;
+    p->minor                  = EMU_SM % 10;
+    p->multiProcessorCount    = 4;
+    p->warpSize               = 32;
+    return cudaSuccess;
+}
+
+cudaError_t cudaDeviceGetAttribute(int * v, enum cudaDeviceAttr a, int d) {
+    struct cudaDeviceProp p;
+    if (cudaGetDeviceProperties(&p, d) != cudaSuccess) {
+        return cudaErrorInvalidDevice;
+    }
+    switch (a) {
+        case cudaDevAttrMaxSharedMemoryPerBlock:      *v = (int) p.sharedMemPerBlock; break;
+        case cudaDevAttrMultiProcessorCount:          *v = p.multiProcessorCount; break;
+        case cudaDevAttrComputeCapabilityMajor:       *v = p.major; break;
+        case cudaDevAttrComputeCapabilityMinor:       *v = p.minor; break;
+        case cudaDevAttrMaxSharedMemoryPerBlockOptin: *v = (int) p.sharedMemPerBlockOptin; break;
+        default:                                      return emu_err(cudaErrorInvalidValue);
+    }
+    return cudaSuccess;
+}
+
+// the driver's context stack, as far as the backend uses it
+static void *              emu_primary = nullptr;
+static std::vector<void *> emu_ctx_stack;
+static int emu_ctx_get(void ** c) { *c = emu_ctx_stack.empty() ? emu_primary : emu_ctx_stack.back(); return 0; }
+static int emu_ctx_push(void * c) { emu_ctx_stack.push_back(c); return 0; }
+static int emu_ctx_pop(void ** c) {
+    if (emu_ctx_stack.empty()) {
+        return 201;   // CUDA_ERROR_INVALID_CONTEXT
+    }
+    if (c) {
+        *c = emu_ctx_stack.back();
+    }
+    emu_ctx_stack.pop_back();
+    return 0;
+}
+
+cudaError_t cudaGetDriverEntryPointByVersion(const char * symbol, void ** fn, unsigned, unsigned long long,
+                                             enum cudaDriverEntryPointQueryResult * q) {
+    *fn = strcmp(symbol, "cuCtxGetCurrent") == 0    ? (void *) emu_ctx_get
+          : strcmp(symbol, "cuCtxPushCurrent") == 0 ? (void *) emu_ctx_push
+          : strcmp(symbol, "cuCtxPopCurrent") == 0  ? (void *) emu_ctx_pop
+                                                    : nullptr;
+    *q  = *fn ? cudaDriverEntryPointSuccess : cudaDriverEntryPointSymbolNotFound;
+    return cudaSuccess;
+}
+
+cudaError_t cudaMalloc(void ** p, size_t n) {
+    emu_init_once();
+    static char primary;
+    emu_primary = &primary;   // (the runtime starts the primary context here)
+    *p          = nullptr;
+    if (n == 0) {
+        return cudaSuccess;
+    }
+    emu_alloc a;
+    a.bytes = n;
+    char * b = emu_map(n, 256, &a.map, &a.map_bytes);
+    if (!b) {
+        return emu_err(cudaErrorMemoryAllocation);
+    }
+    emu_allocs[b] = a;
+    *p            = b;
+    return cudaSuccess;
+}
+
+cudaError_t cudaFree(void * p) {
+    static char primary;
+    emu_primary = &primary;
+    if (!p) {
+        return cudaSuccess;
+    }
+    auto it = emu_allocs.find((char *) p);
+    if (it == emu_allocs.end()) {
+        return emu_err(cudaErrorInvalidValue);
+    }
+    munmap(it->second.map, it->second.map_bytes);
+    emu_allocs.erase(it);
+    return cudaSuccess;
+}
+
+cudaError_t cudaHostAlloc(void ** p, size_t n, unsigned) {
+    *p = malloc(n ? n : 1);
+    return *p ? cudaSuccess : emu_err(cudaErrorMemoryAllocation);
+}
+
+cudaError_t cudaFreeHost(void * p) {
+    free(p);
+    return cudaSuccess;
+}
+
+cudaError_t cudaMemcpyAsync(void * dst, const void * src, size_t n, enum cudaMemcpyKind, cudaStream_t s) {
+    return emu_submit(s, [=]() { memmove(dst, src, n); });
+}
+
+cudaError_t cudaMemcpy(void * dst, const void * src, size_t n, enum cudaMemcpyKind k) {
+    return cudaMemcpyAsync(dst, src, n, k, nullptr);
+}
+
+cudaError_t cudaMemcpy2DAsync(void * dst, size_t dp, const void * src, size_t sp, size_t w, size_t h,
+                              enum cudaMemcpyKind, cudaStream_t s) {
+    if (w > dp || w > sp) {
+        return emu_err(cudaErrorInvalidValue);
+    }
+    return emu_submit(s, [=]() {
+        for (size_t r = 0; r < h; r++) {
+            memmove((char *) dst + r * dp, (const char *) src + r * sp, w);
+        }
+    });
+}
+
+cudaError_t cudaMemsetAsync(void * p, int v, size_t n, cudaStream_t s) {
+    return emu_submit(s, [=]() { memset(p, v, n); });
+}
+
+cudaError_t cudaMemset(void * p, int v, size_t n) { return cudaMemsetAsync(p, v, n, nullptr); }
+
+cudaError_t cudaStreamCreateWithFlags(cudaStream_t * s, unsigned) {
+    *s = new vae_emu_stream{ nullptr };
+    return cudaSuccess;
+}
+
+cudaError_t cudaStreamDestroy(cudaStream_t s) {
+    delete s;
+    return cudaSuccess;
+}
+
+cudaError_t cudaStreamSynchronize(cudaStream_t s) {
+    return s && s->capture ? emu_err(cudaErrorStreamCaptureUnsupported) : cudaSuccess;
+}
+
+cudaError_t cudaStreamBeginCapture(cudaStream_t s, enum cudaStreamCaptureMode) {
+    if (!s || s->capture) {
+        return emu_err(cudaErrorInvalidValue);
+    }
+    s->capture = new vae_emu_graph;
+    return cudaSuccess;
+}
+
+cudaError_t cudaStreamEndCapture(cudaStream_t s, cudaGraph_t * g) {
+    if (!s || !s->capture) {
+        return emu_err(cudaErrorInvalidValue);
+    }
+    *g         = s->capture;
+    s->capture = nullptr;
+    return cudaSuccess;
+}
+
+cudaError_t cudaGraphInstantiate(cudaGraphExec_t * e, cudaGraph_t g, unsigned long long) {
+    *e = new vae_emu_graph(*g);
+    return cudaSuccess;
+}
+
+cudaError_t cudaGraphLaunch(cudaGraphExec_t e, cudaStream_t s) {
+    return emu_submit(s, [e]() {
+        for (auto & op : e->ops) {
+            op();
+        }
+    });
+}
+
+cudaError_t cudaGraphDestroy(cudaGraph_t g) {
+    delete g;
+    return cudaSuccess;
+}
+
+cudaError_t cudaGraphExecDestroy(cudaGraphExec_t e) {
+    delete e;
+    return cudaSuccess;
+}
+
+cudaError_t cudaEventCreate(cudaEvent_t * e) {
+    *e = new vae_emu_event{ 0.0 };
+    return cudaSuccess;
+}
+
+cudaError_t cudaEventDestroy(cudaEvent_t e) {
+    delete e;
+    return cudaSuccess;
+}
+
+cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t s) {
+    return emu_submit(s, [e]() { e->t = emu_now_ms(); });
+}
+
+cudaError_t cudaEventSynchronize(cudaEvent_t) { return cudaSuccess; }
+
+cudaError_t cudaEventElapsedTime(float * ms, cudaEvent_t a, cudaEvent_t b) {
+    *ms = (float) (b->t - a->t);
+    return cudaSuccess;
+}
+
+}   // extern "C"

@@ -1,0 +1,494 @@
+// The CUDA device side as the emulator provides it, for kernels/*.cu compiled by the host C++
+// compiler (tests/gpu-emu/README.md). kernels/vae-gpu.h includes this header instead of the
+// toolkit's device headers when VAE_GPU_EMU is defined. Every thread of a block is a fiber
+// (gpu-emu.cc runs them one block at a time); the built-in variables, barriers, warp
+// collectives, the 16-bit float types, the PTX wrappers of vae-gpu-ptx.cuh and the wmma fragments
+// are defined here on top of a few entry points of gpu-emu.cc. Warp collectives exchange each
+// lane's operands through the warp and compute what the instruction's fragment table says each
+// lane receives. Source positions are passed along so that a failure names the call site.
+
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cmath>
+#include <math.h>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <functional>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+
+#define __global__
+#define __device__
+#define __host__
+#define __forceinline__        inline __attribute__((always_inline))
+#define __launch_bounds__(...)
+#define __align__(n)           alignas(n)
+
+// ---- vector types and built-in variables -------------------------------------------------------
+
+struct uint3 {
+    unsigned x, y, z;
+};
+
+struct dim3 {
+    unsigned x, y, z;
+    dim3(unsigned x_ = 1, unsigned y_ = 1, unsigned z_ = 1) : x(x_), y(y_), z(z_) {}
+};
+
+struct alignas(8) float2 { float x, y; };
+struct alignas(16) float4 { float x, y, z, w; };
+struct alignas(16) uint4 { unsigned x, y, z, w; };
+struct alignas(16) int4 { int x, y, z, w; };
+static inline float2 make_float2(float x, float y) { return { x, y }; }
+static inline float4 make_float4(float x, float y, float z, float w) { return { x, y, z, w }; }
+static inline uint4  make_uint4(unsigned x, unsigned y, unsigned z, unsigned w) { return { x, y, z, w }; }
+
+// what a fiber sees of itself and its block
+struct vae_emu_where {
+    uint3 tid, bid, bdim, gdim;
+    int   lane;
+};
+extern "C" const struct vae_emu_where * vae_emu_now;
+
+#define threadIdx (vae_emu_now->tid)
+#define blockIdx  (vae_emu_now->bid)
+#define blockDim  (vae_emu_now->bdim)
+#define gridDim   (vae_emu_now->gdim)
+
+// ---- entry points of gpu-emu.cc ----------------------------------------------------------------
+
+extern "C" {
+[[noreturn]] void vae_emu_fail(const char * file, int line, const char * fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+void     vae_emu_syncthreads(const char * file, int line);
+// every live lane of the warp deposits `bytes` (<= 64) and receives all 32 deposits in `all`
+void     vae_emu_warp_exchange(unsigned mask, const void * mine, size_t bytes, void * all, const char * file,
+                               int line);
+void *   vae_emu_dyn_smem(void);
+void *   vae_emu_static_smem(const void * key, size_t bytes, size_t align);
+unsigned vae_emu_cvta_shared(const void * p, const char * file, int line);
+void *   vae_emu_shared_at(unsigned addr, size_t bytes, const char * file, int line);
+// an asynchronous copy: src read now, dst (shared) written when its group is waited for
+void     vae_emu_async_copy(void * dst, const void * src, size_t nread, size_t n, const char * file, int line);
+void     vae_emu_async_commit(void);
+void     vae_emu_async_wait(int pending);
+}
+
+#define __syncthreads()    vae_emu_syncthreads(__FILE__, __LINE__)
+#define __syncwarp(...)    vae_emu_syncwarp(__FILE__, __LINE__ __VA_OPT__(,) __VA_ARGS__)
+#define __trap()           vae_emu_fail(__FILE__, __LINE__, "__trap()")
+
+static inline void vae_emu_syncwarp(const char * file, int line, unsigned mask = 0xffffffffu) {
+    char none = 0, all[32];
+    vae_emu_warp_exchange(mask, &none, 1, all, file, line);
+}
+
+template <typename T> static inline T vae_emu_shfl_xor(const char * file, int line, unsigned mask, T v, int lm,
+                                                       int width = 32) {
+    static_assert(sizeof(T) <= 64, "shuffle of a large type");
+    T all[32];
+    vae_emu_warp_exchange(mask, &v, sizeof(T), all, file, line);
+    const int lane = vae_emu_now->lane, src = lane ^ lm;
+    return src / width == lane / width ? all[src] : v;
+}
+#define __shfl_xor_sync(...) vae_emu_shfl_xor(__FILE__, __LINE__, __VA_ARGS__)
+
+template <typename T> static inline T vae_emu_shfl(const char * file, int line, unsigned mask, T v, int src,
+                                                   int width = 32) {
+    T all[32];
+    vae_emu_warp_exchange(mask, &v, sizeof(T), all, file, line);
+    return all[vae_emu_now->lane / width * width + src % width];
+}
+#define __shfl_sync(...) vae_emu_shfl(__FILE__, __LINE__, __VA_ARGS__)
+
+static inline unsigned vae_emu_ballot(const char * file, int line, unsigned mask, int p) {
+    int all[32];
+    vae_emu_warp_exchange(mask, &p, sizeof(p), all, file, line);
+    unsigned b = 0;
+    for (int l = 0; l < 32; l++) {
+        b |= (mask >> l & 1) && all[l] ? 1u << l : 0u;
+    }
+    return b;
+}
+#define __ballot_sync(...) vae_emu_ballot(__FILE__, __LINE__, __VA_ARGS__)
+#define __any_sync(m, p)   (vae_emu_ballot(__FILE__, __LINE__, m, p) != 0)
+#define __all_sync(m, p)   (vae_emu_ballot(__FILE__, __LINE__, m, p) == (m))
+
+// ---- math ----------------------------------------------------------------------------------------
+
+#define __expf(x) expf(x)
+static inline float    __fadd_rn(float a, float b) { return a + b; }
+static inline float    __fsub_rn(float a, float b) { return a - b; }
+static inline float    __fmul_rn(float a, float b) { return a * b; }
+static inline float    __fdiv_rn(float a, float b) { return a / b; }
+static inline unsigned __float_as_uint(float f) { unsigned u; memcpy(&u, &f, 4); return u; }
+static inline float    __uint_as_float(unsigned u) { float f; memcpy(&f, &u, 4); return f; }
+// the integer and float min / max of CUDA's device library
+#define VAE_EMU_MINMAX(T)                                        \
+    static inline T min(T a, T b) { return a < b ? a : b; }     \
+    static inline T max(T a, T b) { return a > b ? a : b; }
+VAE_EMU_MINMAX(int)
+VAE_EMU_MINMAX(unsigned)
+VAE_EMU_MINMAX(long)
+VAE_EMU_MINMAX(unsigned long)
+VAE_EMU_MINMAX(long long)
+VAE_EMU_MINMAX(unsigned long long)
+#undef VAE_EMU_MINMAX
+
+template <typename T> static inline T __ldg(const T * p) { return *p; }
+
+// ---- 16-bit floats -------------------------------------------------------------------------------
+
+struct __half {
+    uint16_t x;
+    operator float() const;
+};
+struct __nv_bfloat16 {
+    uint16_t x;
+    operator float() const;
+};
+static inline float __half2float(__half h) {
+    _Float16 f;
+    memcpy(&f, &h.x, 2);
+    return (float) f;
+}
+static inline __half __float2half_rn(float v) {
+    const _Float16 f = (_Float16) v;   // round to nearest even
+    __half         h;
+    memcpy(&h.x, &f, 2);
+    return h;
+}
+inline __half::operator float() const { return __half2float(*this); }
+static inline float __bfloat162float(__nv_bfloat16 b) { return __uint_as_float((unsigned) b.x << 16); }
+static inline __nv_bfloat16 __float2bfloat16_rn(float v) {
+    unsigned u = __float_as_uint(v);
+    if ((u & 0x7fffffffu) > 0x7f800000u) {
+        return { (uint16_t) ((u >> 16) | 0x40) };   // NaN stays NaN
+    }
+    u += 0x7fffu + ((u >> 16) & 1);
+    return { (uint16_t) (u >> 16) };
+}
+
+inline __nv_bfloat16::operator float() const { return __bfloat162float(*this); }
+
+// ---- shared memory and asynchronous copies -------------------------------------------------------
+
+#define __cvta_generic_to_shared(p) vae_emu_cvta_shared((const void *) (p), __FILE__, __LINE__)
+
+static inline void vae_emu_pipeline_memcpy_async(const char * file, int line, void * dst, const void * src,
+                                                 size_t n, size_t zfill = 0) {
+    vae_emu_cvta_shared(dst, file, line);   // a shared destination, or the run stops
+    vae_emu_async_copy(dst, src, n - zfill, n, file, line);
+}
+#define __pipeline_memcpy_async(...) vae_emu_pipeline_memcpy_async(__FILE__, __LINE__, __VA_ARGS__)
+#define __pipeline_commit()          vae_emu_async_commit()
+#define __pipeline_wait_prior(n)     vae_emu_async_wait(n)
+
+// ---- the PTX wrappers (the nvcc versions, with the instructions, are in kernels/vae-gpu-ptx.cuh) ----
+
+#define VAE_EMU_SM80 (__CUDA_ARCH__ >= 800)
+
+// cp.async.ca/cg 16 bytes (src-size 16 or 0); before sm_80 a plain store
+template <bool L1> static inline void vae_gpu_ptx_cp16(unsigned dst, const void * src, bool valid) {
+    void * d = vae_emu_shared_at(dst, 16, "cp.async", 0);
+    if (VAE_EMU_SM80) {
+        vae_emu_async_copy(d, src, valid ? 16 : 0, 16, "cp.async", 0);
+    } else {
+        uint4 v = { 0, 0, 0, 0 };
+        if (valid) {
+            memcpy(&v, src, 16);
+        }
+        memcpy(d, &v, 16);
+    }
+}
+
+static inline void vae_gpu_ptx_cp_commit() {
+    if (VAE_EMU_SM80) {
+        vae_emu_async_commit();
+    }
+}
+
+template <int N> static inline void vae_gpu_ptx_cp_wait() {
+    if (VAE_EMU_SM80) {
+        vae_emu_async_wait(N);
+    }
+}
+
+// ldmatrix .x4 (.trans): lanes 8i .. 8i + 7 give the row addresses of matrix i; lane l receives
+// of each matrix the b16 pair (row l / 4, columns 2 (l % 4), + 1), of its transpose with .trans
+static inline void vae_emu_ldsm(const char * file, int line, unsigned * r, unsigned a, bool trans) {
+    unsigned rows[32];
+    vae_emu_warp_exchange(0xffffffffu, &a, sizeof(a), rows, file, line);
+    const int g = vae_emu_now->lane / 4, t = vae_emu_now->lane % 4;
+    for (int i = 0; i < 4; i++) {
+        uint16_t e[2];
+        for (int h = 0; h < 2; h++) {
+            const int row = trans ? 2 * t + h : g, col = trans ? g : 2 * t + h;
+            if (rows[8 * i + row] % 16) {
+                vae_emu_fail(file, line, "ldmatrix row address %u of lane %d is not 16-byte aligned",
+                             rows[8 * i + row], 8 * i + row);
+            }
+            memcpy(&e[h], (const char *) vae_emu_shared_at(rows[8 * i + row], 16, file, line) + 2 * col, 2);
+        }
+        r[i] = e[0] | (unsigned) e[1] << 16;
+    }
+}
+#define vae_gpu_ptx_ldsm(r, a)   vae_emu_ldsm(__FILE__, __LINE__, r, a, false)
+#define vae_gpu_ptx_ldsm_t(r, a) vae_emu_ldsm(__FILE__, __LINE__, r, a, true)
+
+// cvt.rna.tf32.f32: 10 mantissa bits, rounded to nearest with ties away from zero
+static inline unsigned vae_gpu_ptx_tf32(unsigned x) {
+    if (!VAE_EMU_SM80 || (x & 0x7f800000u) == 0x7f800000u) {
+        return x;
+    }
+    return (x + 0x1000u) & 0xffffe000u;
+}
+
+static inline float vae_emu_b16(unsigned w, int h, __half) { return __half2float({ (uint16_t) (w >> 16 * h) }); }
+static inline float vae_emu_b16(unsigned w, int, float) { return __uint_as_float(w); }
+static inline float vae_emu_b16(unsigned w, int h, __nv_bfloat16) {
+    return __bfloat162float({ (uint16_t) (w >> 16 * h) });
+}
+
+// the operands of one lane of an m16n8 mma
+struct vae_emu_mma_regs {
+    unsigned a[4], b[2];
+    float    c[4];
+};
+
+// d += a b, m16n8 x k: fragment tables of the PTX ISA (g = lane / 4, t = lane % 4). 16-bit:
+// a[i] holds rows g (i even) or g + 8, k 2t + 8 (i / 2) .. + 1; b[j] k 2t + 8j .. + 1 of column g.
+// tf32: a[i] row g or g + 8, k t + 4 (i / 2); b[j] k t + 4j of column g; operands must have
+// been rounded to tf32 (cvt.rna) beforehand. d: rows g, g + 8, columns 2t, 2t + 1.
+template <typename T>
+static inline void vae_emu_mma(const char * file, int line, float * d, const unsigned * a, const unsigned * b, int K) {
+    constexpr bool   TF32 = std::is_same<T, float>::value;
+    vae_emu_mma_regs mine, all[32];
+    memcpy(mine.a, a, sizeof(mine.a));
+    memcpy(mine.b, b, sizeof(mine.b));
+    memcpy(mine.c, d, sizeof(mine.c));
+    vae_emu_warp_exchange(0xffffffffu, &mine, sizeof(mine), all, file, line);
+    float A[16][16], B[16][8];
+    for (int l = 0; l < 32; l++) {
+        const int g = l / 4, t = l % 4;
+        for (int i = 0; i < (K == 16 || TF32 ? 4 : 2); i++) {
+            const int row = g + 8 * (i % 2), kh = i / 2;
+            if (TF32) {
+                if (all[l].a[i] & 0x1fffu) {
+                    vae_emu_fail(file, line, "mma tf32: lane %d's a[%d] = 0x%08x is not rounded to tf32 (cvt.rna)", l,
+                                 i, all[l].a[i]);
+                }
+                A[row][t + 4 * kh] = __uint_as_float(all[l].a[i]);
+            } else {
+                for (int h = 0; h < 2; h++) {
+                    A[row][2 * t + 8 * kh + h] = vae_emu_b16(all[l].a[i], h, T());
+                }
+            }
+        }
+        for (int j = 0; j < (K == 16 || TF32 ? 2 : 1); j++) {
+            if (TF32) {
+                if (all[l].b[j] & 0x1fffu) {
+                    vae_emu_fail(file, line, "mma tf32: lane %d's b[%d] = 0x%08x is not rounded to tf32 (cvt.rna)", l,
+                                 j, all[l].b[j]);
+                }
+                B[t + 4 * j][g] = __uint_as_float(all[l].b[j]);
+            } else {
+                for (int h = 0; h < 2; h++) {
+                    B[2 * t + 8 * j + h][g] = vae_emu_b16(all[l].b[j], h, T());
+                }
+            }
+        }
+    }
+    const int g = vae_emu_now->lane / 4, t = vae_emu_now->lane % 4;
+    for (int e = 0; e < 4; e++) {
+        const int row = g + 8 * (e / 2), col = 2 * t + e % 2;
+        float     s   = d[e];
+        for (int k = 0; k < K; k++) {
+            s += A[row][k] * B[k][col];
+        }
+        d[e] = s;
+    }
+}
+
+static inline void vae_emu_mma_at(const char * file, int line, float * d, const unsigned * a, const unsigned * b,
+                                  __half) {
+    if (VAE_EMU_SM80) {
+        vae_emu_mma<__half>(file, line, d, a, b, 16);
+    } else {   // sm_75: m16n8k8 twice, k 0..7 (a[0..1], b[0]) then 8..15
+        for (int h = 0; h < 2; h++) {
+            vae_emu_mma<__half>(file, line, d, a + 2 * h, b + h, 8);
+        }
+    }
+}
+static inline void vae_emu_mma_at(const char * file, int line, float * d, const unsigned * a, const unsigned * b,
+                                  __nv_bfloat16) {
+    if (!VAE_EMU_SM80) {
+        vae_emu_fail(file, line, "mma bf16 before sm_80");
+    }
+    vae_emu_mma<__nv_bfloat16>(file, line, d, a, b, 16);
+}
+static inline void vae_emu_mma_at(const char * file, int line, float * d, const unsigned * a, const unsigned * b,
+                                  float) {
+    if (!VAE_EMU_SM80) {
+        vae_emu_fail(file, line, "mma tf32 before sm_80");
+    }
+    vae_emu_mma<float>(file, line, d, a, b, 8);
+}
+#define vae_gpu_ptx_mma(d, a, b, t) vae_emu_mma_at(__FILE__, __LINE__, d, a, b, t)
+
+// ---- wmma (m16n16k16, f16/bf16 operands, f32 accumulators) ---------------------------------------
+
+namespace nvcuda {
+namespace wmma {
+struct matrix_a {};
+struct matrix_b {};
+struct accumulator {};
+struct row_major {};
+struct col_major {};
+enum layout_t { mem_row_major, mem_col_major };
+
+// a lane's elements: the accumulator as the m16n8 d fragments of columns 0-7 then 8-15 (the layout
+// of sm_80); operands: element e of lane l is entry l * 8 + e of the tile in its own layout
+template <typename Use, int M, int N, int K, typename T, typename Layout = void> struct fragment {
+    static_assert(M == 16 && N == 16 && K == 16, "the emulator has m16n16k16 only");
+    static constexpr int num_elements = 8;
+    T                    x[8];
+};
+
+// (row, column) of element e of `lane` in a 16x16 accumulator
+static inline void acc_pos(int lane, int e, int * r, int * c) {
+    const int g = lane / 4, t = lane % 4;
+    *r = g + 8 * (e / 2 % 2);
+    *c = 8 * (e / 4) + 2 * t + e % 2;
+}
+
+// (row, column) of element e of `lane` in a 16x16 operand stored in Layout
+template <typename Layout> static inline void op_pos(int lane, int e, int * r, int * c) {
+    const int i = lane * 8 + e;
+    *r          = std::is_same<Layout, row_major>::value ? i / 16 : i % 16;
+    *c          = std::is_same<Layout, row_major>::value ? i % 16 : i / 16;
+}
+
+#define VAE_EMU_WMMA_SYNC() vae_emu_syncwarp(__FILE__, __LINE__)
+
+template <typename Use, typename T, typename L> static inline void fill_fragment(fragment<Use, 16, 16, 16, T, L> & f,
+                                                                                 float v) {
+    for (int e = 0; e < 8; e++) {
+        f.x[e] = v;
+    }
+}
+
+template <typename Use, typename T, typename L>
+static inline void load_matrix_sync(fragment<Use, 16, 16, 16, T, L> & f, const T * p, unsigned ld) {
+    VAE_EMU_WMMA_SYNC();
+    for (int e = 0; e < 8; e++) {
+        int r, c;
+        op_pos<L>(vae_emu_now->lane, e, &r, &c);
+        f.x[e] = std::is_same<L, row_major>::value ? p[(size_t) r * ld + c] : p[(size_t) c * ld + r];
+    }
+    VAE_EMU_WMMA_SYNC();
+}
+
+static inline void load_matrix_sync(fragment<accumulator, 16, 16, 16, float> & f, const float * p, unsigned ld,
+                                    layout_t l) {
+    VAE_EMU_WMMA_SYNC();
+    for (int e = 0; e < 8; e++) {
+        int r, c;
+        acc_pos(vae_emu_now->lane, e, &r, &c);
+        f.x[e] = l == mem_row_major ? p[(size_t) r * ld + c] : p[(size_t) c * ld + r];
+    }
+    VAE_EMU_WMMA_SYNC();
+}
+
+static inline void store_matrix_sync(float * p, const fragment<accumulator, 16, 16, 16, float> & f, unsigned ld,
+                                     layout_t l) {
+    VAE_EMU_WMMA_SYNC();
+    for (int e = 0; e < 8; e++) {
+        int r, c;
+        acc_pos(vae_emu_now->lane, e, &r, &c);
+        (l == mem_row_major ? p[(size_t) r * ld + c] : p[(size_t) c * ld + r]) = f.x[e];
+    }
+    VAE_EMU_WMMA_SYNC();
+}
+
+template <typename T, typename LA, typename LB>
+static inline void mma_sync(fragment<accumulator, 16, 16, 16, float> & d, const fragment<matrix_a, 16, 16, 16, T, LA> & a,
+                            const fragment<matrix_b, 16, 16, 16, T, LB> & b,
+                            const fragment<accumulator, 16, 16, 16, float> & c) {
+    struct regs {
+        T     a[8], b[8];
+        float c[8];
+    } mine, all[32];
+    memcpy(mine.a, a.x, sizeof(mine.a));
+    memcpy(mine.b, b.x, sizeof(mine.b));
+    memcpy(mine.c, c.x, sizeof(mine.c));
+    static_assert(sizeof(regs) <= 64, "wmma operands");
+    vae_emu_warp_exchange(0xffffffffu, &mine, sizeof(mine), all, __FILE__, __LINE__);
+    float A[16][16], B[16][16];
+    for (int l = 0; l < 32; l++) {
+        for (int e = 0; e < 8; e++) {
+            int r, col;
+            op_pos<LA>(l, e, &r, &col);
+            A[r][col] = vae_emu_b16(all[l].a[e].x, 0, T());
+            op_pos<LB>(l, e, &r, &col);
+            B[r][col] = vae_emu_b16(all[l].b[e].x, 0, T());
+        }
+    }
+    for (int e = 0; e < 8; e++) {
+        int r, col;
+        acc_pos(vae_emu_now->lane, e, &r, &col);
+        float s = mine.c[e];
+        for (int k = 0; k < 16; k++) {
+            s += A[r][k] * B[k][col];
+        }
+        d.x[e] = s;
+    }
+}
+}   // namespace wmma
+}   // namespace nvcuda
+
+// ---- launches ------------------------------------------------------------------------------------
+// tests/gpu-emu/cu2cc.py turns `k<<<grid, block, smem, s>>>(args)` into
+// `k ->* vae_emu_config("k", ..., grid, block, smem, s) ->* vae_emu_args(args)`.
+
+struct vae_emu_cfg {
+    const char * name, *func, *file;
+    int          line;
+    dim3         grid, block;
+    size_t       smem;
+    cudaStream_t stream;
+};
+
+static inline vae_emu_cfg vae_emu_config(const char * name, const char * func, const char * file, int line, dim3 g,
+                                         dim3 b, size_t smem = 0, cudaStream_t s = nullptr) {
+    return { name, func, file, line, g, b, smem, s };
+}
+
+void vae_emu_launch(const vae_emu_cfg & cfg, const void * fn, std::function<void()> body);
+
+template <typename... P> struct vae_emu_pending {
+    void (*fn)(P...);
+    vae_emu_cfg cfg;
+};
+
+template <typename... P> static inline vae_emu_pending<P...> operator->*(void (*fn)(P...), vae_emu_cfg cfg) {
+    return { fn, cfg };
+}
+
+template <typename... A> struct vae_emu_argpack {
+    std::tuple<A...> t;
+};
+
+template <typename... A> static inline vae_emu_argpack<typename std::decay<A>::type...> vae_emu_args(A &&... a) {
+    return { std::tuple<typename std::decay<A>::type...>(std::forward<A>(a)...) };
+}
+
+template <typename... P, typename... A> static inline void operator->*(vae_emu_pending<P...> k, vae_emu_argpack<A...> a) {
+    std::tuple<typename std::decay<P>::type...> params(a.t);
+    auto                                        fn = k.fn;
+    vae_emu_launch(k.cfg, (const void *) fn, [fn, params]() { std::apply(fn, params); });
+}
