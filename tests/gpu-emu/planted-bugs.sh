@@ -131,8 +131,15 @@ run_section() {
     return 0
 }
 
+# the first failed case with the check that follows it (why: NaN, unwritten values...), or the
+# emulator's report with the kernel it names (its "  in" line)
 first_failure() {
-    grep -m1 -E "$fail_re|exit status" "$1" | cut -c1-150
+    awk -v re="$fail_re|exit status" '
+        hit && /^  in / { line = line " " substr($0, 6) }
+        hit && /check failed/ && line !~ /check failed/ { i = index($0, "]: "); if (i) line = line "; " substr($0, i + 3) }
+        hit { exit }
+        $0 ~ re { line = $0; hit = 1 }
+        END { print line }' "$1" | cut -c1-260
 }
 
 # ---- pristine --------------------------------------------------------------------------------------
