@@ -106,6 +106,7 @@ fail_re=': FAIL|check failed|^gpu-emu: '
 # run_section LOG CAP WORD: 0 passed, 1 failed (first failure in LOG), 3 still running at CAP seconds
 run_section() {
     local log=$1 cap=$2 word=$3 t=0 rc
+    touch "$log"   # before the poll's first grep
     "$exe" "$word" >> "$log" 2>&1 &
     local pid=$!
     while kill -0 $pid 2> /dev/null; do
