@@ -1,0 +1,229 @@
+#!/bin/bash
+# Planted bugs: shows that test-gpu-emu catches the kernel bugs it exists for (issue 12, item 3).
+# Each bug is one exact edit of one line (or two) of kernels/*.cu, applied to a copy of the tree;
+# the emulated suite must then fail. Without this check a suite that passes proves little: an
+# emulator that, say, lands cp.async copies at once would pass a kernel that forgets to wait.
+#
+# The copy (the working tree's files that git tracks or does not ignore) is configured once
+# (-Dcuda=disabled: test-gpu-emu needs only a C++ compiler); each bug restores the pristine kernel,
+# applies its edit (an edit that does not match exactly once stops the script: never a silent
+# pass), rebuilds test-gpu-emu incrementally and runs it. The sections run are test-gpu-emu's own
+# (read from meson.build here), then, for a bug in a kernel they do not reach, the extra section of
+# test-cuda-ops that does (named in the table). A run stops at its first failed check or emulator
+# report, which the table shows. The pristine tree runs first and must pass; the slow extra
+# sections run there for at most EXTRA_CAP seconds each (a bug's failing case must be one the
+# pristine run passed, or the table says so).
+#
+# Usage: tests/gpu-emu/planted-bugs.sh [WORD]   (WORD: only the bugs whose name contains it)
+# Env: VAE_SHARED_DIR (default: ../shared beside the tree), EXTRA_CAP (seconds, default 60),
+#      KEEP=1 keeps the temporary copy. Exit: 0 when every bug is caught, 1 when one is missed,
+#      2 when the script itself fails (copy, build, a bug that does not apply, pristine failing).
+
+set -u
+src=$(cd "$(dirname "$0")/../.." && pwd)
+only=${1:-}
+extra_cap=${EXTRA_CAP:-60}
+export VAE_SHARED_DIR=${VAE_SHARED_DIR:-$(cd "$src/.." && pwd)/shared}
+export OMP_NUM_THREADS=${OMP_NUM_THREADS:-2} OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-passive}
+work=$(mktemp -d /tmp/planted-bugs.XXXXXX)
+[ "${KEEP:-0}" = 1 ] || trap 'rm -rf "$work"' EXIT
+t_start=$(date +%s)
+
+die() {
+    echo "planted-bugs: $*" >&2
+    exit 2
+}
+
+# ---- the bugs: name, file, extra section ("-": none), what it changes, the exact old and new text ----
+
+names=() files=() extras=() whats=() olds=() news=()
+bug() {
+    names+=("$1") files+=("$2") extras+=("$3") whats+=("$4") olds+=("$5") news+=("$6")
+}
+
+conv=kernels/vae-gpu-conv.cu
+attn=kernels/vae-gpu-attention.cu
+bug fragment-row $conv - "ldmatrix A rows: lane % 8 instead of lane % 16 (rows 8-15 of each m16 fragment read rows 0-7)" \
+    '(wm * C::WM + lane % 16) * C::LDA' \
+    '(wm * C::WM + lane % 8) * C::LDA'
+bug missing-syncthreads-conv $conv - "no __syncthreads between the cp.async wait and the next stage's load/mma" \
+    $'        __syncthreads();\n        if (kb + C::STAGES - 1 < nk) {' \
+    $'        if (kb + C::STAGES - 1 < nk) {'
+bug missing-syncthreads-attn $attn - "no \"S complete\" __syncthreads: the softmax reads S while other warps write it" \
+    '            __syncthreads(); // S complete, the K tile free' \
+    '            // S complete, the K tile free'
+bug missing-wait-group $conv - "no cp.async.wait_group before a stage is used (only the final wait<0> remains)" \
+    $'        vae_gpu_ptx_cp_wait<C::STAGES - 2>();\n' \
+    ''
+bug halo-off-by-one $conv - "halo test ix > w instead of ix >= w: the column past the right edge is read, not zero" \
+    '(unsigned) ix >= (unsigned) p.w' \
+    '(unsigned) ix > (unsigned) p.w'
+bug subpixel-phase $conv upsample_conv2d "fused upsample conv writes column phase (phase >> 1) instead of (phase & 1)" \
+    '2 * X + (phase & 1)' \
+    '2 * X + (phase >> 1)'
+bug causal-frame $conv causal_conv3d "causal conv3d time taps reversed: tap j reads frame t + (kt - 1 - j) - (kt - 1)" \
+    'const int  s  = px.t + tp.j - (p.kt - 1);' \
+    'const int  s  = px.t + (p.kt - 1 - tp.j) - (p.kt - 1);'
+bug softmax-running-max $attn - "online softmax keeps no running-max rescale: alpha = 1 when the max grows" \
+    '*alpha          = exp2f(*m - ref);' \
+    '*alpha          = 1.0f;'
+bug k-tail $conv - "the last partial K slice is skipped: nk = K / BK rounds down" \
+    'const int nk = (p.K + C::BK - 1) / C::BK;' \
+    'const int nk = p.K / C::BK;'
+bug m-tail $conv - "tensor-core epilogue drops its m < M bound: rows past M are written" \
+    $'                if (m < p.M && n < p.cout_p) {\n                    float v[C::VEC];' \
+    $'                if (n < p.cout_p) {\n                    float v[C::VEC];'
+bug pack-coefficient kernels/vae-gpu-frame-pack.cu read_frame "I420/NV12 U uses kr instead of kb: 128 + cs (B - Y) / (2 (1 - kr))" \
+    'vae_gpu_pack_chroma(cs, mean[2], luma, kb)' \
+    'vae_gpu_pack_chroma(cs, mean[2], luma, kr)'
+bug smem-overflow kernels/vae-gpu-rms-norm.cu - "gamma staging loop ch <= cp: writes sm_gamma[cp], one past the dynamic shared array" \
+    'for (int ch = threadIdx.x; ch < cp; ch += blockDim.x) {' \
+    'for (int ch = threadIdx.x; ch <= cp; ch += blockDim.x) {'
+
+# ---- copy, configure, build ------------------------------------------------------------------------
+
+tree=$work/src build=$work/build
+mkdir -p "$tree" "$work/pristine" || die "cannot make $work"
+(cd "$src" && git ls-files -z --cached --others --exclude-standard | tar --null -T - -cf -) | tar -xf - -C "$tree" ||
+    die "cannot copy the tree"
+[ -d "$VAE_SHARED_DIR" ] || die "VAE_SHARED_DIR $VAE_SHARED_DIR is not a directory"
+ln -s "$VAE_SHARED_DIR" "$work/shared"   # tests/meson.build's ../shared beside the copy
+for f in "${files[@]}"; do
+    mkdir -p "$work/pristine/$(dirname "$f")" && cp "$tree/$f" "$work/pristine/$f" || die "no $f"
+done
+meson setup "$build" "$tree" -Dcuda=disabled > "$work/setup.log" 2>&1 || die "meson setup failed: $work/setup.log"
+exe=$build/tests/gpu-emu/test-gpu-emu
+build_emu() {
+    ninja -C "$build" tests/gpu-emu/test-gpu-emu > "$work/build.log" 2>&1
+}
+build_emu || die "the pristine tree does not build test-gpu-emu: $(tail -5 "$work/build.log")"
+
+# test-gpu-emu's own sections: the words after `exe` in its test() line
+sections=$(sed -n "s/^test('test-gpu-emu'.*args : \[exe, \([^]]*\)\].*/\1/p" "$src/tests/gpu-emu/meson.build" | tr -d "',")
+[ -n "$sections" ] || die "cannot read test-gpu-emu's sections from tests/gpu-emu/meson.build"
+
+fail_re=': FAIL|check failed|^gpu-emu: '
+# run_section LOG CAP WORD: 0 passed, 1 failed (first failure in LOG), 3 still running at CAP seconds
+run_section() {
+    local log=$1 cap=$2 word=$3 t=0 rc
+    touch "$log"   # before the poll's first grep
+    "$exe" "$word" >> "$log" 2>&1 &
+    local pid=$!
+    while kill -0 $pid 2> /dev/null; do
+        if grep -qE "$fail_re" "$log"; then
+            kill $pid 2> /dev/null
+            wait $pid 2> /dev/null
+            return 1
+        fi
+        if [ $t -ge $((cap * 5)) ]; then
+            kill $pid 2> /dev/null
+            wait $pid 2> /dev/null
+            return 3
+        fi
+        sleep 0.2
+        t=$((t + 1))
+    done
+    wait $pid
+    rc=$?
+    if [ $rc -ne 0 ] || grep -qE "$fail_re" "$log"; then
+        grep -qE "$fail_re" "$log" || echo "test-gpu-emu $word: exit status $rc" >> "$log"
+        return 1
+    fi
+    return 0
+}
+
+# the first failed case with the check that follows it (why: NaN, unwritten values...), or the
+# emulator's report with the kernel it names (its "  in" line)
+first_failure() {
+    awk -v re="$fail_re|exit status" '
+        hit && /^  in / { line = line " " substr($0, 6) }
+        hit && /check failed/ && line !~ /check failed/ { i = index($0, "]: "); if (i) line = line "; " substr($0, i + 3) }
+        hit { exit }
+        $0 ~ re { line = $0; hit = 1 }
+        END { print line }' "$1" | cut -c1-260
+}
+
+# ---- pristine --------------------------------------------------------------------------------------
+
+echo "pristine: test-gpu-emu sections: $sections"
+for word in $sections; do
+    run_section "$work/pristine.log" 600 "$word"
+    [ $? -eq 0 ] || die "the pristine tree fails test-gpu-emu: $(first_failure "$work/pristine.log")"
+done
+# the bugs to run, and the extra sections they need
+sel=()
+for i in "${!names[@]}"; do
+    case ${names[$i]} in *"$only"*) sel+=("$i") ;; esac
+done
+[ ${#sel[@]} -gt 0 ] || die "no bug's name contains '$only'"
+for word in $(for i in "${sel[@]}"; do echo "${extras[$i]}"; done | grep -v '^-$' | sort -u); do
+    run_section "$work/pristine-$word.log" "$extra_cap" "$word"
+    case $? in
+        0) echo "pristine: extra section $word passes" ;;
+        3) echo "pristine: extra section $word passes its first $(grep -c ': OK' "$work/pristine-$word.log") cases in ${extra_cap} s" ;;
+        *) die "the pristine tree fails section $word: $(first_failure "$work/pristine-$word.log")" ;;
+    esac
+done
+echo "pristine: $(($(date +%s) - t_start)) s (copy, configure, build, run)"
+
+# ---- the bugs --------------------------------------------------------------------------------------
+
+apply_bug() {   # file old new: replaces the one occurrence of old, or fails
+    python3 - "$tree/$1" "$2" "$3" << 'EOF'
+import sys
+path, old, new = sys.argv[1:4]
+text = open(path).read()
+n = text.count(old)
+if n != 1:
+    sys.exit("%s: the bug's text occurs %d times, not once" % (path, n))
+open(path, 'w').write(text.replace(old, new))
+EOF
+}
+
+rows=() missed=0
+for i in "${sel[@]}"; do
+    name=${names[$i]} file=${files[$i]} extra=${extras[$i]}
+    t0=$(date +%s)
+    log=$work/bug-$name.log
+    : > "$log"
+    cp "$work/pristine/$file" "$tree/$file"
+    apply_bug "$file" "${olds[$i]}" "${news[$i]}" || die "bug $name does not apply"
+    build_emu || die "bug $name does not build: $(grep -m1 error "$work/build.log")"
+    caught=missed how="passed every check" where=
+    words=$sections
+    [ "$extra" = - ] || words="$words $extra"
+    for word in $words; do
+        run_section "$log" "$extra_cap" "$word"
+        rc=$?
+        if [ $rc -eq 1 ]; then
+            caught=CAUGHT how=$(first_failure "$log") where=$word
+            [ "$word" = "$extra" ] && where="$word (extra section)"
+            # a failing case of an extra section must be one that the pristine run passed
+            label=${how%%: FAIL*}
+            if [ "$word" = "$extra" ] && [ "$label" != "$how" ] &&
+                ! grep -qF "$label: OK" "$work/pristine-$extra.log"; then
+                where="$where, a case past the pristine run's ${extra_cap} s"
+            fi
+            break
+        elif [ $rc -eq 3 ]; then
+            how="no failure in the first ${extra_cap} s of $word"
+        fi
+    done
+    cp "$work/pristine/$file" "$tree/$file"
+    [ $caught = CAUGHT ] || missed=$((missed + 1))
+    dt=$(($(date +%s) - t0))
+    echo "$name: $caught in $dt s${where:+, section $where}: $how"
+    row="$name	$file	${whats[$i]}	$caught	${where:+$where: }$how"
+    rows+=("${row//|/\\|}")
+done
+build_emu || die "the restored tree does not build"
+
+echo
+echo "| bug | file | what it changes | caught? | how (section: first failing check or emulator report) |"
+echo "|---|---|---|---|---|"
+for r in "${rows[@]}"; do
+    echo "| ${r//	/ | } |"
+done
+echo
+echo "${#sel[@]} bugs, $missed missed, $(($(date +%s) - t_start)) s in all"
+[ $missed -eq 0 ]
