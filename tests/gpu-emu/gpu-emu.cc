@@ -8,7 +8,7 @@
 // with inaccessible pages on both sides, its end flush with the page after it, so the first
 // byte past it faults; the fault handler names the kernel, block, thread and allocation.
 // Shared memory is refilled with 0xff (NaN) bytes for every block, so a read of what the block
-// did not write shows. The emulated device (VAE_GPU_EMU_SM at build time) sets the
+// did not write shows. The emulated device (__CUDA_ARCH__ at build time) sets the
 // shared-memory limits.
 
 #include "gpu-emu.h"
