@@ -53,10 +53,14 @@ template <typename T> struct __align__(16) vae_gpu_vec {
     T v[16 / sizeof(T)];
 };
 
-// the checks every entry makes of an activation and a precision
+// the checks every entry makes of an activation and a precision; the shape alone is what a sizing
+// query (scratch bytes) checks, asked before the buffers exist
+static inline bool vae_gpu_shape_ok(struct vae_gpu_act a) {
+    return a.n > 0 && a.c > 0 && a.h > 0 && a.w > 0 && a.cp == vae_gpu_cpad(a.c);
+}
+
 static inline bool vae_gpu_act_ok(struct vae_gpu_act a) {
-    return a.data && (uintptr_t) a.data % 16 == 0 && a.n > 0 && a.c > 0 && a.h > 0 && a.w > 0 &&
-           a.cp == vae_gpu_cpad(a.c);
+    return a.data && (uintptr_t) a.data % 16 == 0 && vae_gpu_shape_ok(a);
 }
 
 static inline bool vae_gpu_precision_ok(enum vae_precision p) {

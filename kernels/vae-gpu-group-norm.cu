@@ -215,8 +215,9 @@ static cudaError_t vae_gpu_group_norm_stats_launch(struct vae_gpu_act x, int gro
     return cudaGetLastError();
 }
 
+// (x.data is not looked at: the backend asks at planning, before any buffer exists)
 extern "C" size_t vae_gpu_group_norm_scratch(struct vae_gpu_act x, int groups) {
-    if (!vae_gpu_act_ok(x) || !vae_gpu_gn_groups_ok(x, groups)) {
+    if (!vae_gpu_shape_ok(x) || !vae_gpu_gn_groups_ok(x, groups)) {
         return 0;
     }
     return 3 * (size_t) x.n * groups * vae_gpu_gn_plan_of(x).nb * sizeof(float);

@@ -59,7 +59,7 @@ cudaError_t vae_gpu_pixel_shuffle(struct vae_gpu_act x, struct vae_gpu_act y, en
 // GroupNorm (vae-gpu-group-norm.cu): statistics of each (frame, group) over (C/groups) x H x W,
 // biased variance, f32 with a deterministic reduction (no float atomics), written to
 // stats[i * 2 * groups ...]: the groups' means, then 1 / sqrt(var + eps). scratch holds
-// vae_gpu_group_norm_scratch() bytes.
+// vae_gpu_group_norm_scratch() bytes (it reads x's shape only: x.data may still be NULL).
 size_t     vae_gpu_group_norm_scratch(struct vae_gpu_act x, int groups);
 cudaError_t vae_gpu_group_norm_stats(struct vae_gpu_act x, int groups, float eps, float * stats, void * scratch,
                                     enum vae_precision p, cudaStream_t s);

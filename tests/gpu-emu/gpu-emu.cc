@@ -2,12 +2,13 @@
 // the host, and the execution of kernel launches. Every operation is synchronous; a stream being
 // captured records the operations into a graph that a launch of the graph replays. A kernel runs
 // one block at a time, each thread a fiber on its own stack, switched by hand at barriers and
-// warp collectives only, in the order VAE_GPU_EMU_ORDER asks (forward, reverse, random[:seed]).
+// warp collectives only: the first runnable thread in the order VAE_GPU_EMU_ORDER asks
+// (alternate, forward, reverse, random[:seed]) runs until it waits.
 // Memory is checked with guard pages: every cudaMalloc and every shared-memory array is mapped
 // with inaccessible pages on both sides, its end flush with the page after it, so the first
 // byte past it faults; the fault handler names the kernel, block, thread and allocation.
 // Shared memory is refilled with 0xff (NaN) bytes for every block, so a read of what the block
-// did not write shows. The emulated device (VAE_GPU_EMU_SM at build time) sets the
+// did not write shows. The emulated device (__CUDA_ARCH__ at build time) sets the
 // shared-memory limits.
 
 #include "gpu-emu.h"
@@ -100,6 +101,8 @@ static struct {
     int                               nthreads, live;
     std::vector<int>                  warp_live, warp_wait;
     int                               bar_wait;
+    size_t                            cursor;     // the fibers of order[0 .. cursor) wait or are done
+    unsigned long long                launches;
     void *                            sched_sp;
     emu_fiber *                       cur;
     std::function<void()> *           body;
@@ -345,6 +348,7 @@ static void emu_release_block() {
         }
     }
     E.bar_wait = 0;
+    E.cursor   = 0;
 }
 
 extern "C" void vae_emu_syncthreads(const char * file, int line) {
@@ -371,6 +375,7 @@ static void emu_release_warp(int w) {
         f.state = EMU_RUN;
     }
     E.warp_wait[w] = 0;
+    E.cursor       = 0;
 }
 
 // a barrier of the warp: every lane of the warp must be live and reach the same call site
@@ -452,11 +457,14 @@ static void emu_fiber_start(emu_fiber * f) {
     f->sp  = top;
 }
 
-static void emu_order(std::vector<int> & order, const char * how) {
+// the priority of a block's threads (and the order of the blocks of a launch): forward, reverse,
+// random, or alternate (the default): forward or reverse by the parity of the launch count plus
+// the block's index, so that a kernel with two blocks, or launched twice, meets both
+static void emu_order(std::vector<int> & order, const char * how, size_t parity) {
     for (size_t i = 0; i < order.size(); i++) {
         order[i] = (int) i;
     }
-    if (strncmp(how, "reverse", 7) == 0) {
+    if (strncmp(how, "reverse", 7) == 0 || (strncmp(how, "alternate", 9) == 0 && parity % 2)) {
         std::reverse(order.begin(), order.end());
     } else if (strncmp(how, "random", 6) == 0) {
         std::shuffle(order.begin(), order.end(), E.rng);
@@ -489,20 +497,17 @@ static void emu_run_block(unsigned bx, unsigned by, unsigned bz, const char * ho
     for (auto & kv : E.statics) {
         memset(kv.second.base, 0xff, kv.second.bytes);
     }
+    // always the first runnable thread in the order: it runs until it waits, so each warp gets as far
+    // ahead of the later ones as the barriers let it (a missing __syncthreads between a write and
+    // other warps' reads, or before an overwrite of what they still read, changes what they read)
     std::vector<int> order((size_t) E.nthreads);
-    emu_order(order, how);
+    emu_order(order, how, E.launches + bx + by + bz);
+    E.cursor = 0;
     while (E.live > 0) {
-        bool ran = false;
-        for (int t : order) {
-            emu_fiber & f = E.fibers[t];
-            if (f.state == EMU_RUN) {
-                E.cur       = &f;
-                vae_emu_now = &f.w;
-                vae_emu_switch(&E.sched_sp, f.sp);
-                ran = true;
-            }
+        while (E.cursor < order.size() && E.fibers[order[E.cursor]].state != EMU_RUN) {
+            E.cursor++;
         }
-        if (!ran && E.live > 0) {
+        if (E.cursor == order.size()) {
             for (auto & f : E.fibers) {
                 if (f.state == EMU_BAR || f.state == EMU_WARP) {
                     E.cur = &f;
@@ -511,9 +516,10 @@ static void emu_run_block(unsigned bx, unsigned by, unsigned bz, const char * ho
                 }
             }
         }
-        if (strncmp(how, "random", 6) == 0) {
-            emu_order(order, how);
-        }
+        emu_fiber & f = E.fibers[order[E.cursor]];
+        E.cur         = &f;
+        vae_emu_now   = &f.w;
+        vae_emu_switch(&E.sched_sp, f.sp);
     }
     E.cur       = nullptr;
     vae_emu_now = nullptr;
@@ -542,7 +548,7 @@ extern "C" cudaError_t vae_emu_func_set_attribute(const void * fn, enum cudaFunc
 
 static void emu_run_launch(const vae_emu_cfg & cfg, const std::function<void()> & body) {
     const char * how = getenv("VAE_GPU_EMU_ORDER");
-    how              = how ? how : "forward";
+    how              = how ? how : "alternate";
     const char * seed = strchr(how, ':');
     E.rng.seed(seed ? (unsigned) strtoul(seed + 1, nullptr, 10) : 1u);
     E.cfg          = &cfg;
@@ -561,14 +567,7 @@ static void emu_run_launch(const vae_emu_cfg & cfg, const std::function<void()> 
     const dim3                 g = cfg.grid;
     const size_t               nb = (size_t) g.x * g.y * g.z;
     std::vector<int>           border(nb);
-    for (size_t i = 0; i < nb; i++) {
-        border[i] = (int) i;
-    }
-    if (strncmp(how, "reverse", 7) == 0) {
-        std::reverse(border.begin(), border.end());
-    } else if (strncmp(how, "random", 6) == 0) {
-        std::shuffle(border.begin(), border.end(), E.rng);
-    }
+    emu_order(border, how, E.launches++);
     for (int i : border) {
         emu_run_block((unsigned) i % g.x, (unsigned) i / g.x % g.y, (unsigned) i / (g.x * g.y), how);
     }

@@ -151,10 +151,18 @@ struct __nv_bfloat16 {
     uint16_t x;
     operator float() const;
 };
+// by hand, as the library call it would otherwise be dominates the emulated mma's time
 static inline float __half2float(__half h) {
-    _Float16 f;
-    memcpy(&f, &h.x, 2);
-    return (float) f;
+    const unsigned s = (unsigned) (h.x & 0x8000u) << 16, e = h.x >> 10 & 0x1fu, m = h.x & 0x3ffu;
+    if (e == 0) {   // zero or subnormal: m 2^-24
+        const float v = (float) m * 0x1p-24f;
+        return s ? -v : v;
+    }
+    unsigned u = e == 0x1f ? s | 0x7f800000u | m << 13 | (m ? 0x400000u : 0u)   // Inf, NaN (quiet)
+                           : s | (e + 112) << 23 | m << 13;
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
 }
 static inline __half __float2half_rn(float v) {
     const _Float16 f = (_Float16) v;   // round to nearest even
@@ -272,43 +280,48 @@ static inline void vae_emu_mma(const char * file, int line, float * d, const uns
     memcpy(mine.b, b, sizeof(mine.b));
     memcpy(mine.c, d, sizeof(mine.c));
     vae_emu_warp_exchange(0xffffffffu, &mine, sizeof(mine), all, file, line);
-    float A[16][16], B[16][8];
-    for (int l = 0; l < 32; l++) {
-        const int g = l / 4, t = l % 4;
+    // only what this lane's d needs: rows g, g + 8 of A (from lanes 4g + u) and columns 2t, 2t + 1
+    // of B (from lanes 4 (2t + c) + u); every operand register is read by some lane
+    const int g = vae_emu_now->lane / 4, t = vae_emu_now->lane % 4;
+    float     A[2][16], B[2][16];   // [row half][k], [column][k]
+    for (int u = 0; u < 4; u++) {
         for (int i = 0; i < (K == 16 || TF32 ? 4 : 2); i++) {
-            const int row = g + 8 * (i % 2), kh = i / 2;
+            const int      l = 4 * g + u, kh = i / 2;
+            const unsigned r = all[l].a[i];
             if (TF32) {
-                if (all[l].a[i] & 0x1fffu) {
+                if (r & 0x1fffu) {
                     vae_emu_fail(file, line, "mma tf32: lane %d's a[%d] = 0x%08x is not rounded to tf32 (cvt.rna)", l,
-                                 i, all[l].a[i]);
+                                 i, r);
                 }
-                A[row][t + 4 * kh] = __uint_as_float(all[l].a[i]);
+                A[i % 2][u + 4 * kh] = __uint_as_float(r);
             } else {
                 for (int h = 0; h < 2; h++) {
-                    A[row][2 * t + 8 * kh + h] = vae_emu_b16(all[l].a[i], h, T());
+                    A[i % 2][2 * u + 8 * kh + h] = vae_emu_b16(r, h, T());
                 }
             }
         }
         for (int j = 0; j < (K == 16 || TF32 ? 2 : 1); j++) {
-            if (TF32) {
-                if (all[l].b[j] & 0x1fffu) {
-                    vae_emu_fail(file, line, "mma tf32: lane %d's b[%d] = 0x%08x is not rounded to tf32 (cvt.rna)", l,
-                                 j, all[l].b[j]);
-                }
-                B[t + 4 * j][g] = __uint_as_float(all[l].b[j]);
-            } else {
-                for (int h = 0; h < 2; h++) {
-                    B[2 * t + 8 * j + h][g] = vae_emu_b16(all[l].b[j], h, T());
+            for (int c = 0; c < 2; c++) {
+                const int      l = 4 * (2 * t + c) + u;
+                const unsigned r = all[l].b[j];
+                if (TF32) {
+                    if (r & 0x1fffu) {
+                        vae_emu_fail(file, line,
+                                     "mma tf32: lane %d's b[%d] = 0x%08x is not rounded to tf32 (cvt.rna)", l, j, r);
+                    }
+                    B[c][u + 4 * j] = __uint_as_float(r);
+                } else {
+                    for (int h = 0; h < 2; h++) {
+                        B[c][2 * u + 8 * j + h] = vae_emu_b16(r, h, T());
+                    }
                 }
             }
         }
     }
-    const int g = vae_emu_now->lane / 4, t = vae_emu_now->lane % 4;
     for (int e = 0; e < 4; e++) {
-        const int row = g + 8 * (e / 2), col = 2 * t + e % 2;
-        float     s   = d[e];
+        float s = d[e];
         for (int k = 0; k < K; k++) {
-            s += A[row][k] * B[k][col];
+            s += A[e / 2][k] * B[e % 2][k];
         }
         d[e] = s;
     }
