@@ -98,8 +98,8 @@ build_emu() {
 }
 build_emu || die "the pristine tree does not build test-gpu-emu: $(tail -5 "$work/build.log")"
 
-# test-gpu-emu's own sections: the words after `exe` in its test() line
-sections=$(sed -n "s/^test('test-gpu-emu'.*args : \[exe, \([^]]*\)\].*/\1/p" "$src/tests/gpu-emu/meson.build" | tr -d "',")
+# test-gpu-emu's own sections: the sm_86 list of `words` in its meson.build (word=v: on conv variant v)
+sections=$(python3 -c "import re,sys; t=open(sys.argv[1]).read(); m=re.search(r\"words = sm == '86' \\? \\[([^]]*)\\]\", t); print(' '.join(re.findall(r\"'([^']+)'\", m.group(1))) if m else '')" "$src/tests/gpu-emu/meson.build")
 [ -n "$sections" ] || die "cannot read test-gpu-emu's sections from tests/gpu-emu/meson.build"
 
 fail_re=': FAIL|check failed|^gpu-emu: '
@@ -107,7 +107,10 @@ fail_re=': FAIL|check failed|^gpu-emu: '
 run_section() {
     local log=$1 cap=$2 word=$3 t=0 rc
     touch "$log"   # before the poll's first grep
-    "$exe" "$word" >> "$log" 2>&1 &
+    case $word in   # word=v: every conv on tile variant v (run.sh)
+        *=*) VAE_GPU_CONV_VARIANT=${word#*=} "$exe" "${word%%=*}" >> "$log" 2>&1 & ;;
+        *) "$exe" "$word" >> "$log" 2>&1 & ;;
+    esac
     local pid=$!
     while kill -0 $pid 2> /dev/null; do
         if grep -qE "$fail_re" "$log"; then
