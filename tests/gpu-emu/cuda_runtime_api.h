@@ -24,6 +24,7 @@ typedef enum cudaError {
     cudaErrorNoDevice           = 100,
     cudaErrorInvalidResourceHandle = 400,
     cudaErrorNotReady           = 600,
+    cudaErrorContextIsDestroyed = 709,
     cudaErrorLaunchFailure      = 719,
     cudaErrorStreamCaptureUnsupported = 900,
     cudaErrorNotSupported       = 801,

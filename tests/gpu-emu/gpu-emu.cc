@@ -536,13 +536,76 @@ static cudaError_t emu_err(cudaError_t e) {
     return e;
 }
 
-static std::map<const void *, int> emu_attr;   // kernel -> its dynamic shared memory limit
+// the driver's contexts, as far as the backend and the tests use them: the primary context, which
+// the runtime starts at its first call that needs one; contexts made by cuCtxCreate (as a
+// GstCudaContext makes its own), destroyed by cuCtxDestroy (kept, dead, so that no later context
+// reuses the address); the calling thread's stack. A kernel's shared-memory opt-in is an attribute
+// of the context current at cudaFuncSetAttribute, as on a GPU: a launch in another context is
+// held to 48 KB until it is set there too.
+struct emu_context {
+    bool                        live = true;
+    std::map<const void *, int> attr;   // kernel -> its dynamic shared memory limit
+};
+static emu_context                 emu_primary_ctx;
+static bool                        emu_primary_started = false;
+static std::vector<emu_context *>  emu_ctx_stack;
+
+static emu_context * emu_ctx_top() {
+    return !emu_ctx_stack.empty() ? emu_ctx_stack.back() : emu_primary_started ? &emu_primary_ctx : nullptr;
+}
+// the context a runtime call runs in (the primary one starts when none is current)
+static emu_context * emu_ctx_runtime() {
+    emu_primary_started = emu_primary_started || emu_ctx_stack.empty();
+    return emu_ctx_top();
+}
+static int emu_ctx_get(void ** c) { *c = emu_ctx_top(); return 0; }
+static int emu_ctx_push(void * c) {
+    if (!c || !((emu_context *) c)->live) {
+        return 201;   // CUDA_ERROR_INVALID_CONTEXT
+    }
+    emu_ctx_stack.push_back((emu_context *) c);
+    return 0;
+}
+static int emu_ctx_pop(void ** c) {
+    if (emu_ctx_stack.empty()) {
+        return 201;
+    }
+    if (c) {
+        *c = emu_ctx_stack.back();
+    }
+    emu_ctx_stack.pop_back();
+    return 0;
+}
+static int emu_ctx_create(void ** c, unsigned, int device) {
+    if (device != 0) {
+        return 101;   // CUDA_ERROR_INVALID_DEVICE
+    }
+    *c = new emu_context;
+    emu_ctx_stack.push_back((emu_context *) *c);
+    return 0;
+}
+static int emu_ctx_destroy(void * c) {
+    emu_context * x = (emu_context *) c;
+    if (!x || !x->live || x == &emu_primary_ctx) {
+        return 201;
+    }
+    x->live = false;
+    if (!emu_ctx_stack.empty() && emu_ctx_stack.back() == x) {
+        emu_ctx_stack.pop_back();
+    }
+    return 0;
+}
+
 
 extern "C" cudaError_t vae_emu_func_set_attribute(const void * fn, enum cudaFuncAttribute a, int v) {
     if (a != cudaFuncAttributeMaxDynamicSharedMemorySize || v < 0 || (size_t) v > emu_smem_optin()) {
         return emu_err(cudaErrorInvalidValue);
     }
-    emu_attr[fn] = v;
+    emu_context * ctx = emu_ctx_runtime();
+    if (!ctx->live) {
+        return emu_err(cudaErrorContextIsDestroyed);
+    }
+    ctx->attr[fn] = v;
     return cudaSuccess;
 }
 
@@ -612,8 +675,13 @@ void vae_emu_launch(const vae_emu_cfg & cfg, const void * fn, std::function<void
     emu_init_once();
     const dim3   b = cfg.block, g = cfg.grid;
     const size_t threads = (size_t) b.x * b.y * b.z;
-    auto         it = emu_attr.find(fn);
-    const size_t limit = it != emu_attr.end() ? (size_t) it->second : EMU_SMEM_48K;
+    emu_context * ctx = emu_ctx_runtime();
+    if (!ctx->live) {
+        emu_err(cudaErrorContextIsDestroyed);
+        return;
+    }
+    auto         it    = ctx->attr.find(fn);
+    const size_t limit = it != ctx->attr.end() ? (size_t) it->second : EMU_SMEM_48K;
     if (threads == 0 || threads > EMU_MAX_THREADS || b.z > 64 || g.x == 0 || g.y == 0 || g.z == 0 ||
         g.y > 65535 || g.z > 65535) {
         emu_err(cudaErrorInvalidConfiguration);
@@ -636,6 +704,7 @@ const char * cudaGetErrorString(cudaError_t e) {
         case cudaErrorMemoryAllocation:     return "out of memory";
         case cudaErrorInvalidConfiguration: return "invalid configuration argument";
         case cudaErrorInvalidDevice:        return "invalid device ordinal";
+        case cudaErrorContextIsDestroyed:   return "context is destroyed";
         default:                            return "emulated CUDA error";
     }
 }
@@ -690,27 +759,13 @@ cudaError_t cudaDeviceGetAttribute(int * v, enum cudaDeviceAttr a, int d) {
     return cudaSuccess;
 }
 
-// the driver's context stack, as far as the backend uses it
-static void *              emu_primary = nullptr;
-static std::vector<void *> emu_ctx_stack;
-static int emu_ctx_get(void ** c) { *c = emu_ctx_stack.empty() ? emu_primary : emu_ctx_stack.back(); return 0; }
-static int emu_ctx_push(void * c) { emu_ctx_stack.push_back(c); return 0; }
-static int emu_ctx_pop(void ** c) {
-    if (emu_ctx_stack.empty()) {
-        return 201;   // CUDA_ERROR_INVALID_CONTEXT
-    }
-    if (c) {
-        *c = emu_ctx_stack.back();
-    }
-    emu_ctx_stack.pop_back();
-    return 0;
-}
-
 cudaError_t cudaGetDriverEntryPointByVersion(const char * symbol, void ** fn, unsigned, unsigned long long,
                                              enum cudaDriverEntryPointQueryResult * q) {
     *fn = strcmp(symbol, "cuCtxGetCurrent") == 0    ? (void *) emu_ctx_get
           : strcmp(symbol, "cuCtxPushCurrent") == 0 ? (void *) emu_ctx_push
           : strcmp(symbol, "cuCtxPopCurrent") == 0  ? (void *) emu_ctx_pop
+          : strcmp(symbol, "cuCtxCreate") == 0      ? (void *) emu_ctx_create
+          : strcmp(symbol, "cuCtxDestroy") == 0     ? (void *) emu_ctx_destroy
                                                     : nullptr;
     *q  = *fn ? cudaDriverEntryPointSuccess : cudaDriverEntryPointSymbolNotFound;
     return cudaSuccess;
@@ -718,9 +773,10 @@ cudaError_t cudaGetDriverEntryPointByVersion(const char * symbol, void ** fn, un
 
 cudaError_t cudaMalloc(void ** p, size_t n) {
     emu_init_once();
-    static char primary;
-    emu_primary = &primary;   // (the runtime starts the primary context here)
-    *p          = nullptr;
+    *p = nullptr;
+    if (!emu_ctx_runtime()->live) {
+        return emu_err(cudaErrorContextIsDestroyed);
+    }
     if (n == 0) {
         return cudaSuccess;
     }
@@ -736,8 +792,7 @@ cudaError_t cudaMalloc(void ** p, size_t n) {
 }
 
 cudaError_t cudaFree(void * p) {
-    static char primary;
-    emu_primary = &primary;
+    emu_ctx_runtime();
     if (!p) {
         return cudaSuccess;
     }
