@@ -86,6 +86,7 @@ struct emu_fiber {
     int                                line;
     std::vector<emu_copy>              open;    // asynchronous copies not yet committed
     std::vector<std::vector<emu_copy>> groups;  // committed, oldest first
+    unsigned                           exchanges;   // warp exchanges so far (picks the buffer)
 };
 
 struct emu_shared {   // one shared-memory array: its own mapping, guard pages around it
@@ -109,7 +110,7 @@ static struct {
     emu_shared                        dyn;
     std::map<const void *, emu_shared> statics;
     size_t                            static_bytes;
-    std::vector<unsigned char>        exchange;   // per warp: 32 lanes x 64 bytes
+    std::vector<unsigned char>        exchange;   // per warp: two buffers of 32 lanes x 64 bytes
     std::mt19937                      rng;
 } E;
 
@@ -399,17 +400,16 @@ static void emu_warp_barrier(unsigned mask, const char * file, int line) {
     emu_yield();
 }
 
-extern "C" void vae_emu_warp_exchange(unsigned mask, const void * mine, size_t bytes, void * all, const char * file,
-                                      int line) {
-    const int       w = (int) (E.cur - E.fibers.data()) / 32, lane = E.cur->w.lane;
-    unsigned char * x = E.exchange.data() + (size_t) w * 32 * 64;
-    emu_warp_barrier(mask, file, line);   // the previous exchange has been read by every lane
-    memcpy(x + lane * 64, mine, bytes);
+// two buffers per warp, used in turn: a lane writes buffer b for exchange k + 2 only after every
+// lane of its warp has passed exchange k + 1, so has read exchange k (before its next collective)
+extern "C" const unsigned char * vae_emu_warp_exchange(unsigned mask, const void * mine, size_t bytes,
+                                                       const char * file, int line) {
+    emu_fiber *     f = E.cur;
+    const int       w = (int) (f - E.fibers.data()) / 32;
+    unsigned char * x = E.exchange.data() + ((size_t) w * 2 + (f->exchanges++ & 1)) * 32 * 64;
+    memcpy(x + f->w.lane * 64, mine, bytes);
     emu_warp_barrier(mask, file, line);
-    const int lanes = std::min(32, E.nthreads - w * 32);
-    for (int l = 0; l < lanes; l++) {
-        memcpy((char *) all + l * bytes, x + l * 64, bytes);
-    }
+    return x;
 }
 
 // ---- running a launch --------------------------------------------------------------------------
@@ -453,8 +453,9 @@ static void emu_fiber_start(emu_fiber * f) {
     for (int i = 0; i < 6; i++) {
         *--top = 0;
     }
-    *--top = 0x1f80 | (uint64_t) 0x037f << 32;
-    f->sp  = top;
+    *--top       = 0x1f80 | (uint64_t) 0x037f << 32;
+    f->sp        = top;
+    f->exchanges = 0;
 }
 
 // the priority of a block's threads (and the order of the blocks of a launch): forward, reverse,
@@ -623,7 +624,7 @@ static void emu_run_launch(const vae_emu_cfg & cfg, const std::function<void()> 
     }
     E.warp_live.assign((size_t) (E.nthreads + 31) / 32, 0);
     E.warp_wait.assign((size_t) (E.nthreads + 31) / 32, 0);
-    E.exchange.assign((size_t) (E.nthreads + 31) / 32 * 32 * 64, 0);
+    E.exchange.assign((size_t) (E.nthreads + 31) / 32 * 2 * 32 * 64, 0);
     if (cfg.smem && !emu_smem_make(&E.dyn, cfg.smem, EMU_WINDOW_STEP)) {
         vae_emu_fail(cfg.file, cfg.line, "out of host memory for shared memory");
     }

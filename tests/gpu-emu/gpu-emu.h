@@ -65,9 +65,10 @@ extern "C" {
 [[noreturn]] void vae_emu_fail(const char * file, int line, const char * fmt, ...)
     __attribute__((format(printf, 3, 4)));
 void     vae_emu_syncthreads(const char * file, int line);
-// every live lane of the warp deposits `bytes` (<= 64) and receives all 32 deposits in `all`
-void     vae_emu_warp_exchange(unsigned mask, const void * mine, size_t bytes, void * all, const char * file,
-                               int line);
+// every live lane of the warp deposits `bytes` (<= 64); returns the 32 deposits, lane l's at
+// 64 l, readable until this lane's next warp collective
+const unsigned char * vae_emu_warp_exchange(unsigned mask, const void * mine, size_t bytes, const char * file,
+                                            int line);
 void *   vae_emu_dyn_smem(void);
 void *   vae_emu_static_smem(const void * key, size_t bytes, size_t align);
 unsigned vae_emu_cvta_shared(const void * p, const char * file, int line);
@@ -83,34 +84,36 @@ void     vae_emu_async_wait(int pending);
 #define __trap()           vae_emu_fail(__FILE__, __LINE__, "__trap()")
 
 static inline void vae_emu_syncwarp(const char * file, int line, unsigned mask = 0xffffffffu) {
-    char none = 0, all[32];
-    vae_emu_warp_exchange(mask, &none, 1, all, file, line);
+    char none = 0;
+    vae_emu_warp_exchange(mask, &none, 1, file, line);
+}
+
+// lane l's deposit of an exchange
+template <typename T> static inline const T & vae_emu_lane(const unsigned char * all, int l) {
+    return *(const T *) (all + 64 * l);
 }
 
 template <typename T> static inline T vae_emu_shfl_xor(const char * file, int line, unsigned mask, T v, int lm,
                                                        int width = 32) {
     static_assert(sizeof(T) <= 64, "shuffle of a large type");
-    T all[32];
-    vae_emu_warp_exchange(mask, &v, sizeof(T), all, file, line);
-    const int lane = vae_emu_now->lane, src = lane ^ lm;
-    return src / width == lane / width ? all[src] : v;
+    const unsigned char * all  = vae_emu_warp_exchange(mask, &v, sizeof(T), file, line);
+    const int             lane = vae_emu_now->lane, src = lane ^ lm;
+    return src / width == lane / width ? vae_emu_lane<T>(all, src) : v;
 }
 #define __shfl_xor_sync(...) vae_emu_shfl_xor(__FILE__, __LINE__, __VA_ARGS__)
 
 template <typename T> static inline T vae_emu_shfl(const char * file, int line, unsigned mask, T v, int src,
                                                    int width = 32) {
-    T all[32];
-    vae_emu_warp_exchange(mask, &v, sizeof(T), all, file, line);
-    return all[vae_emu_now->lane / width * width + src % width];
+    const unsigned char * all = vae_emu_warp_exchange(mask, &v, sizeof(T), file, line);
+    return vae_emu_lane<T>(all, vae_emu_now->lane / width * width + src % width);
 }
 #define __shfl_sync(...) vae_emu_shfl(__FILE__, __LINE__, __VA_ARGS__)
 
 static inline unsigned vae_emu_ballot(const char * file, int line, unsigned mask, int p) {
-    int all[32];
-    vae_emu_warp_exchange(mask, &p, sizeof(p), all, file, line);
-    unsigned b = 0;
+    const unsigned char * all = vae_emu_warp_exchange(mask, &p, sizeof(p), file, line);
+    unsigned              b   = 0;
     for (int l = 0; l < 32; l++) {
-        b |= (mask >> l & 1) && all[l] ? 1u << l : 0u;
+        b |= (mask >> l & 1) && vae_emu_lane<int>(all, l) ? 1u << l : 0u;
     }
     return b;
 }
@@ -229,8 +232,11 @@ template <int N> static inline void vae_gpu_ptx_cp_wait() {
 // ldmatrix .x4 (.trans): lanes 8i .. 8i + 7 give the row addresses of matrix i; lane l receives
 // of each matrix the b16 pair (row l / 4, columns 2 (l % 4), + 1), of its transpose with .trans
 static inline void vae_emu_ldsm(const char * file, int line, unsigned * r, unsigned a, bool trans) {
-    unsigned rows[32];
-    vae_emu_warp_exchange(0xffffffffu, &a, sizeof(a), rows, file, line);
+    const unsigned char * all = vae_emu_warp_exchange(0xffffffffu, &a, sizeof(a), file, line);
+    unsigned              rows[32];
+    for (int l = 0; l < 32; l++) {
+        rows[l] = vae_emu_lane<unsigned>(all, l);
+    }
     const int g = vae_emu_now->lane / 4, t = vae_emu_now->lane % 4;
     for (int i = 0; i < 4; i++) {
         uint16_t e[2];
@@ -275,11 +281,11 @@ struct vae_emu_mma_regs {
 template <typename T>
 static inline void vae_emu_mma(const char * file, int line, float * d, const unsigned * a, const unsigned * b, int K) {
     constexpr bool   TF32 = std::is_same<T, float>::value;
-    vae_emu_mma_regs mine, all[32];
+    vae_emu_mma_regs mine;
     memcpy(mine.a, a, sizeof(mine.a));
     memcpy(mine.b, b, sizeof(mine.b));
     memcpy(mine.c, d, sizeof(mine.c));
-    vae_emu_warp_exchange(0xffffffffu, &mine, sizeof(mine), all, file, line);
+    const unsigned char * all = vae_emu_warp_exchange(0xffffffffu, &mine, sizeof(mine), file, line);
     // only what this lane's d needs: rows g, g + 8 of A (from lanes 4g + u) and columns 2t, 2t + 1
     // of B (from lanes 4 (2t + c) + u); every operand register is read by some lane
     const int g = vae_emu_now->lane / 4, t = vae_emu_now->lane % 4;
@@ -287,7 +293,7 @@ static inline void vae_emu_mma(const char * file, int line, float * d, const uns
     for (int u = 0; u < 4; u++) {
         for (int i = 0; i < (K == 16 || TF32 ? 4 : 2); i++) {
             const int      l = 4 * g + u, kh = i / 2;
-            const unsigned r = all[l].a[i];
+            const unsigned r = vae_emu_lane<vae_emu_mma_regs>(all, l).a[i];
             if (TF32) {
                 if (r & 0x1fffu) {
                     vae_emu_fail(file, line, "mma tf32: lane %d's a[%d] = 0x%08x is not rounded to tf32 (cvt.rna)", l,
@@ -303,7 +309,7 @@ static inline void vae_emu_mma(const char * file, int line, float * d, const uns
         for (int j = 0; j < (K == 16 || TF32 ? 2 : 1); j++) {
             for (int c = 0; c < 2; c++) {
                 const int      l = 4 * (2 * t + c) + u;
-                const unsigned r = all[l].b[j];
+                const unsigned r = vae_emu_lane<vae_emu_mma_regs>(all, l).b[j];
                 if (TF32) {
                     if (r & 0x1fffu) {
                         vae_emu_fail(file, line,
@@ -435,20 +441,20 @@ static inline void mma_sync(fragment<accumulator, 16, 16, 16, float> & d, const 
     struct regs {
         T     a[8], b[8];
         float c[8];
-    } mine, all[32];
+    } mine;
     memcpy(mine.a, a.x, sizeof(mine.a));
     memcpy(mine.b, b.x, sizeof(mine.b));
     memcpy(mine.c, c.x, sizeof(mine.c));
     static_assert(sizeof(regs) <= 64, "wmma operands");
-    vae_emu_warp_exchange(0xffffffffu, &mine, sizeof(mine), all, __FILE__, __LINE__);
+    const unsigned char * all = vae_emu_warp_exchange(0xffffffffu, &mine, sizeof(mine), __FILE__, __LINE__);
     float A[16][16], B[16][16];
     for (int l = 0; l < 32; l++) {
         for (int e = 0; e < 8; e++) {
             int r, col;
             op_pos<LA>(l, e, &r, &col);
-            A[r][col] = vae_emu_b16(all[l].a[e].x, 0, T());
+            A[r][col] = vae_emu_b16(vae_emu_lane<regs>(all, l).a[e].x, 0, T());
             op_pos<LB>(l, e, &r, &col);
-            B[r][col] = vae_emu_b16(all[l].b[e].x, 0, T());
+            B[r][col] = vae_emu_b16(vae_emu_lane<regs>(all, l).b[e].x, 0, T());
         }
     }
     for (int e = 0; e < 8; e++) {
