@@ -785,6 +785,19 @@ gst_latent_parse_seek_pull (GstLatentParse * self, GstSegment * segment,
   return TRUE;
 }
 
+/* push mode: whether upstream says it can seek in BYTES */
+static gboolean
+gst_latent_parse_upstream_seekable (GstLatentParse * self)
+{
+  GstQuery *query = gst_query_new_seeking (GST_FORMAT_BYTES);
+  gboolean seekable = FALSE;
+
+  if (gst_pad_peer_query (self->sinkpad, query))
+    gst_query_parse_seeking (query, NULL, &seekable, NULL, NULL);
+  gst_query_unref (query);
+  return seekable;
+}
+
 /* push mode: a BYTES seek upstream to the item's first byte; the frames restart there when
  * its segment comes (gst_latent_parse_seek_done). FALSE where upstream cannot seek. */
 static gboolean
@@ -793,10 +806,15 @@ gst_latent_parse_seek_push (GstLatentParse * self, GstSegment * segment,
 {
   const guint64 offset = self->data_start + self->tensor_offset +
       (guint64) item * self->item_bytes;
-  GstEvent *event = gst_event_new_seek (1.0, GST_FORMAT_BYTES,
+  GstEvent *event;
+
+  if (!gst_latent_parse_upstream_seekable (self)) {
+    GST_WARNING_OBJECT (self, "cannot seek: upstream cannot seek in bytes");
+    return FALSE;
+  }
+  event = gst_event_new_seek (1.0, GST_FORMAT_BYTES,
       flags & (GST_SEEK_FLAG_FLUSH | GST_SEEK_FLAG_SEGMENT), GST_SEEK_TYPE_SET,
       offset, GST_SEEK_TYPE_NONE, -1);
-
   gst_event_set_seqnum (event, seqnum);
   GST_OBJECT_LOCK (self);
   self->seek_pending = TRUE;
@@ -901,8 +919,6 @@ gst_latent_parse_src_query (GstPad * pad, GstObject * parent, GstQuery * query)
 {
   GstLatentParse *self = GST_LATENT_PARSE (parent);
   GstFormat format;
-  gboolean seekable;
-  GstQuery *peer;
 
   if (self->state < STATE_DATA)
     return gst_pad_query_default (pad, parent, query);
@@ -931,14 +947,9 @@ gst_latent_parse_src_query (GstPad * pad, GstObject * parent, GstQuery * query)
       gst_query_parse_seeking (query, &format, NULL, NULL, NULL);
       if (format != GST_FORMAT_TIME)
         return FALSE;
-      seekable = self->fps_n > 0 && self->pull;
-      if (self->fps_n > 0 && !self->pull) {
-        peer = gst_query_new_seeking (GST_FORMAT_BYTES);
-        if (gst_pad_peer_query (self->sinkpad, peer))
-          gst_query_parse_seeking (peer, NULL, &seekable, NULL, NULL);
-        gst_query_unref (peer);
-      }
-      gst_query_set_seeking (query, format, seekable, 0, self->fps_n > 0 ?
+      gst_query_set_seeking (query, format, self->fps_n > 0 && (self->pull
+              || gst_latent_parse_upstream_seekable (self)), 0,
+          self->fps_n > 0 ?
           (gint64) gst_latent_parse_frame_time (self,
               gst_latent_parse_total_frames (self)) : -1);
       return TRUE;
