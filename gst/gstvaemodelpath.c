@@ -69,6 +69,12 @@ gst_vae_model_path_named (const gchar * dir, const gchar * vae_name)
   return NULL;
 }
 
+static gint
+gst_vae_model_path_compare (gconstpointer a, gconstpointer b)
+{
+  return strcmp (*(const gchar **) a, *(const gchar **) b);
+}
+
 /* the decoders of dirs, a file name in an earlier directory hiding the same in later ones;
  * what they are, for the messages, appended to found */
 static GArray *
@@ -94,7 +100,7 @@ gst_vae_model_path_probe (gchar ** dirs, GString * found)
       if (g_str_has_suffix (name, ".safetensors"))
         g_ptr_array_add (names, g_strdup (name));
     g_dir_close (dir);
-    g_ptr_array_sort (names, (GCompareFunc) g_strcmp0);
+    g_ptr_array_sort (names, gst_vae_model_path_compare);
     for (i = 0; i < names->len; i++) {
       const gchar *file = g_ptr_array_index (names, i);
       GstVaeCandidate c = { g_build_filename (dirs[d], file, NULL) };
@@ -196,19 +202,22 @@ gst_vae_model_path_choose (gchar ** dirs, const GstStructure * s,
     g_free (c->path);
   }
   g_array_unref (cands);
+  /* (the warning is repeated: decodebin drops messages of an element it is setting up) */
   if (n == 1) {
     *why = g_strdup_printf ("the only decoder of %d-channel%s latents in the "
-        "model path", channels, kind);
+        "model path%s%s", channels, kind, *warning ? ". " : "",
+        *warning ? *warning : "");
   } else if (n == 0) {
-    *error = g_strdup_printf ("No decoder for %d-channel%s latents in the model "
-        "path (%s), which holds %s. Put the decoder there, or set model-file.",
+    *error = g_strdup_printf ("%s%sNo decoder for %d-channel%s latents in the "
+        "model path (%s), which holds %s. Put the decoder there, or set "
+        "model-file.", *warning ? *warning : "", *warning ? " " : "",
         channels, kind, dirs_str, found->len ? found->str :
         "no .safetensors decoder");
   } else {
-    *error = g_strdup_printf ("%d decoders in the model path (%s) take "
+    *error = g_strdup_printf ("%s%s%d decoders in the model path (%s) take "
         "%d-channel%s latents: %s. Set model-file to the one to use, or "
-        "leave only it in the model path.", n, dirs_str, channels, kind,
-        fits->str);
+        "leave only it in the model path.", *warning ? *warning : "",
+        *warning ? " " : "", n, dirs_str, channels, kind, fits->str);
     g_clear_pointer (&ret, g_free);
   }
 
