@@ -9,7 +9,8 @@
  *
  * latentparse reads a safetensors byte stream (a ComfyUI `.latent` file, or any safetensors
  * file that holds a latent tensor) and pushes one `video/x-latent` buffer per latent frame.
- * The tensor is chosen by name (#GstLatentParse:tensor-name) and may be F32, F16 or BF16 with
+ * The tensor is chosen by name (#GstLatentParse:tensor-name, see below for files that
+ * hold one latent tensor under another name) and may be F32, F16 or BF16 with
  * shape [B, C, H, W] (B frames) or [B, C, T, H, W] (T latent frames per batch item, pushed in
  * order). The header is validated as strictly as a model file's.
  *
@@ -33,6 +34,40 @@
  *
  * A stream that ends early, a malformed header, a missing tensor or an unusable shape or dtype
  * stops the pipeline with an error that names the cause; frames pushed before stay pushed.
+ * In pull mode the header is read when the element goes to PAUSED, so its errors fail that
+ * state change.
+ *
+ * ## Auto-plugging
+ *
+ * The plugin's typefinder calls a safetensors file whose header holds a latent tensor
+ * `application/x-safetensors, content=(string)latent` (other safetensors files, weights, are
+ * plain `application/x-safetensors`): latentparse takes those caps and has rank primary, so
+ * decodebin, playbin and gst-discoverer-1.0 build `latentparse ! vaedecode` for a `.latent`
+ * file (vaedecode then takes its model from a model path: see #GstVaeDecode:model-dir). With
+ * #GstLatentParse:tensor-name left at `latent_tensor`, a file without such a tensor is read
+ * when it holds exactly one F32/F16/BF16 tensor of 4 or 5 dimensions. The caps say `video`
+ * (a 5-D tensor) and, when the file's ComfyUI workflow (its `prompt` metadata) has one
+ * VAELoader, `vae-name`, the VAE file it loaded; the tags give the codec, the container and
+ * the decoded frames (`frame-count`, and `vae-name`).
+ *
+ * ## Seeking and queries
+ *
+ * DURATION and POSITION are answered in TIME and in DEFAULT (decoded frames), SEEKING in
+ * TIME; seeks are in TIME, at positive rates, flushing or not, with SEGMENT, KEY_UNIT and the
+ * SNAP flags. A 4-D tensor's frames are independent: a seek goes straight to the frame that
+ * holds the target. A video item is causal: its latent frame t decodes with the history of
+ * frames 0 to t-1, so a seek restarts at the first latent frame of the item that holds the
+ * target, flagged DISCONT, with a segment that starts at the target: the decoder decodes the
+ * frames before it and the sink drops them (they are outside the segment). The first frame
+ * shown is thus the same as in a whole decode, at the cost of decoding up to the target;
+ * restarting at the target's own latent frame would decode it without its history, which
+ * the causal decoders do not do for any frame but a video's first. With KEY_UNIT the
+ * segment starts at the item's start instead (or the next one's with SNAP_AFTER, the nearer
+ * with SNAP_NEAREST). Only item starts are key units: later latent frames of a video carry
+ * DELTA_UNIT. In pull mode (filesrc) seeking is done here; in push mode latentparse seeks
+ * upstream in BYTES to the item's first byte (filesrc ! queue, a seekable network source),
+ * and where upstream cannot the seek is refused and the SEEKING query says so. A framerate
+ * of 0/1 (no timestamps) leaves the stream unseekable.
  *
  * ## Example launch lines
  * |[
@@ -1239,6 +1274,8 @@ gst_latent_parse_class_init (GstLatentParseClass * klass)
    * GstLatentParse:tensor-name:
    *
    * The tensor that holds the latents; ComfyUI's `.latent` files call it `latent_tensor`.
+   * Left at that, a file without it is read when it holds exactly one F32, F16 or BF16
+   * tensor of 4 or 5 dimensions.
    */
   g_object_class_install_property (gobject_class, PROP_TENSOR_NAME,
       g_param_spec_string ("tensor-name", "Tensor name",
