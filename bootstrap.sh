@@ -10,8 +10,8 @@ $sudo apt-get update -qq
 DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends \
     gcc g++ pkg-config meson ninja-build libdnnl-dev \
     libgstreamer1.0-dev libgstreamer-plugins-base1.0-dev libgstreamer-plugins-bad1.0-dev gstreamer1.0-tools \
-    gstreamer1.0-plugins-base gstreamer1.0-plugins-good gstreamer1.0-plugins-ugly \
-    python3-gi python3-numpy gir1.2-gst-plugins-base-1.0 >/dev/null
+    gstreamer1.0-plugins-base gstreamer1.0-plugins-base-apps gstreamer1.0-plugins-good \
+    gstreamer1.0-plugins-ugly python3-gi python3-numpy gir1.2-gst-plugins-base-1.0 >/dev/null
 [ -d build ] || meson setup build
 ninja -C build
 pipelines/decode-to-png.sh out

@@ -111,3 +111,40 @@ gst_latent_info_frame_size (const GstLatentInfo * info)
   return (gsize) info->channels * info->width * info->height *
       (vae_dtype_bits (info->dtype) / 8);
 }
+
+/* the tensor of a safetensors header that holds latents: the one named name if it is given
+ * and not the default; else `latent_tensor`, or failing that the only non-empty F32, F16 or
+ * BF16 tensor of 4 or 5 dimensions (a file of weights has many). NULL when there is none. */
+const struct vae_st_tensor *
+gst_latent_find_tensor (const struct vae_st_header *hdr, const gchar * name)
+{
+  const struct vae_st_tensor *found = NULL;
+  gint i;
+
+  if (name != NULL && !g_str_equal (name, GST_LATENT_DEFAULT_TENSOR))
+    return vae_st_header_find (hdr, name);
+  if ((found = vae_st_header_find (hdr, GST_LATENT_DEFAULT_TENSOR)))
+    return found;
+  for (i = 0; i < hdr->n_tensors; i++) {
+    const struct vae_st_tensor *t = &hdr->tensors[i];
+
+    if (!vae_dtype_is_float (t->dtype) || (t->n_dims != 4 && t->n_dims != 5)
+        || t->numel == 0)
+      continue;
+    if (found)
+      return NULL;
+    found = t;
+  }
+  return found;
+}
+
+void
+gst_latent_tags_register (void)
+{
+  gst_tag_register_static (GST_LATENT_TAG_FRAME_COUNT, GST_TAG_FLAG_META,
+      G_TYPE_UINT64, "frame count", "Decoded video frames in the stream",
+      gst_tag_merge_use_first);
+  gst_tag_register_static (GST_LATENT_TAG_VAE_NAME, GST_TAG_FLAG_META,
+      G_TYPE_STRING, "VAE name", "The VAE file the stream's ComfyUI workflow "
+      "decoded with", gst_tag_merge_use_first);
+}

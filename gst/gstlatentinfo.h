@@ -14,10 +14,22 @@
  *     framerate=(fraction)[0/1,MAX],             of the decoded video, not of the latents
  *     space=(string){raw,normalized}             optional: the VAE's raw latents or the
  *                                                diffusion model's normalized ones
+ *     video=(boolean)                            optional: TRUE for a causal video decoder's
+ *                                                latents ([B, C, T, H, W] files), FALSE for
+ *                                                images; a hint for choosing the decoder
+ *     vae-name=(string)                          optional: the VAE file the file's ComfyUI
+ *                                                workflow decoded with (VAELoader vae_name)
  *
  * A buffer's PTS is the PTS of its first decoded frame and its DURATION covers its frames:
  * one for an image decoder, and for a causal video decoder (Wan, TAEHV) one for latent frame
  * 0 of a stream and 4 for each later one. DISCONT on a latent buffer starts a new stream.
+ *
+ * The files latentparse reads are typefound as
+ *
+ *   application/x-safetensors, content=(string)latent
+ *
+ * when their header holds a latent tensor (gst_latent_find_tensor), and as plain
+ * `application/x-safetensors` (weights, which nothing plugs) otherwise.
  */
 
 #pragma once
@@ -34,6 +46,15 @@ G_BEGIN_DECLS
   GST_LATENT_MEDIA_TYPE ", type = (string) { float32, float16, bfloat16 }, "                       \
   "channels = (int) [ 1, 4096 ], width = (int) [ 1, 4096 ], height = (int) [ 1, 4096 ], "          \
   "framerate = (fraction) [ 0/1, MAX ]"
+
+#define GST_SAFETENSORS_MEDIA_TYPE "application/x-safetensors"
+#define GST_SAFETENSORS_LATENT_CAPS_STR GST_SAFETENSORS_MEDIA_TYPE ", content = (string) latent"
+#define GST_LATENT_DEFAULT_TENSOR "latent_tensor"
+
+/* tags of latentparse's stream (registered by the plugin): the decoded frames it holds, and the
+ * VAE file its ComfyUI workflow decoded with */
+#define GST_LATENT_TAG_FRAME_COUNT "frame-count"
+#define GST_LATENT_TAG_VAE_NAME "vae-name"
 
 typedef enum
 {
@@ -57,5 +78,8 @@ gboolean gst_latent_info_from_caps (GstLatentInfo * info, const GstCaps * caps);
 GstCaps *gst_latent_info_to_caps (const GstLatentInfo * info);
 gsize gst_latent_info_frame_size (const GstLatentInfo * info);
 const gchar *gst_latent_dtype_to_string (enum vae_dtype dtype);
+void gst_latent_tags_register (void);
+const struct vae_st_tensor *gst_latent_find_tensor (const struct vae_st_header
+    * hdr, const gchar * name);
 
 G_END_DECLS

@@ -9,7 +9,8 @@
  *
  * latentparse reads a safetensors byte stream (a ComfyUI `.latent` file, or any safetensors
  * file that holds a latent tensor) and pushes one `video/x-latent` buffer per latent frame.
- * The tensor is chosen by name (#GstLatentParse:tensor-name) and may be F32, F16 or BF16 with
+ * The tensor is chosen by name (#GstLatentParse:tensor-name, see below for files that
+ * hold one latent tensor under another name) and may be F32, F16 or BF16 with
  * shape [B, C, H, W] (B frames) or [B, C, T, H, W] (T latent frames per batch item, pushed in
  * order). The header is validated as strictly as a model file's.
  *
@@ -33,6 +34,40 @@
  *
  * A stream that ends early, a malformed header, a missing tensor or an unusable shape or dtype
  * stops the pipeline with an error that names the cause; frames pushed before stay pushed.
+ * In pull mode the header is read when the element goes to PAUSED, so its errors fail that
+ * state change.
+ *
+ * ## Auto-plugging
+ *
+ * The plugin's typefinder calls a safetensors file whose header holds a latent tensor
+ * `application/x-safetensors, content=(string)latent` (other safetensors files, weights, are
+ * plain `application/x-safetensors`): latentparse takes those caps and has rank primary, so
+ * decodebin, playbin and gst-discoverer-1.0 build `latentparse ! vaedecode` for a `.latent`
+ * file (vaedecode then takes its model from a model path: see #GstVaeDecode:model-dir). With
+ * #GstLatentParse:tensor-name left at `latent_tensor`, a file without such a tensor is read
+ * when it holds exactly one F32/F16/BF16 tensor of 4 or 5 dimensions. The caps say `video`
+ * (a 5-D tensor) and, when the file's ComfyUI workflow (its `prompt` metadata) has one
+ * VAELoader, `vae-name`, the VAE file it loaded; the tags give the codec, the container and
+ * the decoded frames (`frame-count`, and `vae-name`).
+ *
+ * ## Seeking and queries
+ *
+ * DURATION and POSITION are answered in TIME and in DEFAULT (decoded frames), SEEKING in
+ * TIME; seeks are in TIME, at positive rates, flushing or not, with SEGMENT, KEY_UNIT and the
+ * SNAP flags. A 4-D tensor's frames are independent: a seek goes straight to the frame that
+ * holds the target. A video item is causal: its latent frame t decodes with the history of
+ * frames 0 to t-1, so a seek restarts at the first latent frame of the item that holds the
+ * target, flagged DISCONT, with a segment that starts at the target: the decoder decodes the
+ * frames before it and the sink drops them (they are outside the segment). The first frame
+ * shown is thus the same as in a whole decode, at the cost of decoding up to the target;
+ * restarting at the target's own latent frame would decode it without its history, which
+ * the causal decoders do not do for any frame but a video's first. With KEY_UNIT the
+ * segment starts at the item's start instead (or the next one's with SNAP_AFTER, the nearer
+ * with SNAP_NEAREST). Only item starts are key units: later latent frames of a video carry
+ * DELTA_UNIT. In pull mode (filesrc) seeking is done here; in push mode latentparse seeks
+ * upstream in BYTES to the item's first byte (filesrc ! queue, a seekable network source),
+ * and where upstream cannot the seek is refused and the SEEKING query says so. A framerate
+ * of 0/1 (no timestamps) leaves the stream unseekable.
  *
  * ## Example launch lines
  * |[
@@ -120,15 +155,34 @@ struct _GstLatentParse
   gint items_done;              /* b of the next frame */
   gint frame_in_item;           /* t of the next frame */
   guint64 frames_out;           /* latent frames pushed */
-  guint64 video_frames;         /* decoded frames they stand for */
+  guint64 video_frames;         /* decoded frames before the next latent frame */
+  guint fpl;                    /* frames-per-latent, fixed at the header */
+  guint64 item_frames;          /* decoded frames of a batch item */
   GstFlowReturn last_flow;      /* of the last chain call */
   GstLatentInfo info;
+  gchar *found_tensor;          /* the name of the tensor read */
+  GstTagList *tags;             /* to push after the first segment, NULL once pushed */
+
+  /* the TIME segment downstream, pushed before the next frame when need_segment */
+  GstSegment segment;
+  gboolean need_segment;
+  guint32 segment_seqnum;
+  gboolean discont;             /* the next frame follows a seek */
+
+  /* push mode: our BYTES seek upstream, applied when its segment comes (object lock) */
+  gboolean seek_pending;
+  guint64 seek_offset;
+  gint seek_item;
+  GstSegment seek_segment;
+  guint32 seek_seqnum;
 };
 
+/* what the typefinder calls a latent file; also a byte stream without a type (appsrc, a
+ * network source) */
 static GstStaticPadTemplate sink_template = GST_STATIC_PAD_TEMPLATE ("sink",
     GST_PAD_SINK,
     GST_PAD_ALWAYS,
-    GST_STATIC_CAPS_ANY);
+    GST_STATIC_CAPS (GST_SAFETENSORS_LATENT_CAPS_STR "; application/octet-stream"));
 
 static GstStaticPadTemplate src_template = GST_STATIC_PAD_TEMPLATE ("src",
     GST_PAD_SRC,
@@ -137,8 +191,10 @@ static GstStaticPadTemplate src_template = GST_STATIC_PAD_TEMPLATE ("src",
 
 #define gst_latent_parse_parent_class parent_class
 G_DEFINE_TYPE (GstLatentParse, gst_latent_parse, GST_TYPE_ELEMENT);
-GST_ELEMENT_REGISTER_DEFINE (latentparse, "latentparse", GST_RANK_NONE,
+GST_ELEMENT_REGISTER_DEFINE (latentparse, "latentparse", GST_RANK_PRIMARY,
     GST_TYPE_LATENT_PARSE);
+
+static void gst_latent_parse_loop (GstPad * pad);
 
 static void
 gst_latent_parse_reset (GstLatentParse * self)
@@ -153,6 +209,15 @@ gst_latent_parse_reset (GstLatentParse * self)
   self->frames_out = 0;
   self->video_frames = 0;
   self->last_flow = GST_FLOW_OK;
+  g_clear_pointer (&self->found_tensor, g_free);
+  gst_clear_tag_list (&self->tags);
+  gst_segment_init (&self->segment, GST_FORMAT_TIME);
+  self->need_segment = TRUE;
+  self->segment_seqnum = gst_util_seqnum_next ();
+  self->discont = FALSE;
+  GST_OBJECT_LOCK (self);
+  self->seek_pending = FALSE;
+  GST_OBJECT_UNLOCK (self);
 }
 
 static guint64
@@ -189,7 +254,7 @@ gst_latent_parse_error_truncated (GstLatentParse * self, guint64 got)
         ("Truncated latent file: tensor '%s' needs %" G_GUINT64_FORMAT
             " bytes but the stream ended after %" G_GUINT64_FORMAT
             " of them; %" G_GUINT64_FORMAT " frames were pushed.",
-            self->tensor_name, self->tensor_bytes,
+            self->found_tensor, self->tensor_bytes,
             got > tensor_start ? got - tensor_start : 0, self->frames_out),
         (NULL));
 }
@@ -269,12 +334,63 @@ gst_latent_parse_peer_has_caps (GstLatentParse * self, GstCaps * caps)
   return ok;
 }
 
+/* the VAE file that the ComfyUI workflow in the file's metadata loaded, or NULL */
+static gchar *
+gst_latent_parse_vae_name (GstLatentParse * self,
+    const struct vae_st_header *hdr)
+{
+  char *name = NULL;
+  gchar *ret = NULL;
+
+  switch (vae_st_comfy_vae_name (vae_st_header_metadata (hdr, "prompt"),
+          &name)) {
+    case -1:
+      GST_DEBUG_OBJECT (self, "the prompt metadata is not a ComfyUI prompt");
+      break;
+    case 1:
+      GST_INFO_OBJECT (self, "the workflow decoded with VAE '%s'", name);
+      ret = g_strdup (name);
+      break;
+    case 2:
+      GST_INFO_OBJECT (self, "the workflow loads several VAEs ('%s' and "
+          "others): none is named in the caps", name);
+      break;
+    default:
+      break;
+  }
+  free (name);
+  return ret;
+}
+
+/* the caps of the stream, and the tags to push after its first segment */
+static GstCaps *
+gst_latent_parse_caps (GstLatentParse * self, const struct vae_st_header *hdr)
+{
+  GstCaps *caps = gst_latent_info_to_caps (&self->info);
+  gchar *vae_name = gst_latent_parse_vae_name (self, hdr);
+  gchar *codec = g_strdup_printf ("Latents (%d channels, %s)",
+      self->info.channels, gst_latent_dtype_to_string (self->info.dtype));
+
+  gst_caps_set_simple (caps, "video", G_TYPE_BOOLEAN, self->video, NULL);
+  self->tags = gst_tag_list_new (GST_TAG_VIDEO_CODEC, codec,
+      GST_TAG_CONTAINER_FORMAT, "safetensors", GST_LATENT_TAG_FRAME_COUNT,
+      (guint64) self->batch * self->item_frames, NULL);
+  if (vae_name) {
+    gst_caps_set_simple (caps, "vae-name", G_TYPE_STRING, vae_name, NULL);
+    gst_tag_list_add (self->tags, GST_TAG_MERGE_REPLACE,
+        GST_LATENT_TAG_VAE_NAME, vae_name, NULL);
+  }
+  g_free (codec);
+  g_free (vae_name);
+  return caps;
+}
+
 static gboolean
 gst_latent_parse_setup (GstLatentParse * self, const struct vae_st_header *hdr)
 {
-  const struct vae_st_tensor *t = vae_st_header_find (hdr, self->tensor_name);
+  const struct vae_st_tensor *t = gst_latent_find_tensor (hdr,
+      self->tensor_name);
   gint64 c, h, w, tf;
-  GstSegment segment;
   GstCaps *caps;
   GString *names;
   gint i;
@@ -333,6 +449,11 @@ gst_latent_parse_setup (GstLatentParse * self, const struct vae_st_header *hdr)
   self->batch = t->shape[0];
   self->frames_per_item = tf;
   self->video = t->n_dims == 5;
+  GST_OBJECT_LOCK (self);
+  self->fpl = self->video ? self->frames_per_latent : 1;
+  GST_OBJECT_UNLOCK (self);
+  self->item_frames = 1 + (guint64) self->fpl * (tf - 1);
+  self->found_tensor = g_strdup (t->name);
   self->plane_bytes = (gsize) h * w * (vae_dtype_bits (t->dtype) / 8);
   self->item_bytes = t->nbytes / t->shape[0];
   self->tensor_offset = t->offset;
@@ -347,7 +468,7 @@ gst_latent_parse_setup (GstLatentParse * self, const struct vae_st_header *hdr)
 
   /* (a sticky event is stored whatever downstream says: whether the peer took the caps
    * tells) */
-  caps = gst_latent_info_to_caps (&self->info);
+  caps = gst_latent_parse_caps (self, hdr);
   gst_pad_push_event (self->srcpad, gst_event_new_caps (gst_caps_ref (caps)));
   if (!gst_latent_parse_peer_has_caps (self, caps)) {
     /* (vaedecode says why before this; an element that refuses quietly does not) */
@@ -358,8 +479,6 @@ gst_latent_parse_setup (GstLatentParse * self, const struct vae_st_header *hdr)
     return FALSE;
   }
   gst_caps_unref (caps);
-  gst_segment_init (&segment, GST_FORMAT_TIME);
-  gst_pad_push_event (self->srcpad, gst_event_new_segment (&segment));
   return TRUE;
 }
 
@@ -425,30 +544,82 @@ gst_latent_parse_pull (GstLatentParse * self, guint64 offset, gsize size,
   return GST_FLOW_CUSTOM_ERROR;
 }
 
+/* the time of decoded frame n (the framerate is not 0/1) */
+static GstClockTime
+gst_latent_parse_frame_time (GstLatentParse * self, guint64 n)
+{
+  return gst_util_uint64_scale (n, GST_SECOND * self->fps_d, self->fps_n);
+}
+
+/* the decoded frames of the whole stream */
+static guint64
+gst_latent_parse_total_frames (GstLatentParse * self)
+{
+  return (guint64) self->batch * self->item_frames;
+}
+
+/* start the next frame at batch item `item` (the end of the stream past the last) */
+static void
+gst_latent_parse_goto_item (GstLatentParse * self, gint item)
+{
+  self->items_done = MIN (item, self->batch);
+  self->frame_in_item = 0;
+  self->video_frames = (guint64) self->items_done * self->item_frames;
+  self->state = self->items_done < self->batch ? STATE_DATA : STATE_DONE;
+}
+
+/* whether the next frame starts at or after the segment's stop */
+static gboolean
+gst_latent_parse_past_stop (GstLatentParse * self)
+{
+  return self->fps_n > 0 && GST_CLOCK_TIME_IS_VALID (self->segment.stop)
+      && gst_latent_parse_frame_time (self, self->video_frames) >=
+      self->segment.stop;
+}
+
+/* the segment (and the first time the tags) before the next frame or the EOS */
+static void
+gst_latent_parse_push_segment (GstLatentParse * self)
+{
+  GstEvent *event;
+
+  if (!self->need_segment)
+    return;
+  self->need_segment = FALSE;
+  event = gst_event_new_segment (&self->segment);
+  gst_event_set_seqnum (event, self->segment_seqnum);
+  gst_pad_push_event (self->srcpad, event);
+  if (self->tags) {
+    gst_pad_push_event (self->srcpad, gst_event_new_tag (self->tags));
+    self->tags = NULL;
+  }
+}
+
 /* stamp the next frame for the decoded frames it gives (1, or for latent t > 0 of a video
- * frames_per_latent), move on to the following one and push it */
+ * frames-per-latent), move on to the following one and push it */
 static GstFlowReturn
 gst_latent_parse_push_frame (GstLatentParse * self, GstBuffer * buf)
 {
-  guint fpl, m;
-
-  GST_OBJECT_LOCK (self);
-  fpl = self->frames_per_latent;
-  GST_OBJECT_UNLOCK (self);
-  m = self->video && self->frame_in_item > 0 ? fpl : 1;
+  const guint m = self->frame_in_item > 0 ? self->fpl : 1;
 
   if (self->fps_n > 0) {
-    GST_BUFFER_PTS (buf) = gst_util_uint64_scale (self->video_frames,
-        GST_SECOND * self->fps_d, self->fps_n);
-    GST_BUFFER_DURATION (buf) = gst_util_uint64_scale (self->video_frames + m,
-        GST_SECOND * self->fps_d, self->fps_n) - GST_BUFFER_PTS (buf);
+    GST_BUFFER_PTS (buf) = gst_latent_parse_frame_time (self,
+        self->video_frames);
+    GST_BUFFER_DURATION (buf) = gst_latent_parse_frame_time (self,
+        self->video_frames + m) - GST_BUFFER_PTS (buf);
+    self->segment.position = GST_BUFFER_PTS (buf);
   }
   /* offsets count decoded frames, as a raw video stream's do */
   GST_BUFFER_OFFSET (buf) = self->video_frames;
   GST_BUFFER_OFFSET_END (buf) = self->video_frames + m;
-  /* a new video: a causal decoder starts a new stream */
-  if (self->video && self->frame_in_item == 0 && self->items_done > 0)
+  /* a new video, or the first frame after a seek: a causal decoder starts a new stream */
+  if ((self->video && self->frame_in_item == 0 && self->items_done > 0)
+      || self->discont)
     GST_BUFFER_FLAG_SET (buf, GST_BUFFER_FLAG_DISCONT);
+  /* a video's later latent frames need the earlier ones: only item starts are key units */
+  if (self->frame_in_item > 0)
+    GST_BUFFER_FLAG_SET (buf, GST_BUFFER_FLAG_DELTA_UNIT);
+  self->discont = FALSE;
   self->video_frames += m;
   self->frames_out++;
   if (++self->frame_in_item == self->frames_per_item) {
@@ -456,6 +627,7 @@ gst_latent_parse_push_frame (GstLatentParse * self, GstBuffer * buf)
     if (++self->items_done == self->batch)
       self->state = STATE_DONE;
   }
+  gst_latent_parse_push_segment (self);
   return gst_pad_push (self->srcpad, buf);
 }
 
@@ -528,6 +700,10 @@ gst_latent_parse_process (GstLatentParse * self, GstBuffer * buffer)
       if (!ok)
         return GST_FLOW_CUSTOM_ERROR;
       gst_latent_parse_flush (self, self->header_len);
+    } else if (self->state == STATE_DATA && gst_latent_parse_past_stop (self)) {
+      /* the seek's stop: upstream ends the stream with an EOS */
+      self->state = STATE_DONE;
+      ret = GST_FLOW_EOS;
     } else if (self->state == STATE_DATA) {
       /* skip what comes before the next frame's batch item: the tensors stored before ours
        * and the items pushed already */
@@ -568,6 +744,255 @@ gst_latent_parse_chain (GstPad * pad, GstObject * parent, GstBuffer * buffer)
   return self->last_flow <= GST_FLOW_NOT_NEGOTIATED ? GST_FLOW_EOS : ret;
 }
 
+/* The batch item a seek to segment->start restarts at, segment adjusted for KEY_UNIT. Each
+ * item of a 4-D tensor is a frame, so an image stream restarts at the frame itself. A video
+ * item restarts at its first latent frame, for a causal decoder needs every latent frame
+ * before the target: the frames before segment->start are decoded and dropped downstream
+ * (clipped to the segment), so the target frame is the one a whole decode gives. KEY_UNIT
+ * moves the segment's start to an item start instead (SNAP_AFTER: the next one, SNAP_NEAREST:
+ * the nearer one). */
+static gint
+gst_latent_parse_seek_item (GstLatentParse * self, GstSegment * segment,
+    GstSeekFlags flags)
+{
+  guint64 n = gst_util_uint64_scale (segment->start, self->fps_n,
+      GST_SECOND * self->fps_d), item;
+  GstClockTime key, next;
+
+  /* the frame that holds start: frame times are rounded down, so n may be one short */
+  if (gst_latent_parse_frame_time (self, n + 1) <= segment->start)
+    n++;
+  item = MIN (n / self->item_frames, (guint64) self->batch);
+  if (!(flags & GST_SEEK_FLAG_KEY_UNIT) || item == (guint64) self->batch)
+    return item;
+
+  key = gst_latent_parse_frame_time (self, item * self->item_frames);
+  next = gst_latent_parse_frame_time (self, (item + 1) * self->item_frames);
+  if (key < segment->start && item + 1 < (guint64) self->batch
+      && ((flags & GST_SEEK_FLAG_SNAP_AFTER) == GST_SEEK_FLAG_SNAP_AFTER
+          || ((flags & GST_SEEK_FLAG_SNAP_NEAREST) == GST_SEEK_FLAG_SNAP_NEAREST
+              && next - segment->start < segment->start - key))) {
+    item++;
+    key = next;
+  }
+  segment->start = segment->time = segment->position = key;
+  return item;
+}
+
+/* pull mode: stop the loop (through a flush downstream, or waiting for it), restart at the
+ * item and segment, and start it again */
+static gboolean
+gst_latent_parse_seek_pull (GstLatentParse * self, GstSegment * segment,
+    GstSeekFlags flags, gint item, guint32 seqnum)
+{
+  const gboolean flush = (flags & GST_SEEK_FLAG_FLUSH) != 0;
+  GstEvent *event;
+
+  if (flush) {
+    event = gst_event_new_flush_start ();
+    gst_event_set_seqnum (event, seqnum);
+    gst_pad_push_event (self->srcpad, event);
+  } else {
+    gst_pad_pause_task (self->sinkpad);
+  }
+  GST_PAD_STREAM_LOCK (self->sinkpad);
+  if (flush) {
+    event = gst_event_new_flush_stop (TRUE);
+    gst_event_set_seqnum (event, seqnum);
+    gst_pad_push_event (self->srcpad, event);
+  }
+  if (segment->flags & GST_SEGMENT_FLAG_SEGMENT) {
+    GstMessage *msg = gst_message_new_segment_start (GST_OBJECT (self),
+        GST_FORMAT_TIME, segment->start);
+
+    gst_message_set_seqnum (msg, seqnum);
+    gst_element_post_message (GST_ELEMENT (self), msg);
+  }
+  gst_latent_parse_goto_item (self, item);
+  self->segment = *segment;
+  self->need_segment = TRUE;
+  self->segment_seqnum = seqnum;
+  self->discont = TRUE;
+  self->last_flow = GST_FLOW_OK;
+  gst_pad_start_task (self->sinkpad, (GstTaskFunction) gst_latent_parse_loop,
+      self->sinkpad, NULL);
+  GST_PAD_STREAM_UNLOCK (self->sinkpad);
+  return TRUE;
+}
+
+/* push mode: whether upstream says it can seek in BYTES */
+static gboolean
+gst_latent_parse_upstream_seekable (GstLatentParse * self)
+{
+  GstQuery *query = gst_query_new_seeking (GST_FORMAT_BYTES);
+  gboolean seekable = FALSE;
+
+  if (gst_pad_peer_query (self->sinkpad, query))
+    gst_query_parse_seeking (query, NULL, &seekable, NULL, NULL);
+  gst_query_unref (query);
+  return seekable;
+}
+
+/* push mode: a BYTES seek upstream to the item's first byte; the frames restart there when
+ * its segment comes (gst_latent_parse_seek_done). FALSE where upstream cannot seek. */
+static gboolean
+gst_latent_parse_seek_push (GstLatentParse * self, GstSegment * segment,
+    GstSeekFlags flags, gint item, guint32 seqnum)
+{
+  const guint64 offset = self->data_start + self->tensor_offset +
+      (guint64) item * self->item_bytes;
+  GstEvent *event;
+
+  if (!gst_latent_parse_upstream_seekable (self)) {
+    GST_WARNING_OBJECT (self, "cannot seek: upstream cannot seek in bytes");
+    return FALSE;
+  }
+  event = gst_event_new_seek (1.0, GST_FORMAT_BYTES,
+      flags & (GST_SEEK_FLAG_FLUSH | GST_SEEK_FLAG_SEGMENT), GST_SEEK_TYPE_SET,
+      offset, GST_SEEK_TYPE_NONE, -1);
+  gst_event_set_seqnum (event, seqnum);
+  GST_OBJECT_LOCK (self);
+  self->seek_pending = TRUE;
+  self->seek_offset = offset;
+  self->seek_item = item;
+  self->seek_segment = *segment;
+  self->seek_seqnum = seqnum;
+  GST_OBJECT_UNLOCK (self);
+  if (gst_pad_push_event (self->sinkpad, event))
+    return TRUE;
+  GST_OBJECT_LOCK (self);
+  self->seek_pending = FALSE;
+  GST_OBJECT_UNLOCK (self);
+  GST_WARNING_OBJECT (self, "upstream cannot seek to byte %" G_GUINT64_FORMAT
+      ": the stream is not seekable in push mode", offset);
+  return FALSE;
+}
+
+/* push mode: the segment of our BYTES seek upstream starts the frames at its item */
+static void
+gst_latent_parse_seek_done (GstLatentParse * self, GstEvent * event)
+{
+  const GstSegment *bytes;
+  gboolean ours;
+
+  gst_event_parse_segment (event, &bytes);
+  GST_OBJECT_LOCK (self);
+  ours = self->seek_pending && bytes->format == GST_FORMAT_BYTES
+      && bytes->start == self->seek_offset;
+  if (ours) {
+    self->seek_pending = FALSE;
+    self->segment = self->seek_segment;
+    self->segment_seqnum = self->seek_seqnum;
+  }
+  GST_OBJECT_UNLOCK (self);
+  if (!ours)
+    return;
+  GST_DEBUG_OBJECT (self, "upstream seeked to byte %" G_GUINT64_FORMAT
+      ": restarting at item %d", bytes->start, self->seek_item);
+  gst_adapter_clear (self->adapter);
+  self->offset = bytes->start;
+  gst_latent_parse_goto_item (self, self->seek_item);
+  self->need_segment = TRUE;
+  self->discont = TRUE;
+  self->last_flow = GST_FLOW_OK;
+}
+
+/* a seek in TIME, at a positive rate, once the header is known and the stream has
+ * timestamps */
+static gboolean
+gst_latent_parse_seek (GstLatentParse * self, GstEvent * event)
+{
+  gdouble rate;
+  GstFormat format;
+  GstSeekFlags flags;
+  GstSeekType start_type, stop_type;
+  gint64 start, stop;
+  GstSegment segment;
+  gint item;
+
+  gst_event_parse_seek (event, &rate, &format, &flags, &start_type, &start,
+      &stop_type, &stop);
+  if (format != GST_FORMAT_TIME || rate <= 0.0 || self->state < STATE_DATA
+      || self->fps_n == 0) {
+    GST_WARNING_OBJECT (self, "cannot seek in %s at rate %g%s",
+        gst_format_get_name (format), rate, self->state < STATE_DATA ?
+        " before the header" : self->fps_n == 0 ? " without a framerate" :
+        " (only TIME, forwards)");
+    return FALSE;
+  }
+  segment = self->segment;
+  if (!gst_segment_do_seek (&segment, rate, format, flags, start_type, start,
+          stop_type, stop, NULL))
+    return FALSE;
+  item = gst_latent_parse_seek_item (self, &segment, flags);
+  GST_DEBUG_OBJECT (self, "seek to %" GST_TIME_FORMAT ": item %d of %d",
+      GST_TIME_ARGS (segment.start), item, self->batch);
+  if (self->pull)
+    return gst_latent_parse_seek_pull (self, &segment, flags, item,
+        gst_event_get_seqnum (event));
+  return gst_latent_parse_seek_push (self, &segment, flags, item,
+      gst_event_get_seqnum (event));
+}
+
+static gboolean
+gst_latent_parse_src_event (GstPad * pad, GstObject * parent, GstEvent * event)
+{
+  GstLatentParse *self = GST_LATENT_PARSE (parent);
+  gboolean ret;
+
+  if (GST_EVENT_TYPE (event) != GST_EVENT_SEEK)
+    return gst_pad_event_default (pad, parent, event);
+  ret = gst_latent_parse_seek (self, event);
+  gst_event_unref (event);
+  return ret;
+}
+
+/* DURATION and POSITION in TIME and DEFAULT (decoded frames), SEEKING in TIME, once the
+ * header is known */
+static gboolean
+gst_latent_parse_src_query (GstPad * pad, GstObject * parent, GstQuery * query)
+{
+  GstLatentParse *self = GST_LATENT_PARSE (parent);
+  GstFormat format;
+
+  if (self->state < STATE_DATA)
+    return gst_pad_query_default (pad, parent, query);
+  switch (GST_QUERY_TYPE (query)) {
+    case GST_QUERY_DURATION:
+      gst_query_parse_duration (query, &format, NULL);
+      if (format == GST_FORMAT_DEFAULT)
+        gst_query_set_duration (query, format,
+            gst_latent_parse_total_frames (self));
+      else if (format == GST_FORMAT_TIME && self->fps_n > 0)
+        gst_query_set_duration (query, format, gst_latent_parse_frame_time
+            (self, gst_latent_parse_total_frames (self)));
+      else
+        return FALSE;
+      return TRUE;
+    case GST_QUERY_POSITION:
+      gst_query_parse_position (query, &format, NULL);
+      if (format == GST_FORMAT_DEFAULT)
+        gst_query_set_position (query, format, self->video_frames);
+      else if (format == GST_FORMAT_TIME && self->fps_n > 0)
+        gst_query_set_position (query, format, self->segment.position);
+      else
+        return FALSE;
+      return TRUE;
+    case GST_QUERY_SEEKING:
+      gst_query_parse_seeking (query, &format, NULL, NULL, NULL);
+      if (format != GST_FORMAT_TIME)
+        return FALSE;
+      gst_query_set_seeking (query, format, self->fps_n > 0 && (self->pull
+              || gst_latent_parse_upstream_seekable (self)), 0,
+          self->fps_n > 0 ?
+          (gint64) gst_latent_parse_frame_time (self,
+              gst_latent_parse_total_frames (self)) : -1);
+      return TRUE;
+    default:
+      return gst_pad_query_default (pad, parent, query);
+  }
+}
+
 static gboolean
 gst_latent_parse_sink_event (GstPad * pad, GstObject * parent,
     GstEvent * event)
@@ -575,13 +1000,23 @@ gst_latent_parse_sink_event (GstPad * pad, GstObject * parent,
   GstLatentParse *self = GST_LATENT_PARSE (parent);
 
   switch (GST_EVENT_TYPE (event)) {
-    case GST_EVENT_CAPS:
     case GST_EVENT_SEGMENT:
+      gst_latent_parse_seek_done (self, event);
+      /* fall through */
+    case GST_EVENT_CAPS:
       /* the byte stream's own; ours go out once the header is parsed */
       gst_event_unref (event);
       return TRUE;
     case GST_EVENT_FLUSH_STOP:
-      gst_latent_parse_reset (self);
+      /* the flush of our own seek keeps the header; any other restarts the parse */
+      GST_OBJECT_LOCK (self);
+      if (self->seek_pending) {
+        GST_OBJECT_UNLOCK (self);
+        gst_adapter_clear (self->adapter);
+      } else {
+        GST_OBJECT_UNLOCK (self);
+        gst_latent_parse_reset (self);
+      }
       break;
     case GST_EVENT_EOS:
       /* after a fatal flow error (posted already) the EOS still goes on: the stream ends
@@ -590,6 +1025,8 @@ gst_latent_parse_sink_event (GstPad * pad, GstObject * parent,
       if (self->state != STATE_DONE && self->last_flow == GST_FLOW_OK)
         gst_latent_parse_error_truncated (self,
             self->offset + gst_adapter_available (self->adapter));
+      if (self->state >= STATE_DATA)
+        gst_latent_parse_push_segment (self);
       break;
     default:
       break;
@@ -637,8 +1074,9 @@ gst_latent_parse_loop (GstPad * pad)
 {
   GstLatentParse *self = GST_LATENT_PARSE (GST_PAD_PARENT (pad));
   GstFlowReturn ret = GST_FLOW_EOS;
+  GstEvent *event;
 
-  if (self->state == STATE_DATA)
+  if (self->state == STATE_DATA && !gst_latent_parse_past_stop (self))
     ret = gst_latent_parse_frame (self);
   if (ret == GST_FLOW_OK)
     return;
@@ -647,11 +1085,34 @@ gst_latent_parse_loop (GstPad * pad)
   gst_pad_pause_task (pad);
   if (ret == GST_FLOW_FLUSHING)
     return;
+  /* the end of the stream or of the seek's segment */
+  if (ret == GST_FLOW_EOS) {
+    gst_latent_parse_push_segment (self);
+    if (self->segment.flags & GST_SEGMENT_FLAG_SEGMENT) {
+      const gint64 end = GST_CLOCK_TIME_IS_VALID (self->segment.stop) ?
+          (gint64) self->segment.stop : (gint64)
+          gst_latent_parse_frame_time (self, self->video_frames);
+
+      GstMessage *msg = gst_message_new_segment_done (GST_OBJECT (self),
+          GST_FORMAT_TIME, end);
+
+      gst_message_set_seqnum (msg, self->segment_seqnum);
+      gst_element_post_message (GST_ELEMENT (self), msg);
+      event = gst_event_new_segment_done (GST_FORMAT_TIME, end);
+    } else {
+      event = gst_event_new_eos ();
+    }
+    gst_event_set_seqnum (event, self->segment_seqnum);
+    gst_pad_push_event (self->srcpad, event);
+    return;
+  }
   if (ret == GST_FLOW_NOT_LINKED)
     GST_ELEMENT_FLOW_ERROR (self, ret);
   /* Other errors are posted already: ours (CUSTOM_ERROR), the decoder's (which posts before
    * it returns not-negotiated or an error) and the source's. The EOS follows them too, as
    * after a source's error: downstream finishes what it has (a muxer writes its index). */
+  if (self->state >= STATE_DATA)
+    gst_latent_parse_push_segment (self);
   gst_pad_push_event (self->srcpad, gst_event_new_eos ());
 }
 
@@ -792,6 +1253,8 @@ gst_latent_parse_finalize (GObject * object)
 
   g_object_unref (self->adapter);
   g_free (self->tensor_name);
+  g_free (self->found_tensor);
+  gst_clear_tag_list (&self->tags);
   G_OBJECT_CLASS (parent_class)->finalize (object);
 }
 
@@ -811,6 +1274,8 @@ gst_latent_parse_class_init (GstLatentParseClass * klass)
    * GstLatentParse:tensor-name:
    *
    * The tensor that holds the latents; ComfyUI's `.latent` files call it `latent_tensor`.
+   * Left at that, a file without it is read when it holds exactly one F32, F16 or BF16
+   * tensor of 4 or 5 dimensions.
    */
   g_object_class_install_property (gobject_class, PROP_TENSOR_NAME,
       g_param_spec_string ("tensor-name", "Tensor name",
@@ -887,6 +1352,10 @@ gst_latent_parse_init (GstLatentParse * self)
   gst_element_add_pad (GST_ELEMENT (self), self->sinkpad);
 
   self->srcpad = gst_pad_new_from_static_template (&src_template, "src");
+  gst_pad_set_event_function (self->srcpad,
+      GST_DEBUG_FUNCPTR (gst_latent_parse_src_event));
+  gst_pad_set_query_function (self->srcpad,
+      GST_DEBUG_FUNCPTR (gst_latent_parse_src_query));
   gst_pad_use_fixed_caps (self->srcpad);
   gst_element_add_pad (GST_ELEMENT (self), self->srcpad);
 
@@ -897,4 +1366,5 @@ gst_latent_parse_init (GstLatentParse * self)
   self->frames_per_latent = DEFAULT_FRAMES_PER_LATENT;
   self->max_size_bytes = DEFAULT_MAX_SIZE_BYTES;
   self->adapter = gst_adapter_new ();
+  gst_segment_init (&self->segment, GST_FORMAT_TIME);
 }

@@ -135,6 +135,7 @@
 
 #include "gstvaedecode.h"
 #include "gstlatentinfo.h"
+#include "gstvaemodelpath.h"
 
 #include <gst/video/video.h>
 
@@ -148,7 +149,7 @@
 #define GST_CAPS_FEATURE_MEMORY_CUDA_MEMORY "memory:CUDAMemory"
 #endif
 
-GST_DEBUG_CATEGORY_STATIC (gst_vae_decode_debug);
+GST_DEBUG_CATEGORY (gst_vae_decode_debug);
 #define GST_CAT_DEFAULT gst_vae_decode_debug
 
 #define VAE_ERR_SIZE 512
@@ -175,6 +176,7 @@ enum
 {
   PROP_0,
   PROP_MODEL_FILE,
+  PROP_MODEL_DIR,
   PROP_MODEL_FAMILY,
   PROP_BACKEND,
   PROP_DEVICE_ID,
@@ -208,6 +210,7 @@ struct _GstVaeDecode
 
   /* properties */
   gchar *model_file;
+  gchar *model_dir;
   enum vae_family model_family;
   GstVaeBackend backend_type;
   gint device_id;
@@ -220,7 +223,8 @@ struct _GstVaeDecode
 
   /* from start to stop */
   gboolean started;             /* the properties start() reads are fixed (object lock) */
-  gchar *loaded_file;           /* the model-file that start() loaded */
+  gchar *loaded_file;           /* the model-file that start() loaded, or the model path's */
+  gchar **model_dirs;           /* without a model-file: the model path to choose from */
   struct vae_model *model;
   vae_backend_t *backend;
   gboolean cuda_output;         /* the backend runs in cuda_ctx (object lock) */
@@ -262,7 +266,7 @@ static GstStaticPadTemplate src_template = GST_STATIC_PAD_TEMPLATE ("src",
 
 #define gst_vae_decode_parent_class parent_class
 G_DEFINE_TYPE (GstVaeDecode, gst_vae_decode, GST_TYPE_BASE_TRANSFORM);
-GST_ELEMENT_REGISTER_DEFINE (vaedecode, "vaedecode", GST_RANK_NONE,
+GST_ELEMENT_REGISTER_DEFINE (vaedecode, "vaedecode", GST_RANK_PRIMARY,
     GST_TYPE_VAE_DECODE);
 
 #define GST_TYPE_VAE_MODEL_FAMILY (gst_vae_model_family_get_type ())
@@ -406,38 +410,20 @@ gst_vae_decode_open_backend (GstVaeDecode * self, enum vae_backend_type type,
   return backend;
 }
 
+/* load loaded_file and check it against the properties; FALSE after posting an error */
 static gboolean
-gst_vae_decode_start (GstBaseTransform * trans)
+gst_vae_decode_load_model (GstVaeDecode * self)
 {
-  GstVaeDecode *self = GST_VAE_DECODE (trans);
   char err[VAE_ERR_SIZE] = "";
-  enum vae_backend_type type;
-  enum vae_precision precision, in_effect;
-  enum vae_family family;
   struct vae_session_config check = { 0 };      /* the latents' size still unknown */
-  GstVaeBackend backend_type;
-  gint device;
+  enum vae_family family;
 
-  /* from here on these properties are refused (set_property): the streaming thread reads
-   * this copy of the file name */
   GST_OBJECT_LOCK (self);
-  self->started = TRUE;
-  self->loaded_file = g_strdup (self->model_file);
   family = self->model_family;
   check.space = (enum vae_space) self->latent_space;
   check.chunk_frames = MIN (self->chunk_frames, G_MAXINT);
   check.tile_size = MIN (self->tile_size, G_MAXINT);
-  backend_type = self->backend_type;
-  device = self->device_id;
-  precision = (enum vae_precision) self->precision;
   GST_OBJECT_UNLOCK (self);
-
-  if (self->loaded_file == NULL || self->loaded_file[0] == '\0') {
-    GST_ELEMENT_ERROR (self, RESOURCE, NOT_FOUND,
-        ("No model file: set the model-file property to a decoder "
-            "(.safetensors)."), (NULL));
-    goto failed;
-  }
 
   self->model = vae_model_load (self->loaded_file, family, err, sizeof (err));
   if (self->model == NULL) {
@@ -447,7 +433,7 @@ gst_vae_decode_start (GstBaseTransform * trans)
     else
       GST_ELEMENT_ERROR (self, RESOURCE, NOT_FOUND,
           ("Could not load model file: %s", err), (NULL));
-    goto failed;
+    return FALSE;
   }
   GST_INFO_OBJECT (self, "loaded %s: %s", self->loaded_file,
       self->model->description);
@@ -458,8 +444,92 @@ gst_vae_decode_start (GstBaseTransform * trans)
     GST_ELEMENT_ERROR (self, RESOURCE, SETTINGS,
         ("Cannot decode with %s: %s", self->loaded_file, err), (NULL));
     g_clear_pointer (&self->model, vae_model_free);
+    return FALSE;
+  }
+  return TRUE;
+}
+
+/* without a model-file: the model path's decoder for latents of these caps, loaded unless it
+ * is already; it is logged and posted as a `vaedecode-model` element message. Where upstream
+ * sends its caps in its state change (latentparse in pull mode), a failure fails that. FALSE
+ * after posting an error. */
+static gboolean
+gst_vae_decode_choose_model (GstVaeDecode * self, GstCaps * caps)
+{
+  gchar *path, *why, *warning, *error;
+  GstStructure *s;
+
+  if (self->model_dirs == NULL || !gst_caps_is_fixed (caps))
+    return TRUE;
+  path = gst_vae_model_path_choose (self->model_dirs,
+      gst_caps_get_structure (caps, 0), &why, &warning, &error);
+  if (warning)
+    GST_ELEMENT_WARNING (self, RESOURCE, NOT_FOUND, ("%s", warning), (NULL));
+  g_free (warning);
+  if (path == NULL) {
+    GST_ELEMENT_ERROR (self, RESOURCE, NOT_FOUND, ("%s", error), (NULL));
+    g_free (error);
+    return FALSE;
+  }
+  if (self->model != NULL && g_str_equal (path, self->loaded_file)) {
+    g_free (path);
+    g_free (why);
+    return TRUE;
+  }
+  gst_vae_decode_clear_stream (self);
+  g_clear_pointer (&self->model, vae_model_free);
+  g_free (self->loaded_file);
+  self->loaded_file = path;
+  if (!gst_vae_decode_load_model (self)) {
+    g_free (why);
+    return FALSE;
+  }
+  GST_INFO_OBJECT (self, "model %s (%s): %s", path,
+      vae_family_name (self->model->family), why);
+  s = gst_structure_new ("vaedecode-model", "file", G_TYPE_STRING, path,
+      "family", G_TYPE_STRING, vae_family_name (self->model->family),
+      "reason", G_TYPE_STRING, why, NULL);
+  gst_element_post_message (GST_ELEMENT (self),
+      gst_message_new_element (GST_OBJECT (self), s));
+  g_free (why);
+  return TRUE;
+}
+
+static gboolean
+gst_vae_decode_start (GstBaseTransform * trans)
+{
+  GstVaeDecode *self = GST_VAE_DECODE (trans);
+  char err[VAE_ERR_SIZE] = "";
+  enum vae_backend_type type;
+  enum vae_precision precision, in_effect;
+  GstVaeBackend backend_type;
+  gint device;
+
+  /* from here on these properties are refused (set_property): the streaming thread reads
+   * this copy of the file name */
+  GST_OBJECT_LOCK (self);
+  self->started = TRUE;
+  if (self->model_file != NULL && self->model_file[0] != '\0')
+    self->loaded_file = g_strdup (self->model_file);
+  else
+    self->model_dirs = gst_vae_model_path_dirs (self->model_dir);
+  backend_type = self->backend_type;
+  device = self->device_id;
+  precision = (enum vae_precision) self->precision;
+  GST_OBJECT_UNLOCK (self);
+
+  if (self->loaded_file == NULL && self->model_dirs == NULL) {
+    GST_ELEMENT_ERROR (self, RESOURCE, NOT_FOUND,
+        ("No model file: set the model-file property to a decoder "
+            "(.safetensors), or model-dir or the " GST_VAE_MODEL_PATH_ENV
+            " environment variable to directories of decoders."), (NULL));
     goto failed;
   }
+  if (self->loaded_file == NULL)
+    GST_INFO_OBJECT (self, "no model-file: the decoder will be chosen from "
+        "the model path when the latents' caps come");
+  else if (!gst_vae_decode_load_model (self))
+    goto failed;
 
   /* auto: CUDA when it is built and starts, else the CPU (whose only device is the default) */
   if (backend_type == GST_VAE_BACKEND_AUTO) {
@@ -513,6 +583,7 @@ failed:
   self->started = FALSE;
   GST_OBJECT_UNLOCK (self);
   g_clear_pointer (&self->loaded_file, g_free);
+  g_clear_pointer (&self->model_dirs, g_strfreev);
   return FALSE;
 }
 
@@ -526,6 +597,7 @@ gst_vae_decode_stop (GstBaseTransform * trans)
   g_clear_pointer (&self->backend, vae_backend_free);
   g_clear_pointer (&self->model, vae_model_free);
   g_clear_pointer (&self->loaded_file, g_free);
+  g_clear_pointer (&self->model_dirs, g_strfreev);
   GST_OBJECT_LOCK (self);
   self->cuda_output = FALSE;
   self->started = FALSE;
@@ -1272,6 +1344,10 @@ gst_vae_decode_sink_event (GstBaseTransform * trans, GstEvent * event)
 
       gst_vae_decode_drain (self);
       gst_event_parse_caps (event, &caps);
+      if (!gst_vae_decode_choose_model (self, caps)) {
+        gst_event_unref (event);
+        return FALSE;
+      }
       caps = gst_caps_ref (caps);
       self->caps_error = FALSE;
       ret = GST_BASE_TRANSFORM_CLASS (parent_class)->sink_event (trans, event);
@@ -1355,7 +1431,8 @@ gst_vae_decode_set_context (GstElement * element, GstContext * context)
 static gboolean
 gst_vae_decode_is_start_property (guint prop_id)
 {
-  return prop_id == PROP_MODEL_FILE || prop_id == PROP_MODEL_FAMILY
+  return prop_id == PROP_MODEL_FILE || prop_id == PROP_MODEL_DIR
+      || prop_id == PROP_MODEL_FAMILY
       || prop_id == PROP_BACKEND || prop_id == PROP_DEVICE_ID
       || prop_id == PROP_PRECISION;
 }
@@ -1379,6 +1456,10 @@ gst_vae_decode_set_property (GObject * object, guint prop_id,
     case PROP_MODEL_FILE:
       g_free (self->model_file);
       self->model_file = g_value_dup_string (value);
+      break;
+    case PROP_MODEL_DIR:
+      g_free (self->model_dir);
+      self->model_dir = g_value_dup_string (value);
       break;
     case PROP_MODEL_FAMILY:
       self->model_family = g_value_get_enum (value);
@@ -1425,6 +1506,9 @@ gst_vae_decode_get_property (GObject * object, guint prop_id, GValue * value,
     case PROP_MODEL_FILE:
       g_value_set_string (value, self->model_file);
       break;
+    case PROP_MODEL_DIR:
+      g_value_set_string (value, self->model_dir);
+      break;
     case PROP_MODEL_FAMILY:
       g_value_set_enum (value, self->model_family);
       break;
@@ -1467,6 +1551,7 @@ gst_vae_decode_finalize (GObject * object)
   gst_vae_decode_stop (GST_BASE_TRANSFORM (self));
   g_array_unref (self->stamps);
   g_free (self->model_file);
+  g_free (self->model_dir);
   G_OBJECT_CLASS (parent_class)->finalize (object);
 }
 
@@ -1498,6 +1583,26 @@ gst_vae_decode_class_init (GstVaeDecodeClass * klass)
   g_object_class_install_property (gobject_class, PROP_MODEL_FILE,
       g_param_spec_string ("model-file", "Model file",
           "Decoder weights (.safetensors); loaded on the way to PAUSED", NULL,
+          flags));
+  /**
+   * GstVaeDecode:model-dir:
+   *
+   * Where to find the decoder when #GstVaeDecode:model-file is not set, as decodebin and
+   * playbin leave it: directories separated by ':' (ComfyUI's `models/vae:models/vae_approx`,
+   * say). Unset, the `GST_VAE_MODEL_PATH` environment variable gives them. When the latents'
+   * caps come, the decoder is the file their `vae-name` field names (the VAE that the
+   * ComfyUI workflow saved in a `.latent` file loaded: found in the first directory holding
+   * it; ComfyUI's `taesd`, `taef1`... are `<name>_decoder.safetensors`), else the only
+   * `.safetensors` decoder in the directories that takes their channel count and, where the
+   * caps say, is a video decoder or an image one. None or several is an error that names
+   * what the directories hold; a named VAE that is missing is a warning, and the choice goes
+   * by the channels. The choice is logged at INFO level and posted as an element message
+   * `vaedecode-model` (fields `file`, `family`, `reason`).
+   */
+  g_object_class_install_property (gobject_class, PROP_MODEL_DIR,
+      g_param_spec_string ("model-dir", "Model directories",
+          "Directories (':'-separated) to choose the decoder from when "
+          "model-file is not set (default: $" GST_VAE_MODEL_PATH_ENV ")", NULL,
           flags));
   /**
    * GstVaeDecode:model-family:

@@ -1189,6 +1189,110 @@ const char * vae_st_header_metadata(const struct vae_st_header * hdr, const char
 }
 
 //
+// ComfyUI metadata
+//
+
+// a string value at the cursor into *out (freed first), or any other value skipped
+static bool st_comfy_string_or_skip(struct st_json * js, char ** out) {
+    st_json_ws(js);
+    if (js->p < js->end && *js->p == '"') {
+        free(*out);
+        *out = NULL;
+        return st_json_string(js, out);
+    }
+    return st_json_skip(js, 2);
+}
+
+// one node of the prompt: {"class_type": ..., "inputs": {"vae_name": ..., ...}, ...}; its
+// class_type and vae_name when they are strings (else left NULL)
+static bool st_comfy_node(struct st_json * js, char ** class_type, char ** vae_name) {
+    if (!st_json_accept(js, '{')) {
+        return st_json_skip(js, 1);
+    }
+    if (st_json_accept(js, '}')) {
+        return true;
+    }
+    do {
+        char * key = NULL;
+        bool   ok;
+        st_json_ws(js);
+        if (!st_json_string(js, &key) || !st_json_accept(js, ':')) {
+            free(key);
+            return false;
+        }
+        if (strcmp(key, "class_type") == 0) {
+            ok = st_comfy_string_or_skip(js, class_type);
+        } else if (strcmp(key, "inputs") == 0 && st_json_accept(js, '{')) {
+            ok = true;
+            if (!st_json_accept(js, '}')) {
+                do {
+                    char * input = NULL;
+                    st_json_ws(js);
+                    ok = st_json_string(js, &input) && st_json_accept(js, ':') &&
+                         (strcmp(input, "vae_name") == 0 ? st_comfy_string_or_skip(js, vae_name) :
+                                                           st_json_skip(js, 3));
+                    free(input);
+                } while (ok && st_json_accept(js, ','));
+                ok = ok && st_json_accept(js, '}');
+            }
+        } else {
+            ok = st_json_skip(js, 2);
+        }
+        free(key);
+        if (!ok) {
+            return false;
+        }
+    } while (st_json_accept(js, ','));
+    return st_json_accept(js, '}');
+}
+
+int vae_st_comfy_vae_name(const char * prompt, char ** name) {
+    struct st_json js    = { 0 };
+    int            found = 0;
+    *name                = NULL;
+    if (prompt == NULL) {
+        return 0;
+    }
+    js.begin = js.p = (const uint8_t *) prompt;
+    js.end          = js.begin + strlen(prompt);
+    if (!st_json_accept(&js, '{')) {
+        return -1;
+    }
+    if (st_json_accept(&js, '}')) {
+        return 0;
+    }
+    do {
+        char * class_type = NULL, *vae_name = NULL;
+        bool   ok;
+        st_json_ws(&js);
+        ok = st_json_string(&js, NULL) && st_json_accept(&js, ':') && st_comfy_node(&js, &class_type, &vae_name);
+        if (ok && class_type && vae_name && strcmp(class_type, "VAELoader") == 0) {
+            if (*name == NULL) {
+                *name    = vae_name;
+                vae_name = NULL;
+                found    = 1;
+            } else if (strcmp(*name, vae_name) != 0) {
+                found = 2;
+            }
+        }
+        free(class_type);
+        free(vae_name);
+        if (!ok) {
+            free(*name);
+            *name = NULL;
+            return -1;
+        }
+    } while (st_json_accept(&js, ','));
+    st_json_ws(&js);
+    if (!st_json_accept(&js, '}') || (st_json_ws(&js), js.p != js.end)) {
+        free(*name);
+        *name = NULL;
+        return -1;
+    }
+    return found;
+}
+
+//
 // files
 //
 

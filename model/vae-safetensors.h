@@ -86,6 +86,13 @@ void                   vae_st_header_free(struct vae_st_header * hdr);
 const struct vae_st_tensor * vae_st_header_find(const struct vae_st_header * hdr, const char * name);
 const char *                 vae_st_header_metadata(const struct vae_st_header * hdr, const char * key);
 
+// ComfyUI's SaveLatent stores the API-format graph it ran as the `prompt` metadata entry:
+// {"<node id>": {"class_type": "VAELoader", "inputs": {"vae_name": "ae.safetensors"}}, ...}.
+// The vae_name of its VAELoader nodes, the VAE the workflow decodes with: the number of distinct
+// names (0, 1, or 2 for several), the first in *name (malloc'd, NULL when none); -1 when the
+// entry is not such JSON.
+int vae_st_comfy_vae_name(const char * prompt, char ** name);
+
 // a whole file, memory-mapped and validated (file length must equal 8 + N + data_size)
 struct vae_st_file {
     struct vae_st_header * hdr;            // tensor data pointers set into the mapping

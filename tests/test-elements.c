@@ -1858,7 +1858,7 @@ GST_START_TEST (test_parse_comfy_latent)
   fail_unless_equals_int (gst_harness_buffers_received (h), 2);
   caps = gst_pad_get_current_caps (h->sinkpad);
   want = gst_caps_from_string ("video/x-latent, type=float32, channels=32, "
-      "width=24, height=16, framerate=24/1");
+      "width=24, height=16, framerate=24/1, video=false");
   fail_unless (gst_caps_is_equal (caps, want));
   gst_caps_unref (want);
   gst_caps_unref (caps);
@@ -1959,7 +1959,7 @@ GST_START_TEST (test_parse_wan_latent)
   fail_unless_equals_int (gst_harness_buffers_received (h), 16);
   caps = gst_pad_get_current_caps (h->sinkpad);
   want = gst_caps_from_string ("video/x-latent, type=bfloat16, channels=16, "
-      "width=64, height=40, framerate=16/1");
+      "width=64, height=40, framerate=16/1, video=true");
   fail_unless (gst_caps_is_equal (caps, want), "caps %" GST_PTR_FORMAT, caps);
   gst_caps_unref (want);
   gst_caps_unref (caps);

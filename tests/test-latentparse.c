@@ -120,9 +120,11 @@ latent_bytes (const Shape * s)
 }
 
 /* latent frame k of the stream must be frame t of batch item b gathered from the tensor,
- * [C, H, W], stamped for the decoded frames it gives at FPS */
+ * [C, H, W], stamped for the decoded frames it gives at FPS; DISCONT on a video's first
+ * frame after the first video's, and on the first frame after a seek (first_after_seek) */
 static void
-check_frame (GstBuffer * buf, const Shape * s, guint64 k)
+check_frame_seek (GstBuffer * buf, const Shape * s, guint64 k,
+    gboolean first_after_seek)
 {
   const guint64 b = k / s->t, t = k % s->t, plane = s->h * s->w;
   const guint64 per_item = s->video ? 1 + FPL * (s->t - 1) : 1;
@@ -151,8 +153,16 @@ check_frame (GstBuffer * buf, const Shape * s, guint64 k)
       GST_BUFFER_PTS (buf));
   fail_unless_equals_uint64 (GST_BUFFER_OFFSET (buf), start);
   fail_unless (GST_BUFFER_FLAG_IS_SET (buf, GST_BUFFER_FLAG_DISCONT) ==
-      (s->video && t == 0 && b > 0), "frame %" G_GUINT64_FORMAT ": DISCONT",
-      k);
+      (first_after_seek || (s->video && t == 0 && b > 0)),
+      "frame %" G_GUINT64_FORMAT ": DISCONT", k);
+  fail_unless (GST_BUFFER_FLAG_IS_SET (buf, GST_BUFFER_FLAG_DELTA_UNIT) ==
+      (t > 0), "frame %" G_GUINT64_FORMAT ": DELTA_UNIT", k);
+}
+
+static void
+check_frame (GstBuffer * buf, const Shape * s, guint64 k)
+{
+  check_frame_seek (buf, s, k, FALSE);
 }
 
 /* ---- pull mode: filesrc ! latentparse ! appsink ---------------------------------------- */
@@ -579,6 +589,232 @@ GST_START_TEST (test_truncated)
 
 GST_END_TEST;
 
+/* ---- seeking and duration ---------------------------------------------------------------- */
+
+/* what went by a pad since the last flush: its buffers and the segment's start */
+typedef struct
+{
+  GPtrArray *buffers;
+  GstClockTime segment_start;
+} Seen;
+
+static GstPadProbeReturn
+seen_probe (GstPad * pad, GstPadProbeInfo * info, gpointer user_data)
+{
+  Seen *seen = user_data;
+  GstEvent *event;
+
+  if (info->type & GST_PAD_PROBE_TYPE_BUFFER) {
+    g_ptr_array_add (seen->buffers, gst_buffer_ref (GST_PAD_PROBE_INFO_BUFFER
+            (info)));
+    return GST_PAD_PROBE_OK;
+  }
+  event = GST_PAD_PROBE_INFO_EVENT (info);
+  if (GST_EVENT_TYPE (event) == GST_EVENT_FLUSH_STOP) {
+    g_ptr_array_set_size (seen->buffers, 0);
+  } else if (GST_EVENT_TYPE (event) == GST_EVENT_SEGMENT) {
+    const GstSegment *segment;
+
+    gst_event_parse_segment (event, &segment);
+    seen->segment_start = segment->start;
+  }
+  return GST_PAD_PROBE_OK;
+}
+
+/* wait for the state change (a preroll or a flushing seek) to complete */
+static void
+wait_state (GstElement * p)
+{
+  fail_unless (gst_element_get_state (p, NULL, NULL, 30 * GST_SECOND) ==
+      GST_STATE_CHANGE_SUCCESS);
+}
+
+/* the pipeline's duration in TIME and in frames must be those of n frames at FPS */
+static void
+expect_duration (GstElement * p, guint64 n)
+{
+  gint64 d;
+
+  fail_unless (gst_element_query_duration (p, GST_FORMAT_TIME, &d));
+  fail_unless_equals_uint64 (d, gst_util_uint64_scale (n, GST_SECOND, FPS));
+  fail_unless (gst_element_query_duration (p, GST_FORMAT_DEFAULT, &d));
+  fail_unless_equals_uint64 (d, n);
+}
+
+/* desc (with an element named `probed` and a sink named `sink`) to PAUSED, its duration
+ * checked, a flushing seek to `to` with flags (unless NONE), then to EOS: what went through
+ * `probed`'s src pad after the seek */
+static Seen
+run_seek (const gchar * desc, guint64 frames, GstClockTime to,
+    GstSeekFlags flags)
+{
+  GstElement *p = gst_parse_launch (desc, NULL), *probed;
+  Seen seen = { g_ptr_array_new_with_free_func ((GDestroyNotify)
+        gst_buffer_unref), GST_CLOCK_TIME_NONE
+  };
+  GstPad *pad;
+  GstBus *bus;
+  GstMessage *msg;
+
+  fail_unless (p != NULL, "%s", desc);
+  probed = gst_bin_get_by_name (GST_BIN (p), "probed");
+  pad = gst_element_get_static_pad (probed, "src");
+  gst_pad_add_probe (pad, GST_PAD_PROBE_TYPE_BUFFER |
+      GST_PAD_PROBE_TYPE_EVENT_DOWNSTREAM | GST_PAD_PROBE_TYPE_EVENT_FLUSH,
+      seen_probe, &seen, NULL);
+  gst_element_set_state (p, GST_STATE_PAUSED);
+  wait_state (p);
+  expect_duration (p, frames);
+  if (GST_CLOCK_TIME_IS_VALID (to)) {
+    fail_unless (gst_element_seek_simple (p, GST_FORMAT_TIME,
+            GST_SEEK_FLAG_FLUSH | flags, to), "%s: seek refused", desc);
+    wait_state (p);
+  }
+  gst_element_set_state (p, GST_STATE_PLAYING);
+  bus = gst_element_get_bus (p);
+  msg = gst_bus_timed_pop_filtered (bus, 30 * GST_SECOND, GST_MESSAGE_EOS |
+      GST_MESSAGE_ERROR);
+  fail_unless (msg != NULL && GST_MESSAGE_TYPE (msg) == GST_MESSAGE_EOS,
+      "%s: no EOS", desc);
+  gst_message_unref (msg);
+  gst_element_set_state (p, GST_STATE_NULL);
+  gst_object_unref (bus);
+  gst_object_unref (pad);
+  gst_object_unref (probed);
+  gst_object_unref (p);
+  return seen;
+}
+
+/* a seek to decoded frame n of the file in pull mode (queue = "") or push mode through a
+ * queue, upstream seeking in bytes: the latent frames from `first` on, the first DISCONT,
+ * and a segment that starts at frame `start` */
+static void
+expect_seek (const Shape * s, const gchar * queue, guint64 n,
+    GstSeekFlags flags, guint64 first, guint64 start)
+{
+  const guint64 per_item = s->video ? 1 + FPL * (s->t - 1) : 1;
+  guint64 size, k;
+  gchar *path = write_latent (s, &size);
+  gchar *desc = g_strdup_printf ("filesrc location=%s %s ! latentparse "
+      "name=probed ! fakesink sync=false", path, queue);
+  Seen seen = run_seek (desc, s->b * per_item,
+      gst_util_uint64_scale (n, GST_SECOND, FPS), flags);
+
+  fail_unless_equals_uint64 (seen.segment_start,
+      gst_util_uint64_scale (start, GST_SECOND, FPS));
+  fail_unless (seen.buffers->len == s->b * s->t - first, "seek to frame %"
+      G_GUINT64_FORMAT " %s: %u latent frames, want %" G_GUINT64_FORMAT, n,
+      queue, seen.buffers->len, s->b * s->t - first);
+  for (k = 0; k < seen.buffers->len; k++)
+    check_frame_seek (g_ptr_array_index (seen.buffers, k), s, first + k,
+        k == 0);
+  g_ptr_array_unref (seen.buffers);
+  g_free (desc);
+  remove_latent (path);
+}
+
+/* Images seek straight to the frame; a video restarts at its first latent frame, the segment
+ * starting at the target (a causal decoder needs the frames before it: they are decoded and
+ * clipped), or with KEY_UNIT at the video's start (the nearer one with SNAP_NEAREST). The
+ * same in pull mode and in push mode, where latentparse seeks upstream in bytes. Durations
+ * in TIME and in frames: 2 videos of 1 + 4 x 5 frames, 5 images. */
+GST_START_TEST (test_seek)
+{
+  const Shape video = { 2, 5, 6, 7, 9, TRUE };
+  const Shape images = { 5, 5, 1, 7, 9, FALSE };
+  const gchar *modes[] = { "", "! queue" };
+  gint i;
+
+  for (i = 0; i < 2; i++) {
+    expect_seek (&images, modes[i], 3, 0, 3, 3);
+    expect_seek (&images, modes[i], 0, 0, 0, 0);
+    /* frame 30 is in the second video (frames 21 to 41), in its latent frame 3 */
+    expect_seek (&video, modes[i], 30, 0, 6, 30);
+    expect_seek (&video, modes[i], 30, GST_SEEK_FLAG_KEY_UNIT, 6, 21);
+    expect_seek (&video, modes[i], 17, GST_SEEK_FLAG_KEY_UNIT |
+        GST_SEEK_FLAG_SNAP_NEAREST, 6, 21);
+    expect_seek (&video, modes[i], 5, 0, 0, 5);
+  }
+}
+
+GST_END_TEST;
+
+/* a byte stream that cannot seek (GstHarness): not seekable, a seek refused; the duration
+ * known once the header is in */
+GST_START_TEST (test_seek_refused_in_push_mode)
+{
+  const Shape s = { 3, 5, 1, 7, 9, FALSE };
+  GBytes *bytes = latent_bytes (&s);
+  GstBus *bus;
+  GstHarness *h = push_harness (NULL, &bus);
+  GstQuery *q = gst_query_new_seeking (GST_FORMAT_TIME);
+  gboolean seekable = TRUE;
+  gint64 d;
+
+  push_range (h, bytes, 0, g_bytes_get_size (bytes));
+  fail_unless (gst_pad_peer_query (h->sinkpad, q));
+  gst_query_parse_seeking (q, NULL, &seekable, NULL, NULL);
+  fail_if (seekable);
+  gst_query_unref (q);
+  fail_unless (gst_pad_peer_query_duration (h->sinkpad, GST_FORMAT_TIME, &d));
+  fail_unless_equals_uint64 (d, gst_util_uint64_scale (3, GST_SECOND, FPS));
+  fail_if (gst_harness_push_upstream_event (h, gst_event_new_seek (1.0,
+              GST_FORMAT_TIME, GST_SEEK_FLAG_FLUSH, GST_SEEK_TYPE_SET,
+              GST_SECOND / FPS, GST_SEEK_TYPE_NONE, -1)));
+  g_bytes_unref (bytes);
+  harness_teardown (h, bus);
+}
+
+GST_END_TEST;
+
+/* decoded through vaedecode: a seek to frame n gives the frames from n on of a whole decode,
+ * equal to them (a video's earlier latent frames are decoded and dropped, not skipped) */
+static void
+expect_decoded_seek (const gchar * latent, const gchar * model, guint64 frames,
+    guint64 n)
+{
+  const gchar *data = g_getenv ("VAE_TEST_DATA");
+  gchar *desc = g_strdup_printf ("filesrc location=%s/%s ! latentparse ! "
+      "vaedecode model-file=%s/%s name=probed ! fakesink sync=false", data,
+      latent, data, model);
+  Seen all = run_seek (desc, frames, GST_CLOCK_TIME_NONE, 0);
+  Seen seen = run_seek (desc, frames, gst_util_uint64_scale (n, GST_SECOND,
+          FPS), 0);
+  guint64 k;
+
+  fail_unless_equals_int (all.buffers->len, frames);
+  /* (the frames before n may pass vaedecode: the sink drops them) */
+  while (seen.buffers->len > 0 && GST_BUFFER_PTS (g_ptr_array_index
+          (seen.buffers, 0)) < seen.segment_start)
+    g_ptr_array_remove_index (seen.buffers, 0);
+  fail_unless_equals_int (seen.buffers->len, frames - n);
+  for (k = 0; k < frames - n; k++) {
+    GstBuffer *a = g_ptr_array_index (all.buffers, n + k);
+    GstBuffer *b = g_ptr_array_index (seen.buffers, k);
+    GstMapInfo map;
+
+    fail_unless_equals_uint64 (GST_BUFFER_PTS (b), GST_BUFFER_PTS (a));
+    fail_unless (gst_buffer_map (a, &map, GST_MAP_READ));
+    fail_unless (gst_buffer_memcmp (b, 0, map.data, map.size) == 0,
+        "%s: frame %" G_GUINT64_FORMAT " after the seek differs", latent,
+        n + k);
+    gst_buffer_unmap (a, &map);
+  }
+  g_ptr_array_unref (all.buffers);
+  g_ptr_array_unref (seen.buffers);
+  g_free (desc);
+}
+
+GST_START_TEST (test_seek_decoded)
+{
+  /* 2 images; 4 Wan 2.1 latent frames, 13 frames (frame 6 from latent frame 2) */
+  expect_decoded_seek ("taef2_z32_w16.latent", "taef2_z32_w16.orig.safetensors",
+      2, 1);
+  expect_decoded_seek ("wan21_b4.latent", "wan21_b4.orig.safetensors", 13, 6);
+}
+
+GST_END_TEST;
+
 static Suite *
 latentparse_suite (void)
 {
@@ -593,6 +829,9 @@ latentparse_suite (void)
   tcase_add_test (tc, test_push_frames_as_they_arrive);
   tcase_add_test (tc, test_refuse_above_bound);
   tcase_add_test (tc, test_truncated);
+  tcase_add_test (tc, test_seek);
+  tcase_add_test (tc, test_seek_refused_in_push_mode);
+  tcase_add_test (tc, test_seek_decoded);
   return s;
 }
 

@@ -1,0 +1,229 @@
+/* GStreamer VAE decode
+ * Copyright (C) 2026 gst-vaedecode developers
+ *
+ * The model path (gstvaemodelpath.h). Candidates are probed with vae_model_load, which reads
+ * only a file's header and detects the family from its keys and shapes: weights are not read,
+ * so a directory of checkpoints costs a header parse per file.
+ */
+
+#include "gstvaemodelpath.h"
+
+#include <string.h>
+
+#include "vae-model.h"
+
+GST_DEBUG_CATEGORY_EXTERN (gst_vae_decode_debug);
+#define GST_CAT_DEFAULT gst_vae_decode_debug
+
+#define VAE_ERR_SIZE 512
+
+/* a decoder found in the model path */
+typedef struct
+{
+  gchar *path;
+  enum vae_family family;
+  gint channels[2];             /* of its raw and normalized latents */
+  gboolean video;
+} GstVaeCandidate;
+
+gchar **
+gst_vae_model_path_dirs (const gchar * model_dir)
+{
+  const gchar *list = model_dir && *model_dir ? model_dir :
+      g_getenv (GST_VAE_MODEL_PATH_ENV);
+  gchar **dirs, **in, **out;
+
+  if (list == NULL)
+    return NULL;
+  dirs = g_strsplit (list, G_SEARCHPATH_SEPARATOR_S, -1);
+  for (in = out = dirs; *in; in++) {
+    if (**in)
+      *out++ = *in;
+    else
+      g_free (*in);
+  }
+  *out = NULL;
+  if (dirs[0] == NULL)
+    g_clear_pointer (&dirs, g_strfreev);
+  return dirs;
+}
+
+/* the file vae_name stands for in dir: the name itself, or for ComfyUI's names of the TAESD
+ * decoders ("taesd", "taef1": no extension) <name>_decoder.safetensors */
+static gchar *
+gst_vae_model_path_named (const gchar * dir, const gchar * vae_name)
+{
+  gchar *path = g_build_filename (dir, vae_name, NULL), *file;
+
+  if (g_file_test (path, G_FILE_TEST_IS_REGULAR))
+    return path;
+  g_free (path);
+  if (strchr (vae_name, '.') != NULL)
+    return NULL;
+  file = g_strconcat (vae_name, "_decoder.safetensors", NULL);
+  path = g_build_filename (dir, file, NULL);
+  g_free (file);
+  if (g_file_test (path, G_FILE_TEST_IS_REGULAR))
+    return path;
+  g_free (path);
+  return NULL;
+}
+
+static gint
+gst_vae_model_path_compare (gconstpointer a, gconstpointer b)
+{
+  return strcmp (*(const gchar **) a, *(const gchar **) b);
+}
+
+/* the decoders of dirs, a file name in an earlier directory hiding the same in later ones;
+ * what they are, for the messages, appended to found */
+static GArray *
+gst_vae_model_path_probe (gchar ** dirs, GString * found)
+{
+  GArray *cands = g_array_new (FALSE, TRUE, sizeof (GstVaeCandidate));
+  GHashTable *seen = g_hash_table_new_full (g_str_hash, g_str_equal, g_free,
+      NULL);
+  char err[VAE_ERR_SIZE];
+  gint d;
+
+  for (d = 0; dirs[d]; d++) {
+    GDir *dir = g_dir_open (dirs[d], 0, NULL);
+    GPtrArray *names = g_ptr_array_new_with_free_func (g_free);
+    const gchar *name;
+    guint i;
+
+    if (dir == NULL) {
+      GST_DEBUG ("model path: no directory %s", dirs[d]);
+      continue;
+    }
+    while ((name = g_dir_read_name (dir)))
+      if (g_str_has_suffix (name, ".safetensors"))
+        g_ptr_array_add (names, g_strdup (name));
+    g_dir_close (dir);
+    g_ptr_array_sort (names, gst_vae_model_path_compare);
+    for (i = 0; i < names->len; i++) {
+      const gchar *file = g_ptr_array_index (names, i);
+      GstVaeCandidate c = { g_build_filename (dirs[d], file, NULL) };
+      struct vae_model *m;
+
+      if (g_hash_table_contains (seen, file)) {
+        g_free (c.path);
+        continue;
+      }
+      g_hash_table_add (seen, g_strdup (file));
+      m = vae_model_load (c.path, VAE_FAMILY_AUTO, err, sizeof (err));
+      if (m == NULL) {
+        GST_DEBUG ("model path: %s is not a decoder: %s", c.path, err);
+        g_free (c.path);
+        continue;
+      }
+      c.family = m->family;
+      c.channels[0] = m->latent_channels;
+      c.channels[1] = m->latent_channels *
+          vae_model_space_patch (m, VAE_SPACE_NORMALIZED) *
+          vae_model_space_patch (m, VAE_SPACE_NORMALIZED);
+      c.video = m->frames_per_latent > 1;
+      vae_model_free (m);
+      g_string_append_printf (found, "%s%s (%s, %d channels%s)",
+          found->len ? ", " : "", c.path, vae_family_name (c.family),
+          c.channels[0], c.video ? ", video" : "");
+      g_array_append_val (cands, c);
+    }
+    g_ptr_array_unref (names);
+  }
+  g_hash_table_unref (seen);
+  return cands;
+}
+
+/* whether the candidate takes latents of s */
+static gboolean
+gst_vae_model_path_fits (const GstVaeCandidate * c, const GstStructure * s)
+{
+  const gchar *space = gst_structure_get_string (s, "space");
+  gboolean video;
+  gint channels = 0;
+
+  gst_structure_get_int (s, "channels", &channels);
+  if (gst_structure_get_boolean (s, "video", &video) && video != c->video)
+    return FALSE;
+  if (g_strcmp0 (space, "raw") == 0)
+    return channels == c->channels[0];
+  if (g_strcmp0 (space, "normalized") == 0)
+    return channels == c->channels[1];
+  return channels == c->channels[0] || channels == c->channels[1];
+}
+
+gchar *
+gst_vae_model_path_choose (gchar ** dirs, const GstStructure * s,
+    gchar ** why, gchar ** warning, gchar ** error)
+{
+  const gchar *vae_name = gst_structure_get_string (s, "vae-name");
+  gchar *dirs_str = g_strjoinv (G_SEARCHPATH_SEPARATOR_S, dirs), *ret = NULL;
+  GString *found = g_string_new (NULL), *fits = g_string_new (NULL);
+  const gchar *kind = "";
+  GArray *cands;
+  gboolean video;
+  gint channels = 0, n = 0, d;
+  guint i;
+
+  *why = *warning = *error = NULL;
+  /* the workflow's VAE: a file name relative to the model path, never outside it */
+  if (vae_name && (g_path_is_absolute (vae_name)
+          || strstr (vae_name, "..") != NULL)) {
+    *warning = g_strdup_printf ("The latents name the VAE '%s', which is not a "
+        "file name in the model path; choosing by their channels.", vae_name);
+    vae_name = NULL;
+  }
+  for (d = 0; vae_name && dirs[d] && ret == NULL; d++)
+    ret = gst_vae_model_path_named (dirs[d], vae_name);
+  if (ret) {
+    *why = g_strdup_printf ("the VAE '%s' of the latents' ComfyUI workflow",
+        vae_name);
+    goto done;
+  }
+  if (vae_name)
+    *warning = g_strdup_printf ("The latents' ComfyUI workflow decoded with the "
+        "VAE '%s', which is not in the model path (%s); choosing by their "
+        "channels.", vae_name, dirs_str);
+
+  gst_structure_get_int (s, "channels", &channels);
+  if (gst_structure_get_boolean (s, "video", &video))
+    kind = video ? " video" : " image";
+  cands = gst_vae_model_path_probe (dirs, found);
+  for (i = 0; i < cands->len; i++) {
+    GstVaeCandidate *c = &g_array_index (cands, GstVaeCandidate, i);
+
+    if (gst_vae_model_path_fits (c, s)) {
+      g_string_append_printf (fits, "%s%s (%s)", n ? ", " : "", c->path,
+          vae_family_name (c->family));
+      if (n++ == 0)
+        ret = g_strdup (c->path);
+    }
+    g_free (c->path);
+  }
+  g_array_unref (cands);
+  /* (the warning is repeated: decodebin drops messages of an element it is setting up) */
+  if (n == 1) {
+    *why = g_strdup_printf ("the only decoder of %d-channel%s latents in the "
+        "model path%s%s", channels, kind, *warning ? ". " : "",
+        *warning ? *warning : "");
+  } else if (n == 0) {
+    *error = g_strdup_printf ("%s%sNo decoder for %d-channel%s latents in the "
+        "model path (%s), which holds %s. Put the decoder there, or set "
+        "model-file.", *warning ? *warning : "", *warning ? " " : "",
+        channels, kind, dirs_str, found->len ? found->str :
+        "no .safetensors decoder");
+  } else {
+    *error = g_strdup_printf ("%s%s%d decoders in the model path (%s) take "
+        "%d-channel%s latents: %s. Set model-file to the one to use, or "
+        "leave only it in the model path.", *warning ? *warning : "",
+        *warning ? " " : "", n, dirs_str, channels, kind, fits->str);
+    g_clear_pointer (&ret, g_free);
+  }
+
+done:
+  g_string_free (found, TRUE);
+  g_string_free (fits, TRUE);
+  g_free (dirs_str);
+  return ret;
+}
