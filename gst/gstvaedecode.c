@@ -49,10 +49,15 @@
  * Wan and TAEHV are causal video decoders: latent frame 0 of a stream gives one frame and
  * every later latent frame four, so T latent frames give 1 + 4 (T - 1) frames (frame 0 comes
  * from latent 0, frames 4k-3 .. 4k from latent k). Image decoders give one frame per latent
- * frame. Frame j of a latent frame is stamped at the latent buffer's PTS plus j frame
- * durations of the caps' framerate (the decoded video's), each one frame duration long; a
- * latent buffer without a PTS continues from the frames stamped so far in the segment.
- * With framerate 0/1 the latent buffer's DURATION is split evenly between its frames.
+ * frame. The frames are stamped at the caps' framerate (the decoded video's), each one frame
+ * duration long: frame n at the first latent buffer's PTS (the segment's start when it has
+ * none) plus n frame durations, whatever times later latent buffers carry (jitter, arrival
+ * times over RTP without a jitterbuffer), so the output is monotonic and gap-free. A latent
+ * buffer whose PTS lies more than a frame after its first frame's time is a discontinuity,
+ * logged at INFO level: its frames go on from its PTS, the first one flagged DISCONT; one
+ * more than a frame early is logged and its frames keep their place. A new segment and a
+ * flush start afresh. With framerate 0/1 the latent buffer's DURATION is split evenly
+ * between its frames.
  *
  * A latent buffer flagged DISCONT in the middle of a video stream ends that stream: the
  * frames of the latents already taken are decoded and pushed, and the buffer becomes latent
@@ -196,10 +201,11 @@ enum
 #define DEFAULT_MAX_MEMORY 0
 #define DEFAULT_POST_MESSAGES TRUE
 
-/* PTS and DURATION of one output frame, decoded or still to come */
+/* PTS, DURATION and DISCONT of one output frame, decoded or still to come */
 typedef struct
 {
   GstClockTime pts, duration;
+  gboolean discont;
 } GstVaeStamp;
 
 struct _GstVaeDecode
@@ -237,9 +243,10 @@ struct _GstVaeDecode
   GArray *stamps;               /* GstVaeStamp of each frame pushed latents give, not yet output */
   guint64 frames_in;            /* latent frames taken since the caps (for messages) */
   guint64 stream_latents;       /* latent frames pushed in the current causal stream */
-  guint64 segment_frames;       /* frames stamped in this segment */
+  GstClockTime ts_base;         /* output PTS are ts_base + n frames (NONE: set by the next latent) */
+  guint64 ts_frames;            /* frames stamped since ts_base */
   GstClockTime latency;         /* ours, from the caps (object lock) */
-  gboolean discont;
+  gboolean discont;             /* the next frame stamped is DISCONT */
   gboolean caps_error;          /* set_caps failed and said why */
 };
 
@@ -501,7 +508,7 @@ gst_vae_decode_start (GstBaseTransform * trans)
   GST_INFO_OBJECT (self, "backend %s, precision %s, output in %s",
       vae_backend_name (self->backend), vae_precision_name (in_effect),
       self->cuda_output ? "CUDA or system memory" : "system memory");
-  self->segment_frames = 0;
+  self->ts_base = GST_CLOCK_TIME_NONE;
   self->discont = FALSE;
   GST_OBJECT_LOCK (self);
   self->latency = 0;
@@ -798,6 +805,14 @@ gst_vae_decode_channels_error (GstVaeDecode * self, const GstLatentInfo * info,
   g_free (hint);
 }
 
+/* the time of frame n at the caps' frame rate (which must not be 0/1) */
+static GstClockTime
+gst_vae_decode_frame_time (GstVaeDecode * self, guint64 n)
+{
+  return gst_util_uint64_scale (n, GST_SECOND * self->in_info.fps_d,
+      self->in_info.fps_n);
+}
+
 static gboolean
 gst_vae_decode_set_caps (GstBaseTransform * trans, GstCaps * incaps,
     GstCaps * outcaps)
@@ -859,6 +874,11 @@ gst_vae_decode_set_caps (GstBaseTransform * trans, GstCaps * incaps,
     return FALSE;
   }
   self->caps_error = FALSE;
+  /* the frames go on from where they are, at the new caps' rate */
+  if (GST_CLOCK_TIME_IS_VALID (self->ts_base) && self->in_info.fps_n > 0) {
+    self->ts_base += gst_vae_decode_frame_time (self, self->ts_frames);
+    self->ts_frames = 0;
+  }
   self->in_info = info;
   self->latent = g_new (float, (gsize) info.channels * info.width *
       info.height);
@@ -971,35 +991,66 @@ gst_vae_decode_decide_allocation (GstBaseTransform * trans, GstQuery * query)
       query);
 }
 
-/* the time of frame n at the caps' frame rate (which must not be 0/1) */
-static GstClockTime
-gst_vae_decode_frame_time (GstVaeDecode * self, guint64 n)
+/* at a frame rate, where the frames of the stream run from: the first latent's PTS, or the
+ * segment's start when it has none. After that a latent's PTS only moves the frames on when it
+ * lies more than a frame after the frames stamped so far (a gap in the input: a discontinuity);
+ * jitter, and a latent that comes early (arrival times over RTP without a jitterbuffer), leave
+ * them where they are: the output stays monotonic and gap-free. */
+static void
+gst_vae_decode_rebase (GstVaeDecode * self, GstClockTime pts)
 {
-  return gst_util_uint64_scale (n, GST_SECOND * self->in_info.fps_d,
-      self->in_info.fps_n);
+  const GstSegment *segment = &GST_BASE_TRANSFORM (self)->segment;
+  GstClockTime expected, frame;
+
+  if (!GST_CLOCK_TIME_IS_VALID (self->ts_base)) {
+    self->ts_base = pts;
+    if (!GST_CLOCK_TIME_IS_VALID (pts))
+      self->ts_base = segment->format == GST_FORMAT_TIME ? segment->start : 0;
+    self->ts_frames = 0;
+    return;
+  }
+  if (!GST_CLOCK_TIME_IS_VALID (pts))
+    return;
+  expected = self->ts_base + gst_vae_decode_frame_time (self, self->ts_frames);
+  frame = gst_vae_decode_frame_time (self, self->ts_frames + 1) -
+      gst_vae_decode_frame_time (self, self->ts_frames);
+  if (pts > expected + frame) {
+    GST_INFO_OBJECT (self, "discontinuity: a latent at %" GST_TIME_FORMAT
+        ", %" GST_TIME_FORMAT " after the next frame's time %" GST_TIME_FORMAT
+        "; the frames go on from there", GST_TIME_ARGS (pts),
+        GST_TIME_ARGS (pts - expected), GST_TIME_ARGS (expected));
+    self->ts_base = pts;
+    self->ts_frames = 0;
+    self->discont = TRUE;
+  } else if (pts + frame < expected) {
+    GST_INFO_OBJECT (self, "discontinuity: a latent at %" GST_TIME_FORMAT
+        ", %" GST_TIME_FORMAT " before the next frame's time %" GST_TIME_FORMAT
+        "; the frames go on at %" GST_TIME_FORMAT " to stay monotonic",
+        GST_TIME_ARGS (pts), GST_TIME_ARGS (expected - pts),
+        GST_TIME_ARGS (expected), GST_TIME_ARGS (expected));
+  }
 }
 
-/* queue the stamps of the m frames that a latent frame with this PTS and DURATION gives:
- * frame j at base + j frame durations of the caps' frame rate, base being the latent's PTS,
- * or when it has none, the frames stamped so far in this segment; at 0/1, the latent's
- * DURATION split evenly (or nothing known) */
+/* queue the stamps of the m frames that a latent frame with this PTS and DURATION gives: at a
+ * frame rate, the next m frames of the stream (gst_vae_decode_rebase); at 0/1, the latent's
+ * DURATION split evenly from its PTS (or nothing known) */
 static void
 gst_vae_decode_add_stamps (GstVaeDecode * self, GstClockTime pts,
     GstClockTime duration, guint m)
 {
-  const guint64 n = self->segment_frames;
   guint j;
 
+  if (self->in_info.fps_n > 0)
+    gst_vae_decode_rebase (self, pts);
   for (j = 0; j < m; j++) {
-    GstVaeStamp stamp = { GST_CLOCK_TIME_NONE, GST_CLOCK_TIME_NONE };
+    GstVaeStamp stamp = { GST_CLOCK_TIME_NONE, GST_CLOCK_TIME_NONE, FALSE };
 
-    if (self->in_info.fps_n > 0 && GST_CLOCK_TIME_IS_VALID (pts)) {
-      stamp.pts = pts + gst_vae_decode_frame_time (self, j);
-      stamp.duration = gst_vae_decode_frame_time (self, j + 1) -
-          gst_vae_decode_frame_time (self, j);
-    } else if (self->in_info.fps_n > 0) {
-      stamp.pts = gst_vae_decode_frame_time (self, n + j);
-      stamp.duration = gst_vae_decode_frame_time (self, n + j + 1) - stamp.pts;
+    if (self->in_info.fps_n > 0) {
+      const guint64 n = self->ts_frames + j;
+
+      stamp.pts = self->ts_base + gst_vae_decode_frame_time (self, n);
+      stamp.duration = gst_vae_decode_frame_time (self, n + 1) -
+          gst_vae_decode_frame_time (self, n);
     } else if (GST_CLOCK_TIME_IS_VALID (duration)) {
       GstClockTime at = gst_util_uint64_scale_int (duration, j, m);
 
@@ -1009,9 +1060,12 @@ gst_vae_decode_add_stamps (GstVaeDecode * self, GstClockTime pts,
     } else if (j == 0) {
       stamp.pts = pts;
     }
+    if (j == 0)
+      stamp.discont = self->discont;
     g_array_append_val (self->stamps, stamp);
   }
-  self->segment_frames += m;
+  self->ts_frames += m;
+  self->discont = FALSE;
 }
 
 /* the vaedecode-progress element message, after the last frame of a decode step */
@@ -1049,7 +1103,7 @@ gst_vae_decode_generate_output (GstBaseTransform * trans, GstBuffer ** outbuf)
   GstVideoFrame frame;
   struct vae_frame dst = { 0 };
   GstMapFlags map_flags = GST_MAP_WRITE;
-  GstVaeStamp stamp = { GST_CLOCK_TIME_NONE, GST_CLOCK_TIME_NONE };
+  GstVaeStamp stamp = { GST_CLOCK_TIME_NONE, GST_CLOCK_TIME_NONE, FALSE };
   GstFlowReturn ret;
   char err[VAE_ERR_SIZE] = "";
   gdouble kr = 0.299, kb = 0.114;
@@ -1127,10 +1181,8 @@ gst_vae_decode_generate_output (GstBaseTransform * trans, GstBuffer ** outbuf)
   }
   GST_BUFFER_PTS (*outbuf) = stamp.pts;
   GST_BUFFER_DURATION (*outbuf) = stamp.duration;
-  if (self->discont) {
+  if (stamp.discont)
     GST_BUFFER_FLAG_SET (*outbuf, GST_BUFFER_FLAG_DISCONT);
-    self->discont = FALSE;
-  }
   if (vae_session_frames_ready (self->session) == 0)
     gst_vae_decode_post_progress (self, &stamp);
   return GST_FLOW_OK;
@@ -1283,15 +1335,22 @@ gst_vae_decode_sink_event (GstBaseTransform * trans, GstEvent * event)
       gst_caps_unref (caps);
       return ret;
     }
-    case GST_EVENT_SEGMENT:
-      self->segment_frames = 0;
+    case GST_EVENT_SEGMENT:{
+      const GstSegment *segment;
+
+      /* a new segment starts the frames afresh; the same one again (a payloader's repeat)
+       * changes nothing */
+      gst_event_parse_segment (event, &segment);
+      if (!gst_segment_is_equal (segment, &trans->segment))
+        self->ts_base = GST_CLOCK_TIME_NONE;
       break;
+    }
     case GST_EVENT_FLUSH_STOP:
       if (self->session)
         vae_session_reset (self->session);
       g_array_set_size (self->stamps, 0);
       self->stream_latents = 0;
-      self->segment_frames = 0;
+      self->ts_base = GST_CLOCK_TIME_NONE;
       self->discont = TRUE;
       break;
     default:

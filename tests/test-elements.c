@@ -2106,6 +2106,247 @@ GST_START_TEST (test_precision_warning)
 
 GST_END_TEST;
 
+/* ---- timestamps, end of stream, interruption, properties (issue 14) ---------------------- */
+
+/* push latent i of the image fixture with this PTS (NONE: none) */
+static void
+push_at (GstHarness * h, gint i, GstClockTime pts)
+{
+  GstBuffer *buf = latent_buffer (i);
+
+  GST_BUFFER_PTS (buf) = pts;
+  GST_BUFFER_DURATION (buf) = GST_CLOCK_TIME_NONE;
+  fail_unless_equals_int (gst_harness_push (h, buf), GST_FLOW_OK);
+}
+
+/* pull the next frame: it must be at frame n of a 16/1 stream from base, one frame long,
+ * and DISCONT or not as said */
+static void
+expect_frame_at (GstHarness * h, GstClockTime base, guint64 n,
+    gboolean discont)
+{
+  GstBuffer *out = gst_harness_pull (h);
+
+  fail_unless (out != NULL);
+  fail_unless_equals_uint64 (GST_BUFFER_PTS (out), base + frame_time (n));
+  fail_unless_equals_uint64 (GST_BUFFER_DURATION (out),
+      frame_time (n + 1) - frame_time (n));
+  fail_unless (GST_BUFFER_FLAG_IS_SET (out, GST_BUFFER_FLAG_DISCONT) ==
+      discont, "frame %" G_GUINT64_FORMAT " DISCONT is %d", n, !discont);
+  gst_buffer_unref (out);
+}
+
+/* the frames run on from the first latent's PTS at the caps' rate: jitter of less than a frame
+ * and latents that come early (arrival times) do not move them; a jump of more than a frame
+ * is a discontinuity: the frames go on from the new PTS, the first one DISCONT */
+GST_START_TEST (test_timestamps_from_rate)
+{
+  const GstClockTime base = 3 * GST_SECOND;
+  const gint64 jitter[6] = { 0, 20, -25, 30, -40, 55 };     /* ms, less than 62.5 */
+  GstBus *bus;
+  GstHarness *h = decoder_harness (NULL, &bus);
+  gint i;
+
+  gst_harness_set_src_caps_str (h, LATENT_CAPS);
+  for (i = 0; i < 6; i++) {
+    push_at (h, i, base + frame_time (i) + jitter[i] * GST_MSECOND);
+    expect_frame_at (h, base, i, FALSE);
+  }
+  /* three latents that arrive together, early */
+  for (i = 6; i < 9; i++) {
+    push_at (h, i, base + frame_time (5) + i * GST_MSECOND);
+    expect_frame_at (h, base, i, FALSE);
+  }
+  /* a latent without a PTS takes the next frame's */
+  push_at (h, 9, GST_CLOCK_TIME_NONE);
+  expect_frame_at (h, base, 9, FALSE);
+  /* 2 s later: the frames go on from there */
+  push_at (h, 10, base + 2 * GST_SECOND + frame_time (10));
+  expect_frame_at (h, base + 2 * GST_SECOND, 10, TRUE);
+  push_at (h, 11, base + 2 * GST_SECOND + frame_time (11) - 10 * GST_MSECOND);
+  expect_frame_at (h, base + 2 * GST_SECOND, 11, FALSE);
+  harness_teardown (h, bus);
+}
+
+GST_END_TEST;
+
+/* latents without PTS start at the segment's start; a new segment starts the frames afresh,
+ * the same segment again changes nothing */
+GST_START_TEST (test_timestamps_segment_start)
+{
+  GstBus *bus;
+  GstHarness *h = decoder_harness (NULL, &bus);
+  GstSegment segment;
+  gint i;
+
+  gst_harness_set_src_caps_str (h, LATENT_CAPS);
+  gst_segment_init (&segment, GST_FORMAT_TIME);
+  segment.start = segment.time = 10 * GST_SECOND;
+  fail_unless (gst_harness_push_event (h, gst_event_new_segment (&segment)));
+  for (i = 0; i < 3; i++) {
+    push_at (h, i, GST_CLOCK_TIME_NONE);
+    expect_frame_at (h, 10 * GST_SECOND, i, FALSE);
+  }
+  fail_unless (gst_harness_push_event (h, gst_event_new_segment (&segment)));
+  push_at (h, 3, GST_CLOCK_TIME_NONE);
+  expect_frame_at (h, 10 * GST_SECOND, 3, FALSE);
+  segment.start = segment.time = 20 * GST_SECOND;
+  fail_unless (gst_harness_push_event (h, gst_event_new_segment (&segment)));
+  push_at (h, 4, GST_CLOCK_TIME_NONE);
+  expect_frame_at (h, 20 * GST_SECOND, 0, FALSE);
+  harness_teardown (h, bus);
+}
+
+GST_END_TEST;
+
+/* a [1, 16, T, 5, 7] F32 latent file for the Wan fixture (its 4 latent frames over and over),
+ * written to a temporary file; returns the path */
+static gchar *
+write_wan_latent_file (gint T)
+{
+  gchar *path = data_path ("wan21_b4.latent");
+  gint64 shape[5];
+  gfloat *lat = read_tensor (path, "latent_tensor", shape);
+  const gsize plane = 5 * 7;
+  gfloat *data = g_new (gfloat, 16 * T * plane);
+  gchar *dims = g_strdup_printf ("1,16,%d,5,7", T);
+  GBytes *bytes;
+  gchar *out;
+  gint fd, c, t;
+
+  for (c = 0; c < 16; c++)
+    for (t = 0; t < T; t++)
+      memcpy (data + (c * T + t) * plane, lat + (c * shape[2] + t % 4) * plane,
+          plane * sizeof (gfloat));
+  bytes = make_safetensors ("latent_tensor", "F32", dims,
+      16 * T * plane * sizeof (gfloat), (guint8 *) data);
+  fd = g_file_open_tmp ("vae-wan-XXXXXX.latent", &out, NULL);
+  fail_unless (fd >= 0);
+  close (fd);
+  fail_unless (g_file_set_contents (out, g_bytes_get_data (bytes, NULL),
+          g_bytes_get_size (bytes), NULL));
+  g_bytes_unref (bytes);
+  g_free (dims);
+  g_free (data);
+  g_free (lat);
+  g_free (path);
+  return out;
+}
+
+typedef struct
+{
+  GMutex lock;
+  GCond cond;
+  GArray *pts, *duration, *discont;
+} Frames;
+
+static void
+frames_handoff (GstElement * sink, GstBuffer * buf, GstPad * pad, Frames * f)
+{
+  gboolean discont = GST_BUFFER_FLAG_IS_SET (buf, GST_BUFFER_FLAG_DISCONT);
+
+  g_mutex_lock (&f->lock);
+  g_array_append_val (f->pts, GST_BUFFER_PTS (buf));
+  g_array_append_val (f->duration, GST_BUFFER_DURATION (buf));
+  g_array_append_val (f->discont, discont);
+  g_cond_signal (&f->cond);
+  g_mutex_unlock (&f->lock);
+}
+
+/* latents over RTP without a jitterbuffer (rtpgstpay ! udpsink, udpsrc ! rtpgstdepay on
+ * 127.0.0.1), sent all at once: their PTS are the times the receiver reads them, not the
+ * stream's. The 45 frames come out monotonic and gap-free: each starts where the one before
+ * ends (a DISCONT frame may start later, never earlier). */
+GST_START_TEST (test_rtp_timestamps)
+{
+  const gint T = 12, n_frames = 1 + 4 * (T - 1);
+  gchar *latent = write_wan_latent_file (T);
+  gchar *model = data_path (WAN_MODEL);
+  gchar *desc;
+  GstElement *rx, *tx, *src, *sink;
+  GstBus *rx_bus, *tx_bus;
+  Frames f;
+  gint port = 0, i;
+  gint64 end;
+
+  require_elements ();
+  g_mutex_init (&f.lock);
+  g_cond_init (&f.cond);
+  f.pts = g_array_new (FALSE, FALSE, sizeof (GstClockTime));
+  f.duration = g_array_new (FALSE, FALSE, sizeof (GstClockTime));
+  f.discont = g_array_new (FALSE, FALSE, sizeof (gboolean));
+
+  /* the receiver first, on a port the system chooses */
+  desc = g_strdup_printf ("udpsrc name=src address=127.0.0.1 port=0 "
+      "caps=\"application/x-rtp, media=application, clock-rate=90000, "
+      "encoding-name=X-GST\" ! rtpgstdepay ! vaedecode backend=cpu "
+      "model-file=%s ! fakesink name=sink sync=false signal-handoffs=true",
+      model);
+  rx = gst_parse_launch (desc, NULL);
+  g_free (desc);
+  fail_unless (rx != NULL, "rtpgstdepay, udpsrc (gst-plugins-good) missing?");
+  sink = gst_bin_get_by_name (GST_BIN (rx), "sink");
+  g_signal_connect (sink, "handoff", G_CALLBACK (frames_handoff), &f);
+  fail_if (gst_element_set_state (rx, GST_STATE_PLAYING) ==
+      GST_STATE_CHANGE_FAILURE);
+  src = gst_bin_get_by_name (GST_BIN (rx), "src");
+  g_object_get (src, "port", &port, NULL);
+  fail_unless (port > 0);
+
+  desc = g_strdup_printf ("filesrc location=%s ! latentparse ! rtpgstpay ! "
+      "udpsink host=127.0.0.1 port=%d sync=false", latent, port);
+  tx = gst_parse_launch (desc, NULL);
+  g_free (desc);
+  fail_unless (tx != NULL);
+  fail_if (gst_element_set_state (tx, GST_STATE_PLAYING) ==
+      GST_STATE_CHANGE_FAILURE);
+
+  /* no EOS comes over RTP: wait for the frames */
+  end = g_get_monotonic_time () + 20 * G_TIME_SPAN_SECOND;
+  g_mutex_lock (&f.lock);
+  while ((gint) f.pts->len < n_frames && g_cond_wait_until (&f.cond, &f.lock,
+          end));
+  g_mutex_unlock (&f.lock);
+  tx_bus = gst_element_get_bus (tx);
+  rx_bus = gst_element_get_bus (rx);
+  fail_if (gst_bus_have_pending (rx_bus) && gst_bus_pop_filtered (rx_bus,
+          GST_MESSAGE_ERROR), "the receiver posted an error");
+  gst_element_set_state (tx, GST_STATE_NULL);
+  gst_element_set_state (rx, GST_STATE_NULL);
+
+  fail_unless_equals_int (f.pts->len, n_frames);
+  for (i = 1; i < n_frames; i++) {
+    GstClockTime prev = g_array_index (f.pts, GstClockTime, i - 1);
+    GstClockTime prev_end = prev + g_array_index (f.duration, GstClockTime,
+        i - 1);
+    GstClockTime pts = g_array_index (f.pts, GstClockTime, i);
+
+    fail_unless (GST_CLOCK_TIME_IS_VALID (pts));
+    fail_unless (pts >= prev_end, "frame %d at %" GST_TIME_FORMAT " starts "
+        "before frame %d ends (%" GST_TIME_FORMAT ")", i, GST_TIME_ARGS (pts),
+        i - 1, GST_TIME_ARGS (prev_end));
+    if (!g_array_index (f.discont, gboolean, i))
+      fail_unless_equals_uint64 (pts, prev_end);
+  }
+
+  gst_object_unref (tx_bus);
+  gst_object_unref (rx_bus);
+  gst_object_unref (src);
+  gst_object_unref (sink);
+  gst_object_unref (tx);
+  gst_object_unref (rx);
+  g_array_unref (f.pts);
+  g_array_unref (f.duration);
+  g_array_unref (f.discont);
+  g_mutex_clear (&f.lock);
+  g_cond_clear (&f.cond);
+  g_unlink (latent);
+  g_free (latent);
+  g_free (model);
+}
+
+GST_END_TEST;
+
 static Suite *
 vaedecode_suite (void)
 {
@@ -2147,6 +2388,9 @@ vaedecode_suite (void)
   tcase_add_test (tc, test_parse_wan_latent);
   tcase_add_test (tc, test_parse_errors);
   tcase_add_test (tc, test_cpu_no_cuda_caps);
+  tcase_add_test (tc, test_timestamps_from_rate);
+  tcase_add_test (tc, test_timestamps_segment_start);
+  tcase_add_test (tc, test_rtp_timestamps);
 
   /* the GPU cases skip, with a note, where there is no CUDA backend or GPU */
   tc = tcase_create ("cuda");
