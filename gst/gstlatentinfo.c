@@ -111,3 +111,24 @@ gst_latent_info_frame_size (const GstLatentInfo * info)
   return (gsize) info->channels * info->width * info->height *
       (vae_dtype_bits (info->dtype) / 8);
 }
+
+GstEvent *
+gst_latent_totals_event_new (guint64 latent_frames, guint64 frames)
+{
+  return gst_event_new_custom (GST_EVENT_CUSTOM_DOWNSTREAM,
+      gst_structure_new (GST_LATENT_TOTALS_NAME, "latent-frames", G_TYPE_UINT64,
+          latent_frames, "frames", G_TYPE_UINT64, frames, NULL));
+}
+
+/* FALSE when the event is not a latent-totals event */
+gboolean
+gst_latent_totals_event_parse (GstEvent * event, guint64 * latent_frames,
+    guint64 * frames)
+{
+  const GstStructure *s = gst_event_get_structure (event);
+
+  return GST_EVENT_TYPE (event) == GST_EVENT_CUSTOM_DOWNSTREAM
+      && s != NULL && gst_structure_has_name (s, GST_LATENT_TOTALS_NAME)
+      && gst_structure_get_uint64 (s, "latent-frames", latent_frames)
+      && gst_structure_get_uint64 (s, "frames", frames);
+}

@@ -53,6 +53,21 @@ typedef struct
   GstVaeLatentSpace space;      /* AUTO when the caps do not say */
 } GstLatentInfo;
 
+/* What the whole input holds, when its producer knows it (latentparse: the tensor), goes
+ * downstream after the segment, before the first latent buffer, as a custom downstream
+ * (serialized) event whose structure is
+ *
+ *   latent-totals, latent-frames=(guint64)N, frames=(guint64)M
+ *
+ * N latent frames in all (every batch item), M the frames they decode to. vaedecode puts the
+ * totals in its progress messages and warns when the stream ends before N latent frames came.
+ * Not sticky: rtpgstpay (1.22) carries custom downstream events in-band, but not sticky ones. */
+#define GST_LATENT_TOTALS_NAME "latent-totals"
+
+GstEvent *gst_latent_totals_event_new (guint64 latent_frames, guint64 frames);
+gboolean gst_latent_totals_event_parse (GstEvent * event,
+    guint64 * latent_frames, guint64 * frames);
+
 gboolean gst_latent_info_from_caps (GstLatentInfo * info, const GstCaps * caps);
 GstCaps *gst_latent_info_to_caps (const GstLatentInfo * info);
 gsize gst_latent_info_frame_size (const GstLatentInfo * info);

@@ -274,6 +274,7 @@ gst_latent_parse_setup (GstLatentParse * self, const struct vae_st_header *hdr)
 {
   const struct vae_st_tensor *t = vae_st_header_find (hdr, self->tensor_name);
   gint64 c, h, w, tf;
+  guint fpl;
   GstSegment segment;
   GstCaps *caps;
   GString *names;
@@ -360,6 +361,13 @@ gst_latent_parse_setup (GstLatentParse * self, const struct vae_st_header *hdr)
   gst_caps_unref (caps);
   gst_segment_init (&segment, GST_FORMAT_TIME);
   gst_pad_push_event (self->srcpad, gst_event_new_segment (&segment));
+
+  /* the totals (gstlatentinfo.h): vaedecode's progress messages and early-EOS warning */
+  GST_OBJECT_LOCK (self);
+  fpl = self->frames_per_latent;
+  GST_OBJECT_UNLOCK (self);
+  gst_pad_push_event (self->srcpad, gst_latent_totals_event_new ((guint64)
+          self->batch * tf, (guint64) self->batch * (1 + fpl * (tf - 1))));
   return TRUE;
 }
 

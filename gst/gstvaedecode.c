@@ -64,6 +64,15 @@
  * frame 0 of a new stream (latentparse flags the first latent frame of each batch item so).
  * EOS and new caps drain the same way; a flush drops what is queued.
  *
+ * ## End of stream
+ *
+ * latentparse announces the input's size before its first latent buffer: a custom
+ * downstream event `latent-totals` with `latent-frames` and `frames` (#guint64: the latent
+ * frames of the whole tensor and the frames they decode to). An EOS before that many latent
+ * frames came is not an error: what came is decoded and pushed, then a WARNING message says
+ * how many latent frames came and how many frames are missing. After a flush (a seek) the
+ * totals are unknown until announced again.
+ *
  * ## Latency and messages
  *
  * With #GstVaeDecode:chunk-frames above 1 a latent frame waits for the rest of its chunk: the
@@ -78,6 +87,10 @@
  * - `frames` (#guint64): frames decoded in the current stream
  * - `timestamp`, `stream-time`, `running-time`, `duration` (#GstClockTime): of the last
  *   frame the step gave (GST_CLOCK_TIME_NONE when unknown)
+ * - when upstream announced the input's size (`latent-totals`): `latent-frames-total` and
+ *   `frames-total` (#guint64), and `latent-frames-done` and `frames-done` (#guint64: latent
+ *   frames taken and frames pushed of the whole input, which in a batch of several videos
+ *   spans the streams)
  *
  * ## CUDA
  *
@@ -242,6 +255,8 @@ struct _GstVaeDecode
   float *latent;                /* one latent frame as f32 */
   GArray *stamps;               /* GstVaeStamp of each frame pushed latents give, not yet output */
   guint64 frames_in;            /* latent frames taken since the caps (for messages) */
+  guint64 total_latents, total_frames;  /* the input's, from its latent-totals event (0: unknown) */
+  guint64 done_latents, done_frames;    /* latent frames taken, frames output since that event */
   guint64 stream_latents;       /* latent frames pushed in the current causal stream */
   GstClockTime ts_base;         /* output PTS are ts_base + n frames (NONE: set by the next latent) */
   guint64 ts_frames;            /* frames stamped since ts_base */
@@ -510,6 +525,7 @@ gst_vae_decode_start (GstBaseTransform * trans)
       self->cuda_output ? "CUDA or system memory" : "system memory");
   self->ts_base = GST_CLOCK_TIME_NONE;
   self->discont = FALSE;
+  self->total_latents = self->total_frames = 0;
   GST_OBJECT_LOCK (self);
   self->latency = 0;
   GST_OBJECT_UNLOCK (self);
@@ -1091,6 +1107,11 @@ gst_vae_decode_post_progress (GstVaeDecode * self, const GstVaeStamp * last)
       "running-time", G_TYPE_UINT64,
       gst_segment_to_running_time (&trans->segment, GST_FORMAT_TIME,
           last->pts), "duration", G_TYPE_UINT64, last->duration, NULL);
+  if (self->total_latents > 0)
+    gst_structure_set (s, "latent-frames-total", G_TYPE_UINT64,
+        self->total_latents, "frames-total", G_TYPE_UINT64, self->total_frames,
+        "latent-frames-done", G_TYPE_UINT64, self->done_latents, "frames-done",
+        G_TYPE_UINT64, self->done_frames, NULL);
   gst_element_post_message (GST_ELEMENT (self),
       gst_message_new_element (GST_OBJECT (self), s));
 }
@@ -1171,6 +1192,7 @@ gst_vae_decode_generate_output (GstBaseTransform * trans, GstBuffer ** outbuf)
     return GST_FLOW_ERROR;
   }
   gst_video_frame_unmap (&frame);
+  self->done_frames++;
 
   /* every frame the session gives was stamped when its latent frame came */
   if (self->stamps->len > 0) {
@@ -1293,6 +1315,7 @@ gst_vae_decode_submit_input_buffer (GstBaseTransform * trans,
       vae_model_frames_of_latent (self->model, k));
   self->stream_latents = k + 1;
   self->frames_in++;
+  self->done_latents++;
   return GST_FLOW_OK;
 }
 
@@ -1307,6 +1330,22 @@ gst_vae_decode_transform (GstBaseTransform * trans, GstBuffer * inbuf,
   return GST_FLOW_ERROR;
 }
 
+/* at EOS, after the drain: an input that ended before the latent frames it announced is
+ * worth a warning (what came was decoded and pushed) */
+static void
+gst_vae_decode_check_complete (GstVaeDecode * self)
+{
+  if (self->done_latents >= self->total_latents)
+    return;
+  GST_ELEMENT_WARNING (self, STREAM, DECODE,
+      ("The stream ended early: %" G_GUINT64_FORMAT " of %" G_GUINT64_FORMAT
+          " latent frames came, so %" G_GUINT64_FORMAT " of %" G_GUINT64_FORMAT
+          " frames are missing; the %" G_GUINT64_FORMAT " frames decoded were "
+          "pushed.", self->done_latents, self->total_latents,
+          self->total_frames - MIN (self->done_frames, self->total_frames),
+          self->total_frames, self->done_frames), (NULL));
+}
+
 static gboolean
 gst_vae_decode_sink_event (GstBaseTransform * trans, GstEvent * event)
 {
@@ -1316,7 +1355,17 @@ gst_vae_decode_sink_event (GstBaseTransform * trans, GstEvent * event)
     case GST_EVENT_EOS:
       /* the EOS goes on even after an error (posted by the drain), as after a source's
        * fatal error: downstream finishes what it has (a muxer writes its index) */
-      gst_vae_decode_drain (self);
+      if (gst_vae_decode_drain (self) == GST_FLOW_OK)
+        gst_vae_decode_check_complete (self);
+      break;
+    case GST_EVENT_CUSTOM_DOWNSTREAM:
+      if (gst_latent_totals_event_parse (event, &self->total_latents,
+              &self->total_frames)) {
+        GST_DEBUG_OBJECT (self, "the input holds %" G_GUINT64_FORMAT " latent "
+            "frames, %" G_GUINT64_FORMAT " frames", self->total_latents,
+            self->total_frames);
+        self->done_latents = self->done_frames = 0;
+      }
       break;
     case GST_EVENT_CAPS:{
       GstCaps *caps;
@@ -1352,6 +1401,8 @@ gst_vae_decode_sink_event (GstBaseTransform * trans, GstEvent * event)
       self->stream_latents = 0;
       self->ts_base = GST_CLOCK_TIME_NONE;
       self->discont = TRUE;
+      /* after a seek, what is left of the input is not known */
+      self->total_latents = self->total_frames = 0;
       break;
     default:
       break;

@@ -2199,6 +2199,73 @@ GST_START_TEST (test_timestamps_segment_start)
 
 GST_END_TEST;
 
+/* an EOS after 2 of the 4 latent frames upstream announced (latent-totals): the queued one is
+ * decoded, all 5 frames are pushed, then a WARNING names what is missing (8 of 13 frames), no
+ * ERROR; the progress messages carry the totals. The whole input: no warning. */
+GST_START_TEST (test_early_eos)
+{
+  guint n;
+
+  for (n = 2; n <= 4; n += 2) {
+    GstBus *bus;
+    GstHarness *h = model_harness (WAN_MODEL, "chunk-frames=2", &bus);
+    GstMessage *msg, *last = NULL;
+    const GstStructure *s;
+    gboolean warned = FALSE;
+    guint64 v;
+    guint t;
+
+    gst_harness_set_src_caps_str (h, WAN_CAPS);
+    fail_unless (gst_harness_push_event (h, gst_event_new_custom
+            (GST_EVENT_CUSTOM_DOWNSTREAM, gst_structure_new
+                ("latent-totals", "latent-frames", G_TYPE_UINT64,
+                    G_GUINT64_CONSTANT (4), "frames", G_TYPE_UINT64,
+                    G_GUINT64_CONSTANT (13), NULL))));
+    for (t = 0; t < n; t++)
+      fail_unless_equals_int (gst_harness_push (h,
+              video_latent_buffer ("wan21_b4.latent", t, TRUE)), GST_FLOW_OK);
+    fail_unless_equals_int (gst_harness_buffers_received (h), n == 2 ? 1 : 9);
+    fail_unless (gst_harness_push_event (h, gst_event_new_eos ()));
+    fail_unless_equals_int (gst_harness_buffers_received (h),
+        1 + 4 * (n - 1));
+    /* the last progress message, and the warning */
+    while ((msg = gst_bus_pop (bus)) != NULL) {
+      GError *error = NULL;
+
+      fail_if (GST_MESSAGE_TYPE (msg) == GST_MESSAGE_ERROR);
+      if (GST_MESSAGE_TYPE (msg) == GST_MESSAGE_WARNING) {
+        gst_message_parse_warning (msg, &error, NULL);
+        fail_unless (n == 2, "a warning: %s", error->message);
+        fail_unless_equals_string (error->message, "The stream ended early: "
+            "2 of 4 latent frames came, so 8 of 13 frames are missing; the 5 "
+            "frames decoded were pushed.");
+        warned = TRUE;
+        g_clear_error (&error);
+      }
+      if (GST_MESSAGE_TYPE (msg) == GST_MESSAGE_ELEMENT) {
+        gst_clear_message (&last);
+        last = gst_message_ref (msg);
+      }
+      gst_message_unref (msg);
+    }
+    fail_unless (warned == (n == 2));
+    fail_unless (last != NULL);
+    s = gst_message_get_structure (last);
+    fail_unless (gst_structure_get_uint64 (s, "latent-frames-total", &v));
+    fail_unless_equals_uint64 (v, 4);
+    fail_unless (gst_structure_get_uint64 (s, "frames-total", &v));
+    fail_unless_equals_uint64 (v, 13);
+    fail_unless (gst_structure_get_uint64 (s, "latent-frames-done", &v));
+    fail_unless_equals_uint64 (v, n);
+    fail_unless (gst_structure_get_uint64 (s, "frames-done", &v));
+    fail_unless_equals_uint64 (v, 1 + 4 * (n - 1));
+    gst_message_unref (last);
+    harness_teardown (h, bus);
+  }
+}
+
+GST_END_TEST;
+
 /* a [1, 16, T, 5, 7] F32 latent file for the Wan fixture (its 4 latent frames over and over),
  * written to a temporary file; returns the path */
 static gchar *
@@ -2256,7 +2323,7 @@ frames_handoff (GstElement * sink, GstBuffer * buf, GstPad * pad, Frames * f)
 /* latents over RTP without a jitterbuffer (rtpgstpay ! udpsink, udpsrc ! rtpgstdepay on
  * 127.0.0.1), sent all at once: their PTS are the times the receiver reads them, not the
  * stream's. The 45 frames come out monotonic and gap-free: each starts where the one before
- * ends (a DISCONT frame may start later, never earlier). */
+ * ends (a DISCONT frame may start later, never earlier). latentparse's totals cross too. */
 GST_START_TEST (test_rtp_timestamps)
 {
   const gint T = 12, n_frames = 1 + 4 * (T - 1);
@@ -2264,7 +2331,9 @@ GST_START_TEST (test_rtp_timestamps)
   gchar *model = data_path (WAN_MODEL);
   gchar *desc;
   GstElement *rx, *tx, *src, *sink;
-  GstBus *rx_bus, *tx_bus;
+  GstBus *rx_bus;
+  GstMessage *msg;
+  guint64 latents_total = 0, frames_total = 0;
   Frames f;
   gint port = 0, i;
   gint64 end;
@@ -2307,10 +2376,22 @@ GST_START_TEST (test_rtp_timestamps)
   while ((gint) f.pts->len < n_frames && g_cond_wait_until (&f.cond, &f.lock,
           end));
   g_mutex_unlock (&f.lock);
-  tx_bus = gst_element_get_bus (tx);
+  /* latentparse's totals came over RTP too: the last progress message has them */
   rx_bus = gst_element_get_bus (rx);
-  fail_if (gst_bus_have_pending (rx_bus) && gst_bus_pop_filtered (rx_bus,
-          GST_MESSAGE_ERROR), "the receiver posted an error");
+  while ((msg = gst_bus_pop (rx_bus)) != NULL) {
+    const GstStructure *s = gst_message_get_structure (msg);
+
+    fail_if (GST_MESSAGE_TYPE (msg) == GST_MESSAGE_ERROR);
+    if (GST_MESSAGE_TYPE (msg) == GST_MESSAGE_ELEMENT
+        && gst_structure_has_name (s, "vaedecode-progress")) {
+      fail_unless (gst_structure_get_uint64 (s, "latent-frames-total",
+              &latents_total));
+      fail_unless (gst_structure_get_uint64 (s, "frames-total", &frames_total));
+    }
+    gst_message_unref (msg);
+  }
+  fail_unless_equals_uint64 (latents_total, T);
+  fail_unless_equals_uint64 (frames_total, n_frames);
   gst_element_set_state (tx, GST_STATE_NULL);
   gst_element_set_state (rx, GST_STATE_NULL);
 
@@ -2329,7 +2410,6 @@ GST_START_TEST (test_rtp_timestamps)
       fail_unless_equals_uint64 (pts, prev_end);
   }
 
-  gst_object_unref (tx_bus);
   gst_object_unref (rx_bus);
   gst_object_unref (src);
   gst_object_unref (sink);
@@ -2391,6 +2471,7 @@ vaedecode_suite (void)
   tcase_add_test (tc, test_timestamps_from_rate);
   tcase_add_test (tc, test_timestamps_segment_start);
   tcase_add_test (tc, test_rtp_timestamps);
+  tcase_add_test (tc, test_early_eos);
 
   /* the GPU cases skip, with a note, where there is no CUDA backend or GPU */
   tc = tcase_create ("cuda");
