@@ -73,6 +73,11 @@
  * how many latent frames came and how many frames are missing. After a flush (a seek) the
  * totals are unknown until announced again.
  *
+ * A flush, or the state change to READY, interrupts a decode between its steps: a tiled
+ * frame between two tiles (tens of milliseconds on the CPU for 64-pixel tiles), otherwise
+ * at the end of the chunk being decoded. The frames of the interrupted step are dropped,
+ * without an error.
+ *
  * ## Latency and messages
  *
  * With #GstVaeDecode:chunk-frames above 1 a latent frame waits for the rest of its chunk: the
@@ -263,6 +268,7 @@ struct _GstVaeDecode
   GstClockTime latency;         /* ours, from the caps (object lock) */
   gboolean discont;             /* the next frame stamped is DISCONT */
   gboolean caps_error;          /* set_caps failed and said why */
+  gint cancel;                  /* (atomic) a flush or the way to READY: stop the decode */
 };
 
 static GstStaticPadTemplate sink_template = GST_STATIC_PAD_TEMPLATE ("sink",
@@ -881,6 +887,7 @@ gst_vae_decode_set_caps (GstBaseTransform * trans, GstCaps * incaps,
   cfg.chunk_frames = self->chunk_frames;
   cfg.tile_size = MIN (self->tile_size, G_MAXINT);
   cfg.max_bytes = self->max_memory;
+  cfg.cancel = &self->cancel;
   self->session = vae_session_new (self->model, self->backend, &cfg, err,
       sizeof (err));
   if (self->session == NULL) {
@@ -1210,6 +1217,16 @@ gst_vae_decode_generate_output (GstBaseTransform * trans, GstBuffer ** outbuf)
   return GST_FLOW_OK;
 }
 
+/* whether a failed decode was stopped by a flush or the way to READY (no error then) */
+static gboolean
+gst_vae_decode_interrupted (GstVaeDecode * self)
+{
+  if (!g_atomic_int_get (&self->cancel))
+    return FALSE;
+  GST_DEBUG_OBJECT (self, "decode interrupted");
+  return TRUE;
+}
+
 /* decode what is queued and push it: end of stream, new caps, or a DISCONT latent frame
  * that starts a new causal stream */
 static GstFlowReturn
@@ -1224,6 +1241,8 @@ gst_vae_decode_drain (GstVaeDecode * self)
     return GST_FLOW_OK;
   self->stream_latents = 0;
   if (!vae_session_drain (self->session, err, sizeof (err))) {
+    if (gst_vae_decode_interrupted (self))
+      return GST_FLOW_FLUSHING;
     GST_ELEMENT_ERROR (self, STREAM, DECODE,
         ("Could not decode the last latent frames: %s", err), (NULL));
     return GST_FLOW_ERROR;
@@ -1304,6 +1323,8 @@ gst_vae_decode_submit_input_buffer (GstBaseTransform * trans,
   gst_buffer_unref (input);
 
   if (!vae_session_push (self->session, self->latent, err, sizeof (err))) {
+    if (gst_vae_decode_interrupted (self))
+      return GST_FLOW_FLUSHING;
     GST_ELEMENT_ERROR (self, STREAM, DECODE,
         ("Could not decode latent frame %" G_GUINT64_FORMAT ": %s",
             self->frames_in, err), (NULL));
@@ -1394,7 +1415,12 @@ gst_vae_decode_sink_event (GstBaseTransform * trans, GstEvent * event)
         self->ts_base = GST_CLOCK_TIME_NONE;
       break;
     }
+    case GST_EVENT_FLUSH_START:
+      /* (from the flushing thread, while the streaming thread may be decoding) */
+      g_atomic_int_set (&self->cancel, 1);
+      break;
     case GST_EVENT_FLUSH_STOP:
+      g_atomic_int_set (&self->cancel, 0);
       if (self->session)
         vae_session_reset (self->session);
       g_array_set_size (self->stamps, 0);
@@ -1460,6 +1486,20 @@ gst_vae_decode_set_context (GstElement * element, GstContext * context)
   GST_ELEMENT_CLASS (parent_class)->set_context (element, context);
 }
 #endif
+
+/* the way to READY stops a decode between its steps, before the base class waits for the
+ * streaming thread */
+static GstStateChangeReturn
+gst_vae_decode_change_state (GstElement * element, GstStateChange transition)
+{
+  GstVaeDecode *self = GST_VAE_DECODE (element);
+
+  if (transition == GST_STATE_CHANGE_PAUSED_TO_READY)
+    g_atomic_int_set (&self->cancel, 1);
+  else if (transition == GST_STATE_CHANGE_READY_TO_PAUSED)
+    g_atomic_int_set (&self->cancel, 0);
+  return GST_ELEMENT_CLASS (parent_class)->change_state (element, transition);
+}
 
 /* the properties that start() reads: they take effect at the next start only */
 static gboolean
@@ -1752,6 +1792,7 @@ gst_vae_decode_class_init (GstVaeDecodeClass * klass)
 #ifdef HAVE_GST_CUDA
   element_class->set_context = GST_DEBUG_FUNCPTR (gst_vae_decode_set_context);
 #endif
+  element_class->change_state = GST_DEBUG_FUNCPTR (gst_vae_decode_change_state);
   trans_class->start = GST_DEBUG_FUNCPTR (gst_vae_decode_start);
   trans_class->stop = GST_DEBUG_FUNCPTR (gst_vae_decode_stop);
   trans_class->transform_caps =

@@ -2427,6 +2427,97 @@ GST_START_TEST (test_rtp_timestamps)
 
 GST_END_TEST;
 
+typedef struct
+{
+  GstHarness *h;
+  GstBuffer *buf;
+  GstFlowReturn ret;
+  gint64 done;                  /* monotonic time the push returned */
+  gint finished;                /* (atomic) */
+} PushJob;
+
+static gpointer
+push_job (PushJob * job)
+{
+  job->ret = gst_harness_push (job->h, job->buf);
+  job->done = g_get_monotonic_time ();
+  g_atomic_int_set (&job->finished, 1);
+  return NULL;
+}
+
+/* a 4 x n x n latent frame of the kl_sd fixture's shape, smooth values in [-0.8, 0.8] */
+static GstBuffer *
+kl_latent (gint n)
+{
+  GstBuffer *buf = gst_buffer_new_allocate (NULL, 4 * n * n * sizeof (gfloat),
+      NULL);
+  GstMapInfo map;
+  gint i;
+
+  gst_buffer_map (buf, &map, GST_MAP_WRITE);
+  for (i = 0; i < 4 * n * n; i++)
+    ((gfloat *) map.data)[i] = 0.8f * sinf (i * 0.37f);
+  gst_buffer_unmap (buf, &map);
+  GST_BUFFER_PTS (buf) = 0;
+  return buf;
+}
+
+/* a 512x512 frame of the kl_sd fixture in 64-pixel tiles takes seconds on the CPU; a flush,
+ * and then the way to READY, stop it between two tiles: the push returns FLUSHING within a
+ * second, without an error. After the flush the element decodes again. */
+GST_START_TEST (test_interrupt_tiled_decode)
+{
+  const gchar *how[] = { "flush", "READY" };
+  GstBus *bus;
+  GstHarness *h = model_harness ("kl_sd.safetensors", "tile-size=64", &bus);
+  GstSegment segment;
+  guint k;
+
+  gst_harness_set_sink_caps_str (h, "video/x-raw, format=RGB");
+  for (k = 0; k < G_N_ELEMENTS (how); k++) {
+    PushJob job = { h, kl_latent (64), GST_FLOW_OK, 0, 0 };
+    GThread *thread;
+    gint64 asked;
+
+    gst_harness_set_src_caps_str (h, "video/x-latent, type=float32, "
+        "channels=4, width=64, height=64, framerate=16/1");
+    thread = g_thread_new ("push", (GThreadFunc) push_job, &job);
+    g_usleep (G_USEC_PER_SEC);
+    asked = g_get_monotonic_time ();
+    fail_if (g_atomic_int_get (&job.finished), "the decode ended before the %s: it is too "
+        "short for this test", how[k]);
+    if (k == 0)
+      fail_unless (gst_harness_push_event (h, gst_event_new_flush_start ()));
+    else
+      fail_unless_equals_int (gst_element_set_state (h->element,
+              GST_STATE_READY), GST_STATE_CHANGE_SUCCESS);
+    g_thread_join (thread);
+    GST_INFO ("%s: the push returned after %.3f s", how[k],
+        (job.done - asked) / 1e6);
+    fail_unless (job.done - asked < G_USEC_PER_SEC, "the %s took %.2f s to "
+        "stop the decode", how[k], (job.done - asked) / 1e6);
+    fail_unless_equals_int (job.ret, GST_FLOW_FLUSHING);
+    fail_unless_equals_int (gst_harness_buffers_received (h), k);
+    fail_if (gst_bus_pop_filtered (bus, GST_MESSAGE_ERROR) != NULL);
+    if (k > 0)
+      break;
+
+    /* after the flush, a small frame (4 tiles) decodes */
+    fail_unless (gst_harness_push_event (h, gst_event_new_flush_stop (TRUE)));
+    gst_segment_init (&segment, GST_FORMAT_TIME);
+    fail_unless (gst_harness_push_event (h, gst_event_new_segment (&segment)));
+    gst_harness_set_src_caps_str (h, "video/x-latent, type=float32, "
+        "channels=4, width=16, height=16, framerate=16/1");
+    fail_unless_equals_int (gst_harness_push (h, kl_latent (16)),
+        GST_FLOW_OK);
+    fail_unless_equals_int (gst_harness_buffers_received (h), 1);
+    gst_buffer_unref (gst_harness_pull (h));
+  }
+  harness_teardown (h, bus);
+}
+
+GST_END_TEST;
+
 static Suite *
 vaedecode_suite (void)
 {
@@ -2472,6 +2563,7 @@ vaedecode_suite (void)
   tcase_add_test (tc, test_timestamps_segment_start);
   tcase_add_test (tc, test_rtp_timestamps);
   tcase_add_test (tc, test_early_eos);
+  tcase_add_test (tc, test_interrupt_tiled_decode);
 
   /* the GPU cases skip, with a note, where there is no CUDA backend or GPU */
   tc = tcase_create ("cuda");
