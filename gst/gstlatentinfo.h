@@ -30,10 +30,15 @@ G_BEGIN_DECLS
 
 #define GST_LATENT_MEDIA_TYPE "video/x-latent"
 #define GST_LATENT_MAX_DIM    4096
-#define GST_LATENT_CAPS_STR                                                                        \
-  GST_LATENT_MEDIA_TYPE ", type = (string) { float32, float16, bfloat16 }, "                       \
+#define GST_LATENT_CAPS_FIELDS                                                                     \
+  ", type = (string) { float32, float16, bfloat16 }, "                                             \
   "channels = (int) [ 1, 4096 ], width = (int) [ 1, 4096 ], height = (int) [ 1, 4096 ], "          \
   "framerate = (fraction) [ 0/1, MAX ]"
+/* the templates: space not stated first (a space listed in one structure alone would make an
+ * upstream that fixates from the template state one, raw), then the optional space field */
+#define GST_LATENT_CAPS_STR                                                                        \
+  GST_LATENT_MEDIA_TYPE GST_LATENT_CAPS_FIELDS "; "                                                \
+  GST_LATENT_MEDIA_TYPE GST_LATENT_CAPS_FIELDS ", space = (string) { raw, normalized }"
 
 typedef enum
 {
@@ -68,7 +73,10 @@ GstEvent *gst_latent_totals_event_new (guint64 latent_frames, guint64 frames);
 gboolean gst_latent_totals_event_parse (GstEvent * event,
     guint64 * latent_frames, guint64 * frames);
 
-gboolean gst_latent_info_from_caps (GstLatentInfo * info, const GstCaps * caps);
+/* FALSE when the caps are not fixed latent caps; *why (when why is not NULL; g_free it) then
+ * names the field that is missing or wrong */
+gboolean gst_latent_info_from_caps (GstLatentInfo * info, const GstCaps * caps,
+    gchar ** why);
 GstCaps *gst_latent_info_to_caps (const GstLatentInfo * info);
 gsize gst_latent_info_frame_size (const GstLatentInfo * info);
 const gchar *gst_latent_dtype_to_string (enum vae_dtype dtype);

@@ -115,7 +115,17 @@
  *
  * Latents that hold NaN or Inf, latent caps whose channel count does not match the model, and
  * model files that are missing, malformed or not a decoder stop the pipeline with an error that
- * names the cause. Frames decoded before an error have already been pushed.
+ * names the cause: invalid latent caps name the field that is missing or wrong, and a PyTorch
+ * checkpoint (.pth, .pt, .ckpt: a zip archive or a pickle) given as the model is named as such.
+ * Frames decoded before an error have already been pushed.
+ *
+ * ## Properties
+ *
+ * Every property but #GstVaeDecode:post-messages is read when the element starts or when the
+ * caps come, and is flagged #GST_PARAM_MUTABLE_READY: set while PAUSED or PLAYING, it is
+ * refused with a WARNING message on the bus that names it, and keeps the value in use. A
+ * precision the backend does not compute is a WARNING message on the bus, posted once as the
+ * element starts.
  *
  * ## Example launch lines
  * |[
@@ -847,11 +857,13 @@ gst_vae_decode_set_caps (GstBaseTransform * trans, GstCaps * incaps,
   gint patch, channels, scale, tile;
   GstClockTime latency;
   gboolean latency_changed;
+  gchar *why;
 
   self->caps_error = TRUE;      /* until these caps are taken */
-  if (!gst_latent_info_from_caps (&info, incaps)) {
+  if (!gst_latent_info_from_caps (&info, incaps, &why)) {
     GST_ELEMENT_ERROR (self, STREAM, FORMAT,
-        ("Invalid latent caps: %" GST_PTR_FORMAT, incaps), (NULL));
+        ("Invalid latent caps: %s (%" GST_PTR_FORMAT ").", why, incaps), (NULL));
+    g_free (why);
     return FALSE;
   }
   /* the property names the space when set, else the caps, else the decoder's own; the
@@ -1501,23 +1513,16 @@ gst_vae_decode_change_state (GstElement * element, GstStateChange transition)
   return GST_ELEMENT_CLASS (parent_class)->change_state (element, transition);
 }
 
-/* the properties that start() reads: they take effect at the next start only */
-static gboolean
-gst_vae_decode_is_start_property (guint prop_id)
-{
-  return prop_id == PROP_MODEL_FILE || prop_id == PROP_MODEL_FAMILY
-      || prop_id == PROP_BACKEND || prop_id == PROP_DEVICE_ID
-      || prop_id == PROP_PRECISION;
-}
-
 static void
 gst_vae_decode_set_property (GObject * object, guint prop_id,
     const GValue * value, GParamSpec * pspec)
 {
   GstVaeDecode *self = GST_VAE_DECODE (object);
 
+  /* what start() and the caps read (GST_PARAM_MUTABLE_READY) stays as it is while running:
+   * a change is refused, saying so on the bus */
   GST_OBJECT_LOCK (self);
-  if (self->started && gst_vae_decode_is_start_property (prop_id)) {
+  if (self->started && (pspec->flags & GST_PARAM_MUTABLE_READY)) {
     GST_OBJECT_UNLOCK (self);
     GST_ELEMENT_WARNING (self, RESOURCE, SETTINGS,
         ("The %s property cannot change while the decoder runs (PAUSED or "

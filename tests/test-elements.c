@@ -2518,6 +2518,226 @@ GST_START_TEST (test_interrupt_tiled_decode)
 
 GST_END_TEST;
 
+/* pop every message on the bus (none may be an error); the warnings, each of which must
+ * mention needle */
+static guint
+count_warnings (GstBus * bus, const gchar * needle)
+{
+  GstMessage *msg;
+  guint n = 0;
+
+  while ((msg = gst_bus_pop (bus)) != NULL) {
+    GError *error = NULL;
+
+    fail_if (GST_MESSAGE_TYPE (msg) == GST_MESSAGE_ERROR);
+    if (GST_MESSAGE_TYPE (msg) == GST_MESSAGE_WARNING) {
+      gst_message_parse_warning (msg, &error, NULL);
+      fail_unless (needle && strstr (error->message, needle), "warning: %s",
+          error->message);
+      g_clear_error (&error);
+      n++;
+    }
+    gst_message_unref (msg);
+  }
+  return n;
+}
+
+/* every property of vaedecode but post-messages is GST_PARAM_MUTABLE_READY: set to another
+ * value while PLAYING, each is refused with a warning naming it and keeps its value, and the
+ * decode goes on; post-messages changes at once. A precision the CPU does not compute warns
+ * once, not at every caps. */
+GST_START_TEST (test_properties_while_running)
+{
+  GstBus *bus;
+  GstHarness *h = decoder_harness ("precision=fp16", &bus);
+  GstElement *e = gst_harness_find_element (h, "vaedecode");
+  GParamSpec **specs;
+  guint n, i, refused = 0;
+  gboolean post;
+
+  /* (the harness started the element before it had our bus) */
+  gst_element_set_state (e, GST_STATE_READY);
+  gst_element_set_state (e, GST_STATE_PLAYING);
+  gst_harness_set_src_caps_str (h, LATENT_CAPS);
+  fail_unless_equals_int (gst_harness_push (h, latent_buffer (0)),
+      GST_FLOW_OK);
+  gst_buffer_unref (gst_harness_pull (h));
+  fail_unless_equals_int (count_warnings (bus, "fp16 precision was asked "
+          "for"), 1);
+
+  specs = g_object_class_list_properties (G_OBJECT_GET_CLASS (e), &n);
+  for (i = 0; i < n; i++) {
+    GParamSpec *p = specs[i];
+    GValue was = G_VALUE_INIT, other = G_VALUE_INIT, now = G_VALUE_INIT;
+
+    if (p->owner_type != G_OBJECT_TYPE (e))
+      continue;
+    fail_unless ((p->flags & GST_PARAM_MUTABLE_READY) != 0 ||
+        g_str_equal (p->name, "post-messages"), "%s is not flagged "
+        "GST_PARAM_MUTABLE_READY", p->name);
+    if (!(p->flags & GST_PARAM_MUTABLE_READY))
+      continue;
+    /* another valid value */
+    g_value_init (&was, p->value_type);
+    g_object_get_property (G_OBJECT (e), p->name, &was);
+    g_value_init (&other, p->value_type);
+    if (G_IS_PARAM_SPEC_STRING (p)) {
+      g_value_set_string (&other, "other.safetensors");
+    } else if (G_IS_PARAM_SPEC_ENUM (p)) {
+      GEnumClass *k = G_PARAM_SPEC_ENUM (p)->enum_class;
+      g_value_set_enum (&other, k->values[g_value_get_enum (&was) ==
+              k->values[0].value ? 1 : 0].value);
+    } else if (G_IS_PARAM_SPEC_INT (p)) {
+      g_value_set_int (&other, g_value_get_int (&was) + 1);
+    } else if (G_IS_PARAM_SPEC_UINT (p)) {
+      g_value_set_uint (&other, g_value_get_uint (&was) + 1);
+    } else if (G_IS_PARAM_SPEC_UINT64 (p)) {
+      g_value_set_uint64 (&other, g_value_get_uint64 (&was) + 1);
+    } else {
+      fail ("no other value for %s", p->name);
+    }
+    g_object_set_property (G_OBJECT (e), p->name, &other);
+    {
+      gchar *needle = g_strdup_printf ("The %s property cannot change while "
+          "the decoder runs", p->name);
+      expect_warning (bus, needle);
+      g_free (needle);
+    }
+    g_value_init (&now, p->value_type);
+    g_object_get_property (G_OBJECT (e), p->name, &now);
+    fail_unless (g_param_values_cmp (p, &was, &now) == 0, "%s changed",
+        p->name);
+    g_value_unset (&was);
+    g_value_unset (&other);
+    g_value_unset (&now);
+    refused++;
+  }
+  g_free (specs);
+  /* model-file, model-family, backend, device-id, precision, latent-space, chunk-frames,
+   * tile-size, max-memory */
+  fail_unless (refused >= 9, "only %u properties refused", refused);
+
+  g_object_set (e, "post-messages", FALSE, NULL);
+  g_object_get (e, "post-messages", &post, NULL);
+  fail_if (post);
+  fail_unless_equals_int (gst_harness_push (h, latent_buffer (1)),
+      GST_FLOW_OK);
+  gst_buffer_unref (gst_harness_pull (h));
+  /* new caps (another frame rate): a new session, no new precision warning */
+  gst_harness_set_src_caps_str (h, "video/x-latent, type=float32, "
+      "channels=4, width=7, height=5, framerate=8/1");
+  fail_unless_equals_int (gst_harness_push (h, latent_buffer (2)),
+      GST_FLOW_OK);
+  gst_buffer_unref (gst_harness_pull (h));
+
+  fail_unless_equals_int (count_warnings (bus, NULL), 0);
+
+  /* in READY they change again */
+  fail_unless_equals_int (gst_element_set_state (e, GST_STATE_READY),
+      GST_STATE_CHANGE_SUCCESS);
+  g_object_set (e, "chunk-frames", 3, NULL);
+  g_object_get (e, "chunk-frames", &i, NULL);
+  fail_unless_equals_int (i, 3);
+  fail_unless_equals_int (count_warnings (bus, NULL), 0);
+  gst_object_unref (e);
+  harness_teardown (h, bus);
+}
+
+GST_END_TEST;
+
+/* latent caps that reach the decoder without a field it needs, or with a wrong one: the error
+ * names the field */
+GST_START_TEST (test_invalid_caps_name_field)
+{
+  const gchar *caps[][2] = {
+    {"video/x-latent, type=float32, width=7, height=5, framerate=16/1",
+        "Invalid latent caps: the field 'channels' is missing"},
+    {"video/x-latent, channels=4, width=7, height=5, framerate=16/1",
+        "Invalid latent caps: the field 'type' is missing"},
+    {"video/x-latent, type=float32, channels=4, height=5, framerate=16/1",
+        "Invalid latent caps: the field 'width' is missing"},
+    {"video/x-latent, type=float32, channels=4, width=7, height=5, "
+          "space=linear", "Invalid latent caps: the field 'space' is linear, "
+          "not raw or normalized"},
+  };
+  guint i;
+
+  for (i = 0; i < G_N_ELEMENTS (caps); i++) {
+    GstBus *bus;
+    GstHarness *h = decoder_harness (NULL, &bus);
+
+    gst_harness_set_src_caps_str (h, caps[i][0]);
+    expect_error (bus, caps[i][1]);
+    harness_teardown (h, bus);
+  }
+}
+
+GST_END_TEST;
+
+/* the sink template lists the optional space field, after a structure without it (which
+ * upstream fixates to) */
+GST_START_TEST (test_sink_template_space)
+{
+  GstElementFactory *f;
+  const GList *l;
+  gboolean listed = FALSE;
+
+  require_elements ();
+  f = gst_element_factory_find ("vaedecode");
+  for (l = gst_element_factory_get_static_pad_templates (f); l; l = l->next) {
+    GstStaticPadTemplate *t = l->data;
+    GstCaps *caps, *second, *want;
+
+    if (t->direction != GST_PAD_SINK)
+      continue;
+    caps = gst_static_caps_get (&t->static_caps);
+    fail_unless_equals_int (gst_caps_get_size (caps), 2);
+    fail_if (gst_structure_has_field (gst_caps_get_structure (caps, 0),
+            "space"));
+    second = gst_caps_copy_nth (caps, 1);
+    want = gst_caps_from_string ("video/x-latent, type=float32, channels=4, "
+        "width=7, height=5, framerate=16/1, space={ raw, normalized }");
+    listed = gst_caps_is_subset (want, second);
+    gst_caps_unref (want);
+    gst_caps_unref (second);
+    gst_caps_unref (caps);
+  }
+  fail_unless (listed, "the sink template does not list space={raw,normalized}");
+  gst_object_unref (f);
+}
+
+GST_END_TEST;
+
+/* a PyTorch checkpoint (a zip archive, or an older pickle) given as the model says what it
+ * is, rather than reading its first bytes as an absurd header length */
+GST_START_TEST (test_pytorch_checkpoint)
+{
+  const gchar *magic[][2] = {
+    {"PK\003\004\024\000\000\000", "this is a zip archive, as PyTorch's "
+          "torch.save writes .pth, .pt and .ckpt files, not safetensors"},
+    {"\200\002}q\000(X\010", "this is a Python pickle, as older PyTorch .pth, "
+          ".pt and .ckpt files are, not safetensors"},
+  };
+  guint i;
+
+  for (i = 0; i < G_N_ELEMENTS (magic); i++) {
+    gchar *path = g_build_filename (g_get_tmp_dir (), i ? "vae-test.ckpt" :
+        "vae-test.pth", NULL);
+    gchar *contents = g_malloc0 (4096);
+    gchar *props = g_strdup_printf ("model-file=%s", path);
+
+    memcpy (contents, magic[i][0], 8);
+    fail_unless (g_file_set_contents (path, contents, 4096, NULL));
+    expect_start_error (props, magic[i][1]);
+    g_unlink (path);
+    g_free (props);
+    g_free (contents);
+    g_free (path);
+  }
+}
+
+GST_END_TEST;
+
 static Suite *
 vaedecode_suite (void)
 {
@@ -2564,6 +2784,10 @@ vaedecode_suite (void)
   tcase_add_test (tc, test_rtp_timestamps);
   tcase_add_test (tc, test_early_eos);
   tcase_add_test (tc, test_interrupt_tiled_decode);
+  tcase_add_test (tc, test_properties_while_running);
+  tcase_add_test (tc, test_invalid_caps_name_field);
+  tcase_add_test (tc, test_sink_template_space);
+  tcase_add_test (tc, test_pytorch_checkpoint);
 
   /* the GPU cases skip, with a note, where there is no CUDA backend or GPU */
   tc = tcase_create ("cuda");
