@@ -270,10 +270,10 @@ struct _GstVaeDecode
   float *latent;                /* one latent frame as f32 */
   GArray *stamps;               /* GstVaeStamp of each frame pushed latents give, not yet output */
   guint64 frames_in;            /* latent frames taken since the caps (for messages) */
-  guint64 total_latents, total_frames;  /* the input's, from its latent-totals event (0: unknown) */
-  guint64 done_latents, done_frames;    /* latent frames taken, frames output since that event */
+  guint64 total_latents, total_frames;  /* the input's (latent-totals event; 0: unknown) */
+  guint64 done_latents, done_frames;    /* taken and output since that event */
   guint64 stream_latents;       /* latent frames pushed in the current causal stream */
-  GstClockTime ts_base;         /* output PTS are ts_base + n frames (NONE: set by the next latent) */
+  GstClockTime ts_base;         /* frame n is at ts_base + n frames (NONE: the next latent's) */
   guint64 ts_frames;            /* frames stamped since ts_base */
   GstClockTime latency;         /* ours, from the caps (object lock) */
   gboolean discont;             /* the next frame stamped is DISCONT */
