@@ -42,17 +42,47 @@ gst_latent_dtype_to_string (enum vae_dtype dtype)
   }
 }
 
+/* FALSE, with *why saying so */
+static gboolean
+gst_latent_info_wrong (gchar ** why, gchar * reason)
+{
+  if (why)
+    *why = reason;
+  else
+    g_free (reason);
+  return FALSE;
+}
+
+/* an int field in 1..GST_LATENT_MAX_DIM */
+static gboolean
+gst_latent_info_dim (const GstStructure * s, const gchar * field, gint * v,
+    gchar ** why)
+{
+  if (!gst_structure_has_field (s, field))
+    return gst_latent_info_wrong (why, g_strdup_printf ("the field '%s' is "
+            "missing", field));
+  if (!gst_structure_get_int (s, field, v))
+    return gst_latent_info_wrong (why, g_strdup_printf ("the field '%s' is "
+            "not an int", field));
+  if (*v < 1 || *v > GST_LATENT_MAX_DIM)
+    return gst_latent_info_wrong (why, g_strdup_printf ("the field '%s' is "
+            "%d, outside 1..%d", field, *v, GST_LATENT_MAX_DIM));
+  return TRUE;
+}
+
 gboolean
-gst_latent_info_from_caps (GstLatentInfo * info, const GstCaps * caps)
+gst_latent_info_from_caps (GstLatentInfo * info, const GstCaps * caps,
+    gchar ** why)
 {
   GstStructure *s;
   const gchar *type, *space;
 
-  if (!gst_caps_is_fixed (caps))
-    return FALSE;
+  if (gst_caps_get_size (caps) != 1 || !gst_caps_is_fixed (caps))
+    return gst_latent_info_wrong (why, g_strdup ("the caps are not fixed"));
   s = gst_caps_get_structure (caps, 0);
   if (!gst_structure_has_name (s, GST_LATENT_MEDIA_TYPE))
-    return FALSE;
+    return gst_latent_info_wrong (why, g_strdup_printf ("the media type is "
+            "%s, not " GST_LATENT_MEDIA_TYPE, gst_structure_get_name (s)));
 
   type = gst_structure_get_string (s, "type");
   if (g_strcmp0 (type, "float32") == 0)
@@ -61,31 +91,35 @@ gst_latent_info_from_caps (GstLatentInfo * info, const GstCaps * caps)
     info->dtype = VAE_DTYPE_F16;
   else if (g_strcmp0 (type, "bfloat16") == 0)
     info->dtype = VAE_DTYPE_BF16;
+  else if (!gst_structure_has_field (s, "type"))
+    return gst_latent_info_wrong (why, g_strdup ("the field 'type' is missing "
+            "(float32, float16 or bfloat16)"));
   else
-    return FALSE;
+    return gst_latent_info_wrong (why, g_strdup_printf ("the field 'type' is "
+            "%s, not float32, float16 or bfloat16", type ? type : "no string"));
 
-  if (!gst_structure_get_int (s, "channels", &info->channels) ||
-      !gst_structure_get_int (s, "width", &info->width) ||
-      !gst_structure_get_int (s, "height", &info->height))
+  if (!gst_latent_info_dim (s, "channels", &info->channels, why) ||
+      !gst_latent_info_dim (s, "width", &info->width, why) ||
+      !gst_latent_info_dim (s, "height", &info->height, why))
     return FALSE;
-  if (info->channels < 1 || info->width < 1 || info->height < 1 ||
-      info->channels > GST_LATENT_MAX_DIM || info->width > GST_LATENT_MAX_DIM
-      || info->height > GST_LATENT_MAX_DIM)
-    return FALSE;
-  if (!gst_structure_get_fraction (s, "framerate", &info->fps_n, &info->fps_d)) {
-    info->fps_n = 0;
-    info->fps_d = 1;
-  }
+  info->fps_n = 0;
+  info->fps_d = 1;
+  if (gst_structure_has_field (s, "framerate")
+      && (!gst_structure_get_fraction (s, "framerate", &info->fps_n,
+              &info->fps_d) || info->fps_n < 0 || info->fps_d < 1))
+    return gst_latent_info_wrong (why, g_strdup ("the field 'framerate' is "
+            "not a fraction of 0/1 or more"));
 
   space = gst_structure_get_string (s, "space");
-  if (space == NULL)
+  if (!gst_structure_has_field (s, "space"))
     info->space = GST_VAE_LATENT_SPACE_AUTO;
-  else if (g_str_equal (space, "raw"))
+  else if (g_strcmp0 (space, "raw") == 0)
     info->space = GST_VAE_LATENT_SPACE_RAW;
-  else if (g_str_equal (space, "normalized"))
+  else if (g_strcmp0 (space, "normalized") == 0)
     info->space = GST_VAE_LATENT_SPACE_NORMALIZED;
   else
-    return FALSE;
+    return gst_latent_info_wrong (why, g_strdup_printf ("the field 'space' is "
+            "%s, not raw or normalized", space ? space : "no string"));
   return TRUE;
 }
 
@@ -147,4 +181,25 @@ gst_latent_tags_register (void)
   gst_tag_register_static (GST_LATENT_TAG_VAE_NAME, GST_TAG_FLAG_META,
       G_TYPE_STRING, "VAE name", "The VAE file the stream's ComfyUI workflow "
       "decoded with", gst_tag_merge_use_first);
+}
+
+GstEvent *
+gst_latent_totals_event_new (guint64 latent_frames, guint64 frames)
+{
+  return gst_event_new_custom (GST_EVENT_CUSTOM_DOWNSTREAM,
+      gst_structure_new (GST_LATENT_TOTALS_NAME, "latent-frames", G_TYPE_UINT64,
+          latent_frames, "frames", G_TYPE_UINT64, frames, NULL));
+}
+
+/* FALSE when the event is not a latent-totals event */
+gboolean
+gst_latent_totals_event_parse (GstEvent * event, guint64 * latent_frames,
+    guint64 * frames)
+{
+  const GstStructure *s = gst_event_get_structure (event);
+
+  return GST_EVENT_TYPE (event) == GST_EVENT_CUSTOM_DOWNSTREAM
+      && s != NULL && gst_structure_has_name (s, GST_LATENT_TOTALS_NAME)
+      && gst_structure_get_uint64 (s, "latent-frames", latent_frames)
+      && gst_structure_get_uint64 (s, "frames", frames);
 }

@@ -42,10 +42,15 @@ G_BEGIN_DECLS
 
 #define GST_LATENT_MEDIA_TYPE "video/x-latent"
 #define GST_LATENT_MAX_DIM    4096
-#define GST_LATENT_CAPS_STR                                                                        \
-  GST_LATENT_MEDIA_TYPE ", type = (string) { float32, float16, bfloat16 }, "                       \
+#define GST_LATENT_CAPS_FIELDS                                                                     \
+  ", type = (string) { float32, float16, bfloat16 }, "                                             \
   "channels = (int) [ 1, 4096 ], width = (int) [ 1, 4096 ], height = (int) [ 1, 4096 ], "          \
   "framerate = (fraction) [ 0/1, MAX ]"
+/* the templates: space not stated first (a space listed in one structure alone would make an
+ * upstream that fixates from the template state one, raw), then the optional space field */
+#define GST_LATENT_CAPS_STR                                                                        \
+  GST_LATENT_MEDIA_TYPE GST_LATENT_CAPS_FIELDS "; "                                                \
+  GST_LATENT_MEDIA_TYPE GST_LATENT_CAPS_FIELDS ", space = (string) { raw, normalized }"
 
 #define GST_SAFETENSORS_MEDIA_TYPE "application/x-safetensors"
 #define GST_SAFETENSORS_LATENT_CAPS_STR GST_SAFETENSORS_MEDIA_TYPE ", content = (string) latent"
@@ -74,7 +79,25 @@ typedef struct
   GstVaeLatentSpace space;      /* AUTO when the caps do not say */
 } GstLatentInfo;
 
-gboolean gst_latent_info_from_caps (GstLatentInfo * info, const GstCaps * caps);
+/* What the whole input holds, when its producer knows it (latentparse: the tensor), goes
+ * downstream after the segment, before the first latent buffer, as a custom downstream
+ * (serialized) event whose structure is
+ *
+ *   latent-totals, latent-frames=(guint64)N, frames=(guint64)M
+ *
+ * N latent frames in all (every batch item), M the frames they decode to. vaedecode puts the
+ * totals in its progress messages and warns when the stream ends before N latent frames came.
+ * Not sticky: rtpgstpay (1.22) carries custom downstream events in-band, but not sticky ones. */
+#define GST_LATENT_TOTALS_NAME "latent-totals"
+
+GstEvent *gst_latent_totals_event_new (guint64 latent_frames, guint64 frames);
+gboolean gst_latent_totals_event_parse (GstEvent * event,
+    guint64 * latent_frames, guint64 * frames);
+
+/* FALSE when the caps are not fixed latent caps; *why (when why is not NULL; g_free it) then
+ * names the field that is missing or wrong */
+gboolean gst_latent_info_from_caps (GstLatentInfo * info, const GstCaps * caps,
+    gchar ** why);
 GstCaps *gst_latent_info_to_caps (const GstLatentInfo * info);
 gsize gst_latent_info_frame_size (const GstLatentInfo * info);
 const gchar *gst_latent_dtype_to_string (enum vae_dtype dtype);

@@ -32,8 +32,12 @@
  * video: its first latent buffer is flagged DISCONT (which makes vaedecode start a new
  * stream), and the timestamps run on from the previous item's.
  *
- * A stream that ends early, a malformed header, a missing tensor or an unusable shape or dtype
- * stops the pipeline with an error that names the cause; frames pushed before stay pushed.
+ * A file cut short inside its tensor (a partial download, a dropped connection) plays what
+ * it holds: the whole frames go out, then a WARNING names the bytes that are missing and the
+ * stream ends as at an EOS (vaedecode decodes every frame that came and warns how many are
+ * missing). A stream that ends before its first whole frame, a malformed header, a missing
+ * tensor or an unusable shape or dtype stops the pipeline with an error that names the cause;
+ * frames pushed before stay pushed.
  * In pull mode the header is read when the element goes to PAUSED, so its errors fail that
  * state change.
  *
@@ -231,11 +235,24 @@ gst_latent_parse_max_size (GstLatentParse * self)
   return max;
 }
 
-/* the stream ended after `got` bytes, short of what the current state needs */
-static void
-gst_latent_parse_error_truncated (GstLatentParse * self, guint64 got)
+/* the stream ended after `got` bytes, short of what the current state needs. Once frames
+ * went out, the stream ends there as at an EOS (a WARNING; vaedecode decodes what came and
+ * says how many frames are missing): TRUE. Before any, an ERROR: FALSE. */
+static gboolean
+gst_latent_parse_truncated (GstLatentParse * self, guint64 got)
 {
   const guint64 tensor_start = self->data_start + self->tensor_offset;
+
+  if (self->state >= STATE_DATA && self->frames_out > 0) {
+    GST_ELEMENT_WARNING (self, STREAM, FORMAT,
+        ("Truncated latent file: tensor '%s' needs %" G_GUINT64_FORMAT
+            " bytes but the stream ended after %" G_GUINT64_FORMAT
+            " of them; %" G_GUINT64_FORMAT " frames were pushed.",
+            self->found_tensor, self->tensor_bytes,
+            got > tensor_start ? got - tensor_start : 0, self->frames_out),
+        (NULL));
+    return TRUE;
+  }
 
   if (self->state == STATE_PREFIX && got == 0)
     GST_ELEMENT_ERROR (self, STREAM, FORMAT,
@@ -253,10 +270,10 @@ gst_latent_parse_error_truncated (GstLatentParse * self, guint64 got)
     GST_ELEMENT_ERROR (self, STREAM, FORMAT,
         ("Truncated latent file: tensor '%s' needs %" G_GUINT64_FORMAT
             " bytes but the stream ended after %" G_GUINT64_FORMAT
-            " of them; %" G_GUINT64_FORMAT " frames were pushed.",
-            self->found_tensor, self->tensor_bytes,
-            got > tensor_start ? got - tensor_start : 0, self->frames_out),
+            " of them, before its first frame.", self->found_tensor,
+            self->tensor_bytes, got > tensor_start ? got - tensor_start : 0),
         (NULL));
+  return FALSE;
 }
 
 /* read the header length; FALSE after posting an error */
@@ -540,8 +557,8 @@ gst_latent_parse_pull (GstLatentParse * self, guint64 offset, gsize size,
   } else {
     return ret;
   }
-  gst_latent_parse_error_truncated (self, got);
-  return GST_FLOW_CUSTOM_ERROR;
+  return gst_latent_parse_truncated (self, got) ? GST_FLOW_EOS :
+      GST_FLOW_CUSTOM_ERROR;
 }
 
 /* the time of decoded frame n (the framerate is not 0/1) */
@@ -589,6 +606,10 @@ gst_latent_parse_push_segment (GstLatentParse * self)
   event = gst_event_new_segment (&self->segment);
   gst_event_set_seqnum (event, self->segment_seqnum);
   gst_pad_push_event (self->srcpad, event);
+  /* the totals (gstlatentinfo.h): vaedecode's progress messages and early-EOS warning */
+  gst_pad_push_event (self->srcpad, gst_latent_totals_event_new ((guint64)
+          self->batch * self->frames_per_item,
+          (guint64) self->batch * self->item_frames));
   if (self->tags) {
     gst_pad_push_event (self->srcpad, gst_event_new_tag (self->tags));
     self->tags = NULL;
@@ -1023,7 +1044,7 @@ gst_latent_parse_sink_event (GstPad * pad, GstObject * parent,
        * for downstream and for an application that missed the error, as after a source's
        * fatal error. (Downstream may have asked for no more: then nothing is missing.) */
       if (self->state != STATE_DONE && self->last_flow == GST_FLOW_OK)
-        gst_latent_parse_error_truncated (self,
+        gst_latent_parse_truncated (self,
             self->offset + gst_adapter_available (self->adapter));
       if (self->state >= STATE_DATA)
         gst_latent_parse_push_segment (self);
@@ -1057,7 +1078,7 @@ gst_latent_parse_pull_header (GstLatentParse * self)
     return GST_FLOW_CUSTOM_ERROR;
   if (self->upstream_size >= 0
       && self->data_start > (guint64) self->upstream_size) {
-    gst_latent_parse_error_truncated (self, self->upstream_size);
+    gst_latent_parse_truncated (self, self->upstream_size);
     return GST_FLOW_CUSTOM_ERROR;
   }
   json = g_malloc (self->header_len);
@@ -1129,7 +1150,7 @@ gst_latent_parse_pull_start (GstLatentParse * self)
       && gst_latent_parse_item_start (self) +
       gst_latent_parse_plane_offset (self, self->info.channels - 1) +
       self->plane_bytes > (guint64) self->upstream_size) {
-    gst_latent_parse_error_truncated (self, self->upstream_size);
+    gst_latent_parse_truncated (self, self->upstream_size);
     ret = GST_FLOW_CUSTOM_ERROR;
   }
   if (ret < GST_FLOW_OK && ret != GST_FLOW_CUSTOM_ERROR

@@ -49,15 +49,34 @@
  * Wan and TAEHV are causal video decoders: latent frame 0 of a stream gives one frame and
  * every later latent frame four, so T latent frames give 1 + 4 (T - 1) frames (frame 0 comes
  * from latent 0, frames 4k-3 .. 4k from latent k). Image decoders give one frame per latent
- * frame. Frame j of a latent frame is stamped at the latent buffer's PTS plus j frame
- * durations of the caps' framerate (the decoded video's), each one frame duration long; a
- * latent buffer without a PTS continues from the frames stamped so far in the segment.
- * With framerate 0/1 the latent buffer's DURATION is split evenly between its frames.
+ * frame. The frames are stamped at the caps' framerate (the decoded video's), each one frame
+ * duration long: frame n at the first latent buffer's PTS (the segment's start when it has
+ * none) plus n frame durations, whatever times later latent buffers carry (jitter, arrival
+ * times over RTP without a jitterbuffer), so the output is monotonic and gap-free. A latent
+ * buffer whose PTS lies more than a frame after its first frame's time is a discontinuity,
+ * logged at INFO level: its frames go on from its PTS, the first one flagged DISCONT; one
+ * more than a frame early is logged and its frames keep their place. A new segment and a
+ * flush start afresh. With framerate 0/1 the latent buffer's DURATION is split evenly
+ * between its frames.
  *
  * A latent buffer flagged DISCONT in the middle of a video stream ends that stream: the
  * frames of the latents already taken are decoded and pushed, and the buffer becomes latent
  * frame 0 of a new stream (latentparse flags the first latent frame of each batch item so).
  * EOS and new caps drain the same way; a flush drops what is queued.
+ *
+ * ## End of stream
+ *
+ * latentparse announces the input's size before its first latent buffer: a custom
+ * downstream event `latent-totals` with `latent-frames` and `frames` (#guint64: the latent
+ * frames of the whole tensor and the frames they decode to). An EOS before that many latent
+ * frames came is not an error: what came is decoded and pushed, then a WARNING message says
+ * how many latent frames came and how many frames are missing. After a flush (a seek) the
+ * totals are unknown until announced again.
+ *
+ * A flush, or the state change to READY, interrupts a decode between its steps: a tiled
+ * frame between two tiles (tens of milliseconds on the CPU for 64-pixel tiles), otherwise
+ * at the end of the chunk being decoded. The frames of the interrupted step are dropped,
+ * without an error.
  *
  * ## Latency and messages
  *
@@ -73,6 +92,10 @@
  * - `frames` (#guint64): frames decoded in the current stream
  * - `timestamp`, `stream-time`, `running-time`, `duration` (#GstClockTime): of the last
  *   frame the step gave (GST_CLOCK_TIME_NONE when unknown)
+ * - when upstream announced the input's size (`latent-totals`): `latent-frames-total` and
+ *   `frames-total` (#guint64), and `latent-frames-done` and `frames-done` (#guint64: latent
+ *   frames taken and frames pushed of the whole input, which in a batch of several videos
+ *   spans the streams)
  *
  * ## CUDA
  *
@@ -92,7 +115,17 @@
  *
  * Latents that hold NaN or Inf, latent caps whose channel count does not match the model, and
  * model files that are missing, malformed or not a decoder stop the pipeline with an error that
- * names the cause. Frames decoded before an error have already been pushed.
+ * names the cause: invalid latent caps name the field that is missing or wrong, and a PyTorch
+ * checkpoint (.pth, .pt, .ckpt: a zip archive or a pickle) given as the model is named as such.
+ * Frames decoded before an error have already been pushed.
+ *
+ * ## Properties
+ *
+ * Every property but #GstVaeDecode:post-messages is read when the element starts or when the
+ * caps come, and is flagged #GST_PARAM_MUTABLE_READY: set while PAUSED or PLAYING, it is
+ * refused with a WARNING message on the bus that names it, and keeps the value in use. A
+ * precision the backend does not compute is a WARNING message on the bus, posted once as the
+ * element starts.
  *
  * ## Example launch lines
  * |[
@@ -198,10 +231,11 @@ enum
 #define DEFAULT_MAX_MEMORY 0
 #define DEFAULT_POST_MESSAGES TRUE
 
-/* PTS and DURATION of one output frame, decoded or still to come */
+/* PTS, DURATION and DISCONT of one output frame, decoded or still to come */
 typedef struct
 {
   GstClockTime pts, duration;
+  gboolean discont;
 } GstVaeStamp;
 
 struct _GstVaeDecode
@@ -240,11 +274,15 @@ struct _GstVaeDecode
   float *latent;                /* one latent frame as f32 */
   GArray *stamps;               /* GstVaeStamp of each frame pushed latents give, not yet output */
   guint64 frames_in;            /* latent frames taken since the caps (for messages) */
+  guint64 total_latents, total_frames;  /* the input's (latent-totals event; 0: unknown) */
+  guint64 done_latents, done_frames;    /* taken and output since that event */
   guint64 stream_latents;       /* latent frames pushed in the current causal stream */
-  guint64 segment_frames;       /* frames stamped in this segment */
+  GstClockTime ts_base;         /* frame n is at ts_base + n frames (NONE: the next latent's) */
+  guint64 ts_frames;            /* frames stamped since ts_base */
   GstClockTime latency;         /* ours, from the caps (object lock) */
-  gboolean discont;
+  gboolean discont;             /* the next frame stamped is DISCONT */
   gboolean caps_error;          /* set_caps failed and said why */
+  gint cancel;                  /* (atomic) a flush or the way to READY: stop the decode */
 };
 
 static GstStaticPadTemplate sink_template = GST_STATIC_PAD_TEMPLATE ("sink",
@@ -571,8 +609,9 @@ gst_vae_decode_start (GstBaseTransform * trans)
   GST_INFO_OBJECT (self, "backend %s, precision %s, output in %s",
       vae_backend_name (self->backend), vae_precision_name (in_effect),
       self->cuda_output ? "CUDA or system memory" : "system memory");
-  self->segment_frames = 0;
+  self->ts_base = GST_CLOCK_TIME_NONE;
   self->discont = FALSE;
+  self->total_latents = self->total_frames = 0;
   GST_OBJECT_LOCK (self);
   self->latency = 0;
   GST_OBJECT_UNLOCK (self);
@@ -870,6 +909,14 @@ gst_vae_decode_channels_error (GstVaeDecode * self, const GstLatentInfo * info,
   g_free (hint);
 }
 
+/* the time of frame n at the caps' frame rate (which must not be 0/1) */
+static GstClockTime
+gst_vae_decode_frame_time (GstVaeDecode * self, guint64 n)
+{
+  return gst_util_uint64_scale (n, GST_SECOND * self->in_info.fps_d,
+      self->in_info.fps_n);
+}
+
 static gboolean
 gst_vae_decode_set_caps (GstBaseTransform * trans, GstCaps * incaps,
     GstCaps * outcaps)
@@ -882,11 +929,13 @@ gst_vae_decode_set_caps (GstBaseTransform * trans, GstCaps * incaps,
   gint patch, channels, scale, tile;
   GstClockTime latency;
   gboolean latency_changed;
+  gchar *why;
 
   self->caps_error = TRUE;      /* until these caps are taken */
-  if (!gst_latent_info_from_caps (&info, incaps)) {
+  if (!gst_latent_info_from_caps (&info, incaps, &why)) {
     GST_ELEMENT_ERROR (self, STREAM, FORMAT,
-        ("Invalid latent caps: %" GST_PTR_FORMAT, incaps), (NULL));
+        ("Invalid latent caps: %s (%" GST_PTR_FORMAT ").", why, incaps), (NULL));
+    g_free (why);
     return FALSE;
   }
   /* the property names the space when set, else the caps, else the decoder's own; the
@@ -922,6 +971,7 @@ gst_vae_decode_set_caps (GstBaseTransform * trans, GstCaps * incaps,
   cfg.chunk_frames = self->chunk_frames;
   cfg.tile_size = MIN (self->tile_size, G_MAXINT);
   cfg.max_bytes = self->max_memory;
+  cfg.cancel = &self->cancel;
   self->session = vae_session_new (self->model, self->backend, &cfg, err,
       sizeof (err));
   if (self->session == NULL) {
@@ -931,6 +981,11 @@ gst_vae_decode_set_caps (GstBaseTransform * trans, GstCaps * incaps,
     return FALSE;
   }
   self->caps_error = FALSE;
+  /* the frames go on from where they are, at the new caps' rate */
+  if (GST_CLOCK_TIME_IS_VALID (self->ts_base) && self->in_info.fps_n > 0) {
+    self->ts_base += gst_vae_decode_frame_time (self, self->ts_frames);
+    self->ts_frames = 0;
+  }
   self->in_info = info;
   self->latent = g_new (float, (gsize) info.channels * info.width *
       info.height);
@@ -1043,35 +1098,66 @@ gst_vae_decode_decide_allocation (GstBaseTransform * trans, GstQuery * query)
       query);
 }
 
-/* the time of frame n at the caps' frame rate (which must not be 0/1) */
-static GstClockTime
-gst_vae_decode_frame_time (GstVaeDecode * self, guint64 n)
+/* at a frame rate, where the frames of the stream run from: the first latent's PTS, or the
+ * segment's start when it has none. After that a latent's PTS only moves the frames on when it
+ * lies more than a frame after the frames stamped so far (a gap in the input: a discontinuity);
+ * jitter, and a latent that comes early (arrival times over RTP without a jitterbuffer), leave
+ * them where they are: the output stays monotonic and gap-free. */
+static void
+gst_vae_decode_rebase (GstVaeDecode * self, GstClockTime pts)
 {
-  return gst_util_uint64_scale (n, GST_SECOND * self->in_info.fps_d,
-      self->in_info.fps_n);
+  const GstSegment *segment = &GST_BASE_TRANSFORM (self)->segment;
+  GstClockTime expected, frame;
+
+  if (!GST_CLOCK_TIME_IS_VALID (self->ts_base)) {
+    self->ts_base = pts;
+    if (!GST_CLOCK_TIME_IS_VALID (pts))
+      self->ts_base = segment->format == GST_FORMAT_TIME ? segment->start : 0;
+    self->ts_frames = 0;
+    return;
+  }
+  if (!GST_CLOCK_TIME_IS_VALID (pts))
+    return;
+  expected = self->ts_base + gst_vae_decode_frame_time (self, self->ts_frames);
+  frame = gst_vae_decode_frame_time (self, self->ts_frames + 1) -
+      gst_vae_decode_frame_time (self, self->ts_frames);
+  if (pts > expected + frame) {
+    GST_INFO_OBJECT (self, "discontinuity: a latent at %" GST_TIME_FORMAT
+        ", %" GST_TIME_FORMAT " after the next frame's time %" GST_TIME_FORMAT
+        "; the frames go on from there", GST_TIME_ARGS (pts),
+        GST_TIME_ARGS (pts - expected), GST_TIME_ARGS (expected));
+    self->ts_base = pts;
+    self->ts_frames = 0;
+    self->discont = TRUE;
+  } else if (pts + frame < expected) {
+    GST_INFO_OBJECT (self, "discontinuity: a latent at %" GST_TIME_FORMAT
+        ", %" GST_TIME_FORMAT " before the next frame's time %" GST_TIME_FORMAT
+        "; the frames go on at %" GST_TIME_FORMAT " to stay monotonic",
+        GST_TIME_ARGS (pts), GST_TIME_ARGS (expected - pts),
+        GST_TIME_ARGS (expected), GST_TIME_ARGS (expected));
+  }
 }
 
-/* queue the stamps of the m frames that a latent frame with this PTS and DURATION gives:
- * frame j at base + j frame durations of the caps' frame rate, base being the latent's PTS,
- * or when it has none, the frames stamped so far in this segment; at 0/1, the latent's
- * DURATION split evenly (or nothing known) */
+/* queue the stamps of the m frames that a latent frame with this PTS and DURATION gives: at a
+ * frame rate, the next m frames of the stream (gst_vae_decode_rebase); at 0/1, the latent's
+ * DURATION split evenly from its PTS (or nothing known) */
 static void
 gst_vae_decode_add_stamps (GstVaeDecode * self, GstClockTime pts,
     GstClockTime duration, guint m)
 {
-  const guint64 n = self->segment_frames;
   guint j;
 
+  if (self->in_info.fps_n > 0)
+    gst_vae_decode_rebase (self, pts);
   for (j = 0; j < m; j++) {
-    GstVaeStamp stamp = { GST_CLOCK_TIME_NONE, GST_CLOCK_TIME_NONE };
+    GstVaeStamp stamp = { GST_CLOCK_TIME_NONE, GST_CLOCK_TIME_NONE, FALSE };
 
-    if (self->in_info.fps_n > 0 && GST_CLOCK_TIME_IS_VALID (pts)) {
-      stamp.pts = pts + gst_vae_decode_frame_time (self, j);
-      stamp.duration = gst_vae_decode_frame_time (self, j + 1) -
-          gst_vae_decode_frame_time (self, j);
-    } else if (self->in_info.fps_n > 0) {
-      stamp.pts = gst_vae_decode_frame_time (self, n + j);
-      stamp.duration = gst_vae_decode_frame_time (self, n + j + 1) - stamp.pts;
+    if (self->in_info.fps_n > 0) {
+      const guint64 n = self->ts_frames + j;
+
+      stamp.pts = self->ts_base + gst_vae_decode_frame_time (self, n);
+      stamp.duration = gst_vae_decode_frame_time (self, n + 1) -
+          gst_vae_decode_frame_time (self, n);
     } else if (GST_CLOCK_TIME_IS_VALID (duration)) {
       GstClockTime at = gst_util_uint64_scale_int (duration, j, m);
 
@@ -1081,9 +1167,12 @@ gst_vae_decode_add_stamps (GstVaeDecode * self, GstClockTime pts,
     } else if (j == 0) {
       stamp.pts = pts;
     }
+    if (j == 0)
+      stamp.discont = self->discont;
     g_array_append_val (self->stamps, stamp);
   }
-  self->segment_frames += m;
+  self->ts_frames += m;
+  self->discont = FALSE;
 }
 
 /* the vaedecode-progress element message, after the last frame of a decode step */
@@ -1109,6 +1198,11 @@ gst_vae_decode_post_progress (GstVaeDecode * self, const GstVaeStamp * last)
       "running-time", G_TYPE_UINT64,
       gst_segment_to_running_time (&trans->segment, GST_FORMAT_TIME,
           last->pts), "duration", G_TYPE_UINT64, last->duration, NULL);
+  if (self->total_latents > 0)
+    gst_structure_set (s, "latent-frames-total", G_TYPE_UINT64,
+        self->total_latents, "frames-total", G_TYPE_UINT64, self->total_frames,
+        "latent-frames-done", G_TYPE_UINT64, self->done_latents, "frames-done",
+        G_TYPE_UINT64, self->done_frames, NULL);
   gst_element_post_message (GST_ELEMENT (self),
       gst_message_new_element (GST_OBJECT (self), s));
 }
@@ -1121,7 +1215,7 @@ gst_vae_decode_generate_output (GstBaseTransform * trans, GstBuffer ** outbuf)
   GstVideoFrame frame;
   struct vae_frame dst = { 0 };
   GstMapFlags map_flags = GST_MAP_WRITE;
-  GstVaeStamp stamp = { GST_CLOCK_TIME_NONE, GST_CLOCK_TIME_NONE };
+  GstVaeStamp stamp = { GST_CLOCK_TIME_NONE, GST_CLOCK_TIME_NONE, FALSE };
   GstFlowReturn ret;
   char err[VAE_ERR_SIZE] = "";
   gdouble kr = 0.299, kb = 0.114;
@@ -1189,6 +1283,7 @@ gst_vae_decode_generate_output (GstBaseTransform * trans, GstBuffer ** outbuf)
     return GST_FLOW_ERROR;
   }
   gst_video_frame_unmap (&frame);
+  self->done_frames++;
 
   /* every frame the session gives was stamped when its latent frame came */
   if (self->stamps->len > 0) {
@@ -1199,13 +1294,21 @@ gst_vae_decode_generate_output (GstBaseTransform * trans, GstBuffer ** outbuf)
   }
   GST_BUFFER_PTS (*outbuf) = stamp.pts;
   GST_BUFFER_DURATION (*outbuf) = stamp.duration;
-  if (self->discont) {
+  if (stamp.discont)
     GST_BUFFER_FLAG_SET (*outbuf, GST_BUFFER_FLAG_DISCONT);
-    self->discont = FALSE;
-  }
   if (vae_session_frames_ready (self->session) == 0)
     gst_vae_decode_post_progress (self, &stamp);
   return GST_FLOW_OK;
+}
+
+/* whether a failed decode was stopped by a flush or the way to READY (no error then) */
+static gboolean
+gst_vae_decode_interrupted (GstVaeDecode * self)
+{
+  if (!g_atomic_int_get (&self->cancel))
+    return FALSE;
+  GST_DEBUG_OBJECT (self, "decode interrupted");
+  return TRUE;
 }
 
 /* decode what is queued and push it: end of stream, new caps, or a DISCONT latent frame
@@ -1222,6 +1325,8 @@ gst_vae_decode_drain (GstVaeDecode * self)
     return GST_FLOW_OK;
   self->stream_latents = 0;
   if (!vae_session_drain (self->session, err, sizeof (err))) {
+    if (gst_vae_decode_interrupted (self))
+      return GST_FLOW_FLUSHING;
     GST_ELEMENT_ERROR (self, STREAM, DECODE,
         ("Could not decode the last latent frames: %s", err), (NULL));
     return GST_FLOW_ERROR;
@@ -1302,6 +1407,8 @@ gst_vae_decode_submit_input_buffer (GstBaseTransform * trans,
   gst_buffer_unref (input);
 
   if (!vae_session_push (self->session, self->latent, err, sizeof (err))) {
+    if (gst_vae_decode_interrupted (self))
+      return GST_FLOW_FLUSHING;
     GST_ELEMENT_ERROR (self, STREAM, DECODE,
         ("Could not decode latent frame %" G_GUINT64_FORMAT ": %s",
             self->frames_in, err), (NULL));
@@ -1313,6 +1420,7 @@ gst_vae_decode_submit_input_buffer (GstBaseTransform * trans,
       vae_model_frames_of_latent (self->model, k));
   self->stream_latents = k + 1;
   self->frames_in++;
+  self->done_latents++;
   return GST_FLOW_OK;
 }
 
@@ -1327,6 +1435,22 @@ gst_vae_decode_transform (GstBaseTransform * trans, GstBuffer * inbuf,
   return GST_FLOW_ERROR;
 }
 
+/* at EOS, after the drain: an input that ended before the latent frames it announced is
+ * worth a warning (what came was decoded and pushed) */
+static void
+gst_vae_decode_check_complete (GstVaeDecode * self)
+{
+  if (self->done_latents >= self->total_latents)
+    return;
+  GST_ELEMENT_WARNING (self, STREAM, DECODE,
+      ("The stream ended early: %" G_GUINT64_FORMAT " of %" G_GUINT64_FORMAT
+          " latent frames came, so %" G_GUINT64_FORMAT " of %" G_GUINT64_FORMAT
+          " frames are missing; the %" G_GUINT64_FORMAT " frames decoded were "
+          "pushed.", self->done_latents, self->total_latents,
+          self->total_frames - MIN (self->done_frames, self->total_frames),
+          self->total_frames, self->done_frames), (NULL));
+}
+
 static gboolean
 gst_vae_decode_sink_event (GstBaseTransform * trans, GstEvent * event)
 {
@@ -1336,7 +1460,17 @@ gst_vae_decode_sink_event (GstBaseTransform * trans, GstEvent * event)
     case GST_EVENT_EOS:
       /* the EOS goes on even after an error (posted by the drain), as after a source's
        * fatal error: downstream finishes what it has (a muxer writes its index) */
-      gst_vae_decode_drain (self);
+      if (gst_vae_decode_drain (self) == GST_FLOW_OK)
+        gst_vae_decode_check_complete (self);
+      break;
+    case GST_EVENT_CUSTOM_DOWNSTREAM:
+      if (gst_latent_totals_event_parse (event, &self->total_latents,
+              &self->total_frames)) {
+        GST_DEBUG_OBJECT (self, "the input holds %" G_GUINT64_FORMAT " latent "
+            "frames, %" G_GUINT64_FORMAT " frames", self->total_latents,
+            self->total_frames);
+        self->done_latents = self->done_frames = 0;
+      }
       break;
     case GST_EVENT_CAPS:{
       GstCaps *caps;
@@ -1359,16 +1493,30 @@ gst_vae_decode_sink_event (GstBaseTransform * trans, GstEvent * event)
       gst_caps_unref (caps);
       return ret;
     }
-    case GST_EVENT_SEGMENT:
-      self->segment_frames = 0;
+    case GST_EVENT_SEGMENT:{
+      const GstSegment *segment;
+
+      /* a new segment starts the frames afresh; the same one again (a payloader's repeat)
+       * changes nothing */
+      gst_event_parse_segment (event, &segment);
+      if (!gst_segment_is_equal (segment, &trans->segment))
+        self->ts_base = GST_CLOCK_TIME_NONE;
+      break;
+    }
+    case GST_EVENT_FLUSH_START:
+      /* (from the flushing thread, while the streaming thread may be decoding) */
+      g_atomic_int_set (&self->cancel, 1);
       break;
     case GST_EVENT_FLUSH_STOP:
+      g_atomic_int_set (&self->cancel, 0);
       if (self->session)
         vae_session_reset (self->session);
       g_array_set_size (self->stamps, 0);
       self->stream_latents = 0;
-      self->segment_frames = 0;
+      self->ts_base = GST_CLOCK_TIME_NONE;
       self->discont = TRUE;
+      /* after a seek, what is left of the input is not known */
+      self->total_latents = self->total_frames = 0;
       break;
     default:
       break;
@@ -1427,14 +1575,18 @@ gst_vae_decode_set_context (GstElement * element, GstContext * context)
 }
 #endif
 
-/* the properties that start() reads: they take effect at the next start only */
-static gboolean
-gst_vae_decode_is_start_property (guint prop_id)
+/* the way to READY stops a decode between its steps, before the base class waits for the
+ * streaming thread */
+static GstStateChangeReturn
+gst_vae_decode_change_state (GstElement * element, GstStateChange transition)
 {
-  return prop_id == PROP_MODEL_FILE || prop_id == PROP_MODEL_DIR
-      || prop_id == PROP_MODEL_FAMILY
-      || prop_id == PROP_BACKEND || prop_id == PROP_DEVICE_ID
-      || prop_id == PROP_PRECISION;
+  GstVaeDecode *self = GST_VAE_DECODE (element);
+
+  if (transition == GST_STATE_CHANGE_PAUSED_TO_READY)
+    g_atomic_int_set (&self->cancel, 1);
+  else if (transition == GST_STATE_CHANGE_READY_TO_PAUSED)
+    g_atomic_int_set (&self->cancel, 0);
+  return GST_ELEMENT_CLASS (parent_class)->change_state (element, transition);
 }
 
 static void
@@ -1443,8 +1595,10 @@ gst_vae_decode_set_property (GObject * object, guint prop_id,
 {
   GstVaeDecode *self = GST_VAE_DECODE (object);
 
+  /* what start() and the caps read (GST_PARAM_MUTABLE_READY) stays as it is while running:
+   * a change is refused, saying so on the bus */
   GST_OBJECT_LOCK (self);
-  if (self->started && gst_vae_decode_is_start_property (prop_id)) {
+  if (self->started && (pspec->flags & GST_PARAM_MUTABLE_READY)) {
     GST_OBJECT_UNLOCK (self);
     GST_ELEMENT_WARNING (self, RESOURCE, SETTINGS,
         ("The %s property cannot change while the decoder runs (PAUSED or "
@@ -1747,6 +1901,7 @@ gst_vae_decode_class_init (GstVaeDecodeClass * klass)
 #ifdef HAVE_GST_CUDA
   element_class->set_context = GST_DEBUG_FUNCPTR (gst_vae_decode_set_context);
 #endif
+  element_class->change_state = GST_DEBUG_FUNCPTR (gst_vae_decode_change_state);
   trans_class->start = GST_DEBUG_FUNCPTR (gst_vae_decode_start);
   trans_class->stop = GST_DEBUG_FUNCPTR (gst_vae_decode_stop);
   trans_class->transform_caps =

@@ -178,6 +178,21 @@ bool vae_dtype_to_f32(enum vae_dtype dtype, const void * src, float * dst, size_
 // length prefix
 //
 
+// what a file whose first 8 bytes are no header length is, when it is a format often taken for
+// safetensors (PyTorch checkpoints above all); NULL otherwise
+static const char * st_foreign_kind(const uint8_t prefix[8]) {
+    if (memcmp(prefix, "PK\x03\x04", 4) == 0) {
+        return "a zip archive, as PyTorch's torch.save writes .pth, .pt and .ckpt files";
+    }
+    if (prefix[0] == 0x80 && prefix[1] >= 2 && prefix[1] <= 5) {
+        return "a Python pickle, as older PyTorch .pth, .pt and .ckpt files are";
+    }
+    if (memcmp(prefix, "GGUF", 4) == 0) {
+        return "a GGUF file";
+    }
+    return NULL;
+}
+
 bool vae_st_prefix_parse(const uint8_t prefix[8], uint64_t * header_len, char * err, size_t err_size) {
     uint64_t n = 0;
     for (int i = 7; i >= 0; i--) {
@@ -188,6 +203,11 @@ bool vae_st_prefix_parse(const uint8_t prefix[8], uint64_t * header_len, char * 
     }
     if (n == 0) {
         st_set_err(err, err_size, "header length is 0 (a header is at least \"{}\")");
+        return false;
+    }
+    if (n > VAE_ST_MAX_HEADER_LEN && st_foreign_kind(prefix)) {
+        st_set_err(err, err_size, "this is %s, not safetensors, the only format read here: convert it "
+                   "(safetensors.torch.save_file of its state dict)", st_foreign_kind(prefix));
         return false;
     }
     if (n > VAE_ST_MAX_HEADER_LEN) {

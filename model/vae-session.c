@@ -205,7 +205,7 @@ struct vae_session * vae_session_new(const struct vae_model * model, vae_backend
 static bool session_decode(struct vae_session * s, struct vae_graph * g, char * err, size_t err_size) {
     if (s->tiled) {
         s->queued    = 0;
-        s->tiled_out = vae_tiled_decode(s->tiled, s->queue, err, err_size);
+        s->tiled_out = vae_tiled_decode(s->tiled, s->queue, s->cfg.cancel, err, err_size);
         s->ready     = s->tiled_out ? 1 : 0;
         s->skip      = 0;
         s->popped    = 0;

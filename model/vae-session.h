@@ -26,7 +26,13 @@ struct vae_session_config {
                                                // (output pixels at the last); 0 = whole frames unless
                                                // they do not fit in max_bytes. Families with global
                                                // statistics (AutoencoderKL) only; exact (see vae-tile.c)
+    const int *    cancel;                     // NULL, or a flag another thread may set (read
+                                               // atomically): nonzero stops a tiled decode between
+                                               // its tiles, the push or drain failing with
+                                               // VAE_SESSION_INTERRUPTED
 };
+
+#define VAE_SESSION_INTERRUPTED "interrupted"
 
 // whether a session could take this configuration, as far as it is known: channels 0 and width 0
 // leave the latents' channels and size unchecked (before caps). The same refusals as
@@ -38,7 +44,8 @@ struct vae_session * vae_session_new(const struct vae_model * model, vae_backend
 void                 vae_session_free(struct vae_session * s);
 
 // queue one latent frame; decodes when a chunk is full. Refuses non-finite latents (the message
-// gives the count and the first position). Pop every ready frame before pushing again.
+// gives the count and the first position). Pop every ready frame before pushing again. A decode
+// stopped by the cancel flag fails with the message VAE_SESSION_INTERRUPTED and makes no frames.
 bool vae_session_push(struct vae_session * s, const float * latent, char * err, size_t err_size);
 // decode what is queued (end of stream); the next push starts a new stream
 bool vae_session_drain(struct vae_session * s, char * err, size_t err_size);

@@ -13,6 +13,7 @@
 // and the host copies.
 
 #include "vae-tile.h"
+#include "vae-session.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -38,6 +39,7 @@ struct vae_tiled {
     float                    stats[2 * TILE_GROUPS];
     float                    max_abs[VAE_KL_MAX_STEPS + 1];   // of the head's output, then of each step's
     size_t                   graph_peak;      // the largest prepared graph
+    const int *              cancel;          // of the decode running, or NULL
 };
 
 // where the crops of one axis of `size` start: crops of `c` overlapping by 2, the last flush with
@@ -122,6 +124,15 @@ static void tile_scatter(const float * src, int c, int th, int tw, int ty, int t
     }
 }
 
+// a decode of many tiles can take long: the flag lets another thread stop it between two
+static bool tile_cancelled(const struct vae_tiled * t, char * err, size_t err_size) {
+    if (t->cancel && __atomic_load_n(t->cancel, __ATOMIC_ACQUIRE)) {
+        snprintf(err, err_size, "%s", VAE_SESSION_INTERRUPTED);
+        return true;
+    }
+    return false;
+}
+
 static struct vae_graph * tile_prepare(struct vae_tiled * t, struct vae_graph * g, char * err, size_t err_size) {
     if (g && !vae_backend_graph_prepare(t->backend, g, t->max_bytes, err, err_size)) {
         vae_graph_free(g);
@@ -166,6 +177,10 @@ static bool tile_run_step(struct vae_tiled * t, const struct vae_kl_step * s, co
     const float * inputs[3] = { t->crop, t->stats, t->crop_r };
     for (int i = 0; ok && i < ny; i++) {
         for (int j = 0; ok && j < nx; j++) {
+            if (tile_cancelled(t, err, err_size)) {
+                ok = false;
+                break;
+            }
             tile_gather(x, s->cin, h, w, ys[i], xs[j], ch, cw, t->crop);
             if (s->kind == VAE_KL_NORM_CONV_RES) {
                 tile_gather(r, s->rin, h, w, ys[i], xs[j], ch, cw, t->crop_r);
@@ -182,7 +197,9 @@ static bool tile_run_step(struct vae_tiled * t, const struct vae_kl_step * s, co
     return ok;
 }
 
-const float * vae_tiled_decode(struct vae_tiled * t, const float * latent, char * err, size_t err_size) {
+const float * vae_tiled_decode(struct vae_tiled * t, const float * latent, const int * cancel, char * err,
+                               size_t err_size) {
+    t->cancel            = cancel;
     struct vae_graph * g = tile_prepare(t, vae_kl_head_build(t->model, t->h, t->w, err, err_size), err, err_size);
     bool               ok = g && vae_backend_graph_compute(t->backend, g, NULL, latent, err, err_size) &&
               vae_backend_graph_read_output(t->backend, g, 0, 1, t->buf[0], err, err_size);
@@ -198,6 +215,10 @@ const float * vae_tiled_decode(struct vae_tiled * t, const float * latent, char 
     for (int k = 0; ok && k < t->n_steps; k++) {
         const struct vae_kl_step * s    = &t->steps[k];
         const bool                 last = k == t->n_steps - 1;
+        if (tile_cancelled(t, err, err_size)) {
+            ok = false;
+            break;
+        }
         if (s->kind != VAE_KL_UPSAMPLE) {
             tile_stats(s->kind == VAE_KL_NORM_CONV_RES ? t->buf[cur ^ 1] : t->buf[cur], s->cin, (size_t) h * w, t->stats);
         }

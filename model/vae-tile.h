@@ -14,8 +14,11 @@ struct vae_tiled;
 struct vae_tiled * vae_tiled_new(const struct vae_model * model, vae_backend_t * backend, int h, int w, int tile,
                                  size_t max_bytes, char * err, size_t err_size);
 void               vae_tiled_free(struct vae_tiled * t);
-// decode one latent frame [z, h, w] (the decoder's own space); the result stays until the next
-const float *      vae_tiled_decode(struct vae_tiled * t, const float * latent, char * err, size_t err_size);
+// decode one latent frame [z, h, w] (the decoder's own space); the result stays until the next.
+// cancel (NULL, or a flag another thread may set) is read before each tile: nonzero stops the
+// decode with the message VAE_SESSION_INTERRUPTED.
+const float *      vae_tiled_decode(struct vae_tiled * t, const float * latent, const int * cancel, char * err,
+                                    size_t err_size);
 // host buffers and the largest prepared graph together
 size_t             vae_tiled_peak_bytes(const struct vae_tiled * t);
 // the largest |value| of each whole-frame activation of the last decode: the head's output

@@ -11,7 +11,11 @@
  * CPU backend (backend=cpu), the fp32 reference, whatever the machine has. CUDA: the error
  * without a GPU, frames in CUDA memory and in system memory equal to the CPU's, the
  * precision property, and never CUDA memory from the CPU backend; the GPU cases skip with a
- * note where the CUDA backend is not built or finds no GPU.
+ * note where the CUDA backend is not built or finds no GPU. Issue 14: timestamps from the
+ * caps' rate (jitter, early latents, jumps, segment start, over RTP on 127.0.0.1 without a
+ * jitterbuffer), the early-EOS warning and the latent-totals event, a tiled decode interrupted
+ * by a flush and by READY within a second, every start-time property refused while running,
+ * the caps errors naming the field, the template's space field, PyTorch checkpoints named.
  */
 
 #include <gst/check/gstcheck.h>
@@ -177,14 +181,20 @@ expect_error (GstBus * bus, const gchar * needle)
   gst_message_unref (msg);
 }
 
-/* the next warning on the bus must mention needle */
+/* the next warning on the bus must mention needle, with no error before it */
 static void
 expect_warning (GstBus * bus, const gchar * needle)
 {
-  GstMessage *msg = gst_bus_pop_filtered (bus, GST_MESSAGE_WARNING);
+  GstMessage *msg = gst_bus_pop_filtered (bus,
+      GST_MESSAGE_WARNING | GST_MESSAGE_ERROR);
   GError *error = NULL;
 
   fail_unless (msg != NULL, "no warning posted (wanted '%s')", needle);
+  if (GST_MESSAGE_TYPE (msg) == GST_MESSAGE_ERROR) {
+    gst_message_parse_error (msg, &error, NULL);
+    fail ("an error where a warning was wanted ('%s'): %s", needle,
+        error->message);
+  }
   gst_message_parse_warning (msg, &error, NULL);
   fail_unless (strstr (error->message, needle) != NULL,
       "warning '%s' does not mention '%s'", error->message, needle);
@@ -2008,9 +2018,22 @@ GST_START_TEST (test_parse_errors)
   expect_parse_error (g_bytes_new (NULL, 0), NULL, "empty", 0);
   expect_parse_error (g_bytes_new (d, 5), NULL, "shorter than the 8-byte", 0);
   expect_parse_error (g_bytes_new (d, 30), NULL, "inside the", 0);
-  /* one frame of two arrives: it is pushed, then the error */
-  expect_parse_error (g_bytes_new (d, size - 10), NULL,
-      "Truncated latent file: tensor 'latent_tensor' needs 192 bytes", 1);
+  /* one frame of two arrives: it is pushed, then a warning and the EOS, no error */
+  {
+    GstBus *bus;
+    gboolean eos_ok;
+    GBytes *cut = g_bytes_new (d, size - 10);
+    GstHarness *h = parse_bytes (cut, 5, NULL, &bus, &eos_ok);
+
+    expect_warning (bus, "Truncated latent file: tensor 'latent_tensor' "
+        "needs 192 bytes but the stream ended after 182 of them; 1 frames "
+        "were pushed.");
+    fail_if (gst_bus_pop_filtered (bus, GST_MESSAGE_ERROR) != NULL);
+    fail_unless_equals_int (gst_harness_buffers_received (h), 1);
+    fail_unless (eos_ok);
+    harness_teardown (h, bus);
+    g_bytes_unref (cut);
+  }
   expect_parse_error (g_bytes_new_static ("\x10\0\0\0\0\0\0\0[not a header]  ",
           24), NULL, "Malformed latent file header", 0);
   expect_parse_error (g_bytes_ref (good), "tensor-name=samples",
@@ -2106,6 +2129,640 @@ GST_START_TEST (test_precision_warning)
 
 GST_END_TEST;
 
+/* ---- timestamps, end of stream, interruption, properties (issue 14) ---------------------- */
+
+/* push latent i of the image fixture with this PTS (NONE: none) */
+static void
+push_at (GstHarness * h, gint i, GstClockTime pts)
+{
+  GstBuffer *buf = latent_buffer (i);
+
+  GST_BUFFER_PTS (buf) = pts;
+  GST_BUFFER_DURATION (buf) = GST_CLOCK_TIME_NONE;
+  fail_unless_equals_int (gst_harness_push (h, buf), GST_FLOW_OK);
+}
+
+/* pull the next frame: it must be at frame n of a 16/1 stream from base, one frame long,
+ * and DISCONT or not as said */
+static void
+expect_frame_at (GstHarness * h, GstClockTime base, guint64 n,
+    gboolean discont)
+{
+  GstBuffer *out = gst_harness_pull (h);
+
+  fail_unless (out != NULL);
+  fail_unless_equals_uint64 (GST_BUFFER_PTS (out), base + frame_time (n));
+  fail_unless_equals_uint64 (GST_BUFFER_DURATION (out),
+      frame_time (n + 1) - frame_time (n));
+  fail_unless (GST_BUFFER_FLAG_IS_SET (out, GST_BUFFER_FLAG_DISCONT) ==
+      discont, "frame %" G_GUINT64_FORMAT " DISCONT is %d", n, !discont);
+  gst_buffer_unref (out);
+}
+
+/* the frames run on from the first latent's PTS at the caps' rate: jitter of less than a frame
+ * and latents that come early (arrival times) do not move them; a jump of more than a frame
+ * is a discontinuity: the frames go on from the new PTS, the first one DISCONT */
+GST_START_TEST (test_timestamps_from_rate)
+{
+  const GstClockTime base = 3 * GST_SECOND;
+  const gint64 jitter[6] = { 0, 20, -25, 30, -40, 55 };     /* ms, less than 62.5 */
+  GstBus *bus;
+  GstHarness *h = decoder_harness (NULL, &bus);
+  gint i;
+
+  gst_harness_set_src_caps_str (h, LATENT_CAPS);
+  for (i = 0; i < 6; i++) {
+    push_at (h, i, base + frame_time (i) + jitter[i] * GST_MSECOND);
+    expect_frame_at (h, base, i, FALSE);
+  }
+  /* three latents that arrive together, early */
+  for (i = 6; i < 9; i++) {
+    push_at (h, i, base + frame_time (5) + i * GST_MSECOND);
+    expect_frame_at (h, base, i, FALSE);
+  }
+  /* a latent without a PTS takes the next frame's */
+  push_at (h, 9, GST_CLOCK_TIME_NONE);
+  expect_frame_at (h, base, 9, FALSE);
+  /* 2 s later: the frames go on from there */
+  push_at (h, 10, base + 2 * GST_SECOND + frame_time (10));
+  expect_frame_at (h, base + 2 * GST_SECOND, 10, TRUE);
+  push_at (h, 11, base + 2 * GST_SECOND + frame_time (11) - 10 * GST_MSECOND);
+  expect_frame_at (h, base + 2 * GST_SECOND, 11, FALSE);
+  harness_teardown (h, bus);
+}
+
+GST_END_TEST;
+
+/* latents without PTS start at the segment's start; a new segment starts the frames afresh,
+ * the same segment again changes nothing */
+GST_START_TEST (test_timestamps_segment_start)
+{
+  GstBus *bus;
+  GstHarness *h = decoder_harness (NULL, &bus);
+  GstSegment segment;
+  gint i;
+
+  gst_harness_set_src_caps_str (h, LATENT_CAPS);
+  gst_segment_init (&segment, GST_FORMAT_TIME);
+  segment.start = segment.time = 10 * GST_SECOND;
+  fail_unless (gst_harness_push_event (h, gst_event_new_segment (&segment)));
+  for (i = 0; i < 3; i++) {
+    push_at (h, i, GST_CLOCK_TIME_NONE);
+    expect_frame_at (h, 10 * GST_SECOND, i, FALSE);
+  }
+  fail_unless (gst_harness_push_event (h, gst_event_new_segment (&segment)));
+  push_at (h, 3, GST_CLOCK_TIME_NONE);
+  expect_frame_at (h, 10 * GST_SECOND, 3, FALSE);
+  segment.start = segment.time = 20 * GST_SECOND;
+  fail_unless (gst_harness_push_event (h, gst_event_new_segment (&segment)));
+  push_at (h, 4, GST_CLOCK_TIME_NONE);
+  expect_frame_at (h, 20 * GST_SECOND, 0, FALSE);
+  harness_teardown (h, bus);
+}
+
+GST_END_TEST;
+
+/* an EOS after 2 of the 4 latent frames upstream announced (latent-totals): the queued one is
+ * decoded, all 5 frames are pushed, then a WARNING names what is missing (8 of 13 frames), no
+ * ERROR; the progress messages carry the totals. The whole input: no warning. */
+GST_START_TEST (test_early_eos)
+{
+  guint n;
+
+  for (n = 2; n <= 4; n += 2) {
+    GstBus *bus;
+    GstHarness *h = model_harness (WAN_MODEL, "chunk-frames=2", &bus);
+    GstMessage *msg, *last = NULL;
+    const GstStructure *s;
+    gboolean warned = FALSE;
+    guint64 v;
+    guint t;
+
+    gst_harness_set_src_caps_str (h, WAN_CAPS);
+    fail_unless (gst_harness_push_event (h, gst_event_new_custom
+            (GST_EVENT_CUSTOM_DOWNSTREAM, gst_structure_new
+                ("latent-totals", "latent-frames", G_TYPE_UINT64,
+                    G_GUINT64_CONSTANT (4), "frames", G_TYPE_UINT64,
+                    G_GUINT64_CONSTANT (13), NULL))));
+    for (t = 0; t < n; t++)
+      fail_unless_equals_int (gst_harness_push (h,
+              video_latent_buffer ("wan21_b4.latent", t, TRUE)), GST_FLOW_OK);
+    fail_unless_equals_int (gst_harness_buffers_received (h), n == 2 ? 1 : 9);
+    fail_unless (gst_harness_push_event (h, gst_event_new_eos ()));
+    fail_unless_equals_int (gst_harness_buffers_received (h),
+        1 + 4 * (n - 1));
+    /* the last progress message, and the warning */
+    while ((msg = gst_bus_pop (bus)) != NULL) {
+      GError *error = NULL;
+
+      fail_if (GST_MESSAGE_TYPE (msg) == GST_MESSAGE_ERROR);
+      if (GST_MESSAGE_TYPE (msg) == GST_MESSAGE_WARNING) {
+        gst_message_parse_warning (msg, &error, NULL);
+        fail_unless (n == 2, "a warning: %s", error->message);
+        fail_unless_equals_string (error->message, "The stream ended early: "
+            "2 of 4 latent frames came, so 8 of 13 frames are missing; the 5 "
+            "frames decoded were pushed.");
+        warned = TRUE;
+        g_clear_error (&error);
+      }
+      if (GST_MESSAGE_TYPE (msg) == GST_MESSAGE_ELEMENT) {
+        gst_clear_message (&last);
+        last = gst_message_ref (msg);
+      }
+      gst_message_unref (msg);
+    }
+    fail_unless (warned == (n == 2));
+    fail_unless (last != NULL);
+    s = gst_message_get_structure (last);
+    fail_unless (gst_structure_get_uint64 (s, "latent-frames-total", &v));
+    fail_unless_equals_uint64 (v, 4);
+    fail_unless (gst_structure_get_uint64 (s, "frames-total", &v));
+    fail_unless_equals_uint64 (v, 13);
+    fail_unless (gst_structure_get_uint64 (s, "latent-frames-done", &v));
+    fail_unless_equals_uint64 (v, n);
+    fail_unless (gst_structure_get_uint64 (s, "frames-done", &v));
+    fail_unless_equals_uint64 (v, 1 + 4 * (n - 1));
+    gst_message_unref (last);
+    harness_teardown (h, bus);
+  }
+}
+
+GST_END_TEST;
+
+/* a [1, 16, T, 5, 7] F32 latent file for the Wan fixture (its 4 latent frames over and over),
+ * written to a temporary file; returns the path */
+static gchar *
+write_wan_latent_file (gint T)
+{
+  gchar *path = data_path ("wan21_b4.latent");
+  gint64 shape[5];
+  gfloat *lat = read_tensor (path, "latent_tensor", shape);
+  const gsize plane = 5 * 7;
+  gfloat *data = g_new (gfloat, 16 * T * plane);
+  gchar *dims = g_strdup_printf ("1,16,%d,5,7", T);
+  GBytes *bytes;
+  gchar *out;
+  gint fd, c, t;
+
+  for (c = 0; c < 16; c++)
+    for (t = 0; t < T; t++)
+      memcpy (data + (c * T + t) * plane, lat + (c * shape[2] + t % 4) * plane,
+          plane * sizeof (gfloat));
+  bytes = make_safetensors ("latent_tensor", "F32", dims,
+      16 * T * plane * sizeof (gfloat), (guint8 *) data);
+  fd = g_file_open_tmp ("vae-wan-XXXXXX.latent", &out, NULL);
+  fail_unless (fd >= 0);
+  close (fd);
+  fail_unless (g_file_set_contents (out, g_bytes_get_data (bytes, NULL),
+          g_bytes_get_size (bytes), NULL));
+  g_bytes_unref (bytes);
+  g_free (dims);
+  g_free (data);
+  g_free (lat);
+  g_free (path);
+  return out;
+}
+
+typedef struct
+{
+  GMutex lock;
+  GCond cond;
+  GArray *pts, *duration, *discont;
+} Frames;
+
+static void
+frames_handoff (GstElement * sink, GstBuffer * buf, GstPad * pad, Frames * f)
+{
+  gboolean discont = GST_BUFFER_FLAG_IS_SET (buf, GST_BUFFER_FLAG_DISCONT);
+
+  g_mutex_lock (&f->lock);
+  g_array_append_val (f->pts, GST_BUFFER_PTS (buf));
+  g_array_append_val (f->duration, GST_BUFFER_DURATION (buf));
+  g_array_append_val (f->discont, discont);
+  g_cond_signal (&f->cond);
+  g_mutex_unlock (&f->lock);
+}
+
+/* latents over RTP without a jitterbuffer (rtpgstpay ! udpsink, udpsrc ! rtpgstdepay on
+ * 127.0.0.1), sent all at once: their PTS are the times the receiver reads them, not the
+ * stream's. The 45 frames come out monotonic and gap-free: each starts where the one before
+ * ends (a DISCONT frame may start later, never earlier). latentparse's totals cross too. */
+GST_START_TEST (test_rtp_timestamps)
+{
+  const gint T = 12, n_frames = 1 + 4 * (T - 1);
+  gchar *latent = write_wan_latent_file (T);
+  gchar *model = data_path (WAN_MODEL);
+  gchar *desc;
+  GstElement *rx, *tx, *src, *sink;
+  GError *error = NULL;
+  GstBus *rx_bus;
+  GstMessage *msg;
+  guint64 latents_total = 0, frames_total = 0;
+  Frames f;
+  gint port = 0, i;
+  gint64 end;
+
+  require_elements ();
+  g_mutex_init (&f.lock);
+  g_cond_init (&f.cond);
+  f.pts = g_array_new (FALSE, FALSE, sizeof (GstClockTime));
+  f.duration = g_array_new (FALSE, FALSE, sizeof (GstClockTime));
+  f.discont = g_array_new (FALSE, FALSE, sizeof (gboolean));
+
+  /* the receiver first, on a port the system chooses */
+  desc = g_strdup_printf ("udpsrc name=src address=127.0.0.1 port=0 "
+      "caps=\"application/x-rtp, media=application, clock-rate=90000, "
+      "encoding-name=X-GST\" ! rtpgstdepay ! vaedecode backend=cpu "
+      "model-file=%s ! fakesink name=sink sync=false signal-handoffs=true",
+      model);
+  rx = gst_parse_launch (desc, &error);
+  g_free (desc);
+  fail_unless (error == NULL, "%s (udpsrc and rtpgstdepay are in "
+      "gstreamer1.0-plugins-good)", error ? error->message : "");
+  sink = gst_bin_get_by_name (GST_BIN (rx), "sink");
+  g_signal_connect (sink, "handoff", G_CALLBACK (frames_handoff), &f);
+  fail_if (gst_element_set_state (rx, GST_STATE_PLAYING) ==
+      GST_STATE_CHANGE_FAILURE);
+  src = gst_bin_get_by_name (GST_BIN (rx), "src");
+  g_object_get (src, "port", &port, NULL);
+  fail_unless (port > 0);
+
+  desc = g_strdup_printf ("filesrc location=%s ! latentparse ! rtpgstpay ! "
+      "udpsink host=127.0.0.1 port=%d sync=false", latent, port);
+  tx = gst_parse_launch (desc, &error);
+  g_free (desc);
+  fail_unless (error == NULL, "%s", error ? error->message : "");
+  fail_if (gst_element_set_state (tx, GST_STATE_PLAYING) ==
+      GST_STATE_CHANGE_FAILURE);
+
+  /* no EOS comes over RTP: wait for the frames */
+  end = g_get_monotonic_time () + 20 * G_TIME_SPAN_SECOND;
+  g_mutex_lock (&f.lock);
+  while ((gint) f.pts->len < n_frames && g_cond_wait_until (&f.cond, &f.lock,
+          end));
+  g_mutex_unlock (&f.lock);
+  /* latentparse's totals came over RTP too: the last progress message has them */
+  rx_bus = gst_element_get_bus (rx);
+  while ((msg = gst_bus_pop (rx_bus)) != NULL) {
+    const GstStructure *s = gst_message_get_structure (msg);
+
+    fail_if (GST_MESSAGE_TYPE (msg) == GST_MESSAGE_ERROR);
+    if (GST_MESSAGE_TYPE (msg) == GST_MESSAGE_ELEMENT
+        && gst_structure_has_name (s, "vaedecode-progress")) {
+      fail_unless (gst_structure_get_uint64 (s, "latent-frames-total",
+              &latents_total));
+      fail_unless (gst_structure_get_uint64 (s, "frames-total", &frames_total));
+    }
+    gst_message_unref (msg);
+  }
+  fail_unless_equals_uint64 (latents_total, T);
+  fail_unless_equals_uint64 (frames_total, n_frames);
+  gst_element_set_state (tx, GST_STATE_NULL);
+  gst_element_set_state (rx, GST_STATE_NULL);
+
+  fail_unless_equals_int (f.pts->len, n_frames);
+  for (i = 1; i < n_frames; i++) {
+    GstClockTime prev = g_array_index (f.pts, GstClockTime, i - 1);
+    GstClockTime prev_end = prev + g_array_index (f.duration, GstClockTime,
+        i - 1);
+    GstClockTime pts = g_array_index (f.pts, GstClockTime, i);
+
+    fail_unless (GST_CLOCK_TIME_IS_VALID (pts));
+    fail_unless (pts >= prev_end, "frame %d at %" GST_TIME_FORMAT " starts "
+        "before frame %d ends (%" GST_TIME_FORMAT ")", i, GST_TIME_ARGS (pts),
+        i - 1, GST_TIME_ARGS (prev_end));
+    if (!g_array_index (f.discont, gboolean, i))
+      fail_unless_equals_uint64 (pts, prev_end);
+  }
+
+  gst_object_unref (rx_bus);
+  gst_object_unref (src);
+  gst_object_unref (sink);
+  gst_object_unref (tx);
+  gst_object_unref (rx);
+  g_array_unref (f.pts);
+  g_array_unref (f.duration);
+  g_array_unref (f.discont);
+  g_mutex_clear (&f.lock);
+  g_cond_clear (&f.cond);
+  g_unlink (latent);
+  g_free (latent);
+  g_free (model);
+}
+
+GST_END_TEST;
+
+typedef struct
+{
+  GstHarness *h;
+  GstBuffer *buf;
+  GstFlowReturn ret;
+  gint64 done;                  /* monotonic time the push returned */
+  gint finished;                /* (atomic) */
+} PushJob;
+
+static gpointer
+push_job (PushJob * job)
+{
+  job->ret = gst_harness_push (job->h, job->buf);
+  job->done = g_get_monotonic_time ();
+  g_atomic_int_set (&job->finished, 1);
+  return NULL;
+}
+
+/* a 4 x n x n latent frame of the kl_sd fixture's shape, smooth values in [-0.8, 0.8] */
+static GstBuffer *
+kl_latent (gint n)
+{
+  GstBuffer *buf = gst_buffer_new_allocate (NULL, 4 * n * n * sizeof (gfloat),
+      NULL);
+  GstMapInfo map;
+  gint i;
+
+  gst_buffer_map (buf, &map, GST_MAP_WRITE);
+  for (i = 0; i < 4 * n * n; i++)
+    ((gfloat *) map.data)[i] = 0.8f * sinf (i * 0.37f);
+  gst_buffer_unmap (buf, &map);
+  GST_BUFFER_PTS (buf) = 0;
+  return buf;
+}
+
+/* a 512x512 frame of the kl_sd fixture in 64-pixel tiles takes seconds on the CPU; a flush,
+ * and then the way to READY, stop it between two tiles: the push returns FLUSHING within a
+ * second, without an error. After the flush the element decodes again. */
+GST_START_TEST (test_interrupt_tiled_decode)
+{
+  const gchar *how[] = { "flush", "READY" };
+  GstBus *bus;
+  GstHarness *h = model_harness ("kl_sd.safetensors", "tile-size=64", &bus);
+  GstSegment segment;
+  guint k;
+
+  gst_harness_set_sink_caps_str (h, "video/x-raw, format=RGB");
+  for (k = 0; k < G_N_ELEMENTS (how); k++) {
+    PushJob job = { h, kl_latent (64), GST_FLOW_OK, 0, 0 };
+    GThread *thread;
+    gint64 asked;
+
+    gst_harness_set_src_caps_str (h, "video/x-latent, type=float32, "
+        "channels=4, width=64, height=64, framerate=16/1");
+    thread = g_thread_new ("push", (GThreadFunc) push_job, &job);
+    g_usleep (G_USEC_PER_SEC);
+    asked = g_get_monotonic_time ();
+    fail_if (g_atomic_int_get (&job.finished), "the decode ended before the %s: it is too "
+        "short for this test", how[k]);
+    if (k == 0)
+      fail_unless (gst_harness_push_event (h, gst_event_new_flush_start ()));
+    else
+      fail_unless_equals_int (gst_element_set_state (h->element,
+              GST_STATE_READY), GST_STATE_CHANGE_SUCCESS);
+    g_thread_join (thread);
+    GST_INFO ("%s: the push returned after %.3f s", how[k],
+        (job.done - asked) / 1e6);
+    fail_unless (job.done - asked < G_USEC_PER_SEC, "the %s took %.2f s to "
+        "stop the decode", how[k], (job.done - asked) / 1e6);
+    fail_unless_equals_int (job.ret, GST_FLOW_FLUSHING);
+    fail_unless_equals_int (gst_harness_buffers_received (h), k);
+    fail_if (gst_bus_pop_filtered (bus, GST_MESSAGE_ERROR) != NULL);
+    if (k > 0)
+      break;
+
+    /* after the flush, a small frame (4 tiles) decodes */
+    fail_unless (gst_harness_push_event (h, gst_event_new_flush_stop (TRUE)));
+    gst_segment_init (&segment, GST_FORMAT_TIME);
+    fail_unless (gst_harness_push_event (h, gst_event_new_segment (&segment)));
+    gst_harness_set_src_caps_str (h, "video/x-latent, type=float32, "
+        "channels=4, width=16, height=16, framerate=16/1");
+    fail_unless_equals_int (gst_harness_push (h, kl_latent (16)),
+        GST_FLOW_OK);
+    fail_unless_equals_int (gst_harness_buffers_received (h), 1);
+    gst_buffer_unref (gst_harness_pull (h));
+  }
+  harness_teardown (h, bus);
+}
+
+GST_END_TEST;
+
+/* pop every message on the bus (none may be an error); the warnings, each of which must
+ * mention needle */
+static guint
+count_warnings (GstBus * bus, const gchar * needle)
+{
+  GstMessage *msg;
+  guint n = 0;
+
+  while ((msg = gst_bus_pop (bus)) != NULL) {
+    GError *error = NULL;
+
+    fail_if (GST_MESSAGE_TYPE (msg) == GST_MESSAGE_ERROR);
+    if (GST_MESSAGE_TYPE (msg) == GST_MESSAGE_WARNING) {
+      gst_message_parse_warning (msg, &error, NULL);
+      fail_unless (needle && strstr (error->message, needle), "warning: %s",
+          error->message);
+      g_clear_error (&error);
+      n++;
+    }
+    gst_message_unref (msg);
+  }
+  return n;
+}
+
+/* every property of vaedecode but post-messages is GST_PARAM_MUTABLE_READY: set to another
+ * value while PLAYING, each is refused with a warning naming it and keeps its value, and the
+ * decode goes on; post-messages changes at once. A precision the CPU does not compute warns
+ * once, not at every caps. */
+GST_START_TEST (test_properties_while_running)
+{
+  GstBus *bus;
+  GstHarness *h = decoder_harness ("precision=fp16", &bus);
+  GstElement *e = gst_harness_find_element (h, "vaedecode");
+  GParamSpec **specs;
+  guint n, i, refused = 0;
+  gboolean post;
+
+  /* (the harness started the element before it had our bus) */
+  gst_element_set_state (e, GST_STATE_READY);
+  gst_element_set_state (e, GST_STATE_PLAYING);
+  gst_harness_set_src_caps_str (h, LATENT_CAPS);
+  fail_unless_equals_int (gst_harness_push (h, latent_buffer (0)),
+      GST_FLOW_OK);
+  gst_buffer_unref (gst_harness_pull (h));
+  fail_unless_equals_int (count_warnings (bus, "fp16 precision was asked "
+          "for"), 1);
+
+  specs = g_object_class_list_properties (G_OBJECT_GET_CLASS (e), &n);
+  for (i = 0; i < n; i++) {
+    GParamSpec *p = specs[i];
+    GValue was = G_VALUE_INIT, other = G_VALUE_INIT, now = G_VALUE_INIT;
+
+    if (p->owner_type != G_OBJECT_TYPE (e))
+      continue;
+    fail_unless ((p->flags & GST_PARAM_MUTABLE_READY) != 0 ||
+        g_str_equal (p->name, "post-messages"), "%s is not flagged "
+        "GST_PARAM_MUTABLE_READY", p->name);
+    if (!(p->flags & GST_PARAM_MUTABLE_READY))
+      continue;
+    /* another valid value */
+    g_value_init (&was, p->value_type);
+    g_object_get_property (G_OBJECT (e), p->name, &was);
+    g_value_init (&other, p->value_type);
+    if (G_IS_PARAM_SPEC_STRING (p)) {
+      g_value_set_string (&other, "other.safetensors");
+    } else if (G_IS_PARAM_SPEC_ENUM (p)) {
+      GEnumClass *k = G_PARAM_SPEC_ENUM (p)->enum_class;
+      g_value_set_enum (&other, k->values[g_value_get_enum (&was) ==
+              k->values[0].value ? 1 : 0].value);
+    } else if (G_IS_PARAM_SPEC_INT (p)) {
+      g_value_set_int (&other, g_value_get_int (&was) + 1);
+    } else if (G_IS_PARAM_SPEC_UINT (p)) {
+      g_value_set_uint (&other, g_value_get_uint (&was) + 1);
+    } else if (G_IS_PARAM_SPEC_UINT64 (p)) {
+      g_value_set_uint64 (&other, g_value_get_uint64 (&was) + 1);
+    } else {
+      fail ("no other value for %s", p->name);
+    }
+    g_object_set_property (G_OBJECT (e), p->name, &other);
+    {
+      gchar *needle = g_strdup_printf ("The %s property cannot change while "
+          "the decoder runs", p->name);
+      expect_warning (bus, needle);
+      g_free (needle);
+    }
+    g_value_init (&now, p->value_type);
+    g_object_get_property (G_OBJECT (e), p->name, &now);
+    fail_unless (g_param_values_cmp (p, &was, &now) == 0, "%s changed",
+        p->name);
+    g_value_unset (&was);
+    g_value_unset (&other);
+    g_value_unset (&now);
+    refused++;
+  }
+  g_free (specs);
+  /* model-file, model-family, backend, device-id, precision, latent-space, chunk-frames,
+   * tile-size, max-memory */
+  fail_unless (refused >= 9, "only %u properties refused", refused);
+
+  g_object_set (e, "post-messages", FALSE, NULL);
+  g_object_get (e, "post-messages", &post, NULL);
+  fail_if (post);
+  fail_unless_equals_int (gst_harness_push (h, latent_buffer (1)),
+      GST_FLOW_OK);
+  gst_buffer_unref (gst_harness_pull (h));
+  /* new caps (another frame rate): a new session, no new precision warning */
+  gst_harness_set_src_caps_str (h, "video/x-latent, type=float32, "
+      "channels=4, width=7, height=5, framerate=8/1");
+  fail_unless_equals_int (gst_harness_push (h, latent_buffer (2)),
+      GST_FLOW_OK);
+  gst_buffer_unref (gst_harness_pull (h));
+
+  fail_unless_equals_int (count_warnings (bus, NULL), 0);
+
+  /* in READY they change again */
+  fail_unless_equals_int (gst_element_set_state (e, GST_STATE_READY),
+      GST_STATE_CHANGE_SUCCESS);
+  g_object_set (e, "chunk-frames", 3, NULL);
+  g_object_get (e, "chunk-frames", &i, NULL);
+  fail_unless_equals_int (i, 3);
+  fail_unless_equals_int (count_warnings (bus, NULL), 0);
+  gst_object_unref (e);
+  harness_teardown (h, bus);
+}
+
+GST_END_TEST;
+
+/* latent caps that reach the decoder without a field it needs, or with a wrong one: the error
+ * names the field */
+GST_START_TEST (test_invalid_caps_name_field)
+{
+  const gchar *caps[][2] = {
+    {"video/x-latent, type=float32, width=7, height=5, framerate=16/1",
+        "Invalid latent caps: the field 'channels' is missing"},
+    {"video/x-latent, channels=4, width=7, height=5, framerate=16/1",
+        "Invalid latent caps: the field 'type' is missing"},
+    {"video/x-latent, type=float32, channels=4, height=5, framerate=16/1",
+        "Invalid latent caps: the field 'width' is missing"},
+    {"video/x-latent, type=float32, channels=4, width=7, height=5, "
+          "space=linear", "Invalid latent caps: the field 'space' is linear, "
+          "not raw or normalized"},
+  };
+  guint i;
+
+  for (i = 0; i < G_N_ELEMENTS (caps); i++) {
+    GstBus *bus;
+    GstHarness *h = decoder_harness (NULL, &bus);
+
+    gst_harness_set_src_caps_str (h, caps[i][0]);
+    expect_error (bus, caps[i][1]);
+    harness_teardown (h, bus);
+  }
+}
+
+GST_END_TEST;
+
+/* the sink template lists the optional space field, after a structure without it (which
+ * upstream fixates to) */
+GST_START_TEST (test_sink_template_space)
+{
+  GstElementFactory *f;
+  const GList *l;
+  gboolean listed = FALSE;
+
+  require_elements ();
+  f = gst_element_factory_find ("vaedecode");
+  for (l = gst_element_factory_get_static_pad_templates (f); l; l = l->next) {
+    GstStaticPadTemplate *t = l->data;
+    GstCaps *caps, *second, *want;
+
+    if (t->direction != GST_PAD_SINK)
+      continue;
+    caps = gst_static_caps_get (&t->static_caps);
+    fail_unless_equals_int (gst_caps_get_size (caps), 2);
+    fail_if (gst_structure_has_field (gst_caps_get_structure (caps, 0),
+            "space"));
+    second = gst_caps_copy_nth (caps, 1);
+    want = gst_caps_from_string ("video/x-latent, type=float32, channels=4, "
+        "width=7, height=5, framerate=16/1, space={ raw, normalized }");
+    listed = gst_caps_is_subset (want, second);
+    gst_caps_unref (want);
+    gst_caps_unref (second);
+    gst_caps_unref (caps);
+  }
+  fail_unless (listed, "the sink template does not list space={raw,normalized}");
+  gst_object_unref (f);
+}
+
+GST_END_TEST;
+
+/* a PyTorch checkpoint (a zip archive, or an older pickle) given as the model says what it
+ * is, rather than reading its first bytes as an absurd header length */
+GST_START_TEST (test_pytorch_checkpoint)
+{
+  const gchar *magic[][2] = {
+    {"PK\003\004\024\000\000\000", "this is a zip archive, as PyTorch's "
+          "torch.save writes .pth, .pt and .ckpt files, not safetensors"},
+    {"\200\002}q\000(X\010", "this is a Python pickle, as older PyTorch .pth, "
+          ".pt and .ckpt files are, not safetensors"},
+  };
+  guint i;
+
+  for (i = 0; i < G_N_ELEMENTS (magic); i++) {
+    gchar *path = g_build_filename (g_get_tmp_dir (), i ? "vae-test.ckpt" :
+        "vae-test.pth", NULL);
+    gchar *contents = g_malloc0 (4096);
+    gchar *props = g_strdup_printf ("model-file=%s", path);
+
+    memcpy (contents, magic[i][0], 8);
+    fail_unless (g_file_set_contents (path, contents, 4096, NULL));
+    expect_start_error (props, magic[i][1]);
+    g_unlink (path);
+    g_free (props);
+    g_free (contents);
+    g_free (path);
+  }
+}
+
+GST_END_TEST;
+
 static Suite *
 vaedecode_suite (void)
 {
@@ -2147,6 +2804,15 @@ vaedecode_suite (void)
   tcase_add_test (tc, test_parse_wan_latent);
   tcase_add_test (tc, test_parse_errors);
   tcase_add_test (tc, test_cpu_no_cuda_caps);
+  tcase_add_test (tc, test_timestamps_from_rate);
+  tcase_add_test (tc, test_timestamps_segment_start);
+  tcase_add_test (tc, test_rtp_timestamps);
+  tcase_add_test (tc, test_early_eos);
+  tcase_add_test (tc, test_interrupt_tiled_decode);
+  tcase_add_test (tc, test_properties_while_running);
+  tcase_add_test (tc, test_invalid_caps_name_field);
+  tcase_add_test (tc, test_sink_template_space);
+  tcase_add_test (tc, test_pytorch_checkpoint);
 
   /* the GPU cases skip, with a note, where there is no CUDA backend or GPU */
   tc = tcase_create ("cuda");

@@ -171,7 +171,7 @@ check_frame (GstBuffer * buf, const Shape * s, guint64 k)
  * error's message (or NULL) in *error */
 static guint64
 run_pull (const gchar * path, const Shape * s, const gchar * props,
-    gchar ** error)
+    gchar ** error, gchar ** warning)
 {
   gchar *desc = g_strdup_printf ("filesrc location=%s ! latentparse %s ! "
       "appsink name=sink sync=false max-buffers=2", path, props ? props : "");
@@ -188,6 +188,8 @@ run_pull (const gchar * path, const Shape * s, const gchar * props,
   sink = gst_bin_get_by_name (GST_BIN (p), "sink");
   bus = gst_element_get_bus (p);
   *error = NULL;
+  if (warning)
+    *warning = NULL;
   gst_element_set_state (p, GST_STATE_PLAYING);
   for (;;) {
     GstSample *sample = gst_app_sink_try_pull_sample (GST_APP_SINK (sink),
@@ -199,8 +201,16 @@ run_pull (const gchar * path, const Shape * s, const gchar * props,
       gst_sample_unref (sample);
       continue;
     }
-    /* (an error comes before the EOS that follows it) */
-    msg = gst_bus_pop_filtered (bus, GST_MESSAGE_ERROR);
+    /* (a warning or an error comes before the EOS that follows it) */
+    msg = gst_bus_pop_filtered (bus, GST_MESSAGE_ERROR | GST_MESSAGE_WARNING);
+    if (msg && GST_MESSAGE_TYPE (msg) == GST_MESSAGE_WARNING) {
+      gst_message_parse_warning (msg, &err, NULL);
+      if (warning && *warning == NULL)
+        *warning = g_strdup (err->message);
+      g_clear_error (&err);
+      gst_message_unref (msg);
+      continue;
+    }
     if (msg) {
       gst_message_parse_error (msg, &err, NULL);
       *error = g_strdup (err->message);
@@ -235,7 +245,7 @@ expect_pull_frames (const Shape * s, const gchar * props)
 {
   guint64 size;
   gchar *path = write_latent (s, &size), *error;
-  guint64 n = run_pull (path, s, props, &error);
+  guint64 n = run_pull (path, s, props, &error, NULL);
 
   fail_unless (error == NULL, "%s", error);
   fail_unless_equals_uint64 (n, s->b * s->t);
@@ -308,7 +318,7 @@ GST_START_TEST (test_pull_memory)
 
   expect_pull_frames (&warm, NULL);
   base = rss_reset_peak ();
-  n = run_pull (path, &s, NULL, &error);
+  n = run_pull (path, &s, NULL, &error, NULL);
   peak = rss_kb (TRUE);
   fail_unless (error == NULL, "%s", error);
   fail_unless_equals_uint64 (n, 96);
@@ -361,13 +371,21 @@ check_pushed (GstHarness * h, const Shape * s, guint64 * k)
 
 /* the error on the bus must mention needle */
 static void
-expect_bus_error (GstBus * bus, const gchar * needle)
+expect_bus_message (GstBus * bus, GstMessageType type, const gchar * needle)
 {
-  GstMessage *msg = gst_bus_pop_filtered (bus, GST_MESSAGE_ERROR);
+  GstMessage *msg = gst_bus_pop_filtered (bus, type | GST_MESSAGE_ERROR);
   GError *error = NULL;
 
-  fail_unless (msg != NULL, "no error posted (wanted '%s')", needle);
-  gst_message_parse_error (msg, &error, NULL);
+  fail_unless (msg != NULL && GST_MESSAGE_TYPE (msg) == type,
+      "no %s posted (wanted '%s')", gst_message_type_get_name (type), needle);
+  if (type == GST_MESSAGE_WARNING) {
+    GstMessage *other = gst_bus_pop_filtered (bus, GST_MESSAGE_ERROR);
+
+    fail_if (other != NULL, "an error besides the warning");
+    gst_message_parse_warning (msg, &error, NULL);
+  } else {
+    gst_message_parse_error (msg, &error, NULL);
+  }
   expect_message (error->message, needle);
   g_clear_error (&error);
   gst_message_unref (msg);
@@ -394,7 +412,7 @@ GST_START_TEST (test_push_item_bound)
   guint64 k = 0;
 
   push_range (h, bytes, 0, 8 + strlen (hdr));
-  expect_bus_error (bus, "Latent tensor 'latent_tensor' holds videos of 7560 "
+  expect_bus_message (bus, GST_MESSAGE_ERROR, "Latent tensor 'latent_tensor' holds videos of 7560 "
       "bytes per batch item, more than max-size-bytes (4096)");
   fail_unless_equals_int (gst_harness_buffers_received (h), 0);
   harness_teardown (h, bus);
@@ -463,16 +481,22 @@ GST_END_TEST;
 /* these bytes as a file through pull mode: the error must mention needle, after n frames */
 static void
 expect_pull_error (GBytes * bytes, const Shape * s, const gchar * props,
-    const gchar * needle, guint64 n)
+    GstMessageType type, const gchar * needle, guint64 n)
 {
   gchar *dir = g_dir_make_tmp ("latentparse-XXXXXX", NULL);
-  gchar *path = g_build_filename (dir, "bad.latent", NULL), *error;
+  gchar *path = g_build_filename (dir, "bad.latent", NULL), *error, *warning;
 
   fail_unless (g_file_set_contents (path, g_bytes_get_data (bytes, NULL),
           g_bytes_get_size (bytes), NULL));
-  fail_unless_equals_uint64 (run_pull (path, s, props, &error), n);
-  expect_message (error, needle);
+  fail_unless_equals_uint64 (run_pull (path, s, props, &error, &warning), n);
+  if (type == GST_MESSAGE_WARNING) {
+    fail_unless (error == NULL, "an error besides the warning: %s", error);
+    expect_message (warning, needle);
+  } else {
+    expect_message (error, needle);
+  }
   g_free (error);
+  g_free (warning);
   g_unlink (path);
   g_rmdir (dir);
   g_free (path);
@@ -482,7 +506,7 @@ expect_pull_error (GBytes * bytes, const Shape * s, const gchar * props,
 /* the same through push mode, pushed in pieces of 5 bytes */
 static void
 expect_push_error (GBytes * bytes, const Shape * s, const gchar * props,
-    const gchar * needle, guint64 n)
+    GstMessageType type, const gchar * needle, guint64 n)
 {
   GstBus *bus;
   GstHarness *h = push_harness (props, &bus);
@@ -495,17 +519,17 @@ expect_push_error (GBytes * bytes, const Shape * s, const gchar * props,
   gst_harness_push_event (h, gst_event_new_eos ());
   check_pushed (h, s, &k);
   fail_unless_equals_uint64 (k, n);
-  expect_bus_error (bus, needle);
+  expect_bus_message (bus, type, needle);
   harness_teardown (h, bus);
 }
 
 /* both; takes bytes */
 static void
 expect_error_both (GBytes * bytes, const Shape * s, const gchar * props,
-    const gchar * needle, guint64 n)
+    GstMessageType type, const gchar * needle, guint64 n)
 {
-  expect_pull_error (bytes, s, props, needle, n);
-  expect_push_error (bytes, s, props, needle, n);
+  expect_pull_error (bytes, s, props, type, needle, n);
+  expect_push_error (bytes, s, props, type, needle, n);
   g_bytes_unref (bytes);
 }
 
@@ -533,16 +557,17 @@ GST_START_TEST (test_refuse_above_bound)
 
   /* a length prefix alone: the error comes before any header byte is held */
   gst_harness_push (h, gst_buffer_new_memdup (&claim, 8));
-  expect_bus_error (bus, "header would take 50000000 bytes, more than "
+  expect_bus_message (bus, GST_MESSAGE_ERROR, "header would take 50000000 bytes, more than "
       "max-size-bytes (65536)");
   harness_teardown (h, bus);
 
   expect_error_both (g_bytes_ref (bytes), &s, "max-size-bytes=1000",
+      GST_MESSAGE_ERROR,
       "has frames of 1260 bytes (5 channels of 9x7 F32), more than "
       "max-size-bytes (1000)", 0);
   huge = header_only ("{\"latent_tensor\":{\"dtype\":\"F32\",\"shape\":"
       "[1,4096,1,4096,4096],\"data_offsets\":[0,274877906944]}}");
-  expect_error_both (huge, &s, NULL, "has frames of 274877906944 bytes (4096 "
+  expect_error_both (huge, &s, NULL, GST_MESSAGE_ERROR, "has frames of 274877906944 bytes (4096 "
       "channels of 4096x4096 F32), more than max-size-bytes (268435456)", 0);
   g_bytes_unref (bytes);
 }
@@ -566,12 +591,12 @@ GST_START_TEST (test_truncated)
   needle = g_strdup_printf ("Truncated latent file: tensor 'latent_tensor' "
       "needs 15120 bytes but the stream ended after %" G_GSIZE_FORMAT " of "
       "them; 8 frames were pushed.", end - data);
-  expect_error_both (cut, &s, NULL, needle, s.t + 2);
+  expect_error_both (cut, &s, NULL, GST_MESSAGE_WARNING, needle, s.t + 2);
   g_free (needle);
 
-  expect_error_both (g_bytes_new (NULL, 0), &s, NULL,
+  expect_error_both (g_bytes_new (NULL, 0), &s, NULL, GST_MESSAGE_ERROR,
       "The latent stream is empty", 0);
-  expect_error_both (g_bytes_new (d, 5), &s, NULL,
+  expect_error_both (g_bytes_new (d, 5), &s, NULL, GST_MESSAGE_ERROR,
       "5 bytes, shorter than the 8-byte safetensors prefix", 0);
 
   /* a header length far beyond the file's end: refused in pull mode without reading it */
@@ -579,7 +604,7 @@ GST_START_TEST (test_truncated)
   memset (prefix + 8, '{', 100);
   cut = g_bytes_new (prefix, sizeof (prefix));
   base = rss_reset_peak ();
-  expect_pull_error (cut, &s, NULL, "the stream ended inside the 90000000-byte "
+  expect_pull_error (cut, &s, NULL, GST_MESSAGE_ERROR, "the stream ended inside the 90000000-byte "
       "header (100 bytes of it arrived)", 0);
   fail_unless (rss_kb (TRUE) - base < 45000);
   g_bytes_unref (cut);
