@@ -1352,6 +1352,8 @@ gst_latent_parse_class_init (GstLatentParseClass * klass)
   gst_element_class_set_static_metadata (element_class, "Latent parser",
       "Codec/Parser", "Splits a safetensors latent file (ComfyUI .latent) into "
       "latent frames", "gst-vaedecode developers");
+  gst_element_class_add_static_metadata (element_class,
+      GST_ELEMENT_METADATA_DOC_URI, GST_VAE_DOC_URI);
   element_class->change_state = GST_DEBUG_FUNCPTR (gst_latent_parse_change_state);
 
   GST_DEBUG_CATEGORY_INIT (gst_latent_parse_debug, "latentparse", 0,

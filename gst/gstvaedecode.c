@@ -1897,6 +1897,8 @@ gst_vae_decode_class_init (GstVaeDecodeClass * klass)
   gst_element_class_set_static_metadata (element_class, "VAE latent decoder",
       "Codec/Decoder/Video", "Decodes diffusion-model latents into raw video "
       "frames with a VAE decoder", "gst-vaedecode developers");
+  gst_element_class_add_static_metadata (element_class,
+      GST_ELEMENT_METADATA_DOC_URI, GST_VAE_DOC_URI);
 
 #ifdef HAVE_GST_CUDA
   element_class->set_context = GST_DEBUG_FUNCPTR (gst_vae_decode_set_context);

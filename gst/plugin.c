@@ -29,4 +29,4 @@ plugin_init (GstPlugin * plugin)
 
 GST_PLUGIN_DEFINE (GST_VERSION_MAJOR, GST_VERSION_MINOR, vaedecode,
     "Decodes diffusion-model latents into raw video", plugin_init,
-    VERSION, "MIT/X11", "gst-vaedecode", "https://gstreamer.freedesktop.org")
+    VERSION, "MIT/X11", "gst-vaedecode", GST_PACKAGE_ORIGIN)

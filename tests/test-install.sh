@@ -1,7 +1,8 @@
 #!/bin/sh
 # `meson install` puts the plugin where the system's GStreamer looks: installed into a staging
 # root (DESTDIR), the plugin lands in GStreamer's own plugin directory under it, and GStreamer
-# given only that directory (as its system path, nothing else) finds both elements there.
+# given only that directory (as its system path, nothing else) finds both elements there, each
+# naming as its documentation the README installed beside.
 # $1: the build directory.
 set -u
 tmp=$(mktemp -d)
@@ -20,5 +21,12 @@ for e in latentparse vaedecode; do
         echo "ok: gst-inspect-1.0 finds $e in the installed plugin"
     else
         echo "FAIL: gst-inspect-1.0 $e:"; cat "$tmp/inspect"; exit 1
+    fi
+    # its documentation: the README, installed where the element says
+    doc=$(sed -n 's|^ *Doc-uri *file://||p' "$tmp/inspect")
+    if [ -n "$doc" ] && cmp -s "$tmp/root$doc" "$(dirname "$0")/../README.md"; then
+        echo "ok: $e's Doc-uri file://$doc is the installed README"
+    else
+        echo "FAIL: $e's Doc-uri '$doc' is not the installed README"; exit 1
     fi
 done
