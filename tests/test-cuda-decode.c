@@ -12,6 +12,14 @@
 // after a reset mid-stream: each must give the CPU's frames. KL decodes in tiles on the GPU are
 // compared with the CPU's whole-frame decode.
 //
+// `test-cuda-decode small` is the list for the emulator of tests/gpu-emu (test-gpu-emu-decode),
+// where each CUDA thread is a fiber on the CPU, a thousand times slower than a GPU: one decode per
+// family at a tiny size, the same limits. The real TAEF2 weights (TAESD's family) on two 2x3 (h x w)
+// crops of the latents in one step; Wan 2.1 and TAEHV on three latent frames of 2x3, one per step,
+// after a reset; AutoencoderKL of SD on 3x4 latents, whole and in tiles. Each conv runs on its
+// precision's 64x64 tiles (VAE_GPU_CONV_VARIANT, unless set) instead of the timing of every tile
+// variant at prepare; no raw decode. About 55 s on two CPU cores.
+//
 // Without a CUDA backend in the build, or without a GPU, it exits 77 (skipped).
 
 #include "vae-test-data.h"
@@ -20,8 +28,8 @@
 #include <stdint.h>
 #include <time.h>
 
-
-
+static bool small;           // the emulator's list (see the top)
+static bool small_variants;  // and the 64x64 conv tiles, VAE_GPU_CONV_VARIANT being unset
 
 // the least PSNR of the GPU's 8-bit frames against the CPU's
 static double min_psnr(enum vae_precision p) {
@@ -215,6 +223,10 @@ static void check_decodes(const char * name, const struct vae_model * m, const s
     const size_t n = (size_t) ref.frames * 3 * ref.height * ref.width;
     for (int i = 0; i < N_PRECISIONS; i++) {
         const enum vae_precision p = precisions[i];
+        if (small_variants) {
+            // the last of each precision in kernels/vae-gpu-conv.cu (a wrong number fails the session)
+            setenv("VAE_GPU_CONV_VARIANT", p == VAE_PRECISION_FP32 ? "2" : "3", 1);
+        }
         for (int k = 0; gpu[p] && k < n_runs; k++) {
             const struct run * r = &runs[k];
             struct decoded     got, got_raw = { 0 };
@@ -230,13 +242,13 @@ static void check_decodes(const char * name, const struct vae_model * m, const s
             }
             CHECK(!r->tile || (got.tile > 0 && got.tile <= r->tile), "%s: decoded in tiles of %d", what, got.tile);
             double maxerr = NAN;
-            if (k == 0 && decode(m, gpu[p], L, space, r, true, &got_raw)) {
+            if (k == 0 && !small && decode(m, gpu[p], L, space, r, true, &got_raw)) {
                 maxerr = max_abs_diff(got_raw.raw, ref_raw.raw, n);
             }
             const double db = psnr(got.rgb, ref.rgb, n);
             const bool   ok = db >= min_psnr(p);
             printf("  %-58s PSNR %6.2f dB (at least %g): %s", what, db, min_psnr(p), ok ? "OK" : "FAIL");
-            if (k == 0) {
+            if (k == 0 && !small) {
                 printf(", raw max abs error %.3g", maxerr);
             }
             printf("\n");
@@ -253,6 +265,24 @@ static void check_decodes(const char * name, const struct vae_model * m, const s
 
 static const struct run image_runs[] = { { 1, 0, 0 }, { 0, 0, 0 } };
 static const struct run video_runs[] = { { 1, 0, 0 }, { 0, 0, 0 }, { 2, 2, 0 } };
+// small: two images in one step; video one latent frame per step, after a reset
+static const struct run small_image_runs[] = { { 2, 0, 0 } };
+static const struct run small_video_runs[] = { { 1, 1, 0 } };
+
+// the top-left h x w of the first T frames of L (each no larger than L's), in place
+static void crop_latents(struct latents * L, int T, int h, int w) {
+    T = T < L->T ? T : L->T;
+    h = h < L->h ? h : L->h;
+    w = w < L->w ? w : L->w;
+    float * dst = L->data;
+    for (int tc = 0; tc < T * L->C; tc++) {
+        for (int y = 0; y < h; y++) {
+            memmove(dst, L->data + ((size_t) tc * L->h + y) * L->w, (size_t) w * sizeof(float));
+            dst += w;
+        }
+    }
+    *L = (struct latents) { T, L->C, h, w, L->data };
+}
 
 static void check_fixture(const char * name, const char * model_path, const char * latent_path, bool video,
                           enum vae_space space) {
@@ -260,7 +290,10 @@ static void check_fixture(const char * name, const char * model_path, const char
     CHECK(m != NULL, "%s: %s", model_path, err);
     struct latents L = { 0 };
     if (m && read_latents(latent_path, video, &L)) {
-        if (video) {
+        if (small) {
+            crop_latents(&L, video ? 3 : 2, 2, 3);
+            check_decodes(name, m, &L, space, video ? small_video_runs : small_image_runs, 1);
+        } else if (video) {
             check_decodes(name, m, &L, space, video_runs, 3);
         } else {
             check_decodes(name, m, &L, space, image_runs, 2);
@@ -292,6 +325,18 @@ static void test_videos(void) {
                   true, VAE_SPACE_NORMALIZED);
 }
 
+// kl_sd on random latents of h x w (with an outlier: GroupNorm statistics are not a tile's)
+static void check_kl_sd(const char * name, int h, int w, const struct run * runs, int n_runs) {
+    struct vae_model * m = vae_model_load(path_in(data_dir, "kl_sd.safetensors"), VAE_FAMILY_AUTO, err, sizeof(err));
+    CHECK(m != NULL, "kl_sd: %s", err);
+    if (m) {
+        struct latents L = random_latents(4, h, w, 0x5eed0001ULL, 2.0f);
+        check_decodes(name, m, &L, VAE_SPACE_AUTO, runs, n_runs);
+        free(L.data);
+        vae_model_free(m);
+    }
+}
+
 static void test_kl(void) {
     check_fixture("kl_sd", path_in(data_dir, "kl_sd.safetensors"), path_in(data_dir, "kl_sd.latent"), false,
                   VAE_SPACE_AUTO);
@@ -305,17 +350,10 @@ static void test_kl(void) {
     // in tiles on the GPU against whole frames on the CPU: 192x160 (72 divides neither side), and
     // FLUX.2's normalized latents
     static const struct run sd_tiles[] = { { 1, 0, 32 }, { 1, 0, 72 }, { 1, 0, 16 } };
-    struct vae_model *      m          = vae_model_load(path_in(data_dir, "kl_sd.safetensors"), VAE_FAMILY_AUTO, err,
-                                                        sizeof(err));
-    CHECK(m != NULL, "kl_sd: %s", err);
-    if (m) {
-        struct latents L = random_latents(4, 24, 20, 0x5eed0001ULL, 2.0f);
-        check_decodes("kl_sd in tiles", m, &L, VAE_SPACE_AUTO, sd_tiles, 3);
-        free(L.data);
-        vae_model_free(m);
-    }
+    check_kl_sd("kl_sd in tiles", 24, 20, sd_tiles, 3);
     static const struct run f2_tiles[] = { { 1, 0, 16 } };
-    m = vae_model_load(path_in(data_dir, "kl_f2.safetensors"), VAE_FAMILY_AUTO, err, sizeof(err));
+    struct vae_model *      m          = vae_model_load(path_in(data_dir, "kl_f2.safetensors"), VAE_FAMILY_AUTO, err,
+                                                        sizeof(err));
     CHECK(m != NULL, "kl_f2: %s", err);
     struct latents L = { 0 };
     if (m && read_latents(path_in(data_dir, "kl_f2.normalized.latent"), false, &L)) {
@@ -325,20 +363,40 @@ static void test_kl(void) {
     vae_model_free(m);
 }
 
+// one decode per family (see the top)
+static void test_small(void) {
+    check_fixture("taef2 (real weights)", path_in(shared_dir, "models/taef2_decoder.safetensors"),
+                  path_in(shared_dir, "reference/taef2/small.latent"), false, VAE_SPACE_AUTO);
+    check_fixture("wan21_b4", path_in(data_dir, "wan21_b4.orig.safetensors"), path_in(data_dir, "wan21_b4.latent"),
+                  true, VAE_SPACE_RAW);
+    check_fixture("taew21_nf32", path_in(data_dir, "taew21_nf32.safetensors"), path_in(data_dir, "taew21_nf32.latent"),
+                  true, VAE_SPACE_AUTO);
+    static const struct run kl_runs[] = { { 1, 0, 0 }, { 1, 0, 16 } };
+    check_kl_sd("kl_sd whole and in tiles", 3, 4, kl_runs, 2);
+}
+
 // ---- main ----------------------------------------------------------------------------------------
 
 
-int main(void) {
+int main(int argc, char ** argv) {
     setvbuf(stdout, NULL, _IOLBF, 0);   // the lines between the failed checks (stderr)
     if (!vae_backend_is_built(VAE_BACKEND_CUDA)) {
         printf("skip: this build has no CUDA backend\n");
         return TEST_SKIP;
     }
+    small          = argc > 1 && strcmp(argv[1], "small") == 0;
+    small_variants = small && !getenv("VAE_GPU_CONV_VARIANT");
+    if (argc > 1 && !small) {
+        fprintf(stderr, "usage: %s [small]\n", argv[0]);
+        return 1;
+    }
     if (!test_data_init()) {
         return 1;
     }
     bool have_gpu = gpu_init();
-    if (have_gpu) {
+    if (have_gpu && small) {
+        test_small();
+    } else if (have_gpu) {
         test_images();
         test_videos();
         test_kl();
