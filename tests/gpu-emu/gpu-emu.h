@@ -68,14 +68,19 @@ void     vae_emu_syncthreads(const char * file, int line);
 // every live lane of the warp deposits `bytes` (<= 64) and receives all 32 deposits in `all`
 void     vae_emu_warp_exchange(unsigned mask, const void * mine, size_t bytes, void * all, const char * file,
                                int line);
-void *   vae_emu_dyn_smem(void);
-void *   vae_emu_static_smem(const void * key, size_t bytes, size_t align);
+void *   vae_emu_dyn_smem(const char * name);
+void *   vae_emu_static_smem(const void * key, const char * name, size_t bytes, size_t align);
 unsigned vae_emu_cvta_shared(const void * p, const char * file, int line);
 void *   vae_emu_shared_at(unsigned addr, size_t bytes, const char * file, int line);
 // an asynchronous copy: src read now, dst (shared) written when its group is waited for
 void     vae_emu_async_copy(void * dst, const void * src, size_t nread, size_t n, const char * file, int line);
 void     vae_emu_async_commit(void);
 void     vae_emu_async_wait(int pending);
+// the race checker (gpu-emu.cc), on where the kernels are compiled with -fsanitize=thread
+// (gpu-emu-tsan.cc): an access of `bytes` at p by the current thread, made by the code at pc
+void     vae_emu_race_enable(void);
+void     vae_emu_race_access(const void * p, size_t bytes, bool write, const void * pc);
+extern uintptr_t vae_emu_race_lo, vae_emu_race_span;   // the shared-memory arena while it is on
 }
 
 #define __syncthreads()    vae_emu_syncthreads(__FILE__, __LINE__)
@@ -466,19 +471,21 @@ static inline void mma_sync(fragment<accumulator, 16, 16, 16, float> & d, const 
 
 // ---- launches ------------------------------------------------------------------------------------
 // tests/gpu-emu/cu2cc.py turns `k<<<grid, block, smem, s>>>(args)` into
-// `k ->* vae_emu_config("k", ..., grid, block, smem, s) ->* vae_emu_args(args)`.
+// `k ->* vae_emu_config("k", ..., strided, grid, block, smem, s) ->* vae_emu_args(args)`; strided:
+// the grid is vae_gpu_blocks(...), whose kernels loop over their work with a grid stride in x.
 
 struct vae_emu_cfg {
     const char * name, *func, *file;
     int          line;
+    bool         strided;
     dim3         grid, block;
     size_t       smem;
     cudaStream_t stream;
 };
 
-static inline vae_emu_cfg vae_emu_config(const char * name, const char * func, const char * file, int line, dim3 g,
-                                         dim3 b, size_t smem = 0, cudaStream_t s = nullptr) {
-    return { name, func, file, line, g, b, smem, s };
+static inline vae_emu_cfg vae_emu_config(const char * name, const char * func, const char * file, int line,
+                                         bool strided, dim3 g, dim3 b, size_t smem = 0, cudaStream_t s = nullptr) {
+    return { name, func, file, line, strided, g, b, smem, s };
 }
 
 void vae_emu_launch(const vae_emu_cfg & cfg, const void * fn, std::function<void()> body);
