@@ -116,7 +116,7 @@ static struct {
     std::vector<unsigned char>        exchange;   // per warp: 32 lanes x 64 bytes
     std::mt19937                      rng;
     // the race checker's stamps: the last one given, that of the block's last barrier, of each
-    // warp's last collective
+    // warp's last __syncwarp
     uint32_t                          stamp, epoch;
     std::vector<uint32_t>             warp_stamp;
 } E;
@@ -339,13 +339,15 @@ extern "C" void * vae_emu_shared_at(unsigned addr, size_t bytes, const char * fi
 // they make calls gpu-emu-tsan.cc first, which passes those in the shared-memory arena here (the
 // asynchronous copies come from their functions below). Two accesses of a byte by two threads of
 // the block, one a write, race unless a __syncthreads separates them or, both threads of one
-// warp, a warp collective. That is judged from stamps: a counter raised at every barrier of the
-// block (E.epoch, the stamp of the last one) and every collective of a warp (E.warp_stamp[w], the
-// stamp of the warp's last one), not from the order the emulator ran the threads in, so a race
-// shows whichever thread runs first, and also when the overwrite writes the same value. An access
-// made at stamp s is ordered before the present one if s < E.epoch or, by the same warp, s < the
-// warp's stamp. Each byte of the arena has a cell: the last write, and the reads since the
-// barrier (a reader, another one, and their warp, or several warps). The first race stops the run.
+// warp, a __syncwarp (CUDA's memory model: shuffles, votes, ldmatrix, mma and the wmma *_sync
+// functions converge the warp but order no memory). That is judged from stamps, a counter raised
+// at every barrier of the block (E.epoch, the stamp of the last one) and every __syncwarp
+// (E.warp_stamp[w], the stamp of the warp's last one), not from the order the emulator ran the
+// threads in, so a race shows whichever thread runs first, and also when the overwrite writes the
+// same value. An access made at stamp s is ordered before the present one if s < E.epoch or, by
+// the same warp, s < the warp's stamp. Each byte of the arena has a cell: the last write, and the
+// reads since the barrier (a reader, another one, and their warp, or several warps). The first
+// race stops the run.
 
 #define EMU_RACE_NONE  0xffffu   // no thread
 #define EMU_RACE_WARPS 0xffffu   // readers in several warps
@@ -356,7 +358,7 @@ struct emu_race_cell {
 };
 
 struct emu_race_code {                // apart, as only the report reads it
-    uint32_t w, r, r2;                // the code of those accesses (emu_race_at)
+    uint32_t w, r, r2;                // the code that made those accesses (emu_race_at)
 };
 
 static emu_race_cell * emu_race_shadow;   // per byte of the arena
@@ -419,19 +421,28 @@ static int emu_race_bias(struct dl_phdr_info * i, size_t, void * bias) {
     return 1;
 }
 
+// the kernel's line, the innermost of the inlined calls there outside this emulator's headers
+// (with that one after it: a wmma load names its caller's line, then gpu-emu.h's)
 static void emu_race_line(uint32_t at, char * s, size_t n) {
     uintptr_t bias = 0;
     dl_iterate_phdr(emu_race_bias, &bias);
     // the call instruction before the return address, at the address the executable was linked for
     const uintptr_t pc = (uintptr_t) __executable_start + at - 1 - bias;
-    char            cmd[128], out[512] = "";
-    snprintf(cmd, sizeof(cmd), "addr2line -e /proc/%d/exe %#lx 2>/dev/null", (int) getpid(), (unsigned long) pc);
+    char            cmd[128], line[512], inner[512] = "";
+    snprintf(cmd, sizeof(cmd), "addr2line -i -e /proc/%d/exe %#lx 2>/dev/null", (int) getpid(), (unsigned long) pc);
+    snprintf(s, n, "code at %#lx of the executable (no line: addr2line missing or no -g)", (unsigned long) pc);
     FILE * p = popen(cmd, "r");
-    if (p && fgets(out, sizeof(out), p) && out[0] != '?') {
-        out[strcspn(out, " \n")] = 0;   // file:line, less " (discriminator n)"
-        snprintf(s, n, "%s", strrchr(out, '/') ? strrchr(out, '/') + 1 : out);
-    } else {
-        snprintf(s, n, "code at %#lx of the executable (no line: addr2line missing or no -g)", (unsigned long) pc);
+    while (p && fgets(line, sizeof(line), p) && line[0] != '?') {
+        line[strcspn(line, " \n")] = 0;   // file:line, less " (discriminator n)"
+        const char * name = strrchr(line, '/') ? strrchr(line, '/') + 1 : line;
+        if (strncmp(name, "gpu-emu", 7) != 0) {
+            snprintf(s, n, "%s%s%s%s", name, inner[0] ? " (" : "", inner, inner[0] ? ")" : "");
+            break;
+        }
+        if (!inner[0]) {
+            snprintf(inner, sizeof(inner), "%s", name);
+            snprintf(s, n, "%s", name);
+        }
     }
     if (p) {
         pclose(p);
@@ -459,7 +470,7 @@ static void emu_race_thread(uint16_t t, char * s, size_t n) {
             me, write ? "writes" : "reads", s ? (long long) (p - s->base) : -1LL,
             s == &E.dyn ? "dynamic shared memory" : "static __shared__ array", s && s->name ? s->name : "?",
             s ? s->bytes : (size_t) 0, here, other, u_wrote ? "wrote" : "read", there,
-            t / 32 == u / 32 ? " (nor a warp collective: one warp)" : "", where);
+            t / 32 == u / 32 ? " (nor a __syncwarp: one warp)" : "", where);
     fflush(stderr);
     _exit(3);
 }
@@ -492,7 +503,7 @@ extern "C" void vae_emu_race_access(const void * p, size_t bytes, bool write, co
             c.w_t = t;
             k.w   = at;
         } else if (c.r_s < ep || (c.r_warp == w && c.r_s < s)) {
-            // the first read since the barrier, or of the warp since its last collective (the earlier
+            // the first read since the barrier, or of the warp since its last __syncwarp (the earlier
             // ones are ordered before what the warp does next; this one stands for them towards others)
             c.r_s    = s;
             c.r_t    = t;
@@ -580,7 +591,8 @@ extern "C" void vae_emu_syncthreads(const char * file, int line) {
     emu_yield();
 }
 
-static void emu_release_warp(int w) {
+// orders: a __syncwarp, after which the race checker takes the warp's earlier accesses as done
+static void emu_release_warp(int w, bool orders) {
     const char * file = nullptr;
     int          line = 0;
     for (int l = 0; l < 32 && w * 32 + l < E.nthreads; l++) {
@@ -592,13 +604,15 @@ static void emu_release_warp(int w) {
         line    = f.line;
         f.state = EMU_RUN;
     }
-    E.warp_wait[w]  = 0;
-    E.cursor        = 0;
-    E.warp_stamp[w] = emu_race_stamp();
+    E.warp_wait[w] = 0;
+    E.cursor       = 0;
+    if (orders) {
+        E.warp_stamp[w] = emu_race_stamp();
+    }
 }
 
 // a barrier of the warp: every lane of the warp must be live and reach the same call site
-static void emu_warp_barrier(unsigned mask, const char * file, int line) {
+static void emu_warp_barrier(unsigned mask, const char * file, int line, bool orders) {
     emu_fiber * f = E.cur;
     const int   w = f->w.lane >= 0 ? (int) (f - E.fibers.data()) / 32 : 0;
     const int   lanes = std::min(32, E.nthreads - w * 32);
@@ -613,18 +627,22 @@ static void emu_warp_barrier(unsigned mask, const char * file, int line) {
     f->file  = file;
     f->line  = line;
     if (++E.warp_wait[w] == lanes) {
-        emu_release_warp(w);
+        emu_release_warp(w, orders);
     }
     emu_yield();
+}
+
+extern "C" void vae_emu_syncwarp(const char * file, int line, unsigned mask) {
+    emu_warp_barrier(mask, file, line, true);
 }
 
 extern "C" void vae_emu_warp_exchange(unsigned mask, const void * mine, size_t bytes, void * all, const char * file,
                                       int line) {
     const int       w = (int) (E.cur - E.fibers.data()) / 32, lane = E.cur->w.lane;
     unsigned char * x = E.exchange.data() + (size_t) w * 32 * 64;
-    emu_warp_barrier(mask, file, line);   // the previous exchange has been read by every lane
+    emu_warp_barrier(mask, file, line, false);   // the previous exchange has been read by every lane
     memcpy(x + lane * 64, mine, bytes);
-    emu_warp_barrier(mask, file, line);
+    emu_warp_barrier(mask, file, line, false);
     const int lanes = std::min(32, E.nthreads - w * 32);
     for (int l = 0; l < lanes; l++) {
         memcpy((char *) all + l * bytes, x + l * 64, bytes);

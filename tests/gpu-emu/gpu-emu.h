@@ -65,6 +65,9 @@ extern "C" {
 [[noreturn]] void vae_emu_fail(const char * file, int line, const char * fmt, ...)
     __attribute__((format(printf, 3, 4)));
 void     vae_emu_syncthreads(const char * file, int line);
+// __syncwarp: the warp barrier that orders memory between its lanes (the other collectives converge
+// the warp and order none, as in CUDA's memory model)
+void     vae_emu_syncwarp(const char * file, int line, unsigned mask = 0xffffffffu);
 // every live lane of the warp deposits `bytes` (<= 64) and receives all 32 deposits in `all`
 void     vae_emu_warp_exchange(unsigned mask, const void * mine, size_t bytes, void * all, const char * file,
                                int line);
@@ -86,11 +89,6 @@ extern uintptr_t vae_emu_race_lo, vae_emu_race_span;   // the shared-memory aren
 #define __syncthreads()    vae_emu_syncthreads(__FILE__, __LINE__)
 #define __syncwarp(...)    vae_emu_syncwarp(__FILE__, __LINE__ __VA_OPT__(,) __VA_ARGS__)
 #define __trap()           vae_emu_fail(__FILE__, __LINE__, "__trap()")
-
-static inline void vae_emu_syncwarp(const char * file, int line, unsigned mask = 0xffffffffu) {
-    char none = 0, all[32];
-    vae_emu_warp_exchange(mask, &none, 1, all, file, line);
-}
 
 template <typename T> static inline T vae_emu_shfl_xor(const char * file, int line, unsigned mask, T v, int lm,
                                                        int width = 32) {
@@ -391,7 +389,12 @@ template <typename Layout> static inline void op_pos(int lane, int e, int * r, i
     *c          = std::is_same<Layout, row_major>::value ? i % 16 : i / 16;
 }
 
-#define VAE_EMU_WMMA_SYNC() vae_emu_syncwarp(__FILE__, __LINE__)
+// the warp converges at the *_sync functions (every lane at the same call), which order no memory
+#define VAE_EMU_WMMA_SYNC()                                                         \
+    do {                                                                            \
+        char none_ = 0, all_[32];                                                   \
+        vae_emu_warp_exchange(0xffffffffu, &none_, 1, all_, __FILE__, __LINE__);   \
+    } while (0)
 
 template <typename Use, typename T, typename L> static inline void fill_fragment(fragment<Use, 16, 16, 16, T, L> & f,
                                                                                  float v) {
