@@ -65,28 +65,31 @@ extern "C" {
 [[noreturn]] void vae_emu_fail(const char * file, int line, const char * fmt, ...)
     __attribute__((format(printf, 3, 4)));
 void     vae_emu_syncthreads(const char * file, int line);
+// __syncwarp: the warp barrier that orders memory between its lanes (the other collectives converge
+// the warp and order none, as in CUDA's memory model)
+void     vae_emu_syncwarp(const char * file, int line, unsigned mask = 0xffffffffu);
 // every live lane of the warp deposits `bytes` (<= 64); returns the 32 deposits, lane l's at
 // 64 l, readable until this lane's next warp collective
 const unsigned char * vae_emu_warp_exchange(unsigned mask, const void * mine, size_t bytes, const char * file,
                                             int line);
-void *   vae_emu_dyn_smem(void);
-void *   vae_emu_static_smem(const void * key, size_t bytes, size_t align);
+void *   vae_emu_dyn_smem(const char * name);
+void *   vae_emu_static_smem(const void * key, const char * name, size_t bytes, size_t align);
 unsigned vae_emu_cvta_shared(const void * p, const char * file, int line);
 void *   vae_emu_shared_at(unsigned addr, size_t bytes, const char * file, int line);
 // an asynchronous copy: src read now, dst (shared) written when its group is waited for
 void     vae_emu_async_copy(void * dst, const void * src, size_t nread, size_t n, const char * file, int line);
 void     vae_emu_async_commit(void);
 void     vae_emu_async_wait(int pending);
+// the race checker (gpu-emu.cc), on where the kernels are compiled with -fsanitize=thread
+// (gpu-emu-tsan.cc): an access of `bytes` at p by the current thread, made by the code at pc
+void     vae_emu_race_enable(void);
+void     vae_emu_race_access(const void * p, size_t bytes, bool write, const void * pc);
+extern uintptr_t vae_emu_race_lo, vae_emu_race_span;   // the shared-memory arena while it is on
 }
 
 #define __syncthreads()    vae_emu_syncthreads(__FILE__, __LINE__)
 #define __syncwarp(...)    vae_emu_syncwarp(__FILE__, __LINE__ __VA_OPT__(,) __VA_ARGS__)
 #define __trap()           vae_emu_fail(__FILE__, __LINE__, "__trap()")
-
-static inline void vae_emu_syncwarp(const char * file, int line, unsigned mask = 0xffffffffu) {
-    char none = 0;
-    vae_emu_warp_exchange(mask, &none, 1, file, line);
-}
 
 // lane l's deposit of an exchange
 template <typename T> static inline const T & vae_emu_lane(const unsigned char * all, int l) {
@@ -392,7 +395,12 @@ template <typename Layout> static inline void op_pos(int lane, int e, int * r, i
     *c          = std::is_same<Layout, row_major>::value ? i % 16 : i / 16;
 }
 
-#define VAE_EMU_WMMA_SYNC() vae_emu_syncwarp(__FILE__, __LINE__)
+// the warp converges at the *_sync functions (every lane at the same call), which order no memory
+#define VAE_EMU_WMMA_SYNC()                                                 \
+    do {                                                                    \
+        char none_ = 0;                                                     \
+        vae_emu_warp_exchange(0xffffffffu, &none_, 1, __FILE__, __LINE__);  \
+    } while (0)
 
 template <typename Use, typename T, typename L> static inline void fill_fragment(fragment<Use, 16, 16, 16, T, L> & f,
                                                                                  float v) {
@@ -472,19 +480,21 @@ static inline void mma_sync(fragment<accumulator, 16, 16, 16, float> & d, const 
 
 // ---- launches ------------------------------------------------------------------------------------
 // tests/gpu-emu/cu2cc.py turns `k<<<grid, block, smem, s>>>(args)` into
-// `k ->* vae_emu_config("k", ..., grid, block, smem, s) ->* vae_emu_args(args)`.
+// `k ->* vae_emu_config("k", ..., strided, grid, block, smem, s) ->* vae_emu_args(args)`; strided:
+// the grid is vae_gpu_blocks(...), whose kernels loop over their work with a grid stride in x.
 
 struct vae_emu_cfg {
     const char * name, *func, *file;
     int          line;
+    bool         strided;
     dim3         grid, block;
     size_t       smem;
     cudaStream_t stream;
 };
 
-static inline vae_emu_cfg vae_emu_config(const char * name, const char * func, const char * file, int line, dim3 g,
-                                         dim3 b, size_t smem = 0, cudaStream_t s = nullptr) {
-    return { name, func, file, line, g, b, smem, s };
+static inline vae_emu_cfg vae_emu_config(const char * name, const char * func, const char * file, int line,
+                                         bool strided, dim3 g, dim3 b, size_t smem = 0, cudaStream_t s = nullptr) {
+    return { name, func, file, line, strided, g, b, smem, s };
 }
 
 void vae_emu_launch(const vae_emu_cfg & cfg, const void * fn, std::function<void()> body);

@@ -9,7 +9,9 @@
 # applies its edit (an edit that does not match exactly once stops the script: never a silent
 # pass), rebuilds test-gpu-emu incrementally and runs it. The sections run are test-gpu-emu's own
 # (read from meson.build here), then, for a bug in a kernel they do not reach, the extra section of
-# test-cuda-ops that does (named in the table). A run stops at its first failed check or emulator
+# test-cuda-ops that does (named in the table). A bug whose extra is `race` (a race that changes no
+# output) runs test-gpu-emu-race and its sections instead (read from meson.build too), as the
+# pristine tree does when such a bug is selected. A run stops at its first failed check or emulator
 # report, which the table shows. The pristine tree runs first and must pass; the slow extra
 # sections run there for at most EXTRA_CAP seconds each (a bug's failing case must be one the
 # pristine run passed, or the table says so).
@@ -34,7 +36,7 @@ die() {
     exit 2
 }
 
-# ---- the bugs: name, file, extra section ("-": none), what it changes, the exact old and new text ----
+# ---- the bugs: name, file, extra section ("-": none; race: test-gpu-emu-race), what it changes, the old and new text ----
 
 names=() files=() extras=() whats=() olds=() news=()
 bug() {
@@ -79,6 +81,13 @@ bug pack-coefficient kernels/vae-gpu-frame-pack.cu read_frame "I420/NV12 U uses 
 bug smem-overflow kernels/vae-gpu-rms-norm.cu - "gamma staging loop ch <= cp: writes sm_gamma[cp], one past the dynamic shared array" \
     'for (int ch = threadIdx.x; ch < cp; ch += blockDim.x) {' \
     'for (int ch = threadIdx.x; ch <= cp; ch += blockDim.x) {'
+gn=kernels/vae-gpu-group-norm.cu
+bug missing-syncthreads-gn-sum $gn race "no __syncthreads before a block sum writes sm, which the previous sum's readers may still read (the same zeros in the tests)" \
+    $'    __syncthreads();  // the previous call\'s readers are done with sm\n' \
+    ''
+bug missing-syncthreads-gn-loop $gn race "no __syncthreads at the end of the statistics' grid-stride loop: the next block overwrites entries still read" \
+    $'        __syncthreads();  // the shared entries are rewritten for the next block\n' \
+    ''
 
 # ---- copy, configure, build ------------------------------------------------------------------------
 
@@ -92,15 +101,19 @@ for f in "${files[@]}"; do
     mkdir -p "$work/pristine/$(dirname "$f")" && cp "$tree/$f" "$work/pristine/$f" || die "no $f"
 done
 meson setup "$build" "$tree" -Dcuda=disabled > "$work/setup.log" 2>&1 || die "meson setup failed: $work/setup.log"
-exe=$build/tests/gpu-emu/test-gpu-emu
-build_emu() {
-    ninja -C "$build" tests/gpu-emu/test-gpu-emu > "$work/build.log" 2>&1
+emu_exe=$build/tests/gpu-emu/test-gpu-emu
+exe=$emu_exe
+build_emu() {   # [-race]: test-gpu-emu-race
+    ninja -C "$build" "tests/gpu-emu/test-gpu-emu${1:-}" > "$work/build.log" 2>&1
 }
 build_emu || die "the pristine tree does not build test-gpu-emu: $(tail -5 "$work/build.log")"
 
 # test-gpu-emu's own sections: the sm_86 list of `words` in its meson.build (word=v: on conv variant v)
 sections=$(python3 -c "import re,sys; t=open(sys.argv[1]).read(); m=re.search(r\"words = sm == '86' \\? \\[([^]]*)\\]\", t); print(' '.join(re.findall(r\"'([^']+)'\", m.group(1))) if m else '')" "$src/tests/gpu-emu/meson.build")
 [ -n "$sections" ] || die "cannot read test-gpu-emu's sections from tests/gpu-emu/meson.build"
+# test-gpu-emu-race's: the arguments after race_exe of its test()
+race_sections=$(python3 -c "import re,sys; t=open(sys.argv[1]).read(); m=re.search(r\"test\\('test-gpu-emu-race'.*?args : \\[race_exe, ([^]]*)\\]\", t, re.S); print(' '.join(re.findall(r\"'([^']+)'\", m.group(1))) if m else '')" "$src/tests/gpu-emu/meson.build")
+[ -n "$race_sections" ] || die "cannot read test-gpu-emu-race's sections from tests/gpu-emu/meson.build"
 
 fail_re=': FAIL|check failed|^gpu-emu: '
 # run_section LOG CAP WORD: 0 passed, 1 failed (first failure in LOG), 3 still running at CAP seconds
@@ -160,6 +173,17 @@ for i in "${!names[@]}"; do
 done
 [ ${#sel[@]} -gt 0 ] || die "no bug's name contains '$only'"
 for word in $(for i in "${sel[@]}"; do echo "${extras[$i]}"; done | grep -v '^-$' | sort -u); do
+    if [ "$word" = race ]; then
+        build_emu -race || die "the pristine tree does not build test-gpu-emu-race: $(tail -5 "$work/build.log")"
+        exe=$emu_exe-race
+        for w in $race_sections; do
+            run_section "$work/pristine-race.log" 600 "$w" ||
+                die "the pristine tree fails test-gpu-emu-race: $(first_failure "$work/pristine-race.log")"
+        done
+        exe=$emu_exe
+        echo "pristine: test-gpu-emu-race ($race_sections) passes"
+        continue
+    fi
     run_section "$work/pristine-$word.log" "$extra_cap" "$word"
     case $? in
         0) echo "pristine: extra section $word passes" ;;
@@ -191,15 +215,19 @@ for i in "${sel[@]}"; do
     : > "$log"
     cp "$work/pristine/$file" "$tree/$file"
     apply_bug "$file" "${olds[$i]}" "${news[$i]}" || die "bug $name does not apply"
-    build_emu || die "bug $name does not build: $(grep -m1 error "$work/build.log")"
-    caught=missed how="passed every check" where=
-    words=$sections
-    [ "$extra" = - ] || words="$words $extra"
+    caught=missed how="passed every check" where= words=$sections exe=$emu_exe race=
+    if [ "$extra" = race ]; then
+        words=$race_sections exe=$emu_exe-race race=-race
+    elif [ "$extra" != - ]; then
+        words="$words $extra"
+    fi
+    build_emu $race || die "bug $name does not build: $(grep -m1 error "$work/build.log")"
     for word in $words; do
         run_section "$log" "$extra_cap" "$word"
         rc=$?
         if [ $rc -eq 1 ]; then
             caught=CAUGHT how=$(first_failure "$log") where=$word
+            [ -n "$race" ] && where="$word (test-gpu-emu-race)"
             [ "$word" = "$extra" ] && where="$word (extra section)"
             # a failing case of an extra section must be one that the pristine run passed
             label=${how%%: FAIL*}
@@ -219,6 +247,7 @@ for i in "${sel[@]}"; do
     row="$name	$file	${whats[$i]}	$caught	${where:+$where: }$how"
     rows+=("${row//|/\\|}")
 done
+exe=$emu_exe
 build_emu || die "the restored tree does not build"
 
 echo
