@@ -138,7 +138,8 @@ static void model_shuffle4_to_f32(const struct vae_weight * w, const struct vae_
     const int64_t n    = t->numel / w->shape[0];
     const size_t  size = (size_t) vae_dtype_bits(t->dtype) / 8;
     for (int64_t r = 0; r < w->shape[0]; r++) {
-        const int64_t bits = r & 15, from = (r & ~15) | (bits & 2) << 2 | (bits & 8) >> 1 | (bits & 1) << 1 | (bits & 4) >> 2;
+        const int64_t bits = r & 15;
+        const int64_t from = (r & ~15) | (bits & 2) << 2 | (bits & 8) >> 1 | (bits & 1) << 1 | (bits & 4) >> 2;
         vae_dtype_to_f32(t->dtype, t->data + (size_t) (from * n) * size, d + r * n, (size_t) n);
     }
 }
@@ -148,7 +149,8 @@ static void model_shuffle4_to_f32(const struct vae_weight * w, const struct vae_
 static bool model_weight_make(struct vae_weight * w, char * err, size_t err_size) {
     const struct vae_st_tensor * t = w->src[0];
 #if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-    if (w->n_src == 1 && !w->taps && !w->shuffle4 && t->dtype == VAE_DTYPE_F32 && (uintptr_t) t->data % sizeof(float) == 0) {
+    if (w->n_src == 1 && !w->taps && !w->shuffle4 && t->dtype == VAE_DTYPE_F32 &&
+        (uintptr_t) t->data % sizeof(float) == 0) {
         if (!model_check_finite(t, (const float *) (const void *) t->data, (size_t) t->numel, err, err_size)) {
             return false;
         }
@@ -746,8 +748,9 @@ static bool model_taehv_family(struct vae_model * m, enum vae_family want, char 
         const struct vae_weight * w = vae_model_weight(m, name);
         if (!w || w->n_dims != 4 || w->shape[1] < 1 || w->shape[0] != s * w->shape[1] || w->shape[2] != 1 ||
             w->shape[3] != 1) {
-            snprintf(err, err_size, "TAEHV tensor '%s' is missing or is not a 1x1 TGrow of time stride %d ([%d C, C, 1, 1]) "
-                     "as %s has", name, s, s, vae_family_name(model_taehv_variants[v].family));
+            snprintf(err, err_size,
+                     "TAEHV tensor '%s' is missing or is not a 1x1 TGrow of time stride %d ([%d C, C, 1, 1]) as %s has",
+                     name, s, s, vae_family_name(model_taehv_variants[v].family));
             return false;
         }
         m->frames_per_latent *= s;
