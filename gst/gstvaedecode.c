@@ -331,6 +331,14 @@ gst_vae_model_family_get_type (void)
     {VAE_FAMILY_TAEW22,
         "TAEHV tiny decoder for Wan 2.2-5B latents (48 ch, 16x spatial scale)",
         "taew2_2"},
+    {VAE_FAMILY_TAEHV, "TAEHV tiny decoder for HunyuanVideo latents (16 ch; "
+          "raw z becomes z * 0.476986)", "taehv"},
+    {VAE_FAMILY_TAEHV1_5, "TAEHV tiny decoder for HunyuanVideo 1.5 latents "
+          "(32 ch, 16x spatial scale; raw z becomes z * 1.03682)", "taehv1_5"},
+    {VAE_FAMILY_TAELTX2, "TAEHV tiny decoder for LTX-2 latents (128 ch, 32x "
+          "spatial scale, 8 frames per latent frame)", "taeltx_2"},
+    {VAE_FAMILY_TAECVX, "TAEHV tiny decoder for CogVideoX latents (16 ch)",
+        "taecvx"},
     {VAE_FAMILY_SD1,
         "AutoencoderKL of SD 1.x (4 ch; normalized z = x / 0.18215)", "sd1"},
     {VAE_FAMILY_SD2,

@@ -20,6 +20,8 @@ static const char * family_names[VAE_FAMILY_COUNT] = {
     [VAE_FAMILY_AUTO] = "auto",     [VAE_FAMILY_TAESD] = "taesd", [VAE_FAMILY_TAESDXL] = "taesdxl",
     [VAE_FAMILY_TAESD3] = "taesd3", [VAE_FAMILY_TAEF1] = "taef1", [VAE_FAMILY_TAEF2] = "taef2",
     [VAE_FAMILY_WAN21] = "wan2.1",  [VAE_FAMILY_TAEW21] = "taew2_1", [VAE_FAMILY_TAEW22] = "taew2_2",
+    [VAE_FAMILY_TAEHV] = "taehv",   [VAE_FAMILY_TAEHV1_5] = "taehv1_5", [VAE_FAMILY_TAELTX2] = "taeltx_2",
+    [VAE_FAMILY_TAECVX] = "taecvx",
     [VAE_FAMILY_SD1] = "sd1",       [VAE_FAMILY_SD2] = "sd2",     [VAE_FAMILY_SDXL] = "sdxl",
     [VAE_FAMILY_SD3] = "sd3",       [VAE_FAMILY_FLUX1] = "flux1", [VAE_FAMILY_FLUX2] = "flux2",
 };
@@ -129,12 +131,26 @@ static void model_taps_to_f32(const struct vae_weight * w, const struct vae_st_t
     }
 }
 
+// the last conv of a 4x4-patch TAEHV (weight or bias, rows = 3 x 16): row 16c + 8a + 4b + 2d + e of
+// d is the file's row 16c + 8d + 4a + 2e + b, so that two 2x pixel shuffles of the conv's output
+// (the first one's offsets d, e the coarse ones) give pixel_shuffle(4) of the file's
+static void model_shuffle4_to_f32(const struct vae_weight * w, const struct vae_st_tensor * t, float * d) {
+    const int64_t n    = t->numel / w->shape[0];
+    const size_t  size = (size_t) vae_dtype_bits(t->dtype) / 8;
+    for (int64_t r = 0; r < w->shape[0]; r++) {
+        const int64_t bits = r & 15;
+        const int64_t from = (r & ~15) | (bits & 2) << 2 | (bits & 8) >> 1 | (bits & 1) << 1 | (bits & 4) >> 2;
+        vae_dtype_to_f32(t->dtype, t->data + (size_t) (from * n) * size, d + r * n, (size_t) n);
+    }
+}
+
 // w's data: the file's bytes in place where they are aligned little-endian f32 and need no
 // rearranging, else a converted copy
 static bool model_weight_make(struct vae_weight * w, char * err, size_t err_size) {
     const struct vae_st_tensor * t = w->src[0];
 #if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-    if (w->n_src == 1 && !w->taps && t->dtype == VAE_DTYPE_F32 && (uintptr_t) t->data % sizeof(float) == 0) {
+    if (w->n_src == 1 && !w->taps && !w->shuffle4 && t->dtype == VAE_DTYPE_F32 &&
+        (uintptr_t) t->data % sizeof(float) == 0) {
         if (!model_check_finite(t, (const float *) (const void *) t->data, (size_t) t->numel, err, err_size)) {
             return false;
         }
@@ -156,6 +172,8 @@ static bool model_weight_make(struct vae_weight * w, char * err, size_t err_size
         const struct vae_st_tensor * s = w->src[i];
         if (w->taps) {
             model_taps_to_f32(w, s, at);
+        } else if (w->shuffle4) {
+            model_shuffle4_to_f32(w, s, at);
         } else {
             vae_dtype_to_f32(s->dtype, s->data, at, (size_t) s->numel);
         }
@@ -304,7 +322,7 @@ static const struct {
 } model_other_families[] = {
     { "decoder.upsamples.0.upsamples.0.residual.2.weight", "a Wan 2.2 (TI2V-5B) VAE (original naming)" },
     { "decoder.up_blocks.0.upsampler.time_conv.weight", "a Wan 2.2 (TI2V-5B) VAE (diffusers naming)" },
-    { "decoder.0.weight", "a TAEHV 'super' variant (7x7 depthwise blocks)" },
+    { "decoder.0.weight", "a TAEHV 'super' variant (taew2_2_super, taehv1_5_super: 7x7 depthwise blocks)" },
 };
 
 static const char * model_other_family(const struct vae_st_header * hdr) {
@@ -683,6 +701,19 @@ static bool model_wan_family(struct vae_model * m, enum vae_family want, char * 
     return model_check_family(m, VAE_FAMILY_WAN21, true, want, err, err_size);
 }
 
+// The TAEHV variants (MODELS.md §C.3, §I). Upstream's taehv.py picks a configuration from the
+// checkpoint's file name; here the latent channels and the output patch (3 p^2 output channels)
+// tell them apart, except the 16-channel ones, which share every shape (the first is the default).
+// t: the time strides of the three TGrows (their product: frames per latent frame).
+static const struct {
+    enum vae_family family;
+    int             z, patch, t[3];
+} model_taehv_variants[] = {
+    { VAE_FAMILY_TAEW21, 16, 1, { 1, 2, 2 } },   { VAE_FAMILY_TAEHV, 16, 1, { 1, 2, 2 } },
+    { VAE_FAMILY_TAECVX, 16, 1, { 1, 2, 2 } },   { VAE_FAMILY_TAEW22, 48, 2, { 1, 2, 2 } },
+    { VAE_FAMILY_TAEHV1_5, 32, 2, { 1, 2, 2 } }, { VAE_FAMILY_TAELTX2, 128, 4, { 2, 2, 2 } },
+};
+
 // TAEHV: its MemBlocks convolve [x_t, x_t-1] stacked on channels; the canonical weight is the
 // causal conv3d form [Cout, Cin, 2, k, k], tap 0 the previous frame and tap 1 the current one
 static bool model_taehv_family(struct vae_model * m, enum vae_family want, char * err, size_t err_size) {
@@ -694,23 +725,35 @@ static bool model_taehv_family(struct vae_model * m, enum vae_family want, char 
     }
     m->latent_channels = (int) in->shape[1];
     const int64_t rgb  = out->shape[0];
-    if (!((m->latent_channels == 16 && rgb == 3) || (m->latent_channels == 48 && rgb == 12))) {
+    int           v = -1, same = 0; // the variant (the one asked for among those with the file's shapes)
+    for (int i = 0; i < (int) (sizeof(model_taehv_variants) / sizeof(model_taehv_variants[0])); i++) {
+        const int p = model_taehv_variants[i].patch;
+        if (model_taehv_variants[i].z == m->latent_channels && 3 * p * p == rgb) {
+            v = v < 0 || model_taehv_variants[i].family == want ? i : v;
+            same++;
+        }
+    }
+    if (v < 0) {
         snprintf(err, err_size,
                  "a TAEHV decoder with %d latent channels and %lld output channels: not a variant this build knows "
-                 "(taew2_1: 16 and 3, taew2_2: 48 and 12)",
+                 "(taew2_1, taehv, taecvx: 16 and 3; taew2_2: 48 and 12; taehv1_5: 32 and 12; taeltx_2: 128 and 48)",
                  m->latent_channels, (long long) rgb);
         return false;
     }
     m->frames_per_latent = 1;
-    for (int k = 7; k <= 19; k += 6) {
-        char name[32];
-        snprintf(name, sizeof(name), "decoder.%d.conv.weight", k);
+    for (int stage = 0; stage < 3; stage++) {
+        const int s = model_taehv_variants[v].t[stage];
+        char      name[32];
+        snprintf(name, sizeof(name), "decoder.%d.conv.weight", 7 + 6 * stage);
         const struct vae_weight * w = vae_model_weight(m, name);
-        if (!w || w->n_dims != 4 || w->shape[1] < 1 || w->shape[0] % w->shape[1] != 0 || w->shape[0] / w->shape[1] > 4) {
-            snprintf(err, err_size, "TAEHV tensor '%s' is missing or is not a 1x1 TGrow of stride 1..4", name);
+        if (!w || w->n_dims != 4 || w->shape[1] < 1 || w->shape[0] != s * w->shape[1] || w->shape[2] != 1 ||
+            w->shape[3] != 1) {
+            snprintf(err, err_size,
+                     "TAEHV tensor '%s' is missing or is not a 1x1 TGrow of time stride %d ([%d C, C, 1, 1]) as %s has",
+                     name, s, s, vae_family_name(model_taehv_variants[v].family));
             return false;
         }
-        m->frames_per_latent *= (int) (w->shape[0] / w->shape[1]);
+        m->frames_per_latent *= s;
     }
     for (int i = 0; i < m->n_weights; i++) { // (the taps are rearranged when the data is made)
         struct vae_weight * w = &m->weights[i];
@@ -725,13 +768,22 @@ static bool model_taehv_family(struct vae_model * m, enum vae_family want, char 
         w->shape[2] = 2;
         w->shape[1] /= 2;
     }
+    const int patch = model_taehv_variants[v].patch;
+    if (patch == 4) { // (the bias, when there is one, is checked by the builder)
+        ((struct vae_weight *) out)->shuffle4 = true;
+        struct vae_weight * bias              = (struct vae_weight *) vae_model_weight(m, "decoder.22.bias");
+        if (bias) {
+            bias->shuffle4 = bias->n_dims == 1 && bias->shape[0] == rgb;
+        }
+    }
     m->own_space   = VAE_SPACE_NORMALIZED;
-    m->scale       = rgb == 12 ? 16 : 8;
+    m->scale       = 8 * patch;
+    // upstream drops the first t_upscale - 1 frames (taecvx: for an odd latent count, as CogVideoX's
+    // 13-latent 49-frame videos have; its streaming wrapper and even counts keep them)
     m->trim_frames = m->frames_per_latent - 1;
     m->out_scale   = 1.0f;
     m->out_offset  = 0.0f;
-    // 16 channels: taew2_1, Hunyuan's taehv and lighttaew2_1 share shapes (their raw spaces differ)
-    return model_check_family(m, rgb == 12 ? VAE_FAMILY_TAEW22 : VAE_FAMILY_TAEW21, rgb == 12, want, err, err_size);
+    return model_check_family(m, model_taehv_variants[v].family, same == 1, want, err, err_size);
 }
 
 // AutoencoderKL: where its names start (a full checkpoint's prefix) and which naming they use
@@ -1007,7 +1059,7 @@ bool vae_model_space_affine(const struct vae_model * model, enum vae_space space
                  : model->family == VAE_FAMILY_TAESD3 ? "taesd3 or taef1"
                  : model->family == VAE_FAMILY_SD1    ? "sd1 or sd2 0.18215, or sdxl 0.13025"
                  : model->family == VAE_FAMILY_SD3    ? "sd3 1.5305 and 0.0609, or flux1 0.3611 and 0.1159"
-                                                       : "taew2_1, or Hunyuan's taehv with the same shapes",
+                                                       : "taew2_1, taehv or taecvx, which share shapes",
                  space == VAE_SPACE_RAW ? "raw" : "normalized");
         return false;
     }
@@ -1036,6 +1088,8 @@ bool vae_model_space_affine(const struct vae_model * model, enum vae_space space
         case VAE_FAMILY_TAESDXL: s = 0.13025f; break;
         case VAE_FAMILY_TAESD3:  s = 1.5305f, raw_shift = 0.0609f; break;
         case VAE_FAMILY_TAEF1:   s = 0.3611f, raw_shift = 0.1159f; break;
+        case VAE_FAMILY_TAEHV:   s = 0.476986f; break;   // HunyuanVideo's scaling_factor
+        case VAE_FAMILY_TAEHV1_5: s = 1.03682f; break;   // HunyuanVideo 1.5's
         case VAE_FAMILY_WAN21:   // normalized -> raw: x / (1 / std) + mean (MODELS.md B.4)
             for (int c = 0; c < z; c++) {
                 div[c] = 1.0f / wan21_std[c];
@@ -1050,13 +1104,20 @@ bool vae_model_space_affine(const struct vae_model * model, enum vae_space space
                 add[c] = -mean[c] / std[c];
             }
             return true;
+        case VAE_FAMILY_TAELTX2: // (own space normalized: only raw latents come here)
+        case VAE_FAMILY_TAECVX:
+            snprintf(err, err_size, "%s has no constants to convert raw latents (%s): feed it the diffusion model's "
+                     "(normalized) latents", vae_family_name(model->family),
+                     model->family == VAE_FAMILY_TAECVX ? "CogVideoX-2b scales them by 1.15258, -5b by 0.7"
+                                                        : "LTX-2 keeps per-channel statistics in its own VAE file");
+            return false;
         default:
             snprintf(err, err_size, "%s has no constants to convert %s latents: feed it %s latents",
                      vae_family_name(model->family), space == VAE_SPACE_RAW ? "raw" : "normalized",
                      model->own_space == VAE_SPACE_RAW ? "raw" : "the diffusion model's (normalized)");
             return false;
     }
-    // TAESD decoders take the diffusion model's latents: (raw - shift) * scale
+    // TAESD and TAEHV decoders take the diffusion model's latents: (raw - shift) * scale
     for (int c = 0; c < z; c++) {
         div[c] = 1.0f / s;
         add[c] = -raw_shift * s;
@@ -1073,7 +1134,11 @@ struct vae_graph * vae_model_build_graph(const struct vae_model * model, int n, 
     switch (model->family) {
         case VAE_FAMILY_WAN21:  return vae_wan_build(model, n, h, w, first && model->first_apart, err, err_size);
         case VAE_FAMILY_TAEW21:
-        case VAE_FAMILY_TAEW22: return vae_taehv_build(model, n, h, w, err, err_size);
+        case VAE_FAMILY_TAEW22:
+        case VAE_FAMILY_TAEHV:
+        case VAE_FAMILY_TAEHV1_5:
+        case VAE_FAMILY_TAELTX2:
+        case VAE_FAMILY_TAECVX: return vae_taehv_build(model, n, h, w, err, err_size);
         case VAE_FAMILY_SD1:
         case VAE_FAMILY_SD2:
         case VAE_FAMILY_SDXL:

@@ -25,6 +25,10 @@ enum vae_family {
     VAE_FAMILY_WAN21,     // Wan 2.1 VAE: Wan 2.1, Wan 2.2-A14B, Qwen-Image (16 ch, causal video)
     VAE_FAMILY_TAEW21,    // TAEHV for Wan 2.1 latents (16 ch)
     VAE_FAMILY_TAEW22,    // TAEHV for Wan 2.2-5B latents (48 ch, 2x2 pixel shuffle)
+    VAE_FAMILY_TAEHV,     // TAEHV for HunyuanVideo latents (16 ch; taew2_1's shapes)
+    VAE_FAMILY_TAEHV1_5,  // TAEHV for HunyuanVideo 1.5 latents (32 ch, 2x2 pixel shuffle)
+    VAE_FAMILY_TAELTX2,   // TAEHV for LTX-2 latents (128 ch, 4x4 pixel shuffle, 8 frames per latent)
+    VAE_FAMILY_TAECVX,    // TAEHV for CogVideoX latents (16 ch; taew2_1's shapes)
     VAE_FAMILY_SD1,       // AutoencoderKL of SD 1.x (4 ch, scale 0.18215)
     VAE_FAMILY_SD2,       // AutoencoderKL of SD 2.x (4 ch, scale 0.18215; same shapes as sd1 and sdxl)
     VAE_FAMILY_SDXL,      // AutoencoderKL of SDXL (4 ch, scale 0.13025)
@@ -54,10 +58,12 @@ struct vae_weight {
     float *       copy;   // the conversion data points to (owned), NULL while data is in the file mapping
     // what the data is made from: the file's tensors joined along dimension 0 (three for the
     // AutoencoderKL attention's q, k, v); taps: a TAEHV MemBlock conv [Cout, 2 Cin, k, k] whose
-    // input halves (x_t, x_t-1) become the causal taps of [Cout, Cin, 2, k, k] (t-1 first)
+    // input halves (x_t, x_t-1) become the causal taps of [Cout, Cin, 2, k, k] (t-1 first);
+    // shuffle4: rows (the last conv of a 4x4-patch TAEHV) reordered so that two 2x pixel shuffles
+    // give upstream's pixel_shuffle(4)
     const struct vae_st_tensor * src[3];
     int                          n_src;
-    bool                         taps;
+    bool                         taps, shuffle4;
 };
 
 struct vae_model {

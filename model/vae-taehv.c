@@ -1,5 +1,8 @@
-// Graph builder for TAEHV, the tiny causal video decoders (taew2_1 for Wan 2.1 latents, taew2_2 for
-// Wan 2.2-5B), after madebyollin/taehv (MODELS.md §C.3). A MemBlock convolves its input together
+// Graph builder for TAEHV, the tiny causal video decoders after madebyollin/taehv (MODELS.md §C.3,
+// §I): taew2_1 (Wan 2.1), taew2_2 (Wan 2.2-5B), taehv (HunyuanVideo), taehv1_5 (HunyuanVideo 1.5),
+// taeltx_2 (LTX-2), taecvx (CogVideoX). The variants differ only in the latent channels, the output
+// patch (a pixel shuffle of 1, 2 or 4) and the TGrow time strides, which all come from the weights
+// (the loader checks them against the variant's). A MemBlock convolves its input together
 // with its input one frame earlier; the loader turned that conv's weight into a causal conv3d of
 // two taps, so the previous frame lives in a state slot like Wan's caches. TGrow (a 1x1 conv that
 // turns each frame into s frames) commutes with the nearest 2x upsample before it, so it runs at
@@ -55,11 +58,12 @@ struct vae_graph * vae_taehv_build(const struct vae_model * model, int n, int h,
               : NULL;                                                               // [N * s, C', 2H, 2W]
     }
     x = x ? vae_builder_conv2d(&b, x, "decoder.22", 3, true, NULL, VAE_ACT_NONE, false) : NULL; // [4N, 3p², 8h, 8w]
-    if (x && x->ne[1] == 12) {
-        x = vae_graph_pixel_shuffle(b.g, x);                                        // [4N, 3, 16h, 16w]
+    // pixel_shuffle(p): p = 4 as two 2x shuffles (the loader ordered decoder.22's rows for that)
+    for (int c = x ? (int) x->ne[1] : 3; c == 12 || c == 48; c /= 4) {
+        x = vae_graph_pixel_shuffle(b.g, x);                                        // [4N, 3p²/4, 16h, 16w]
     }
     if (x && x->ne[1] != 3) {
-        x = vae_builder_fail(&b, "tensor 'decoder.22.weight' gives %lld output channels, not 3 or 12",
+        x = vae_builder_fail(&b, "tensor 'decoder.22.weight' gives %lld output channels, not 3, 12 or 48",
                              (long long) x->ne[1]);
     }
     return vae_builder_finish(&b, x);

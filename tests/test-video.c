@@ -74,10 +74,11 @@ static struct video decode_video(const struct vae_model * m, const float * lat, 
     return v;
 }
 
-// the decode against `expected` [1, 3, F, H, W] (NCTHW), at every chunk size and after a flush
-static void check_video(const char * model_file, enum vae_family family, const char * latent_file,
-                        enum vae_space space, const char * expected_name, double tol) {
-    struct vae_model * m = vae_model_load(path_in(data_dir, model_file), VAE_FAMILY_AUTO, err, sizeof(err));
+// the decode against `expected` [1, 3, F, H, W] (NCTHW), at every chunk size and after a flush;
+// the model loaded as load_as (AUTO: detected) must be `family`
+static void check_video_as(const char * model_file, enum vae_family load_as, enum vae_family family,
+                           const char * latent_file, enum vae_space space, const char * expected_name, double tol) {
+    struct vae_model * m = vae_model_load(path_in(data_dir, model_file), load_as, err, sizeof(err));
     CHECK(m != NULL, "%s: %s", model_file, err);
     int64_t ls[5], es[5];
     float * lat = read_tensor(path_in(data_dir, latent_file), "latent_tensor", ls);
@@ -93,7 +94,8 @@ static void check_video(const char * model_file, enum vae_family family, const c
     }
     CHECK(m->family == family, "%s detected as %s", model_file, vae_family_name(m->family));
     const int F = (int) es[2], H = (int) es[3], W = (int) es[4];
-    CHECK(F == 1 + 4 * ((int) ls[2] - 1), "the fixture has %d frames for %lld latent frames", F, (long long) ls[2]);
+    CHECK(F == 1 + m->frames_per_latent * ((int) ls[2] - 1), "the fixture has %d frames for %lld latent frames", F,
+          (long long) ls[2]);
     struct video first = { 0 };
     for (int run = 0; run < 6; run++) {
         // chunk 1, 2, 3, 0 (automatic), 5 (more than the stream), then 2 after a flush at frame 3
@@ -129,6 +131,11 @@ static void check_video(const char * model_file, enum vae_family family, const c
     free(lat);
     free(exp);
     vae_model_free(m);
+}
+
+static void check_video(const char * model_file, enum vae_family family, const char * latent_file,
+                        enum vae_space space, const char * expected_name, double tol) {
+    check_video_as(model_file, VAE_FAMILY_AUTO, family, latent_file, space, expected_name, tol);
 }
 
 static void test_references(void) {
@@ -218,6 +225,100 @@ static void test_load_errors(void) {
     // channel 0: (z + 0.7571) / 2.8184
     CHECK(m && fabsf(1.0f / div[0] + add[0] - (1.0f + 0.7571f) / 2.8184f) < 1e-6f, "taew2_1 raw conversion");
     vae_model_free(m);
+}
+
+// the TAEHV variants beyond Wan's (tests/data/gen_video_fixtures.py, upstream taehv.py configured by
+// each checkpoint name): decodes at every chunk size, the shapes each gives, its latent constants,
+// and what the file cannot tell or the variant cannot do
+static void test_taehv_variants(void) {
+    static const struct {
+        const char *    file;
+        enum vae_family load_as, family;
+        enum vae_space  space;
+        int             scale, frames_per_latent, frames, height, width; // the fixture's decode
+    } cases[] = {
+        { "taehv_nf16", VAE_FAMILY_TAEHV, VAE_FAMILY_TAEHV, VAE_SPACE_RAW, 8, 4, 13, 24, 32 },
+        { "taehv15_nf16", VAE_FAMILY_AUTO, VAE_FAMILY_TAEHV1_5, VAE_SPACE_RAW, 16, 4, 13, 32, 48 },
+        { "taeltx2_nf16", VAE_FAMILY_AUTO, VAE_FAMILY_TAELTX2, VAE_SPACE_AUTO, 32, 8, 17, 64, 64 },
+        { "taecvx_nf16", VAE_FAMILY_TAECVX, VAE_FAMILY_TAECVX, VAE_SPACE_NORMALIZED, 8, 4, 17, 24, 32 },
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        char file[64], latent[64], expected[64];
+        snprintf(file, sizeof(file), "%s.safetensors", cases[i].file);
+        snprintf(latent, sizeof(latent), "%s.latent", cases[i].file);
+        snprintf(expected, sizeof(expected), "%s.expected.safetensors", cases[i].file);
+        struct vae_model * m = vae_model_load(path_in(data_dir, file), cases[i].load_as, err, sizeof(err));
+        CHECK(m != NULL, "%s: %s", file, err);
+        int64_t es[5] = { 0 };
+        free(read_tensor(path_in(data_dir, expected), "decoded", es));
+        CHECK(m && m->scale == cases[i].scale && m->frames_per_latent == cases[i].frames_per_latent &&
+                  m->trim_frames == cases[i].frames_per_latent - 1,
+              "%s: scale %d, %d frames per latent, %d trimmed", file, m ? m->scale : 0, m ? m->frames_per_latent : 0,
+              m ? m->trim_frames : 0);
+        CHECK(es[2] == cases[i].frames && es[3] == cases[i].height && es[4] == cases[i].width,
+              "%s: the reference has %lld frames of %lldx%lld", expected, (long long) es[2], (long long) es[4],
+              (long long) es[3]);
+        vae_model_free(m);
+        check_video_as(file, cases[i].load_as, cases[i].family, latent, cases[i].space, "decoded", 1e-4);
+    }
+
+    // constants: HunyuanVideo's raw latents scaled by 0.476986; none for LTX-2 and CogVideoX
+    float              div[128], add[128];
+    struct vae_model * m = vae_model_load(path_in(data_dir, "taehv_nf16.safetensors"), VAE_FAMILY_TAEHV, err,
+                                          sizeof(err));
+    CHECK(m && vae_model_space_affine(m, VAE_SPACE_RAW, div, add, err, sizeof(err)) &&
+              fabsf(2.0f / div[15] + add[15] - 2.0f * 0.476986f) < 1e-6f,
+          "taehv raw conversion: %s", err);
+    vae_model_free(m);
+    static const struct {
+        const char *    file;
+        enum vae_family load_as;
+        enum vae_space  space;
+        const char *    want;
+    } refusals[] = {
+        { "taeltx2_nf16", VAE_FAMILY_AUTO, VAE_SPACE_RAW, "taeltx_2 has no constants to convert raw latents (LTX-2" },
+        { "taecvx_nf16", VAE_FAMILY_TAECVX, VAE_SPACE_RAW, "CogVideoX-2b scales them by 1.15258" },
+        // a 16-channel file cannot tell taew2_1, taehv and taecvx apart
+        { "taecvx_nf16", VAE_FAMILY_AUTO, VAE_SPACE_RAW, "taehv or taecvx, which share shapes): set model-family" },
+    };
+    for (size_t i = 0; i < sizeof(refusals) / sizeof(refusals[0]); i++) {
+        char file[64];
+        snprintf(file, sizeof(file), "%s.safetensors", refusals[i].file);
+        m = vae_model_load(path_in(data_dir, file), refusals[i].load_as, err, sizeof(err));
+        CHECK(m && !vae_model_space_affine(m, refusals[i].space, div, add, err, sizeof(err)), "%s: raw latents taken",
+              file);
+        CHECK_ERR_HAS(err, refusals[i].want);
+        vae_model_free(m);
+    }
+    m = vae_model_load(path_in(data_dir, "taehv15_nf16.safetensors"), VAE_FAMILY_TAEW22, err, sizeof(err));
+    CHECK(m == NULL, "taehv1_5 loaded as taew2_2");
+    CHECK_ERR_HAS(err, "model-family taew2_2 was asked for, but the file holds a taehv1_5 decoder (32 latent "
+                       "channels)");
+    m = vae_model_load(path_in(data_dir, "taecvx_nf16.safetensors"), VAE_FAMILY_TAELTX2, err, sizeof(err));
+    CHECK(m == NULL, "a 16-channel TAEHV loaded as taeltx_2");
+    CHECK_ERR_HAS(err, "model-family taeltx_2 was asked for, but the file holds a taew2_1 decoder");
+    // taeltx_2's first TGrow doubles the frames: one of stride 1 is not taeltx_2's
+    const char * path = edited_model("taeltx2_nf16.safetensors", NULL, "decoder.7.conv.weight");
+    m                 = path ? vae_model_load(path, VAE_FAMILY_AUTO, err, sizeof(err)) : NULL;
+    CHECK(path && m == NULL, "taeltx_2 with a cut TGrow loaded");
+    CHECK_ERR_HAS(err, "'decoder.7.conv.weight' is missing or is not a 1x1 TGrow of time stride 2 ([2 C, C, 1, 1]) as "
+                       "taeltx_2 has");
+    vae_model_free(m);
+    if (path) {
+        unlink(path);
+    }
+    // the super variants' blocks (7x7 depthwise) are not decoded: refused by name
+    const struct test_tensor super[2] = {
+        { "decoder.0.weight", "F32", 4, { 8, 32, 1, 1 }, NULL },
+        { "decoder.22.bias", "F32", 1, { 12 }, NULL },
+    };
+    path = test_tmp_path("super");
+    m    = test_write_model(path, 2, super) ? vae_model_load(path, VAE_FAMILY_AUTO, err, sizeof(err)) : NULL;
+    CHECK(m == NULL, "a TAEHV super variant loaded");
+    CHECK_ERR_HAS(err, "a TAEHV 'super' variant (taew2_2_super, taehv1_5_super: 7x7 depthwise blocks), which this "
+                       "build cannot decode");
+    vae_model_free(m);
+    unlink(path);
 }
 
 // the memory the process holds, in KiB: what is allocated and not freed under AddressSanitizer
@@ -327,6 +428,7 @@ int main(int argc, char ** argv) {
     }
     test_references();
     test_load_errors();
+    test_taehv_variants();
     if (argc < 2 || strcmp(argv[1], "--quick") != 0) { // --quick: small sizes only (valgrind)
         test_cheesecake();
         test_long_stream();

@@ -295,17 +295,22 @@ def wan_crosscheck(orig, z, x, dec, dec_n, vae):
 # TAEHV
 # --------------------------------------------------------------------------------------------
 
-def taehv_narrow(th, z, p):
+def taehv_narrow(th, z, p, n_f=TAEHV_NF, full=None):
     """Upstream TAEHV with reduced widths.  Upstream's constructor hard-codes the widths, so the
     model is built by the upstream constructor and then its `encoder` and `decoder` Sequentials
     are rebuilt from upstream's own blocks (conv, Clamp, MemBlock, TPool, TGrow) in the same
     order as upstream builds them, changing only the channel counts; this is checked against a
-    full-width instance (same module types, same keys, same kernel sizes and strides)."""
-    n_f, we = TAEHV_NF, TAEHV_ENC_W
-    full = th.TAEHV(checkpoint_path=None, patch_size=p, latent_channels=z)
+    full-width instance (same module types, same keys, same kernel sizes and strides).  `full`:
+    that instance (upstream's defaults when None), whose time strides the narrow model takes."""
+    we = TAEHV_ENC_W
+    if full is None:
+        full = th.TAEHV(checkpoint_path=None, patch_size=p, latent_channels=z)
     m = th.TAEHV(checkpoint_path=None, patch_size=p, latent_channels=z)
+    m.is_cogvideox = full.is_cogvideox
     ic = m.image_channels * m.patch_size ** 2
-    etd, dtu, dsu = (True, True, False), (False, True, True), (True, True, True)  # upstream defaults
+    etd = [t.stride == 2 for t in full.encoder if isinstance(t, th.TPool)]
+    dtu = [t.stride == 2 for t in full.decoder if isinstance(t, th.TGrow)]
+    dsu = (True, True, True)  # upstream default
     conv, MB, TP, TG = th.conv, th.MemBlock, th.TPool, th.TGrow
     m.encoder = nn.Sequential(
         conv(ic, we), nn.ReLU(inplace=True),
@@ -337,8 +342,10 @@ def taehv_narrow(th, z, p):
     assert list(fs) == list(ns)
     for k in fs:
         assert fs[k].dim() == ns[k].dim() and fs[k].shape[2:] == ns[k].shape[2:], k
-    assert m.t_upscale == 2 ** sum(t.stride == 2 for t in m.decoder if isinstance(t, th.TGrow))
-    assert m.frames_to_trim == full.frames_to_trim == 3
+    m.t_upscale = 2 ** sum(t.stride == 2 for t in m.decoder if isinstance(t, th.TGrow))
+    m.t_downscale = 2 ** sum(t.stride == 2 for t in m.encoder if isinstance(t, th.TPool))
+    m.frames_to_trim = m.t_upscale - 1
+    assert (m.t_upscale, m.t_downscale, m.frames_to_trim) == (full.t_upscale, full.t_downscale, full.frames_to_trim)
     return m.eval()
 
 
@@ -371,19 +378,58 @@ def taehv_init(model, seed, round_dtype):
     return out
 
 
+# The other TAEHV variants (model/vae-model.c's table), each checked against the configuration
+# upstream's taehv.py derives from a checkpoint's file name:
+# (file base, upstream name, latent channels, patch, decoder TGrow time strides, latent T, h, w,
+#  raw-latent scale or None, seed).  taecvx has an odd T: upstream's decode_video trims its first
+# 3 frames only then (CogVideoX's 13-latent videos); an 8x-temporal taeltx_2 latent gives 8 frames.
+TAEHV_VARIANTS = (
+    ("taehv_nf16", "taehv", 16, 1, (1, 2, 2), 4, 3, 4, 0.476986, 7031),
+    ("taehv15_nf16", "taehv1_5", 32, 2, (1, 2, 2), 4, 2, 3, 1.03682, 7032),
+    ("taeltx2_nf16", "taeltx_2", 128, 4, (2, 2, 2), 3, 2, 2, None, 7033),
+    ("taecvx_nf16", "taecvx", 16, 1, (1, 2, 2), 5, 3, 4, None, 7034),
+)
+TAEHV_VARIANT_NF = [16, 12, 8, 8]  # narrower than TAEHV_NF: four more fixtures stay small
+
+
+def taehv_upstream(th, name, z, p, strides, tmp):
+    """Upstream's own configuration for checkpoint `name`: a full-width random checkpoint of the
+    table's shapes saved as `name`.pth, loaded (strictly) by upstream, which configures itself from
+    the file name; its latent channels, patch and time strides must be the table's."""
+    dtu = tuple(s == 2 for s in strides)
+    etd = (True, True, True) if dtu[0] else (True, True, False)
+    ref = th.TAEHV(checkpoint_path=None, patch_size=p, latent_channels=z, decoder_time_upscale=dtu,
+                   encoder_time_downscale=etd)
+    path = os.path.join(tmp, f"{name}.pth")
+    torch.save(ref.state_dict(), path)
+    full = th.TAEHV(checkpoint_path=path)
+    got = (full.latent_channels, full.patch_size, tuple(t.stride for t in full.decoder if isinstance(t, th.TGrow)))
+    assert got == (z, p, strides), f"{name}: upstream configures {got}, the table says {(z, p, strides)}"
+    return full
+
+
 def gen_taehv(args, save):
+    import tempfile
     th = load_module("TAEHV_PY", "taehv_upstream")
     # taew2_2-like: a 3x5 latent (-> 48x80) keeps the expected file under 1 MB
-    for base, z, p, lh, lw, seed, dt in (("taew21_nf32", 16, 1, LAT_H, LAT_W, 7021, torch.float16),
-                                         ("taew22_nf32", 48, 2, 3, 5, 7022, torch.float16)):
-        m = taehv_narrow(th, z, p)
+    specs = [("taew21_nf32", 16, 1, LAT_T, LAT_H, LAT_W, None, 7021, TAEHV_NF, None),
+             ("taew22_nf32", 48, 2, LAT_T, 3, 5, None, 7022, TAEHV_NF, None)]
+    with tempfile.TemporaryDirectory() as tmp:
+        for base, name, z, p, strides, T, lh, lw, scale, seed in TAEHV_VARIANTS:
+            specs.append((base, z, p, T, lh, lw, scale, seed, TAEHV_VARIANT_NF,
+                          taehv_upstream(th, name, z, p, strides, tmp)))
+    for base, z, p, T, lh, lw, scale, seed, n_f, full in specs:
+        dt = torch.float16
+        m = taehv_narrow(th, z, p, n_f, full)
         sd = taehv_init(m, seed, dt)
         m.load_state_dict(sd, strict=True)
         g = torch.Generator().manual_seed(seed + 1000)
-        lat = torch.randn((1, z, LAT_T, lh, lw), generator=g, dtype=torch.float32)
-        lat[0, 2, 1, 2, 3] = 7.5           # tanh(x/3)*3 input clamp saturates
-        lat[0, z - 1, LAT_T - 1, 0, lw - 1] = -6.0
-        xin = lat.permute(0, 2, 1, 3, 4).contiguous()             # NCTHW -> NTCHW
+        lat = torch.randn((1, z, T, lh, lw), generator=g, dtype=torch.float32)
+        lat[0, 2, 1, min(2, lh - 1), min(3, lw - 1)] = 7.5           # tanh(x/3)*3 input clamp saturates
+        lat[0, z - 1, T - 1, 0, lw - 1] = -6.0
+        if scale is not None:   # the file holds raw latents; TAEHV takes raw * scale (the pipeline's)
+            lat = lat / scale
+        xin = (lat if scale is None else lat * scale).permute(0, 2, 1, 3, 4).contiguous()  # NCTHW -> NTCHW
         with torch.no_grad():
             yp = m.decode_video(xin.clone(), parallel=True, show_progress_bar=False)
             ys = m.decode_video(xin.clone(), parallel=False, show_progress_bar=False)
@@ -395,11 +441,14 @@ def gen_taehv(args, save):
                     frames.append(f)
                     f = st.decode()
             yst = torch.cat(frames, 1)
-            m64 = taehv_narrow(th, z, p)
+            if m.is_cogvideox:  # the streaming wrapper never trims taecvx
+                yst = yst[:, m.frames_to_trim:]
+            m64 = taehv_narrow(th, z, p, n_f, full)
             m64.load_state_dict(sd)
             y64 = m64.double().decode_video(xin.double(), parallel=True, show_progress_bar=False)
         print(f"{base}: max |fp32 - fp64| = {(yp.double() - y64).abs().max().item():.3g}")
         out = yp.permute(0, 2, 1, 3, 4).float().contiguous()      # NTCHW -> NCTHW
+        assert out.shape[2] == 1 + m.t_upscale * (T - 1)
         f0 = (out == 0).double().mean().item()
         f1 = (out == 1).double().mean().item()
         print(f"{base}: decoded {describe(out)}  ==0: {100 * f0:.2f}%  ==1: {100 * f1:.2f}%")
@@ -416,18 +465,24 @@ def gen_taehv(args, save):
             for h in hooks:
                 h.remove()
             print(f"{base} stats:", " ".join(f"{i}:{s:.2f}/{mx:.1f}" for i, s, mx in rows))
-        desc = (f"TAEHV (taehv.py TAEHV) z={z} patch={p}, decoder n_f={TAEHV_NF}, encoder width "
-                f"{TAEHV_ENC_W}, random weights")
+        if full is None:
+            desc = (f"TAEHV (taehv.py TAEHV) z={z} patch={p}, decoder n_f={n_f}, encoder width "
+                    f"{TAEHV_ENC_W}, random weights")
+        else:   # decoder only
+            sd = {k: v for k, v in sd.items() if k.startswith("decoder.")}
+            desc = (f"TAEHV (taehv.py TAEHV configured as upstream's {base.split('_nf')[0]}) z={z} patch={p} "
+                    f"time upscale {m.t_upscale}, decoder n_f={n_f}, random weights")
+        space = "normalised latent (TAEHV input), NCTHW" if scale is None else \
+            f"raw latent (TAEHV input = raw * {scale}), NCTHW"
         save(f"{base}.safetensors", {k: v.to(dt) for k, v in sd.items()},
              {"model": desc, "latent_channels": str(z), "patch_size": str(p),
               "generator": "tests/data/gen_video_fixtures.py"})
         save(f"{base}.latent", {"latent_tensor": lat, "latent_format_version_0": torch.zeros(0)},
-             {"generator": "tests/data/gen_video_fixtures.py",
-              "space": "normalised latent (TAEHV input), NCTHW"})
+             {"generator": "tests/data/gen_video_fixtures.py", "space": space})
         save(f"{base}.expected.safetensors", {"decoded": out},
              {"reference": f"taehv.py TAEHV.decode_video(parallel=True), fp32 CPU, torch "
                            f"{torch.__version__}; input/output transposed NCTHW<->NTCHW; "
-                           f"clamped to [0,1]; first 3 frames trimmed", "model": desc})
+                           f"clamped to [0,1]; first {m.frames_to_trim} frames trimmed", "model": desc})
 
 
 def main():
