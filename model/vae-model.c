@@ -22,6 +22,7 @@ static const char * family_names[VAE_FAMILY_COUNT] = {
     [VAE_FAMILY_WAN21] = "wan2.1",  [VAE_FAMILY_TAEW21] = "taew2_1", [VAE_FAMILY_TAEW22] = "taew2_2",
     [VAE_FAMILY_SD1] = "sd1",       [VAE_FAMILY_SD2] = "sd2",     [VAE_FAMILY_SDXL] = "sdxl",
     [VAE_FAMILY_SD3] = "sd3",       [VAE_FAMILY_FLUX1] = "flux1", [VAE_FAMILY_FLUX2] = "flux2",
+    [VAE_FAMILY_WAN22] = "wan2.2",
 };
 
 #define FLUX2_BN_EPS 1e-4f   // FLUX.2's BatchNorm over the patchified latent (MODELS.md A.6)
@@ -66,6 +67,7 @@ void vae_model_free(struct vae_model * model) {
     for (int i = 0; i < model->n_weights; i++) {
         free(model->weights[i].name);
         free(model->weights[i].copy);
+        free(model->weights[i].rows);
     }
     free(model->weights);
     vae_st_file_close(model->file);
@@ -129,10 +131,48 @@ static void model_taps_to_f32(const struct vae_weight * w, const struct vae_st_t
     }
 }
 
+// the values w holds (the product of its shape)
+static size_t model_weight_numel(const struct vae_weight * w) {
+    size_t n = 1;
+    for (int i = 0; i < w->n_dims; i++) {
+        n *= (size_t) w->shape[i];
+    }
+    return n;
+}
+
+// w's data picked by rows (see vae_weight.rows) from its file tensor, or from the identity
+static bool model_rows_make(struct vae_weight * w, char * err, size_t err_size) {
+    const size_t n = model_weight_numel(w), size = n / (size_t) w->shape[0];
+    float *      d = calloc(n, sizeof(float));
+    if (!d) {
+        snprintf(err, err_size, "out of memory making tensor '%s'", w->name);
+        return false;
+    }
+    const struct vae_st_tensor * t     = w->src[0];
+    const size_t                 bytes = t ? (size_t) vae_dtype_bits(t->dtype) / 8 : 0;
+    for (int64_t k = 0; k < w->shape[0]; k++) {
+        if (t) {
+            vae_dtype_to_f32(t->dtype, t->data + (size_t) w->rows[k] * size * bytes, d + (size_t) k * size, size);
+        } else {
+            d[(size_t) k * size + (size_t) w->rows[k]] = 1.0f;
+        }
+    }
+    if (t && !model_check_finite(t, d, n, err, err_size)) {
+        free(d);
+        return false;
+    }
+    w->copy = d;
+    w->data = d;
+    return true;
+}
+
 // w's data: the file's bytes in place where they are aligned little-endian f32 and need no
 // rearranging, else a converted copy
 static bool model_weight_make(struct vae_weight * w, char * err, size_t err_size) {
     const struct vae_st_tensor * t = w->src[0];
+    if (w->rows) {
+        return model_rows_make(w, err, err_size);
+    }
 #if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
     if (w->n_src == 1 && !w->taps && t->dtype == VAE_DTYPE_F32 && (uintptr_t) t->data % sizeof(float) == 0) {
         if (!model_check_finite(t, (const float *) (const void *) t->data, (size_t) t->numel, err, err_size)) {
@@ -199,9 +239,7 @@ size_t vae_model_copy_bytes(const struct vae_model * model) {
     size_t             n = 0;
     pthread_mutex_lock(&m->lock);
     for (int i = 0; i < m->n_weights; i++) {
-        for (int j = 0; m->weights[i].copy && j < m->weights[i].n_src; j++) {
-            n += (size_t) m->weights[i].src[j]->numel * sizeof(float);
-        }
+        n += m->weights[i].copy ? model_weight_numel(&m->weights[i]) * sizeof(float) : 0;
     }
     pthread_mutex_unlock(&m->lock);
     return n;
@@ -297,13 +335,11 @@ static bool model_has_prefix(const struct vae_st_header * hdr, const char * pref
     return false;
 }
 
-// families that MODELS.md describes but that this build has no builder for; they carry the keys of
-// families we decode too (Wan 2.2 those of Wan 2.1), so they are checked first
+// families that MODELS.md describes but that this build has no builder for; they may carry the keys
+// of families we decode too, so they are checked first
 static const struct {
     const char * key, * what;
 } model_other_families[] = {
-    { "decoder.upsamples.0.upsamples.0.residual.2.weight", "a Wan 2.2 (TI2V-5B) VAE (original naming)" },
-    { "decoder.up_blocks.0.upsampler.time_conv.weight", "a Wan 2.2 (TI2V-5B) VAE (diffusers naming)" },
     { "decoder.0.weight", "a TAEHV 'super' variant (7x7 depthwise blocks)" },
 };
 
@@ -323,6 +359,7 @@ enum model_naming {
     NAMING_TAESD_COMFY,      // `taesd_decoder.` + original
     NAMING_WAN,              // `conv2.*`, `decoder.conv1.*`, `decoder.upsamples.N.*` (canonical)
     NAMING_WAN_DIFFUSERS,    // `post_quant_conv.*`, `decoder.up_blocks.I.resnets.J.*`, ...
+    NAMING_WAN22_DIFFUSERS,  // the same with Wan 2.2's `decoder.up_blocks.I.upsampler.*` (is_residual)
     NAMING_TAEHV,            // `decoder.K.*` (canonical)
     NAMING_KL,               // LDM / ComfyUI / BFL: `decoder.mid.block_1.*`, `decoder.up.L.block.J.*` (canonical)
     NAMING_KL_DIFFUSERS,     // `decoder.mid_block.resnets.N.*`, `decoder.up_blocks.I.resnets.J.*`, ...
@@ -445,6 +482,26 @@ static char * model_kl_diffusers_name(const char * key, long levels) {
     return NULL;
 }
 
+// Wan 2.2 diffusers up-block `num` (`rest` follows its number) -> the original nested names
+// `decoder.upsamples.I.upsamples.J`: the resnets, then the upsampler as entry per_block - 1
+static char * model_wan22_up_name(long num, const char * rest, long per_block) {
+    char         head[64];
+    long         j;
+    const char * after;
+    snprintf(head, sizeof(head), "decoder.upsamples.%ld.upsamples.", num);
+    char * name = model_renumber(rest, ".resnets.", head, 0, 1, &j, &after);
+    if (name) {
+        return model_wan_resblock(name);
+    }
+    if (strncmp(rest, ".upsampler.", 11) == 0) {
+        name = malloc(strlen(head) + strlen(rest) + 24);
+        if (name) {
+            sprintf(name, "%s%ld.%s", head, per_block - 1, rest + 11);
+        }
+    }
+    return name;
+}
+
 // the canonical name of a file key, or NULL to ignore the key (encoder tensors and the like);
 // `per_block`: Wan diffusers up-blocks hold this many entries of the original `upsamples` list;
 // AutoencoderKL diffusers files have this many up-blocks
@@ -471,6 +528,7 @@ static char * model_canonical_name(const char * key, enum model_naming naming, l
         case NAMING_WAN:
             return strncmp(key, "decoder.", 8) == 0 || strncmp(key, "conv2.", 6) == 0 ? strdup(key) : NULL;
         case NAMING_WAN_DIFFUSERS:
+        case NAMING_WAN22_DIFFUSERS:
             for (size_t i = 0; i < sizeof(wan_plain) / sizeof(wan_plain[0]); i++) {
                 const size_t n = strlen(wan_plain[i].from);
                 if (strncmp(key, wan_plain[i].from, n) == 0) {
@@ -487,6 +545,9 @@ static char * model_canonical_name(const char * key, enum model_naming naming, l
             if (strncmp(key, "decoder.up_blocks.", 18) != 0 || (num = model_index(key + 18, &rest)) < 0 ||
                 num > MODEL_MAX_INDEX) {
                 return NULL;
+            }
+            if (naming == NAMING_WAN22_DIFFUSERS) {
+                return model_wan22_up_name(num, rest, per_block);
             }
             if ((name = model_renumber(rest, ".resnets.", "decoder.upsamples.", num * per_block, 1, &num2, &rest2))) {
                 return model_wan_resblock(name);
@@ -559,10 +620,11 @@ static bool model_load_weights(struct vae_model * m, const struct vae_st_header 
     snprintf(head, sizeof(head), "%sdecoder.up_blocks.", prefix);
     // Wan diffusers: entries of `upsamples` per up-block = resnets per block + the upsampler;
     // AutoencoderKL diffusers: the number of up-blocks
-    const long most      = naming == NAMING_WAN_DIFFUSERS  ? model_most_index(hdr, head, ".resnets.", err, err_size)
+    const bool wan_diffusers = naming == NAMING_WAN_DIFFUSERS || naming == NAMING_WAN22_DIFFUSERS;
+    const long most      = wan_diffusers                   ? model_most_index(hdr, head, ".resnets.", err, err_size)
                            : naming == NAMING_KL_DIFFUSERS ? model_most_index(hdr, head, ".", err, err_size)
                                                            : 0;
-    const long per_block = naming == NAMING_WAN_DIFFUSERS ? most + 2 : most + 1;
+    const long per_block = wan_diffusers ? most + 2 : most + 1;
     const size_t skip    = strlen(prefix);
     if (most < -1) {
         return false;
@@ -661,6 +723,9 @@ static bool model_check_family(struct vae_model * m, enum vae_family found, bool
     return true;
 }
 
+static bool model_wan22_prepare(struct vae_model * m, char * err, size_t err_size);
+
+// Wan 2.1, or Wan 2.2 where the up-blocks nest their entries (`decoder.upsamples.I.upsamples.J`)
 static bool model_wan_family(struct vae_model * m, enum vae_family want, char * err, size_t err_size) {
     const struct vae_weight * post = vae_model_weight(m, "conv2.weight");
     const struct vae_weight * in   = vae_model_weight(m, "decoder.conv1.weight");
@@ -668,19 +733,21 @@ static bool model_wan_family(struct vae_model * m, enum vae_family want, char * 
         snprintf(err, err_size, "Wan-style names but no 5-D 'decoder.conv1.weight' matching 'conv2.weight'");
         return false;
     }
+    const bool wan22   = vae_model_weight(m, "decoder.upsamples.0.upsamples.0.residual.0.gamma") != NULL;
     m->latent_channels = (int) in->shape[1];
-    if (m->latent_channels != 16) {
-        snprintf(err, err_size, "a Wan 2.1-style decoder with %d latent channels: only 16 (Wan 2.1) is known",
-                 m->latent_channels);
+    if (m->latent_channels != (wan22 ? 48 : 16)) {
+        snprintf(err, err_size, "a Wan 2.%d-style decoder with %d latent channels: only %d (Wan 2.%d) is known",
+                 wan22 ? 2 : 1, m->latent_channels, wan22 ? 48 : 16, wan22 ? 2 : 1);
         return false;
     }
     m->own_space         = VAE_SPACE_RAW;
-    m->scale             = 8;
+    m->scale             = wan22 ? 16 : 8;
     m->frames_per_latent = 4;
     m->first_apart       = true;
     m->out_scale         = 0.5f; // [-1, 1] -> [0, 1]
     m->out_offset        = 0.5f;
-    return model_check_family(m, VAE_FAMILY_WAN21, true, want, err, err_size);
+    return model_check_family(m, wan22 ? VAE_FAMILY_WAN22 : VAE_FAMILY_WAN21, true, want, err, err_size) &&
+           (!wan22 || model_wan22_prepare(m, err, err_size));
 }
 
 // TAEHV: its MemBlocks convolve [x_t, x_t-1] stacked on channels; the canonical weight is the
@@ -773,6 +840,92 @@ static bool model_add_weight(struct vae_model * m, const char * name, int n_dims
     m->n_weights++;
     qsort(m->weights, (size_t) m->n_weights, sizeof(*m->weights), model_cmp_weight);
     return true;
+}
+
+// Wan 2.2's head gives 3 x 2x2 channels whose patch order (channel 4c + 2j + i goes to row offset
+// i, column offset j; MODELS.md B.8) is the transpose of pixel_shuffle's: its rows are reordered
+// so that pixel_shuffle unpatchifies them
+static bool model_wan22_head(struct vae_model * m, char * err, size_t err_size) {
+    static const char * names[2] = { "decoder.head.2.weight", "decoder.head.2.bias" };
+    for (int i = 0; i < 2; i++) {
+        struct vae_weight * w = (struct vae_weight *) vae_model_weight(m, names[i]);
+        if (!w || w->n_dims < 1 || w->shape[0] != 12) {
+            snprintf(err, err_size, "wan2.2: tensor '%s' is missing or does not give 12 channels (RGB in 2x2 patches)",
+                     names[i]);
+            return false;
+        }
+        if (!(w->rows = malloc(12 * sizeof(*w->rows)))) {
+            snprintf(err, err_size, "out of memory");
+            return false;
+        }
+        for (int k = 0; k < 12; k++) {
+            w->rows[k] = (k & ~3) | (k & 1) << 1 | (k >> 1 & 1); // 4c + 2i + j <- 4c + 2j + i
+        }
+    }
+    return true;
+}
+
+// Wan 2.2 up-block I with a resample adds DupUp3D(Cin, Cout, ft, 2) of its input (MODELS.md B.8):
+// output channel o at time offset a and patch position p = 2i + j takes input channel
+// (o ft 4 + a 4 + p) / r, r = Cout ft 4 / Cin. It becomes the channel map
+// `decoder.upsamples.I.avg_shortcut.weight` [ft Cout s, Cin, 1, 1], row (a Cout + o) s + p, that
+// frame_split(ft) and then pixel_shuffle (s = 4) or, where p does not change the channel (4 | r),
+// a nearest 2x (s = 1) turn into the shortcut (vae-wan.c)
+static bool model_wan22_shortcut(struct vae_model * m, int block, char * err, size_t err_size) {
+    char name[96];
+    snprintf(name, sizeof(name), "decoder.upsamples.%d.upsamples.0.residual.0.gamma", block);
+    const int64_t cin = vae_model_weight(m, name)->shape[0];
+    int           j   = 1; // the resample follows the residual blocks
+    for (;; j++) {
+        snprintf(name, sizeof(name), "decoder.upsamples.%d.upsamples.%d.residual.0.gamma", block, j);
+        if (!vae_model_weight(m, name)) {
+            break;
+        }
+    }
+    snprintf(name, sizeof(name), "decoder.upsamples.%d.upsamples.%d.resample.1.weight", block, j);
+    const struct vae_weight * out = vae_model_weight(m, name);
+    if (!out) {
+        return true; // the last block: no resample, no shortcut
+    }
+    snprintf(name, sizeof(name), "decoder.upsamples.%d.upsamples.%d.time_conv.weight", block, j);
+    const int64_t ft = vae_model_weight(m, name) ? 2 : 1, cout = out->shape[0];
+    // (the temporal blocks keep their width: the first step's shortcut is then a plain nearest 2x)
+    if (cin < 1 || cout < 1 || cin > 65536 || cout > 65536 || (ft == 2 && cin != cout) || (cout * ft * 4) % cin != 0) {
+        snprintf(err, err_size, "wan2.2: up-block %d goes from %lld to %lld channels%s: not a DupUp3D shortcut this "
+                 "build knows", block, (long long) cin, (long long) cout, ft == 2 ? " with temporal upsampling" : "");
+        return false;
+    }
+    const int64_t r = cout * ft * 4 / cin, s = r % 4 == 0 ? 1 : 4, n = ft * cout * s;
+    snprintf(name, sizeof(name), "decoder.upsamples.%d.avg_shortcut.weight", block);
+    int32_t * rows = malloc((size_t) n * sizeof(*rows));
+    const struct vae_st_tensor * none[1] = { NULL };
+    if (vae_model_weight(m, name)) {
+        snprintf(err, err_size, "tensor '%s' is not part of a Wan 2.2 decoder (its shortcuts have no weights)", name);
+    } else if (!rows || !model_add_weight(m, name, 4, (const int64_t[]) { n, cin, 1, 1 }, none, 0)) {
+        snprintf(err, err_size, "out of memory");
+    } else {
+        for (int64_t k = 0; k < n; k++) {
+            const int64_t p = k % s, o = k / s % cout, a = k / s / cout;
+            rows[k]         = (int32_t) ((o * ft * 4 + a * 4 + p) / r);
+        }
+        ((struct vae_weight *) vae_model_weight(m, name))->rows = rows;
+        return true;
+    }
+    free(rows);
+    return false;
+}
+
+static bool model_wan22_prepare(struct vae_model * m, char * err, size_t err_size) {
+    bool ok = model_wan22_head(m, err, err_size);
+    for (int i = 0; ok; i++) {
+        char name[96];
+        snprintf(name, sizeof(name), "decoder.upsamples.%d.upsamples.0.residual.0.gamma", i);
+        if (!vae_model_weight(m, name)) {
+            break;
+        }
+        ok = model_wan22_shortcut(m, i, err, err_size);
+    }
+    return ok;
 }
 
 // the mid block's attention: q, k, v and proj_out as [C, C, 1, 1] (diffusers stores [C, C]); q, k
@@ -900,7 +1053,7 @@ struct vae_model * vae_model_load(const char * path, enum vae_family family, cha
     } else if (model_has(hdr, "decoder.middle.0.residual.0.gamma")) {
         naming = NAMING_WAN;
     } else if (model_has(hdr, "decoder.mid_block.resnets.0.norm1.gamma")) {
-        naming = NAMING_WAN_DIFFUSERS;
+        naming = model_has_prefix(hdr, "decoder.up_blocks.0.upsampler.") ? NAMING_WAN22_DIFFUSERS : NAMING_WAN_DIFFUSERS;
     } else if (model_has(hdr, "decoder.22.bias") && model_has(hdr, "decoder.1.weight")) {
         naming = NAMING_TAEHV;
     } else {
@@ -912,7 +1065,7 @@ struct vae_model * vae_model_load(const char * path, enum vae_family family, cha
         if (other) {
             snprintf(err, err_size,
                      "'%s' is %s, which this build cannot decode (it decodes the TAESD family, AutoencoderKL, the "
-                     "Wan 2.1 VAE and TAEHV)",
+                     "Wan 2.1 and 2.2 VAEs and TAEHV)",
                      path, other);
         } else if (model_has(hdr, "0.weight") && model_has(hdr, "14.weight")) {
             snprintf(err, err_size, "'%s' is a TAESD encoder (keys 0.weight .. 14.weight), not a decoder", path);
@@ -1036,10 +1189,11 @@ bool vae_model_space_affine(const struct vae_model * model, enum vae_space space
         case VAE_FAMILY_TAESDXL: s = 0.13025f; break;
         case VAE_FAMILY_TAESD3:  s = 1.5305f, raw_shift = 0.0609f; break;
         case VAE_FAMILY_TAEF1:   s = 0.3611f, raw_shift = 0.1159f; break;
-        case VAE_FAMILY_WAN21:   // normalized -> raw: x / (1 / std) + mean (MODELS.md B.4)
+        case VAE_FAMILY_WAN21:   // normalized -> raw: x / (1 / std) + mean (MODELS.md B.4, B.8)
+        case VAE_FAMILY_WAN22:
             for (int c = 0; c < z; c++) {
-                div[c] = 1.0f / wan21_std[c];
-                add[c] = wan21_mean[c];
+                div[c] = 1.0f / (z == 16 ? wan21_std : wan22_std)[c];
+                add[c] = (z == 16 ? wan21_mean : wan22_mean)[c];
             }
             return true;
         case VAE_FAMILY_TAEW21:  // raw -> normalized: (z - mean) / std
@@ -1071,7 +1225,8 @@ int vae_model_frames_of_latent(const struct vae_model * model, uint64_t k) {
 struct vae_graph * vae_model_build_graph(const struct vae_model * model, int n, int h, int w, bool first, char * err,
                                          size_t err_size) {
     switch (model->family) {
-        case VAE_FAMILY_WAN21:  return vae_wan_build(model, n, h, w, first && model->first_apart, err, err_size);
+        case VAE_FAMILY_WAN21:
+        case VAE_FAMILY_WAN22:  return vae_wan_build(model, n, h, w, first && model->first_apart, err, err_size);
         case VAE_FAMILY_TAEW21:
         case VAE_FAMILY_TAEW22: return vae_taehv_build(model, n, h, w, err, err_size);
         case VAE_FAMILY_SD1:

@@ -23,6 +23,7 @@ enum vae_family {
     VAE_FAMILY_TAEF1,     // tiny decoder for FLUX.1 latents (16 ch)
     VAE_FAMILY_TAEF2,     // tiny decoder for FLUX.2 latents (32 ch, mid-block GroupNorm)
     VAE_FAMILY_WAN21,     // Wan 2.1 VAE: Wan 2.1, Wan 2.2-A14B, Qwen-Image (16 ch, causal video)
+    VAE_FAMILY_WAN22,     // Wan 2.2 VAE of TI2V-5B (48 ch, 16x: residual up-blocks and a 2x2 unpatchify)
     VAE_FAMILY_TAEW21,    // TAEHV for Wan 2.1 latents (16 ch)
     VAE_FAMILY_TAEW22,    // TAEHV for Wan 2.2-5B latents (48 ch, 2x2 pixel shuffle)
     VAE_FAMILY_SD1,       // AutoencoderKL of SD 1.x (4 ch, scale 0.18215)
@@ -58,6 +59,10 @@ struct vae_weight {
     const struct vae_st_tensor * src[3];
     int                          n_src;
     bool                         taps;
+    // rows (owned, shape[0] of them; NULL: none): row k of the data is row rows[k] of the file's
+    // tensor (Wan 2.2's head, whose outputs are reordered), or, for a weight with no tensor in the
+    // file (n_src 0), row rows[k] of the identity [shape[1], shape[1]]: a 1x1 conv that moves channels
+    int32_t * rows;
 };
 
 struct vae_model {

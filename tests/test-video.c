@@ -136,6 +136,10 @@ static void test_references(void) {
     check_video("wan21_b4.orig.safetensors", VAE_FAMILY_WAN21, "wan21_b4.latent", VAE_SPACE_RAW, "decoded", 1e-4);
     check_video("wan21_b4.orig.safetensors", VAE_FAMILY_WAN21, "wan21_b4.normalized.latent", VAE_SPACE_NORMALIZED,
                 "decoded_normalized", 1e-4);
+    check_video("wan22_b4.diffusers.safetensors", VAE_FAMILY_WAN22, "wan22_b4.latent", VAE_SPACE_AUTO, "decoded", 1e-4);
+    check_video("wan22_b4.orig.safetensors", VAE_FAMILY_WAN22, "wan22_b4.latent", VAE_SPACE_RAW, "decoded", 1e-4);
+    check_video("wan22_b4.diffusers.safetensors", VAE_FAMILY_WAN22, "wan22_b4.normalized.latent", VAE_SPACE_NORMALIZED,
+                "decoded_normalized", 1e-4);
     check_video("taew21_nf32.safetensors", VAE_FAMILY_TAEW21, "taew21_nf32.latent", VAE_SPACE_AUTO, "decoded", 1e-4);
     check_video("taew22_nf32.safetensors", VAE_FAMILY_TAEW22, "taew22_nf32.latent", VAE_SPACE_NORMALIZED, "decoded",
                 1e-4);
