@@ -326,8 +326,6 @@ gst_vae_model_family_get_type (void)
         "taef2"},
     {VAE_FAMILY_WAN21, "Wan 2.1 VAE: Wan 2.1, Wan 2.2-A14B, Qwen-Image (16 ch)",
         "wan2.1"},
-    {VAE_FAMILY_WAN22, "Wan 2.2 VAE of TI2V-5B (48 ch, 16x spatial scale)",
-        "wan2.2"},
     {VAE_FAMILY_TAEW21, "TAEHV tiny decoder for Wan 2.1 latents (16 ch)",
         "taew2_1"},
     {VAE_FAMILY_TAEW22,
@@ -346,6 +344,8 @@ gst_vae_model_family_get_type (void)
     {VAE_FAMILY_FLUX2, "AutoencoderKL of FLUX.2 (32 ch raw; normalized: 128 ch "
           "at half the size, through the file's BatchNorm statistics and a 2x2 "
           "unpatchify, 16x spatial scale)", "flux2"},
+    {VAE_FAMILY_WAN22, "Wan 2.2 VAE of TI2V-5B (48 ch, 16x spatial scale)",
+        "wan2.2"},
     {0, NULL, NULL},
   };
 

@@ -23,7 +23,6 @@ enum vae_family {
     VAE_FAMILY_TAEF1,     // tiny decoder for FLUX.1 latents (16 ch)
     VAE_FAMILY_TAEF2,     // tiny decoder for FLUX.2 latents (32 ch, mid-block GroupNorm)
     VAE_FAMILY_WAN21,     // Wan 2.1 VAE: Wan 2.1, Wan 2.2-A14B, Qwen-Image (16 ch, causal video)
-    VAE_FAMILY_WAN22,     // Wan 2.2 VAE of TI2V-5B (48 ch, 16x: residual up-blocks and a 2x2 unpatchify)
     VAE_FAMILY_TAEW21,    // TAEHV for Wan 2.1 latents (16 ch)
     VAE_FAMILY_TAEW22,    // TAEHV for Wan 2.2-5B latents (48 ch, 2x2 pixel shuffle)
     VAE_FAMILY_SD1,       // AutoencoderKL of SD 1.x (4 ch, scale 0.18215)
@@ -32,6 +31,7 @@ enum vae_family {
     VAE_FAMILY_SD3,       // AutoencoderKL of SD3 / SD3.5 (16 ch, scale 1.5305, shift 0.0609)
     VAE_FAMILY_FLUX1,     // AutoencoderKL of FLUX.1 (16 ch, scale 0.3611, shift 0.1159; same shapes as sd3)
     VAE_FAMILY_FLUX2,     // AutoencoderKL of FLUX.2 (32 ch raw; 128 ch normalized through BatchNorm stats)
+    VAE_FAMILY_WAN22,     // Wan 2.2 VAE of TI2V-5B (48 ch, 16x: residual up-blocks and a 2x2 unpatchify)
     VAE_FAMILY_COUNT,
 };
 
