@@ -222,56 +222,65 @@ def wan_stats(vae, z):
     return " ".join(f"{n}:{s:.2f}/{mx:.1f}" for n, (s, mx) in agg.items())
 
 
-def gen_wan(args, save):
-    import diffusers
+def wan_reference(args, tag, cfg, seed, z, x, mean, std):
+    """diffusers' AutoencoderKLWan(**cfg) with wan_init weights, and its decodes of z and of x
+    de-normalised as the pipeline does (mean, std); prints their statistics and the fp32 vs fp64
+    difference"""
     from diffusers import AutoencoderKLWan
 
     torch.manual_seed(0)
-    vae = AutoencoderKLWan(base_dim=WAN_ENC_BASE, decoder_base_dim=WAN_DEC_BASE, z_dim=16,
-                           dim_mult=[1, 2, 4, 4], num_res_blocks=2, attn_scales=[],
-                           temperal_downsample=[False, True, True], dropout=0.0).eval()
+    vae = AutoencoderKLWan(**cfg).eval()
     names_shapes = [(k, tuple(v.shape)) for k, v in vae.state_dict().items()]
-    sd = wan_init(names_shapes, seed=4021)
+    sd = wan_init(names_shapes, seed=seed)
     vae.load_state_dict(sd, strict=True)
-
-    z, x = wan_make_latents(seed=5021)
-    zn = wan_denormalize(x)
     with torch.no_grad():
         dec = vae.decode(z).sample.float().contiguous()
-        dec_n = vae.decode(zn).sample.float().contiguous()
-    for tag, y in (("decoded", dec), ("decoded_normalized", dec_n)):
+        dec_n = vae.decode(wan_denormalize(x, mean, std)).sample.float().contiguous()
+    for name, y in (("decoded", dec), ("decoded_normalized", dec_n)):
         clamped = (y.abs() >= 1.0).double().mean().item()
-        print(f"wan21: {tag} {describe(y)}  at +-1: {100 * clamped:.2f}%")
+        print(f"{tag}: {name} {describe(y)}  at +-1: {100 * clamped:.2f}%")
     if args.stats:
-        print("wan21 stats:", wan_stats(vae, z))
+        print(f"{tag} stats:", wan_stats(vae, z))
+    with torch.no_grad():
+        v64 = AutoencoderKLWan(**cfg)
+        v64.load_state_dict(sd)
+        d64 = v64.double().eval().decode(z.double()).sample
+        print(f"{tag}: max |fp32 - fp64 diffusers| = {(dec.double() - d64).abs().max().item():.3g}")
+    return vae, sd, dec, dec_n
 
+
+def wan_save(save, base, version, sd, orig, z, x, dec, dec_n, naming_orig, reference):
+    """the five files of a Wan fixture `base` (both namings, both latents, the references)"""
+    import diffusers
+
+    meta_model = {"model": f"Wan {version} VAE structure, random weights (bf16-exact values)",
+                  "decoder_base_dim": str(WAN_DEC_BASE), "encoder_base_dim": str(WAN_ENC_BASE),
+                  "z_dim": str(z.shape[1]), "generator": "tests/data/gen_video_fixtures.py"}
+    save(f"{base}.diffusers.safetensors", sd, dict(meta_model, naming="diffusers"))
+    save(f"{base}.orig.safetensors", {k: v.bfloat16() for k, v in orig.items()},
+         dict(meta_model, naming=naming_orig))
+    lat_meta = {"generator": "tests/data/gen_video_fixtures.py"}
+    short = version.split()[0]
+    save(f"{base}.latent", {"latent_tensor": z, "latent_format_version_0": torch.zeros(0)},
+         dict(lat_meta, space=f"raw Wan {short} VAE latent (decoder input), NCTHW"))
+    save(f"{base}.normalized.latent",
+         {"latent_tensor": x, "latent_format_version_0": torch.zeros(0)},
+         dict(lat_meta, space=f"normalised Wan {short} latent x (z = x / (1/std) + mean), NCTHW"))
+    save(f"{base}.expected.safetensors", {"decoded": dec, "decoded_normalized": dec_n},
+         {"reference": f"diffusers {diffusers.__version__} {reference}.decode(...).sample, "
+                       f"fp32 CPU, torch {torch.__version__}; clamped to [-1,1]",
+          "decoded": f"decode({base}.latent)",
+          "decoded_normalized": f"decode(x / (1/std) + mean), x = {base}.normalized.latent"})
+
+
+def gen_wan(args, save):
+    cfg = dict(base_dim=WAN_ENC_BASE, decoder_base_dim=WAN_DEC_BASE, z_dim=16, dim_mult=[1, 2, 4, 4],
+               num_res_blocks=2, attn_scales=[], temperal_downsample=[False, True, True], dropout=0.0)
+    z, x = wan_make_latents(seed=5021)
+    vae, sd, dec, dec_n = wan_reference(args, "wan21", cfg, 4021, z, x, WAN21_MEAN, WAN21_STD)
     orig = {wan_diffusers_to_original(k): v for k, v in sd.items()}
     assert len(orig) == len(sd)
-    meta_model = {"model": "Wan 2.1 VAE structure, random weights (bf16-exact values)",
-                  "decoder_base_dim": str(WAN_DEC_BASE), "encoder_base_dim": str(WAN_ENC_BASE),
-                  "z_dim": "16", "generator": "tests/data/gen_video_fixtures.py"}
-    save("wan21_b4.diffusers.safetensors", sd, dict(meta_model, naming="diffusers"))
-    save("wan21_b4.orig.safetensors", {k: v.bfloat16() for k, v in orig.items()},
-         dict(meta_model, naming="original WanVAE_"))
-    lat_meta = {"generator": "tests/data/gen_video_fixtures.py"}
-    save("wan21_b4.latent", {"latent_tensor": z, "latent_format_version_0": torch.zeros(0)},
-         dict(lat_meta, space="raw Wan 2.1 VAE latent (decoder input), NCTHW"))
-    save("wan21_b4.normalized.latent",
-         {"latent_tensor": x, "latent_format_version_0": torch.zeros(0)},
-         dict(lat_meta, space="normalised Wan 2.1 latent x (z = x / (1/std) + mean), NCTHW"))
-    save("wan21_b4.expected.safetensors", {"decoded": dec, "decoded_normalized": dec_n},
-         {"reference": f"diffusers {diffusers.__version__} AutoencoderKLWan.decode(...).sample, "
-                       f"fp32 CPU, torch {torch.__version__}; clamped to [-1,1]",
-          "decoded": "decode(wan21_b4.latent)",
-          "decoded_normalized": "decode(x / (1/std) + mean), x = wan21_b4.normalized.latent"})
-
-    # ---- cross-checks (printed only) ----
-    with torch.no_grad():
-        v64 = AutoencoderKLWan(base_dim=WAN_ENC_BASE, decoder_base_dim=WAN_DEC_BASE, z_dim=16)
-        v64.load_state_dict(sd)
-        v64 = v64.double().eval()
-        d64 = v64.decode(z.double()).sample
-        print(f"wan21: max |fp32 - fp64 diffusers| = {(dec.double() - d64).abs().max().item():.3g}")
+    wan_save(save, "wan21_b4", "2.1", sd, orig, z, x, dec, dec_n, "original WanVAE_", "AutoencoderKLWan")
 
     if os.environ.get("WAN_VAE_PY"):
         wan_crosscheck(orig, z, x, dec, dec_n, vae)
@@ -336,61 +345,23 @@ def wan22_diffusers_to_original(name):
 
 
 def gen_wan22(args, save):
-    import diffusers
-    from diffusers import AutoencoderKLWan
-
     cfg = dict(base_dim=WAN_ENC_BASE, decoder_base_dim=WAN_DEC_BASE, z_dim=48, dim_mult=[1, 2, 4, 4],
                num_res_blocks=2, attn_scales=[], temperal_downsample=[False, True, True], dropout=0.0,
                is_residual=True, in_channels=12, out_channels=12, patch_size=2,
                scale_factor_temporal=4, scale_factor_spatial=16,
                latents_mean=WAN22_MEAN, latents_std=WAN22_STD)
-    torch.manual_seed(0)
-    vae = AutoencoderKLWan(**cfg).eval()
-    names_shapes = [(k, tuple(v.shape)) for k, v in vae.state_dict().items()]
-    sd = wan_init(names_shapes, seed=4022)
-    vae.load_state_dict(sd, strict=True)
-
     z, x = wan_make_latents(seed=5022, c=48, h=WAN22_LAT_H, w=WAN22_LAT_W)
-    zn = wan_denormalize(x, WAN22_MEAN, WAN22_STD)
-    with torch.no_grad():
-        dec = vae.decode(z).sample.float().contiguous()
-        dec_n = vae.decode(zn).sample.float().contiguous()
-    for tag, y in (("decoded", dec), ("decoded_normalized", dec_n)):
-        clamped = (y.abs() >= 1.0).double().mean().item()
-        print(f"wan22: {tag} {describe(y)}  at +-1: {100 * clamped:.2f}%")
-    if args.stats:
-        print("wan22 stats:", wan_stats(vae, z))
-
+    _, sd, dec, dec_n = wan_reference(args, "wan22", cfg, 4022, z, x, WAN22_MEAN, WAN22_STD)
     orig = {wan22_diffusers_to_original(k): v for k, v in sd.items()}
     assert len(orig) == len(sd)
     n_dec = sum(k.startswith(("decoder.", "conv2.")) for k in orig)
     print(f"wan22: {len(sd)} tensors, {n_dec} decoder-side (MODELS.md §B.8: 110)")
     assert n_dec == 110
-    meta_model = {"model": "Wan 2.2 (TI2V-5B) VAE structure, random weights (bf16-exact values)",
-                  "decoder_base_dim": str(WAN_DEC_BASE), "encoder_base_dim": str(WAN_ENC_BASE),
-                  "z_dim": "48", "generator": "tests/data/gen_video_fixtures.py"}
-    save("wan22_b4.diffusers.safetensors", sd, dict(meta_model, naming="diffusers (is_residual=True)"))
-    save("wan22_b4.orig.safetensors", {k: v.bfloat16() for k, v in orig.items()},
-         dict(meta_model, naming="original Wan2.2 WanVAE_ (as Wan2.2_VAE.pth / ComfyUI wan2.2_vae)"))
-    lat_meta = {"generator": "tests/data/gen_video_fixtures.py"}
-    save("wan22_b4.latent", {"latent_tensor": z, "latent_format_version_0": torch.zeros(0)},
-         dict(lat_meta, space="raw Wan 2.2 VAE latent (decoder input), NCTHW"))
-    save("wan22_b4.normalized.latent",
-         {"latent_tensor": x, "latent_format_version_0": torch.zeros(0)},
-         dict(lat_meta, space="normalised Wan 2.2 latent x (z = x / (1/std) + mean), NCTHW"))
-    save("wan22_b4.expected.safetensors", {"decoded": dec, "decoded_normalized": dec_n},
-         {"reference": f"diffusers {diffusers.__version__} AutoencoderKLWan(is_residual=True, "
-                       f"patch_size=2).decode(...).sample, fp32 CPU, torch {torch.__version__}; "
-                       f"clamped to [-1,1]",
-          "decoded": "decode(wan22_b4.latent)",
-          "decoded_normalized": "decode(x / (1/std) + mean), x = wan22_b4.normalized.latent"})
+    wan_save(save, "wan22_b4", "2.2 (TI2V-5B)", sd, orig, z, x, dec, dec_n,
+             "original Wan2.2 WanVAE_ (as Wan2.2_VAE.pth / ComfyUI wan2.2_vae)",
+             "AutoencoderKLWan(is_residual=True, patch_size=2)")
 
-    # ---- cross-checks ----
-    with torch.no_grad():
-        v64 = AutoencoderKLWan(**cfg)
-        v64.load_state_dict(sd)
-        d64 = v64.double().eval().decode(z.double()).sample
-        print(f"wan22: max |fp32 - fp64 diffusers| = {(dec.double() - d64).abs().max().item():.3g}")
+    # ---- cross-check against Wan2.2's own code ----
     wv = load_module("WAN22_VAE_PY", "wan22_vae_upstream")
     up = wv.WanVAE_(dim=WAN_ENC_BASE, dec_dim=WAN_DEC_BASE, z_dim=48, dim_mult=[1, 2, 4, 4],
                     num_res_blocks=2, attn_scales=[], temperal_downsample=[False, True, True],
