@@ -1053,7 +1053,8 @@ struct vae_model * vae_model_load(const char * path, enum vae_family family, cha
     } else if (model_has(hdr, "decoder.middle.0.residual.0.gamma")) {
         naming = NAMING_WAN;
     } else if (model_has(hdr, "decoder.mid_block.resnets.0.norm1.gamma")) {
-        naming = model_has_prefix(hdr, "decoder.up_blocks.0.upsampler.") ? NAMING_WAN22_DIFFUSERS : NAMING_WAN_DIFFUSERS;
+        naming = model_has_prefix(hdr, "decoder.up_blocks.0.upsampler.") ? NAMING_WAN22_DIFFUSERS
+                                                                           : NAMING_WAN_DIFFUSERS;
     } else if (model_has(hdr, "decoder.22.bias") && model_has(hdr, "decoder.1.weight")) {
         naming = NAMING_TAEHV;
     } else {

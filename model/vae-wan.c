@@ -126,8 +126,8 @@ static struct vae_tensor * wan_dup_up(struct vae_builder * b, struct vae_tensor 
     }
     snprintf(n, sizeof(n), "%s.resample.1.weight", resample);
     const int64_t       cout = vae_model_weight(b->model, n)->shape[0];
-    struct vae_tensor * map  = vae_builder_weight(b, 4, (const int64_t[]) { -1, x->ne[1], 1, 1 }, "%s.avg_shortcut.weight",
-                                                  block);
+    struct vae_tensor * map  = vae_builder_weight(b, 4, (const int64_t[]) { -1, x->ne[1], 1, 1 },
+                                                  "%s.avg_shortcut.weight", block);
     if (!map) {
         return NULL;
     }
