@@ -94,6 +94,8 @@ struct vae_tensor * vae_graph_weight(struct vae_graph * g, const char * name, co
 struct vae_tensor * vae_graph_tanh_clamp(struct vae_graph * g, struct vae_tensor * x, float s);
 struct vae_tensor * vae_graph_conv2d(struct vae_graph * g, struct vae_tensor * x, struct vae_tensor * w,
                                      struct vae_tensor * b, struct vae_tensor * r, enum vae_act act);
+// nearest 2x alone (a conv that adds a residual takes it unfused: the fused op has none)
+struct vae_tensor * vae_graph_upsample2x(struct vae_graph * g, struct vae_tensor * x);
 // nearest 2x then 3x3 conv: one fused node, or two nodes when fusion is disabled
 struct vae_tensor * vae_graph_upsample_conv2d(struct vae_graph * g, struct vae_tensor * x, struct vae_tensor * w,
                                               struct vae_tensor * b, enum vae_act act);

@@ -126,14 +126,19 @@ struct vae_tensor * vae_graph_conv2d(struct vae_graph * g, struct vae_tensor * x
     return graph_conv_node(g, VAE_OP_CONV2D, x, w, b, r, act);
 }
 
+struct vae_tensor * vae_graph_upsample2x(struct vae_graph * g, struct vae_tensor * x) {
+    struct vae_tensor * t = graph_node(g, VAE_OP_UPSAMPLE2X, x->ne[0], x->ne[1], 2 * x->ne[2], 2 * x->ne[3]);
+    t->src[0]             = x;
+    t->name               = x->name;
+    return t;
+}
+
 struct vae_tensor * vae_graph_upsample_conv2d(struct vae_graph * g, struct vae_tensor * x, struct vae_tensor * w,
                                               struct vae_tensor * b, enum vae_act act) {
     graph_check_conv(x, w, b);
     assert(w->ne[2] == 3);
     if (!g->fused) {
-        struct vae_tensor * up = graph_node(g, VAE_OP_UPSAMPLE2X, x->ne[0], x->ne[1], 2 * x->ne[2], 2 * x->ne[3]);
-        up->src[0] = x;
-        return vae_graph_conv2d(g, up, w, b, NULL, act);
+        return vae_graph_conv2d(g, vae_graph_upsample2x(g, x), w, b, NULL, act);
     }
     struct vae_tensor * t = graph_node(g, VAE_OP_UPSAMPLE_CONV2D, x->ne[0], w->ne[0], 2 * x->ne[2], 2 * x->ne[3]);
     t->src[0] = x;

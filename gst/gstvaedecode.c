@@ -352,6 +352,8 @@ gst_vae_model_family_get_type (void)
     {VAE_FAMILY_FLUX2, "AutoencoderKL of FLUX.2 (32 ch raw; normalized: 128 ch "
           "at half the size, through the file's BatchNorm statistics and a 2x2 "
           "unpatchify, 16x spatial scale)", "flux2"},
+    {VAE_FAMILY_WAN22, "Wan 2.2 VAE of TI2V-5B (48 ch, 16x spatial scale)",
+        "wan2.2"},
     {0, NULL, NULL},
   };
 

@@ -24,6 +24,7 @@ static const char * family_names[VAE_FAMILY_COUNT] = {
     [VAE_FAMILY_TAECVX] = "taecvx",
     [VAE_FAMILY_SD1] = "sd1",       [VAE_FAMILY_SD2] = "sd2",     [VAE_FAMILY_SDXL] = "sdxl",
     [VAE_FAMILY_SD3] = "sd3",       [VAE_FAMILY_FLUX1] = "flux1", [VAE_FAMILY_FLUX2] = "flux2",
+    [VAE_FAMILY_WAN22] = "wan2.2",
 };
 
 #define FLUX2_BN_EPS 1e-4f   // FLUX.2's BatchNorm over the patchified latent (MODELS.md A.6)
@@ -68,6 +69,7 @@ void vae_model_free(struct vae_model * model) {
     for (int i = 0; i < model->n_weights; i++) {
         free(model->weights[i].name);
         free(model->weights[i].copy);
+        free(model->weights[i].rows);
     }
     free(model->weights);
     vae_st_file_close(model->file);
@@ -131,25 +133,62 @@ static void model_taps_to_f32(const struct vae_weight * w, const struct vae_st_t
     }
 }
 
-// the last conv of a 4x4-patch TAEHV (weight or bias, rows = 3 x 16): row 16c + 8a + 4b + 2d + e of
-// d is the file's row 16c + 8d + 4a + 2e + b, so that two 2x pixel shuffles of the conv's output
-// (the first one's offsets d, e the coarse ones) give pixel_shuffle(4) of the file's
-static void model_shuffle4_to_f32(const struct vae_weight * w, const struct vae_st_tensor * t, float * d) {
-    const int64_t n    = t->numel / w->shape[0];
-    const size_t  size = (size_t) vae_dtype_bits(t->dtype) / 8;
-    for (int64_t r = 0; r < w->shape[0]; r++) {
-        const int64_t bits = r & 15;
-        const int64_t from = (r & ~15) | (bits & 2) << 2 | (bits & 8) >> 1 | (bits & 1) << 1 | (bits & 4) >> 2;
-        vae_dtype_to_f32(t->dtype, t->data + (size_t) (from * n) * size, d + r * n, (size_t) n);
+// the values w holds (the product of its shape)
+static size_t model_weight_numel(const struct vae_weight * w) {
+    size_t n = 1;
+    for (int i = 0; i < w->n_dims; i++) {
+        n *= (size_t) w->shape[i];
     }
+    return n;
+}
+
+// w's data picked by rows (see vae_weight.rows) from its file tensor, or from the identity
+static bool model_rows_make(struct vae_weight * w, char * err, size_t err_size) {
+    const size_t n = model_weight_numel(w), size = n / (size_t) w->shape[0];
+    float *      d = calloc(n, sizeof(float));
+    if (!d) {
+        snprintf(err, err_size, "out of memory making tensor '%s'", w->name);
+        return false;
+    }
+    const struct vae_st_tensor * t     = w->src[0];
+    const size_t                 bytes = t ? (size_t) vae_dtype_bits(t->dtype) / 8 : 0;
+    for (int64_t k = 0; k < w->shape[0]; k++) {
+        if (t) {
+            vae_dtype_to_f32(t->dtype, t->data + (size_t) w->rows[k] * size * bytes, d + (size_t) k * size, size);
+        } else {
+            d[(size_t) k * size + (size_t) w->rows[k]] = 1.0f;
+        }
+    }
+    if (t && !model_check_finite(t, d, n, err, err_size)) {
+        free(d);
+        return false;
+    }
+    w->copy = d;
+    w->data = d;
+    return true;
+}
+
+// w's rows reordered when its data is made (vae_weight.rows): row k is the file's row from(k)
+static bool model_rows_reorder(struct vae_weight * w, int32_t (*from)(int32_t k), char * err, size_t err_size) {
+    if (!(w->rows = malloc((size_t) w->shape[0] * sizeof(*w->rows)))) {
+        snprintf(err, err_size, "out of memory");
+        return false;
+    }
+    for (int32_t k = 0; k < (int32_t) w->shape[0]; k++) {
+        w->rows[k] = from(k);
+    }
+    return true;
 }
 
 // w's data: the file's bytes in place where they are aligned little-endian f32 and need no
 // rearranging, else a converted copy
 static bool model_weight_make(struct vae_weight * w, char * err, size_t err_size) {
     const struct vae_st_tensor * t = w->src[0];
+    if (w->rows) {
+        return model_rows_make(w, err, err_size);
+    }
 #if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-    if (w->n_src == 1 && !w->taps && !w->shuffle4 && t->dtype == VAE_DTYPE_F32 &&
+    if (w->n_src == 1 && !w->taps && t->dtype == VAE_DTYPE_F32 &&
         (uintptr_t) t->data % sizeof(float) == 0) {
         if (!model_check_finite(t, (const float *) (const void *) t->data, (size_t) t->numel, err, err_size)) {
             return false;
@@ -172,8 +211,6 @@ static bool model_weight_make(struct vae_weight * w, char * err, size_t err_size
         const struct vae_st_tensor * s = w->src[i];
         if (w->taps) {
             model_taps_to_f32(w, s, at);
-        } else if (w->shuffle4) {
-            model_shuffle4_to_f32(w, s, at);
         } else {
             vae_dtype_to_f32(s->dtype, s->data, at, (size_t) s->numel);
         }
@@ -217,9 +254,7 @@ size_t vae_model_copy_bytes(const struct vae_model * model) {
     size_t             n = 0;
     pthread_mutex_lock(&m->lock);
     for (int i = 0; i < m->n_weights; i++) {
-        for (int j = 0; m->weights[i].copy && j < m->weights[i].n_src; j++) {
-            n += (size_t) m->weights[i].src[j]->numel * sizeof(float);
-        }
+        n += m->weights[i].copy ? model_weight_numel(&m->weights[i]) * sizeof(float) : 0;
     }
     pthread_mutex_unlock(&m->lock);
     return n;
@@ -315,13 +350,11 @@ static bool model_has_prefix(const struct vae_st_header * hdr, const char * pref
     return false;
 }
 
-// families that MODELS.md describes but that this build has no builder for; they carry the keys of
-// families we decode too (Wan 2.2 those of Wan 2.1), so they are checked first
+// families that MODELS.md describes but that this build has no builder for; they may carry the keys
+// of families we decode too, so they are checked first
 static const struct {
     const char * key, * what;
 } model_other_families[] = {
-    { "decoder.upsamples.0.upsamples.0.residual.2.weight", "a Wan 2.2 (TI2V-5B) VAE (original naming)" },
-    { "decoder.up_blocks.0.upsampler.time_conv.weight", "a Wan 2.2 (TI2V-5B) VAE (diffusers naming)" },
     { "decoder.0.weight", "a TAEHV 'super' variant (taew2_2_super, taehv1_5_super: 7x7 depthwise blocks)" },
 };
 
@@ -341,6 +374,7 @@ enum model_naming {
     NAMING_TAESD_COMFY,      // `taesd_decoder.` + original
     NAMING_WAN,              // `conv2.*`, `decoder.conv1.*`, `decoder.upsamples.N.*` (canonical)
     NAMING_WAN_DIFFUSERS,    // `post_quant_conv.*`, `decoder.up_blocks.I.resnets.J.*`, ...
+    NAMING_WAN22_DIFFUSERS,  // the same with Wan 2.2's `decoder.up_blocks.I.upsampler.*` (is_residual)
     NAMING_TAEHV,            // `decoder.K.*` (canonical)
     NAMING_KL,               // LDM / ComfyUI / BFL: `decoder.mid.block_1.*`, `decoder.up.L.block.J.*` (canonical)
     NAMING_KL_DIFFUSERS,     // `decoder.mid_block.resnets.N.*`, `decoder.up_blocks.I.resnets.J.*`, ...
@@ -463,6 +497,26 @@ static char * model_kl_diffusers_name(const char * key, long levels) {
     return NULL;
 }
 
+// Wan 2.2 diffusers up-block `num` (`rest` follows its number) -> the original nested names
+// `decoder.upsamples.I.upsamples.J`: the resnets, then the upsampler as entry per_block - 1
+static char * model_wan22_up_name(long num, const char * rest, long per_block) {
+    char         head[64];
+    long         j;
+    const char * after;
+    snprintf(head, sizeof(head), "decoder.upsamples.%ld.upsamples.", num);
+    char * name = model_renumber(rest, ".resnets.", head, 0, 1, &j, &after);
+    if (name) {
+        return model_wan_resblock(name);
+    }
+    if (strncmp(rest, ".upsampler.", 11) == 0) {
+        name = malloc(strlen(head) + strlen(rest) + 24);
+        if (name) {
+            sprintf(name, "%s%ld.%s", head, per_block - 1, rest + 11);
+        }
+    }
+    return name;
+}
+
 // the canonical name of a file key, or NULL to ignore the key (encoder tensors and the like);
 // `per_block`: Wan diffusers up-blocks hold this many entries of the original `upsamples` list;
 // AutoencoderKL diffusers files have this many up-blocks
@@ -489,6 +543,7 @@ static char * model_canonical_name(const char * key, enum model_naming naming, l
         case NAMING_WAN:
             return strncmp(key, "decoder.", 8) == 0 || strncmp(key, "conv2.", 6) == 0 ? strdup(key) : NULL;
         case NAMING_WAN_DIFFUSERS:
+        case NAMING_WAN22_DIFFUSERS:
             for (size_t i = 0; i < sizeof(wan_plain) / sizeof(wan_plain[0]); i++) {
                 const size_t n = strlen(wan_plain[i].from);
                 if (strncmp(key, wan_plain[i].from, n) == 0) {
@@ -505,6 +560,9 @@ static char * model_canonical_name(const char * key, enum model_naming naming, l
             if (strncmp(key, "decoder.up_blocks.", 18) != 0 || (num = model_index(key + 18, &rest)) < 0 ||
                 num > MODEL_MAX_INDEX) {
                 return NULL;
+            }
+            if (naming == NAMING_WAN22_DIFFUSERS) {
+                return model_wan22_up_name(num, rest, per_block);
             }
             if ((name = model_renumber(rest, ".resnets.", "decoder.upsamples.", num * per_block, 1, &num2, &rest2))) {
                 return model_wan_resblock(name);
@@ -577,10 +635,11 @@ static bool model_load_weights(struct vae_model * m, const struct vae_st_header 
     snprintf(head, sizeof(head), "%sdecoder.up_blocks.", prefix);
     // Wan diffusers: entries of `upsamples` per up-block = resnets per block + the upsampler;
     // AutoencoderKL diffusers: the number of up-blocks
-    const long most      = naming == NAMING_WAN_DIFFUSERS  ? model_most_index(hdr, head, ".resnets.", err, err_size)
+    const bool wan_diffusers = naming == NAMING_WAN_DIFFUSERS || naming == NAMING_WAN22_DIFFUSERS;
+    const long most      = wan_diffusers                   ? model_most_index(hdr, head, ".resnets.", err, err_size)
                            : naming == NAMING_KL_DIFFUSERS ? model_most_index(hdr, head, ".", err, err_size)
                                                            : 0;
-    const long per_block = naming == NAMING_WAN_DIFFUSERS ? most + 2 : most + 1;
+    const long per_block = wan_diffusers ? most + 2 : most + 1;
     const size_t skip    = strlen(prefix);
     if (most < -1) {
         return false;
@@ -679,6 +738,9 @@ static bool model_check_family(struct vae_model * m, enum vae_family found, bool
     return true;
 }
 
+static bool model_wan22_prepare(struct vae_model * m, char * err, size_t err_size);
+
+// Wan 2.1, or Wan 2.2 where the up-blocks nest their entries (`decoder.upsamples.I.upsamples.J`)
 static bool model_wan_family(struct vae_model * m, enum vae_family want, char * err, size_t err_size) {
     const struct vae_weight * post = vae_model_weight(m, "conv2.weight");
     const struct vae_weight * in   = vae_model_weight(m, "decoder.conv1.weight");
@@ -686,19 +748,21 @@ static bool model_wan_family(struct vae_model * m, enum vae_family want, char * 
         snprintf(err, err_size, "Wan-style names but no 5-D 'decoder.conv1.weight' matching 'conv2.weight'");
         return false;
     }
+    const bool wan22   = vae_model_weight(m, "decoder.upsamples.0.upsamples.0.residual.0.gamma") != NULL;
     m->latent_channels = (int) in->shape[1];
-    if (m->latent_channels != 16) {
-        snprintf(err, err_size, "a Wan 2.1-style decoder with %d latent channels: only 16 (Wan 2.1) is known",
-                 m->latent_channels);
+    if (m->latent_channels != (wan22 ? 48 : 16)) {
+        snprintf(err, err_size, "a Wan 2.%d-style decoder with %d latent channels: only %d (Wan 2.%d) is known",
+                 wan22 ? 2 : 1, m->latent_channels, wan22 ? 48 : 16, wan22 ? 2 : 1);
         return false;
     }
     m->own_space         = VAE_SPACE_RAW;
-    m->scale             = 8;
+    m->scale             = wan22 ? 16 : 8;
     m->frames_per_latent = 4;
     m->first_apart       = true;
     m->out_scale         = 0.5f; // [-1, 1] -> [0, 1]
     m->out_offset        = 0.5f;
-    return model_check_family(m, VAE_FAMILY_WAN21, true, want, err, err_size);
+    return model_check_family(m, wan22 ? VAE_FAMILY_WAN22 : VAE_FAMILY_WAN21, true, want, err, err_size) &&
+           (!wan22 || model_wan22_prepare(m, err, err_size));
 }
 
 // The TAEHV variants (MODELS.md §C.3, §I). Upstream's taehv.py picks a configuration from the
@@ -716,6 +780,14 @@ static const struct {
 
 // TAEHV: its MemBlocks convolve [x_t, x_t-1] stacked on channels; the canonical weight is the
 // causal conv3d form [Cout, Cin, 2, k, k], tap 0 the previous frame and tap 1 the current one
+// the last conv of a 4x4-patch TAEHV (rows 3 x 16): row 16c + 8a + 4b + 2d + e is the file's
+// 16c + 8d + 4a + 2e + b, so that two 2x pixel shuffles of its output (the first one's offsets
+// d, e the coarse ones) give the file's pixel_shuffle(4)
+static int32_t model_taehv_shuffle4_row(int32_t r) {
+    const int32_t bits = r & 15;
+    return (r & ~15) | (bits & 2) << 2 | (bits & 8) >> 1 | (bits & 1) << 1 | (bits & 4) >> 2;
+}
+
 static bool model_taehv_family(struct vae_model * m, enum vae_family want, char * err, size_t err_size) {
     const struct vae_weight * in  = vae_model_weight(m, "decoder.1.weight");
     const struct vae_weight * out = vae_model_weight(m, "decoder.22.weight");
@@ -770,10 +842,11 @@ static bool model_taehv_family(struct vae_model * m, enum vae_family want, char 
     }
     const int patch = model_taehv_variants[v].patch;
     if (patch == 4) { // (the bias, when there is one, is checked by the builder)
-        ((struct vae_weight *) out)->shuffle4 = true;
-        struct vae_weight * bias              = (struct vae_weight *) vae_model_weight(m, "decoder.22.bias");
-        if (bias) {
-            bias->shuffle4 = bias->n_dims == 1 && bias->shape[0] == rgb;
+        struct vae_weight * bias = (struct vae_weight *) vae_model_weight(m, "decoder.22.bias");
+        if (!model_rows_reorder((struct vae_weight *) out, model_taehv_shuffle4_row, err, err_size) ||
+            (bias && bias->n_dims == 1 && bias->shape[0] == rgb &&
+             !model_rows_reorder(bias, model_taehv_shuffle4_row, err, err_size))) {
+            return false;
         }
     }
     m->own_space   = VAE_SPACE_NORMALIZED;
@@ -825,6 +898,93 @@ static bool model_add_weight(struct vae_model * m, const char * name, int n_dims
     m->n_weights++;
     qsort(m->weights, (size_t) m->n_weights, sizeof(*m->weights), model_cmp_weight);
     return true;
+}
+
+// Wan 2.2's head gives 3 x 2x2 channels whose patch order (channel 4c + 2j + i goes to row offset
+// i, column offset j; MODELS.md B.8) is the transpose of pixel_shuffle's: its rows are reordered
+// so that pixel_shuffle unpatchifies them
+// the head's row 4c + 2i + j is the file's 4c + 2j + i (Wan 2.2 unpatchifies in the other order)
+static int32_t model_wan22_head_row(int32_t k) {
+    return (k & ~3) | (k & 1) << 1 | (k >> 1 & 1);
+}
+
+static bool model_wan22_head(struct vae_model * m, char * err, size_t err_size) {
+    static const char * names[2] = { "decoder.head.2.weight", "decoder.head.2.bias" };
+    for (int i = 0; i < 2; i++) {
+        struct vae_weight * w = (struct vae_weight *) vae_model_weight(m, names[i]);
+        if (!w || w->n_dims < 1 || w->shape[0] != 12) {
+            snprintf(err, err_size, "wan2.2: tensor '%s' is missing or does not give 12 channels (RGB in 2x2 patches)",
+                     names[i]);
+            return false;
+        }
+        if (!model_rows_reorder(w, model_wan22_head_row, err, err_size)) {
+            return false;
+        }
+    }
+    return true;
+}
+
+// Wan 2.2 up-block I with a resample adds DupUp3D(Cin, Cout, ft, 2) of its input (MODELS.md B.8):
+// output channel o at time offset a and patch position p = 2i + j takes input channel
+// (o ft 4 + a 4 + p) / r, r = Cout ft 4 / Cin. It becomes the channel map
+// `decoder.upsamples.I.avg_shortcut.weight` [ft Cout s, Cin, 1, 1], row (a Cout + o) s + p, that
+// frame_split(ft) and then pixel_shuffle (s = 4) or, where p does not change the channel (4 | r),
+// a nearest 2x (s = 1) turn into the shortcut (vae-wan.c)
+static bool model_wan22_shortcut(struct vae_model * m, int block, char * err, size_t err_size) {
+    char name[96];
+    snprintf(name, sizeof(name), "decoder.upsamples.%d.upsamples.0.residual.0.gamma", block);
+    const int64_t cin = vae_model_weight(m, name)->shape[0];
+    int           j   = 1; // the resample follows the residual blocks
+    for (;; j++) {
+        snprintf(name, sizeof(name), "decoder.upsamples.%d.upsamples.%d.residual.0.gamma", block, j);
+        if (!vae_model_weight(m, name)) {
+            break;
+        }
+    }
+    snprintf(name, sizeof(name), "decoder.upsamples.%d.upsamples.%d.resample.1.weight", block, j);
+    const struct vae_weight * out = vae_model_weight(m, name);
+    if (!out) {
+        return true; // the last block: no resample, no shortcut
+    }
+    snprintf(name, sizeof(name), "decoder.upsamples.%d.upsamples.%d.time_conv.weight", block, j);
+    const int64_t ft = vae_model_weight(m, name) ? 2 : 1, cout = out->shape[0];
+    // (the temporal blocks keep their width: the first step's shortcut is then a plain nearest 2x)
+    if (cin < 1 || cout < 1 || cin > 65536 || cout > 65536 || (ft == 2 && cin != cout) || (cout * ft * 4) % cin != 0) {
+        snprintf(err, err_size, "wan2.2: up-block %d goes from %lld to %lld channels%s: not a DupUp3D shortcut this "
+                 "build knows", block, (long long) cin, (long long) cout, ft == 2 ? " with temporal upsampling" : "");
+        return false;
+    }
+    const int64_t r = cout * ft * 4 / cin, s = r % 4 == 0 ? 1 : 4, n = ft * cout * s;
+    snprintf(name, sizeof(name), "decoder.upsamples.%d.avg_shortcut.weight", block);
+    int32_t * rows = malloc((size_t) n * sizeof(*rows));
+    const struct vae_st_tensor * none[1] = { NULL };
+    if (vae_model_weight(m, name)) {
+        snprintf(err, err_size, "tensor '%s' is not part of a Wan 2.2 decoder (its shortcuts have no weights)", name);
+    } else if (!rows || !model_add_weight(m, name, 4, (const int64_t[]) { n, cin, 1, 1 }, none, 0)) {
+        snprintf(err, err_size, "out of memory");
+    } else {
+        for (int64_t k = 0; k < n; k++) {
+            const int64_t p = k % s, o = k / s % cout, a = k / s / cout;
+            rows[k]         = (int32_t) ((o * ft * 4 + a * 4 + p) / r);
+        }
+        ((struct vae_weight *) vae_model_weight(m, name))->rows = rows;
+        return true;
+    }
+    free(rows);
+    return false;
+}
+
+static bool model_wan22_prepare(struct vae_model * m, char * err, size_t err_size) {
+    bool ok = model_wan22_head(m, err, err_size);
+    for (int i = 0; ok; i++) {
+        char name[96];
+        snprintf(name, sizeof(name), "decoder.upsamples.%d.upsamples.0.residual.0.gamma", i);
+        if (!vae_model_weight(m, name)) {
+            break;
+        }
+        ok = model_wan22_shortcut(m, i, err, err_size);
+    }
+    return ok;
 }
 
 // the mid block's attention: q, k, v and proj_out as [C, C, 1, 1] (diffusers stores [C, C]); q, k
@@ -952,7 +1112,8 @@ struct vae_model * vae_model_load(const char * path, enum vae_family family, cha
     } else if (model_has(hdr, "decoder.middle.0.residual.0.gamma")) {
         naming = NAMING_WAN;
     } else if (model_has(hdr, "decoder.mid_block.resnets.0.norm1.gamma")) {
-        naming = NAMING_WAN_DIFFUSERS;
+        naming = model_has_prefix(hdr, "decoder.up_blocks.0.upsampler.") ? NAMING_WAN22_DIFFUSERS
+                                                                           : NAMING_WAN_DIFFUSERS;
     } else if (model_has(hdr, "decoder.22.bias") && model_has(hdr, "decoder.1.weight")) {
         naming = NAMING_TAEHV;
     } else {
@@ -964,7 +1125,7 @@ struct vae_model * vae_model_load(const char * path, enum vae_family family, cha
         if (other) {
             snprintf(err, err_size,
                      "'%s' is %s, which this build cannot decode (it decodes the TAESD family, AutoencoderKL, the "
-                     "Wan 2.1 VAE and TAEHV)",
+                     "Wan 2.1 and 2.2 VAEs and TAEHV)",
                      path, other);
         } else if (model_has(hdr, "0.weight") && model_has(hdr, "14.weight")) {
             snprintf(err, err_size, "'%s' is a TAESD encoder (keys 0.weight .. 14.weight), not a decoder", path);
@@ -1090,10 +1251,11 @@ bool vae_model_space_affine(const struct vae_model * model, enum vae_space space
         case VAE_FAMILY_TAEF1:   s = 0.3611f, raw_shift = 0.1159f; break;
         case VAE_FAMILY_TAEHV:   s = 0.476986f; break;   // HunyuanVideo's scaling_factor
         case VAE_FAMILY_TAEHV1_5: s = 1.03682f; break;   // HunyuanVideo 1.5's
-        case VAE_FAMILY_WAN21:   // normalized -> raw: x / (1 / std) + mean (MODELS.md B.4)
+        case VAE_FAMILY_WAN21:   // normalized -> raw: x / (1 / std) + mean (MODELS.md B.4, B.8)
+        case VAE_FAMILY_WAN22:
             for (int c = 0; c < z; c++) {
-                div[c] = 1.0f / wan21_std[c];
-                add[c] = wan21_mean[c];
+                div[c] = 1.0f / (z == 16 ? wan21_std : wan22_std)[c];
+                add[c] = (z == 16 ? wan21_mean : wan22_mean)[c];
             }
             return true;
         case VAE_FAMILY_TAEW21:  // raw -> normalized: (z - mean) / std
@@ -1132,7 +1294,8 @@ int vae_model_frames_of_latent(const struct vae_model * model, uint64_t k) {
 struct vae_graph * vae_model_build_graph(const struct vae_model * model, int n, int h, int w, bool first, char * err,
                                          size_t err_size) {
     switch (model->family) {
-        case VAE_FAMILY_WAN21:  return vae_wan_build(model, n, h, w, first && model->first_apart, err, err_size);
+        case VAE_FAMILY_WAN21:
+        case VAE_FAMILY_WAN22:  return vae_wan_build(model, n, h, w, first && model->first_apart, err, err_size);
         case VAE_FAMILY_TAEW21:
         case VAE_FAMILY_TAEW22:
         case VAE_FAMILY_TAEHV:

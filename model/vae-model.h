@@ -35,6 +35,7 @@ enum vae_family {
     VAE_FAMILY_SD3,       // AutoencoderKL of SD3 / SD3.5 (16 ch, scale 1.5305, shift 0.0609)
     VAE_FAMILY_FLUX1,     // AutoencoderKL of FLUX.1 (16 ch, scale 0.3611, shift 0.1159; same shapes as sd3)
     VAE_FAMILY_FLUX2,     // AutoencoderKL of FLUX.2 (32 ch raw; 128 ch normalized through BatchNorm stats)
+    VAE_FAMILY_WAN22,     // Wan 2.2 VAE of TI2V-5B (48 ch, 16x: residual up-blocks and a 2x2 unpatchify)
     VAE_FAMILY_COUNT,
 };
 
@@ -58,12 +59,15 @@ struct vae_weight {
     float *       copy;   // the conversion data points to (owned), NULL while data is in the file mapping
     // what the data is made from: the file's tensors joined along dimension 0 (three for the
     // AutoencoderKL attention's q, k, v); taps: a TAEHV MemBlock conv [Cout, 2 Cin, k, k] whose
-    // input halves (x_t, x_t-1) become the causal taps of [Cout, Cin, 2, k, k] (t-1 first);
-    // shuffle4: rows (the last conv of a 4x4-patch TAEHV) reordered so that two 2x pixel shuffles
-    // give upstream's pixel_shuffle(4)
+    // input halves (x_t, x_t-1) become the causal taps of [Cout, Cin, 2, k, k] (t-1 first)
     const struct vae_st_tensor * src[3];
     int                          n_src;
-    bool                         taps, shuffle4;
+    bool                         taps;
+    // rows (owned, shape[0] of them; NULL: none): row k of the data is row rows[k] of the file's
+    // tensor (Wan 2.2's head and a 4x4-patch TAEHV's last conv, whose outputs are reordered for
+    // pixel_shuffle), or, for a weight with no tensor in the
+    // file (n_src 0), row rows[k] of the identity [shape[1], shape[1]]: a 1x1 conv that moves channels
+    int32_t * rows;
 };
 
 struct vae_model {

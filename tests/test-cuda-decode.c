@@ -1,6 +1,6 @@
 // Whole decodes on the CUDA backend against the CPU backend, through the decode session as
 // test-image and test-video run them: the real TAEF2 weights on the shared reference latents, and
-// the random-weight fixtures of tests/data for every family that decodes (TAESD variants, Wan 2.1,
+// the random-weight fixtures of tests/data for every family that decodes (TAESD variants, Wan 2.1 and 2.2,
 // TAEHV for Wan 2.1 and 2.2, AutoencoderKL of SD, FLUX.1 and FLUX.2, KL decodes in tiles).
 //
 // Each decode pushes one latent frame at a time and pops every ready frame as 8-bit RGB
@@ -15,7 +15,7 @@
 // `test-cuda-decode small` is the list for the emulator of tests/gpu-emu (test-gpu-emu-decode),
 // where each CUDA thread is a fiber on the CPU, a thousand times slower than a GPU: one decode per
 // family at a tiny size, the same limits. The real TAEF2 weights (TAESD's family) on two 2x3 (h x w)
-// crops of the latents in one step; Wan 2.1 and TAEHV on three latent frames of 2x3, one per step,
+// crops of the latents in one step; Wan 2.1, Wan 2.2 and TAEHV on three latent frames of 2x3, one per step,
 // after a reset; AutoencoderKL of SD on 3x4 latents, whole and in tiles. Each conv runs on its
 // precision's 64x64 tiles (VAE_GPU_CONV_VARIANT, unless set) instead of the timing of every tile
 // variant at prepare; no raw decode. About 55 s on two CPU cores.
@@ -319,6 +319,8 @@ static void test_videos(void) {
                   true, VAE_SPACE_RAW);
     check_fixture("wan21_b4 (normalized latents)", path_in(data_dir, "wan21_b4.orig.safetensors"),
                   path_in(data_dir, "wan21_b4.normalized.latent"), true, VAE_SPACE_NORMALIZED);
+    check_fixture("wan22_b4 (normalized latents)", path_in(data_dir, "wan22_b4.orig.safetensors"),
+                  path_in(data_dir, "wan22_b4.normalized.latent"), true, VAE_SPACE_NORMALIZED);
     check_fixture("taew21_nf32", path_in(data_dir, "taew21_nf32.safetensors"), path_in(data_dir, "taew21_nf32.latent"),
                   true, VAE_SPACE_AUTO);
     check_fixture("taew22_nf32", path_in(data_dir, "taew22_nf32.safetensors"), path_in(data_dir, "taew22_nf32.latent"),
@@ -368,6 +370,8 @@ static void test_small(void) {
     check_fixture("taef2 (real weights)", path_in(shared_dir, "models/taef2_decoder.safetensors"),
                   path_in(shared_dir, "reference/taef2/small.latent"), false, VAE_SPACE_AUTO);
     check_fixture("wan21_b4", path_in(data_dir, "wan21_b4.orig.safetensors"), path_in(data_dir, "wan21_b4.latent"),
+                  true, VAE_SPACE_RAW);
+    check_fixture("wan22_b4", path_in(data_dir, "wan22_b4.orig.safetensors"), path_in(data_dir, "wan22_b4.latent"),
                   true, VAE_SPACE_RAW);
     check_fixture("taew21_nf32", path_in(data_dir, "taew21_nf32.safetensors"), path_in(data_dir, "taew21_nf32.latent"),
                   true, VAE_SPACE_AUTO);

@@ -1,4 +1,4 @@
-// The causal video decoders (Wan 2.1 VAE, TAEHV) through the streaming session, without
+// The causal video decoders (Wan 2.1 and 2.2 VAEs, TAEHV) through the streaming session, without
 // GStreamer: random-weight fixtures against the upstream implementations (diffusers'
 // AutoencoderKLWan, taehv.py; tests/data, made by gen_video_fixtures.py) in both Wan namings and
 // both latent spaces, the same frames whatever the chunk size and after a flush, frame counts on
@@ -143,6 +143,10 @@ static void test_references(void) {
     check_video("wan21_b4.orig.safetensors", VAE_FAMILY_WAN21, "wan21_b4.latent", VAE_SPACE_RAW, "decoded", 1e-4);
     check_video("wan21_b4.orig.safetensors", VAE_FAMILY_WAN21, "wan21_b4.normalized.latent", VAE_SPACE_NORMALIZED,
                 "decoded_normalized", 1e-4);
+    check_video("wan22_b4.diffusers.safetensors", VAE_FAMILY_WAN22, "wan22_b4.latent", VAE_SPACE_AUTO, "decoded", 1e-4);
+    check_video("wan22_b4.orig.safetensors", VAE_FAMILY_WAN22, "wan22_b4.latent", VAE_SPACE_RAW, "decoded", 1e-4);
+    check_video("wan22_b4.diffusers.safetensors", VAE_FAMILY_WAN22, "wan22_b4.normalized.latent", VAE_SPACE_NORMALIZED,
+                "decoded_normalized", 1e-4);
     check_video("taew21_nf32.safetensors", VAE_FAMILY_TAEW21, "taew21_nf32.latent", VAE_SPACE_AUTO, "decoded", 1e-4);
     check_video("taew22_nf32.safetensors", VAE_FAMILY_TAEW22, "taew22_nf32.latent", VAE_SPACE_NORMALIZED, "decoded",
                 1e-4);
@@ -193,6 +197,10 @@ static void test_load_errors(void) {
         { "taew21_nf32.safetensors", "decoder.10.conv.2.bias", NULL, "tensor 'decoder.10.conv.2.bias' is missing" },
         { "taew21_nf32.safetensors", NULL, "decoder.22.weight", "output channels" },
         { "taew21_nf32.safetensors", NULL, "decoder.13.conv.weight", "TGrow" },
+        { "wan22_b4.orig.safetensors", NULL, "decoder.head.2.weight", "'decoder.head.2.weight' is missing or does not give 12 channels" },
+        { "wan22_b4.diffusers.safetensors", "decoder.up_blocks.2.upsampler.resample.1.bias", NULL, "'decoder.upsamples.2.upsamples.3.resample.1.bias' is missing" },
+        { "wan22_b4.orig.safetensors", NULL, "decoder.upsamples.2.upsamples.3.resample.1.weight", "up-block 2 goes from 16 to 7 channels" },
+        { "wan22_b4.orig.safetensors", "decoder.upsamples.0.upsamples.2.residual.6.bias", NULL, "'decoder.upsamples.0.upsamples.2.residual.6.bias' is missing" },
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         const char *       path = edited_model(cases[i].file, cases[i].drop, cases[i].cut);
@@ -214,6 +222,30 @@ static void test_load_errors(void) {
     m = vae_model_load(path_in(data_dir, "taew21_nf32.safetensors"), VAE_FAMILY_TAESD, err, sizeof(err));
     CHECK(m == NULL, "taehv loaded as taesd");
     CHECK_ERR_HAS(err, "model-family taesd was asked for");
+    // the 48-channel decoders: Wan 2.2 and taew2_2 are told apart, and from Wan 2.1
+    static const struct {
+        const char *    file;
+        enum vae_family want;
+        const char *    found;
+    } families[] = {
+        { "wan22_b4.orig.safetensors", VAE_FAMILY_WAN21, "wan2.2" },
+        { "wan22_b4.diffusers.safetensors", VAE_FAMILY_TAEW22, "wan2.2" },
+        { "wan21_b4.diffusers.safetensors", VAE_FAMILY_WAN22, "wan2.1" },
+        { "taew22_nf32.safetensors", VAE_FAMILY_WAN22, "taew2_2" },
+    };
+    for (size_t i = 0; i < sizeof(families) / sizeof(families[0]); i++) {
+        m = vae_model_load(path_in(data_dir, families[i].file), families[i].want, err, sizeof(err));
+        CHECK(m == NULL, "%s loaded as %s", families[i].file, vae_family_name(families[i].want));
+        char want[160];
+        snprintf(want, sizeof(want), "model-family %s was asked for, but the file holds a %s decoder",
+                 vae_family_name(families[i].want), families[i].found);
+        CHECK_ERR_HAS(err, want);
+        vae_model_free(m);
+    }
+    m = vae_model_load(path_in(data_dir, "wan22_b4.orig.safetensors"), VAE_FAMILY_WAN22, err, sizeof(err));
+    CHECK(m && m->family == VAE_FAMILY_WAN22 && m->latent_channels == 48 && m->scale == 16, "wan2.2 asked for: %s",
+          m ? vae_family_name(m->family) : err);
+    vae_model_free(m);
     // raw latents into a 16-channel TAEHV file need the family named (Hunyuan's taehv has its shapes)
     m = vae_model_load(path_in(data_dir, "taew21_nf32.safetensors"), VAE_FAMILY_AUTO, err, sizeof(err));
     float div[16], add[16];
@@ -382,23 +414,24 @@ static void test_weight_copies(void) {
 
 // hundreds of latent frames at a tiny size: resident memory after the first chunks stays put
 static void test_long_stream(void) {
-    static const char * models[2] = { "wan21_b4.orig.safetensors", "taew21_nf32.safetensors" };
-    for (int i = 0; i < 2; i++) {
+    static const char * models[3] = { "wan21_b4.orig.safetensors", "wan22_b4.orig.safetensors", "taew21_nf32.safetensors" };
+    for (int i = 0; i < 3; i++) {
         struct vae_model * m = vae_model_load(path_in(data_dir, models[i]), VAE_FAMILY_AUTO, err, sizeof(err));
         CHECK(m != NULL, "%s", err);
         if (!m) {
             continue;
         }
-        struct vae_session_config cfg = { 16, 2, 3, VAE_SPACE_AUTO, 2, 0 };
+        const int                 z   = m->latent_channels;
+        struct vae_session_config cfg = { z, 2, 3, VAE_SPACE_AUTO, 2, 0 };
         struct vae_session *      s   = vae_session_new(m, cpu, &cfg, err, sizeof(err));
         CHECK(s != NULL, "%s", err);
-        float          lat[16 * 2 * 3];
-        float          out[3 * 16 * 24];
+        float          lat[48 * 2 * 3];
+        float          out[3 * 32 * 48];
         long           after_start = 0;
         const int      T = 400;
         for (int t = 0; s && t < T; t++) {
-            for (int j = 0; j < 16 * 6; j++) {
-                lat[j] = sinf(0.37f * (float) (t * 96 + j));
+            for (int j = 0; j < z * 6; j++) {
+                lat[j] = sinf(0.37f * (float) (t * z * 6 + j));
             }
             CHECK(vae_session_push(s, lat, err, sizeof(err)), "%s", err);
             while (vae_session_frames_ready(s) > 0) {

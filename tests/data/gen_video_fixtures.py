@@ -1,15 +1,19 @@
 #!/usr/bin/env python3
-"""Generate the small, deterministic Wan 2.1 VAE and TAEHV test fixtures in tests/data/.
+"""Generate the small, deterministic Wan 2.1 / Wan 2.2 VAE and TAEHV test fixtures in tests/data/.
 
-    WAN_VAE_PY=/tmp/upstream/wan/modules/vae.py TAEHV_PY=/tmp/upstream/taehv.py \\
-        /tmp/fixenv/bin/python tests/data/gen_video_fixtures.py [--out DIR] [--only wan|taehv] [--stats]
+    WAN_VAE_PY=/tmp/upstream/wan/modules/vae.py WAN22_VAE_PY=/tmp/upstream/wan/modules/vae2_2.py \\
+        TAEHV_PY=/tmp/upstream/taehv.py \\
+        /tmp/fixenv/bin/python tests/data/gen_video_fixtures.py [--out DIR] [--only wan|wan22|taehv] [--stats]
 
 The references are computed by the UPSTREAM implementations, not by code in this repository:
 - Wan 2.1 VAE: diffusers' `AutoencoderKLWan` (pip package `diffusers`), `vae.decode(z).sample`,
   fp32 on the CPU.  Wan's own `WanVAE_` (`wan/modules/vae.py` of Wan-Video/Wan2.1, path in
   $WAN_VAE_PY) is used as a cross-check only (printed, not stored).
+- Wan 2.2 VAE (TI2V-5B): diffusers' `AutoencoderKLWan(is_residual=True, patch_size=2, z_dim=48)`;
+  Wan's own `WanVAE_` of `wan/modules/vae2_2.py` (Wan-Video/Wan2.2, path in $WAN22_VAE_PY) loads
+  the original-named values strictly and must decode the same frames (checked, printed).
 - TAEHV: `TAEHV.decode_video` of madebyollin/taehv `taehv.py` (path in $TAEHV_PY).
-Neither upstream file is part of this repository; tests/data/README.md says how to get them and
+No upstream file is part of this repository; tests/data/README.md says how to get them and
 which Python environment to use (torch >= 2 and diffusers; Debian's torch 1.13 is too old for
 current diffusers).
 
@@ -39,8 +43,27 @@ WAN21_MEAN = [-0.7571, -0.7089, -0.9113, 0.1075, -0.1745, 0.9653, -0.1517, 1.550
 WAN21_STD = [2.8184, 1.4541, 2.3275, 2.6558, 1.2196, 1.7708, 2.6052, 2.0743,
              3.2687, 2.1526, 2.8652, 1.5579, 1.6382, 1.1253, 2.8251, 1.9160]
 
+# Wan 2.2 (TI2V-5B) latent statistics (MODELS.md §B.8; Wan2_2_VAE in vae2_2.py)
+WAN22_MEAN = [-0.2289, -0.0052, -0.1323, -0.2339, -0.2799, 0.0174, 0.1838, 0.1557, -0.1382,
+              0.0542, 0.2813, 0.0891, 0.1570, -0.0098, 0.0375, -0.1825, -0.2246, -0.1207,
+              -0.0698, 0.5109, 0.2665, -0.2108, -0.2158, 0.2502, -0.2055, -0.0322, 0.1109,
+              0.1567, -0.0729, 0.0899, -0.2799, -0.1230, -0.0313, -0.1649, 0.0117, 0.0723,
+              -0.2839, -0.2083, -0.0520, 0.3748, 0.0152, 0.1957, 0.1433, -0.2944, 0.3573,
+              -0.0548, -0.1681, -0.0667]
+WAN22_STD = [0.4765, 1.0364, 0.4514, 1.1677, 0.5313, 0.4990, 0.4818, 0.5013, 0.8158, 1.0344,
+             0.5894, 1.0901, 0.6885, 0.6165, 0.8454, 0.4978, 0.5759, 0.3523, 0.7135, 0.6804,
+             0.5833, 1.4146, 0.8986, 0.5659, 0.7069, 0.5338, 0.4889, 0.4917, 0.4069, 0.4999,
+             0.6866, 0.4093, 0.5709, 0.6065, 0.6415, 0.4944, 0.5726, 1.2042, 0.5458, 1.6887,
+             0.3971, 1.0600, 0.3943, 0.5537, 0.5444, 0.4089, 0.7468, 0.7744]
+assert len(WAN22_MEAN) == len(WAN22_STD) == 48
+
+# Wan 2.2 latent size: 16x spatial, so 3x4 latents give 48x64 frames (13 of them, ~0.5 MB per
+# expected tensor)
+WAN22_LAT_H, WAN22_LAT_W = 3, 4
+
 # Reduced Wan widths: decoder base 4 -> decoder dims 4*[4,4,4,2,1] = [16,16,16,8,4]
-# (attention at C=16); encoder base 2.  (base 8 would make the F32 file 3.6 MB.)
+# (attention at C=16); encoder base 2.  (base 8 would make the F32 file 3.6 MB.)  The same
+# bases for Wan 2.2: decoder dims [16,16,16,8,4], head 4 -> 12 = 3 x 2x2.
 WAN_DEC_BASE = 4
 WAN_ENC_BASE = 2
 
@@ -157,22 +180,23 @@ def _res_sub(sub):
     return f"{_RES_SUB[first]}.{rest}"
 
 
-def wan_make_latents(seed):
+def wan_make_latents(seed, c=16, h=LAT_H, w=LAT_W):
     g = torch.Generator().manual_seed(seed)
-    shape = (1, 16, LAT_T, LAT_H, LAT_W)
+    shape = (1, c, LAT_T, h, w)
     z = torch.randn(shape, generator=g, dtype=torch.float32) * 1.5     # raw VAE space
-    z[0, 3, 1, 2, 4] = 9.0
-    z[0, 11, LAT_T - 1, LAT_H - 1, LAT_W - 1] = -8.0
+    z[0, 3, 1, 2, min(4, w - 1)] = 9.0
+    z[0, 11, LAT_T - 1, h - 1, w - 1] = -8.0
     x = torch.randn(shape, generator=g, dtype=torch.float32)           # normalised space
     x[0, 5, 0, 0, 0] = 4.5
-    x[0, 14, 2, 3, 1] = -5.0
+    x[0, 14, 2, min(3, h - 1), 1] = -5.0
     return z, x
 
 
-def wan_denormalize(x):
+def wan_denormalize(x, mean=WAN21_MEAN, std=WAN21_STD):
     """Exactly diffusers' WanPipeline: latents / (1/std) + mean, all float32."""
-    mean = torch.tensor(WAN21_MEAN).view(1, 16, 1, 1, 1).to(x.device, x.dtype)
-    std_inv = 1.0 / torch.tensor(WAN21_STD).view(1, 16, 1, 1, 1).to(x.device, x.dtype)
+    c = len(mean)
+    mean = torch.tensor(mean).view(1, c, 1, 1, 1).to(x.device, x.dtype)
+    std_inv = 1.0 / torch.tensor(std).view(1, c, 1, 1, 1).to(x.device, x.dtype)
     return x / std_inv + mean
 
 
@@ -198,56 +222,65 @@ def wan_stats(vae, z):
     return " ".join(f"{n}:{s:.2f}/{mx:.1f}" for n, (s, mx) in agg.items())
 
 
-def gen_wan(args, save):
-    import diffusers
+def wan_reference(args, tag, cfg, seed, z, x, mean, std):
+    """diffusers' AutoencoderKLWan(**cfg) with wan_init weights, and its decodes of z and of x
+    de-normalised as the pipeline does (mean, std); prints their statistics and the fp32 vs fp64
+    difference"""
     from diffusers import AutoencoderKLWan
 
     torch.manual_seed(0)
-    vae = AutoencoderKLWan(base_dim=WAN_ENC_BASE, decoder_base_dim=WAN_DEC_BASE, z_dim=16,
-                           dim_mult=[1, 2, 4, 4], num_res_blocks=2, attn_scales=[],
-                           temperal_downsample=[False, True, True], dropout=0.0).eval()
+    vae = AutoencoderKLWan(**cfg).eval()
     names_shapes = [(k, tuple(v.shape)) for k, v in vae.state_dict().items()]
-    sd = wan_init(names_shapes, seed=4021)
+    sd = wan_init(names_shapes, seed=seed)
     vae.load_state_dict(sd, strict=True)
-
-    z, x = wan_make_latents(seed=5021)
-    zn = wan_denormalize(x)
     with torch.no_grad():
         dec = vae.decode(z).sample.float().contiguous()
-        dec_n = vae.decode(zn).sample.float().contiguous()
-    for tag, y in (("decoded", dec), ("decoded_normalized", dec_n)):
+        dec_n = vae.decode(wan_denormalize(x, mean, std)).sample.float().contiguous()
+    for name, y in (("decoded", dec), ("decoded_normalized", dec_n)):
         clamped = (y.abs() >= 1.0).double().mean().item()
-        print(f"wan21: {tag} {describe(y)}  at +-1: {100 * clamped:.2f}%")
+        print(f"{tag}: {name} {describe(y)}  at +-1: {100 * clamped:.2f}%")
     if args.stats:
-        print("wan21 stats:", wan_stats(vae, z))
+        print(f"{tag} stats:", wan_stats(vae, z))
+    with torch.no_grad():
+        v64 = AutoencoderKLWan(**cfg)
+        v64.load_state_dict(sd)
+        d64 = v64.double().eval().decode(z.double()).sample
+        print(f"{tag}: max |fp32 - fp64 diffusers| = {(dec.double() - d64).abs().max().item():.3g}")
+    return vae, sd, dec, dec_n
 
+
+def wan_save(save, base, version, sd, orig, z, x, dec, dec_n, naming_orig, reference):
+    """the five files of a Wan fixture `base` (both namings, both latents, the references)"""
+    import diffusers
+
+    meta_model = {"model": f"Wan {version} VAE structure, random weights (bf16-exact values)",
+                  "decoder_base_dim": str(WAN_DEC_BASE), "encoder_base_dim": str(WAN_ENC_BASE),
+                  "z_dim": str(z.shape[1]), "generator": "tests/data/gen_video_fixtures.py"}
+    save(f"{base}.diffusers.safetensors", sd, dict(meta_model, naming="diffusers"))
+    save(f"{base}.orig.safetensors", {k: v.bfloat16() for k, v in orig.items()},
+         dict(meta_model, naming=naming_orig))
+    lat_meta = {"generator": "tests/data/gen_video_fixtures.py"}
+    short = version.split()[0]
+    save(f"{base}.latent", {"latent_tensor": z, "latent_format_version_0": torch.zeros(0)},
+         dict(lat_meta, space=f"raw Wan {short} VAE latent (decoder input), NCTHW"))
+    save(f"{base}.normalized.latent",
+         {"latent_tensor": x, "latent_format_version_0": torch.zeros(0)},
+         dict(lat_meta, space=f"normalised Wan {short} latent x (z = x / (1/std) + mean), NCTHW"))
+    save(f"{base}.expected.safetensors", {"decoded": dec, "decoded_normalized": dec_n},
+         {"reference": f"diffusers {diffusers.__version__} {reference}.decode(...).sample, "
+                       f"fp32 CPU, torch {torch.__version__}; clamped to [-1,1]",
+          "decoded": f"decode({base}.latent)",
+          "decoded_normalized": f"decode(x / (1/std) + mean), x = {base}.normalized.latent"})
+
+
+def gen_wan(args, save):
+    cfg = dict(base_dim=WAN_ENC_BASE, decoder_base_dim=WAN_DEC_BASE, z_dim=16, dim_mult=[1, 2, 4, 4],
+               num_res_blocks=2, attn_scales=[], temperal_downsample=[False, True, True], dropout=0.0)
+    z, x = wan_make_latents(seed=5021)
+    vae, sd, dec, dec_n = wan_reference(args, "wan21", cfg, 4021, z, x, WAN21_MEAN, WAN21_STD)
     orig = {wan_diffusers_to_original(k): v for k, v in sd.items()}
     assert len(orig) == len(sd)
-    meta_model = {"model": "Wan 2.1 VAE structure, random weights (bf16-exact values)",
-                  "decoder_base_dim": str(WAN_DEC_BASE), "encoder_base_dim": str(WAN_ENC_BASE),
-                  "z_dim": "16", "generator": "tests/data/gen_video_fixtures.py"}
-    save("wan21_b4.diffusers.safetensors", sd, dict(meta_model, naming="diffusers"))
-    save("wan21_b4.orig.safetensors", {k: v.bfloat16() for k, v in orig.items()},
-         dict(meta_model, naming="original WanVAE_"))
-    lat_meta = {"generator": "tests/data/gen_video_fixtures.py"}
-    save("wan21_b4.latent", {"latent_tensor": z, "latent_format_version_0": torch.zeros(0)},
-         dict(lat_meta, space="raw Wan 2.1 VAE latent (decoder input), NCTHW"))
-    save("wan21_b4.normalized.latent",
-         {"latent_tensor": x, "latent_format_version_0": torch.zeros(0)},
-         dict(lat_meta, space="normalised Wan 2.1 latent x (z = x / (1/std) + mean), NCTHW"))
-    save("wan21_b4.expected.safetensors", {"decoded": dec, "decoded_normalized": dec_n},
-         {"reference": f"diffusers {diffusers.__version__} AutoencoderKLWan.decode(...).sample, "
-                       f"fp32 CPU, torch {torch.__version__}; clamped to [-1,1]",
-          "decoded": "decode(wan21_b4.latent)",
-          "decoded_normalized": "decode(x / (1/std) + mean), x = wan21_b4.normalized.latent"})
-
-    # ---- cross-checks (printed only) ----
-    with torch.no_grad():
-        v64 = AutoencoderKLWan(base_dim=WAN_ENC_BASE, decoder_base_dim=WAN_DEC_BASE, z_dim=16)
-        v64.load_state_dict(sd)
-        v64 = v64.double().eval()
-        d64 = v64.decode(z.double()).sample
-        print(f"wan21: max |fp32 - fp64 diffusers| = {(dec.double() - d64).abs().max().item():.3g}")
+    wan_save(save, "wan21_b4", "2.1", sd, orig, z, x, dec, dec_n, "original WanVAE_", "AutoencoderKLWan")
 
     if os.environ.get("WAN_VAE_PY"):
         wan_crosscheck(orig, z, x, dec, dec_n, vae)
@@ -289,6 +322,60 @@ def wan_crosscheck(orig, z, x, dec, dec_n, vae):
         mu_d = vae.encode(video).latent_dist.mean
         print(f"wan21: encoder naming check: max |WanVAE_ mu - diffusers mu| = "
               f"{(mu_o - mu_d).abs().max().item():.3g}")
+
+
+# --------------------------------------------------------------------------------------------
+# Wan 2.2 (TI2V-5B)
+# --------------------------------------------------------------------------------------------
+
+def wan22_diffusers_to_original(name):
+    """diffusers AutoencoderKLWan (Wan 2.2 layout, is_residual=True) key -> Wan2.2 `WanVAE_` key
+    (MODELS.md §B.8): the up/down blocks nest their residual blocks, and the resampler follows
+    them (encoder: 2 residual blocks per block, decoder: 3).  Everything else is named as in 2.1."""
+    m = re.match(r"(encoder|decoder)\.(down|up)_blocks\.(\d+)\.(?:resnets\.(\d+)|(?:down|up)sampler)\.(.*)$",
+                 name)
+    if not m:
+        return wan_diffusers_to_original(name)
+    side, kind, i, j, rest = m.groups()
+    if j is None:
+        j, sub = (2 if kind == "down" else 3), rest
+    else:
+        sub = _res_sub(rest)
+    return f"{side}.{kind}samples.{i}.{kind}samples.{j}.{sub}"
+
+
+def gen_wan22(args, save):
+    cfg = dict(base_dim=WAN_ENC_BASE, decoder_base_dim=WAN_DEC_BASE, z_dim=48, dim_mult=[1, 2, 4, 4],
+               num_res_blocks=2, attn_scales=[], temperal_downsample=[False, True, True], dropout=0.0,
+               is_residual=True, in_channels=12, out_channels=12, patch_size=2,
+               scale_factor_temporal=4, scale_factor_spatial=16,
+               latents_mean=WAN22_MEAN, latents_std=WAN22_STD)
+    z, x = wan_make_latents(seed=5022, c=48, h=WAN22_LAT_H, w=WAN22_LAT_W)
+    _, sd, dec, dec_n = wan_reference(args, "wan22", cfg, 4022, z, x, WAN22_MEAN, WAN22_STD)
+    orig = {wan22_diffusers_to_original(k): v for k, v in sd.items()}
+    assert len(orig) == len(sd)
+    n_dec = sum(k.startswith(("decoder.", "conv2.")) for k in orig)
+    print(f"wan22: {len(sd)} tensors, {n_dec} decoder-side (MODELS.md §B.8: 110)")
+    assert n_dec == 110
+    wan_save(save, "wan22_b4", "2.2 (TI2V-5B)", sd, orig, z, x, dec, dec_n,
+             "original Wan2.2 WanVAE_ (as Wan2.2_VAE.pth / ComfyUI wan2.2_vae)",
+             "AutoencoderKLWan(is_residual=True, patch_size=2)")
+
+    # ---- cross-check against Wan2.2's own code ----
+    wv = load_module("WAN22_VAE_PY", "wan22_vae_upstream")
+    up = wv.WanVAE_(dim=WAN_ENC_BASE, dec_dim=WAN_DEC_BASE, z_dim=48, dim_mult=[1, 2, 4, 4],
+                    num_res_blocks=2, attn_scales=[], temperal_downsample=[False, True, True],
+                    dropout=0.0).eval()
+    up.load_state_dict(orig, strict=True)      # every name and shape, encoder side included
+    with torch.no_grad():
+        o = up.decode(z, [0.0, 1.0]).float().clamp_(-1, 1)   # chunked, as Wan2_2_VAE.decode
+        mean = torch.tensor(WAN22_MEAN, dtype=torch.float32)
+        std = torch.tensor(WAN22_STD, dtype=torch.float32)
+        on = up.decode(x, [mean, 1.0 / std]).float().clamp_(-1, 1)
+    d1, d2 = (o - dec).abs().max().item(), (on - dec_n).abs().max().item()
+    print(f"wan22: original names load strictly into vae2_2 WanVAE_; max |WanVAE_ - diffusers| "
+          f"decoded = {d1:.3g}, decoded_normalized (scale=[mean,1/std]) = {d2:.3g}")
+    assert d1 < 1e-5 and d2 < 1e-5
 
 
 # --------------------------------------------------------------------------------------------
@@ -486,9 +573,9 @@ def gen_taehv(args, save):
 
 
 def main():
-    ap = argparse.ArgumentParser(description="generate Wan 2.1 VAE / TAEHV test fixtures")
+    ap = argparse.ArgumentParser(description="generate Wan 2.1 / 2.2 VAE and TAEHV test fixtures")
     ap.add_argument("--out", default=HERE)
-    ap.add_argument("--only", choices=["wan", "taehv"])
+    ap.add_argument("--only", choices=["wan", "wan22", "taehv"])
     ap.add_argument("--stats", action="store_true", help="print per-layer activation std/max")
     args = ap.parse_args()
     torch.set_num_threads(1)  # single-threaded: reproducible summation order
@@ -502,6 +589,8 @@ def main():
 
     if args.only in (None, "wan"):
         gen_wan(args, save)
+    if args.only in (None, "wan22"):
+        gen_wan22(args, save)
     if args.only in (None, "taehv"):
         gen_taehv(args, save)
     total = 0
