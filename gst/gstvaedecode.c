@@ -9,11 +9,11 @@
  *
  * vaedecode runs the decoder half of a VAE on a stream of `video/x-latent` buffers, one
  * latent frame each, and outputs `video/x-raw` frames 8 times the latent size (16 times for
- * taew2_2, and for FLUX.2's normalized latents, which hold 2x2 patches). The model file is a
- * safetensors file; its family is detected from its keys and shapes: the AutoencoderKL image
- * decoders (sd1, sd2, sdxl, sd3, flux1, flux2), the TAESD image decoders (taesd, taesdxl,
- * taesd3, taef1, taef2), the Wan 2.1 VAE (wan2.1) and the TAEHV video decoders (taew2_1,
- * taew2_2). The output is converted to the negotiated format (RGB, RGBA, RGBx, BGRx, BGRA,
+ * wan2.2, taew2_2, taehv1_5 and FLUX.2's normalized latents, which hold 2x2 patches; 32 for
+ * taeltx_2). The model file is a safetensors file; its family is detected from its keys and
+ * shapes: the AutoencoderKL image decoders (sd1, sd2, sdxl, sd3, flux1, flux2), the TAESD image
+ * decoders (taesd, taesdxl, taesd3, taef1, taef2), the Wan 2.1 and 2.2 VAEs (wan2.1, wan2.2)
+ * and the TAEHV video decoders (taew2_1, taew2_2, taehv, taehv1_5, taeltx_2, taecvx). The output is converted to the negotiated format (RGB, RGBA, RGBx, BGRx, BGRA,
  * I420, NV12) with 8-bit values rounded to nearest.
  *
  * ## AutoencoderKL and latent spaces
@@ -1739,8 +1739,9 @@ gst_vae_decode_class_init (GstVaeDecodeClass * klass)
    * flux1, flux2) in the LDM/ComfyUI/BFL or the diffusers naming, standalone or as a
    * single-file checkpoint whose VAE tensors carry a `first_stage_model.` or `vae.` prefix
    * (the other tensors are ignored); a TAESD-family decoder (taesd, taesdxl, taesd3, taef1,
-   * taef2) in the original, diffusers or ComfyUI naming; the Wan 2.1 VAE in the original
-   * or diffusers naming; or a TAEHV decoder (taew2_1, taew2_2). Encoder tensors are
+   * taef2) in the original, diffusers or ComfyUI naming; the Wan 2.1 or 2.2 VAE in the
+   * original or diffusers naming; or a TAEHV decoder (taew2_1, taew2_2, taehv, taehv1_5,
+   * taeltx_2, taecvx). Encoder tensors are
    * ignored. Loaded on the way to PAUSED; like model-family, backend, device-id and
    * precision, a change while the element runs is refused with a warning on the bus.
    */
@@ -1775,8 +1776,8 @@ gst_vae_decode_class_init (GstVaeDecodeClass * klass)
    * shapes cannot tell decode the same either way, but converting latents out of the
    * decoder's own space needs the family named: AutoencoderKL files with 4 channels (sd1,
    * sd2 or sdxl) or 16 (sd3 or flux1) for normalized latents, TAESD files with 4 channels
-   * (taesd or taesdxl) or 16 (taesd3 or taef1) and a 16-channel TAEHV (taew2_1 or
-   * Hunyuan's taehv) for raw ones. flux2 files are recognised by their BatchNorm
+   * (taesd or taesdxl) or 16 (taesd3 or taef1) and a 16-channel TAEHV (taew2_1, taehv or
+   * taecvx) for raw ones. flux2 files are recognised by their BatchNorm
    * statistics. A named family is checked against the file.
    */
   g_object_class_install_property (gobject_class, PROP_MODEL_FAMILY,
@@ -1835,7 +1836,9 @@ gst_vae_decode_class_init (GstVaeDecodeClass * klass)
    * taken through the file's BatchNorm statistics (x * sqrt (var + 1e-4) + mean) and the
    * 2x2 patches unpatchified into 32 channels, so the caps have 128 channels and the frames
    * are 16 times the latent grid. Wan: normalized x becomes x / (1 / std) + mean; TAEHV: raw
-   * z becomes (z - mean) / std (a 16-channel TAEHV needs model-family=taew2_1 for it).
+   * z becomes (z - mean) / std for taew2_1 and taew2_2 (a 16-channel TAEHV needs
+   * model-family=taew2_1 for it), z x 0.476986 for taehv, z x 1.03682 for taehv1_5; taeltx_2
+   * and taecvx take normalized latents only.
    */
   g_object_class_install_property (gobject_class, PROP_LATENT_SPACE,
       g_param_spec_enum ("latent-space", "Latent space",
