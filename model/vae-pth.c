@@ -423,6 +423,9 @@ static bool pk_pop_mark(struct pk_vm * vm, struct pk_obj *** items, size_t * n) 
 
 // append n objects to o's items
 static bool pk_append(struct pk_vm * vm, struct pk_obj * o, struct pk_obj ** items, size_t n) {
+    if (n == 0) {
+        return true; // an empty tuple: items may be NULL, and so may o->items
+    }
     if (!pth_grow(&o->items, &o->cap, o->n + n, sizeof(*o->items))) {
         return pk_fail(vm, "out of memory");
     }
