@@ -996,8 +996,13 @@ static struct vae_st_header * pth_unpickle(struct pth_zip * z, const struct pth_
     return hdr;
 }
 
+// a pickle's PROTO opcode first: what torch.save wrote before the zip format (PyTorch 1.6)
+static bool pth_is_legacy(const uint8_t * data, size_t size) {
+    return size >= 2 && data[0] == 0x80 && data[1] >= 2 && data[1] <= 5;
+}
+
 struct vae_st_header * vae_pth_parse(const uint8_t * data, size_t size, char * err, size_t err_size) {
-    if (size >= 2 && data[0] == 0x80 && data[1] >= 2 && data[1] <= 5) {
+    if (pth_is_legacy(data, size)) {
         pth_fail(err, err_size, "a bare pickle: the legacy PyTorch format (torch.save before 1.6, or with "
                                 "_use_new_zipfile_serialization=False) is not read; save it again with a current "
                                 "torch.save, or as safetensors");
@@ -1034,9 +1039,7 @@ struct vae_st_file * vae_weights_file_open(const char * path, char * err, size_t
     if (!vae_file_map(path, &map, &size, err, err_size)) {
         return NULL;
     }
-    const bool zip    = size >= 4 && memcmp(map, "PK\x03\x04", 4) == 0;
-    const bool pickle = size >= 2 && map[0] == 0x80 && map[1] >= 2 && map[1] <= 5;
-    if (!zip && !pickle) {
+    if (!(size >= 4 && memcmp(map, "PK\x03\x04", 4) == 0) && !pth_is_legacy(map, size)) {
         return vae_st_file_from_map(path, map, size, err, err_size);
     }
     char                   msg[1024];
