@@ -154,7 +154,8 @@ static void zip_write(struct buf * out, const struct member * m, int n, bool zip
         put_le(out, m[i].size, 4);
         put_le(out, m[i].size, 4);
         put_le(out, strlen(m[i].name), 2);
-        put_le(out, 0, 2 + 2 + 2 + 2 + 4); // extra, comment, disk, attributes
+        put_le(out, 0, 8); // extra and comment lengths, disk, internal attributes
+        put_le(out, 0, 4); // external attributes
         put_le(out, local[i], 4);
         put_s(out, m[i].name);
     }
