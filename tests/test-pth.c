@@ -599,34 +599,45 @@ static void test_real_taef2(void) {
     check_same_decode("taef2_decoder.pth", pth, st, latent);
 }
 
-// a checkpoint-like .pth built from kl_sd.safetensors: {"state_dict": {"first_stage_model.<name>":
-// ..., "cond_stage_model.position_ids": I64}, "global_step": 5}, with ZIP64 end records
-static void test_checkpoint(void) {
-    char                 msg[1024], path[1024];
-    struct vae_st_file * f = vae_st_file_open(path_in(data_dir, "kl_sd.safetensors"), msg, sizeof(msg));
+// the tensors of the safetensors file src as a .pth at path: {"state_dict": {prefix + name: ...,
+// "cond_stage_model.position_ids": I64}, "global_step": 5}, ZIP64 end records; the tensor named
+// as_int, if any, as an IntStorage of zeros. False after a failed check
+static bool write_checkpoint(const char * path, const char * src, const char * prefix, const char * as_int) {
+    char                 msg[1024];
+    struct vae_st_file * f = vae_st_file_open(src, msg, sizeof(msg));
     CHECK(f != NULL, "%s", msg);
     if (f == NULL) {
-        return;
+        return false;
     }
-    const int      n   = f->hdr->n_tensors;
-    struct member *    m   = calloc((size_t) n + 2, sizeof(*m));
-    char(*names)[32]       = calloc((size_t) n + 2, sizeof(*names));
-    struct buf     pkl = { 0 }, zip = { 0 };
+    const int            n     = f->hdr->n_tensors;
+    struct member *      m     = calloc((size_t) n + 2, sizeof(*m));
+    char(*names)[32]           = calloc((size_t) n + 2, sizeof(*names));
+    struct buf           pkl   = { 0 }, zip = { 0 };
     static const int64_t ids[3] = { 0, 1, 2 };
     const int64_t        three  = 3;
+    uint8_t *            zeros  = NULL;
     put_s(&pkl, "\x80\x02}(");
     pk_unicode(&pkl, "state_dict");
     pk_ordered_dict(&pkl);
     pk_op(&pkl, '(');
     for (int i = 0; i < n; i++) {
-        const struct vae_st_tensor * t = &f->hdr->tensors[i];
+        const struct vae_st_tensor * t   = &f->hdr->tensors[i];
+        const bool                   i32 = as_int && strcmp(t->name, as_int) == 0;
         char                         key[16], name[300];
         snprintf(key, sizeof(key), "%d", i);
         snprintf(names[i + 1], sizeof(names[i + 1]), "ckpt/data/%d", i);
         m[i + 1] = (struct member) { names[i + 1], t->data, t->nbytes };
-        snprintf(name, sizeof(name), "first_stage_model.%s", t->name);
+        if (i32) {
+            zeros    = calloc(t->numel, 4);
+            m[i + 1] = (struct member) { names[i + 1], zeros, t->numel * 4 };
+        }
+        snprintf(name, sizeof(name), "%s%s", prefix, t->name);
         pk_unicode(&pkl, name);
-        pk_tensor(&pkl, t->dtype == VAE_DTYPE_F32 ? "FloatStorage" : t->dtype == VAE_DTYPE_F16 ? "HalfStorage" : "BFloat16Storage",
+        pk_tensor(&pkl,
+                  i32                         ? "IntStorage"
+                  : t->dtype == VAE_DTYPE_F32 ? "FloatStorage"
+                  : t->dtype == VAE_DTYPE_F16 ? "HalfStorage"
+                                              : "BFloat16Storage",
                   key, (int64_t) t->numel, 0, t->n_dims, t->shape, NULL);
     }
     pk_unicode(&pkl, "cond_stage_model.position_ids");
@@ -637,17 +648,34 @@ static void test_checkpoint(void) {
     m[0]     = (struct member) { "ckpt/data.pkl", pkl.p, pkl.n };
     m[n + 1] = (struct member) { "ckpt/data/ids", (const uint8_t *) ids, sizeof(ids) };
     zip_write(&zip, m, n + 2, true, NULL);
-    snprintf(path, sizeof(path), "%s/vae-test-pth-%d.ckpt", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp", (int) getpid());
-    FILE * out = fopen(path, "wb");
-    CHECK(out && fwrite(zip.p, 1, zip.n, out) == zip.n && fclose(out) == 0, "cannot write %s", path);
-    check_same_decode("kl_sd as a checkpoint .pth", path, path_in(data_dir, "kl_sd.safetensors"),
-                      path_in(data_dir, "kl_sd.latent"));
-    unlink(path);
+    FILE *     out = fopen(path, "wb");
+    const bool ok  = out && fwrite(zip.p, 1, zip.n, out) == zip.n && fclose(out) == 0;
+    CHECK(ok, "cannot write %s", path);
     vae_st_file_close(f);
     free(pkl.p);
     free(zip.p);
     free(m);
     free(names);
+    free(zeros);
+    return ok;
+}
+
+// kl_sd as a checkpoint decodes as the safetensors file does; a decoder weight stored as int32 is
+// refused by the loader, naming it
+static void test_checkpoint(void) {
+    char path[1024], msg[1024];
+    snprintf(path, sizeof(path), "%s/vae-test-pth-%d.ckpt", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp", (int) getpid());
+    if (write_checkpoint(path, path_in(data_dir, "kl_sd.safetensors"), "first_stage_model.", NULL)) {
+        check_same_decode("kl_sd as a checkpoint .pth", path, path_in(data_dir, "kl_sd.safetensors"),
+                          path_in(data_dir, "kl_sd.latent"));
+    }
+    if (write_checkpoint(path, path_in(data_dir, "taesd_z4_w16.orig.safetensors"), "", "3.conv.0.weight")) {
+        struct vae_model * m = vae_model_load(path, VAE_FAMILY_AUTO, msg, sizeof(msg));
+        CHECK(m == NULL, "an int32 decoder weight accepted");
+        CHECK_ERR_HAS(msg, "tensor '3.conv.0.weight' is I32; decoder weights must be F32, F16 or BF16");
+        vae_model_free(m);
+    }
+    unlink(path);
 }
 
 int main(void) {
