@@ -3,8 +3,9 @@
 // A .pth file is as hostile as any input: its pickle is a program, and Python's unpickler runs
 // whatever callable it names. Here nothing is ever called: the unpickler below builds plain
 // values (ints, strings, tuples, lists, dicts), resolves GLOBAL only to the handful of names a
-// state dict uses and refuses any other by name, and turns the allow-listed calls into what they
-// would make (an empty OrderedDict, a tensor view of a storage). Storages come from persistent
+// state dict uses (any other stays an inert name, refused by name where it would be called or
+// built), and turns the allow-listed calls into what they would make (an empty OrderedDict, a
+// tensor view of a storage). Storages come from persistent
 // ids only and are the zip's data/<key> members, whose offsets and sizes were checked against
 // the file first. Every arithmetic on a size or offset is overflow-checked, every read bounded;
 // there is no recursion (the stack, the marks and the memo are arrays), and all objects are
@@ -23,6 +24,7 @@
 #define PTH_MAX_KEY_LEN     256 // a storage key is a small decimal number
 #define PTH_NAME_SHOWN      120 // bytes of a name quoted in a message
 #define PTH_MAX_PREFIX      256 // the directory all members are in: a file stem
+#define PK_DESCRIBED        (2 * PTH_NAME_SHOWN + 24) // "global 'module.name'"
 
 #if defined(__GNUC__)
 __attribute__((format(printf, 3, 4)))
@@ -296,8 +298,9 @@ static const char * pk_kind_names[] = {
     [PK_GLOBAL] = "global", [PK_STORAGE] = "storage", [PK_TENSOR] = "tensor",
 };
 
-// the globals a state dict needs, all that GLOBAL resolves
-enum pk_global { PK_ORDERED_DICT, PK_REBUILD_TENSOR_V2, PK_REBUILD_PARAMETER, PK_STORAGE_CLASS };
+// the globals a state dict needs, all that GLOBAL resolves; any other is a name only (PK_NAMED),
+// which nothing calls
+enum pk_global { PK_ORDERED_DICT, PK_REBUILD_TENSOR_V2, PK_REBUILD_PARAMETER, PK_STORAGE_CLASS, PK_NAMED };
 
 static const struct {
     const char *   name;
@@ -321,7 +324,7 @@ struct pk_obj {
     int64_t            i;        // BOOL, INT; GLOBAL: enum pk_global; STORAGE: elements
     double             f;
     enum vae_dtype     dtype;    // GLOBAL (storage class), STORAGE
-    const uint8_t *    s;        // STR (inside the pickle); STORAGE: its key
+    const uint8_t *    s;        // STR (inside the pickle); STORAGE: its key; GLOBAL: "module\nname"
     size_t             len;
     const uint8_t *    data;     // STORAGE: its record in the file
     struct pk_obj **   items;    // TUPLE, LIST; DICT: key, value, key, value, ...
@@ -454,6 +457,18 @@ static bool pk_str_is(const struct pk_obj * o, const char * s) {
     return o->kind == PK_STR && o->len == strlen(s) && memcmp(o->s, s, o->len) == 0;
 }
 
+// o for a message: its kind, or a global's name
+static const char * pk_describe(const struct pk_obj * o, char buf[PK_DESCRIBED]) {
+    const uint8_t * nl = o->kind == PK_GLOBAL ? memchr(o->s, '\n', o->len) : NULL;
+    if (nl == NULL) {
+        return pk_kind_names[o->kind];
+    }
+    char mod[PTH_NAME_SHOWN + 4], name[PTH_NAME_SHOWN + 4];
+    snprintf(buf, PK_DESCRIBED, "global '%s.%s'", pth_shown(o->s, (size_t) (nl - o->s), mod),
+             pth_shown(nl + 1, (size_t) (o->s + o->len - nl - 1), name));
+    return buf;
+}
+
 static bool pk_int(struct pk_vm * vm, int64_t v) {
     struct pk_obj * o = pk_new(vm, PK_INT);
     if (o) {
@@ -493,7 +508,8 @@ static bool pk_long1(struct pk_vm * vm) {
     return pk_int(vm, (int64_t) v);
 }
 
-// GLOBAL "module\nname\n": resolved from the allow-list, anything else refused by name
+// GLOBAL "module\nname\n": resolved from the allow-list; any other global is only a name, refused
+// by name where it would be called (Lightning checkpoints name their callback classes as dict keys)
 static bool pk_global(struct pk_vm * vm) {
     const uint8_t * line[2];
     size_t          len[2];
@@ -513,6 +529,8 @@ static bool pk_global(struct pk_vm * vm) {
     if (g == NULL) {
         return false;
     }
+    g->s   = line[0];
+    g->len = (size_t) (vm->p - 1 - line[0]);
     const bool torch = strcmp(mod, "torch") == 0 && len[0] == 5;
     if (strcmp(mod, "collections") == 0 && strcmp(name, "OrderedDict") == 0) {
         g->i = PK_ORDERED_DICT;
@@ -533,11 +551,7 @@ static bool pk_global(struct pk_vm * vm) {
             return pk_fail(vm, "storage type torch.%s is not supported: the storages read are Float, Half, BFloat16, "
                                "Double, Long, Int, Short, Char, Byte and Bool", name);
         }
-        if (g->i < 0) {
-            return pk_fail(vm, "global '%s.%s' is refused: a weights-only load resolves only collections.OrderedDict, "
-                               "torch._utils._rebuild_tensor_v2, torch._utils._rebuild_parameter and the torch storage "
-                               "classes, and never calls anything", mod, name);
-        }
+        g->i = g->i < 0 ? PK_NAMED : g->i;
     }
     return pk_push(vm, g);
 }
@@ -579,7 +593,8 @@ static bool pk_persid(struct pk_vm * vm) {
     const struct pk_obj * cls = pid->items[1], *key = pid->items[2], *numel = pid->items[4];
     if (cls->kind != PK_GLOBAL || cls->i != PK_STORAGE_CLASS || key->kind != PK_STR || numel->kind != PK_INT ||
         numel->i < 0) {
-        return pk_fail(vm, "persistent storage id of the wrong types (%s, %s, ..., %s)", pk_kind_names[cls->kind],
+        char what[PK_DESCRIBED];
+        return pk_fail(vm, "persistent storage id of the wrong types (%s, %s, ..., %s)", pk_describe(cls, what),
                        pk_kind_names[key->kind], pk_kind_names[numel->kind]);
     }
     char shown[PTH_NAME_SHOWN + 4], name[PTH_MAX_PREFIX + PTH_MAX_KEY_LEN + 8];
@@ -653,9 +668,15 @@ static bool pk_call(struct pk_vm * vm, bool newobj) {
     if (f == NULL) {
         return false;
     }
+    char what[PK_DESCRIBED];
+    if (f->kind == PK_GLOBAL && f->i == PK_NAMED) {
+        return pk_fail(vm, "%s is refused: a weights-only load calls only collections.OrderedDict, "
+                           "torch._utils._rebuild_tensor_v2 and torch._utils._rebuild_parameter, and no other global",
+                       pk_describe(f, what));
+    }
     if (f->kind != PK_GLOBAL || args->kind != PK_TUPLE) {
         return pk_fail(vm, "%s applies a %s to a %s: only allow-listed globals are called, on a tuple",
-                       newobj ? "NEWOBJ" : "REDUCE", pk_kind_names[f->kind], pk_kind_names[args->kind]);
+                       newobj ? "NEWOBJ" : "REDUCE", pk_describe(f, what), pk_kind_names[args->kind]);
     }
     if (f->i == PK_ORDERED_DICT && args->n == 0) {
         return pk_push(vm, pk_new(vm, PK_DICT));
@@ -731,6 +752,7 @@ static bool pk_step(struct pk_vm * vm, bool * done) {
     struct pk_obj * o    = NULL;
     struct pk_obj ** items = NULL;
     size_t           n     = 0;
+    char             what[PK_DESCRIBED];
     switch (op) {
         case 0x80: // PROTO
             return pk_take(vm, 1) != NULL;
@@ -815,7 +837,7 @@ static bool pk_step(struct pk_vm * vm, bool * done) {
             if (!pk_pop(vm) || !(o = pk_top(vm))) {
                 return false;
             }
-            return o->kind == PK_DICT || o->kind == PK_TENSOR ? true : pk_fail(vm, "BUILD on a %s", pk_kind_names[o->kind]);
+            return o->kind == PK_DICT || o->kind == PK_TENSOR ? true : pk_fail(vm, "BUILD on a %s", pk_describe(o, what));
         case '.': // STOP
             *done = true;
             return pk_top(vm) != NULL;
@@ -832,9 +854,10 @@ static bool pk_step(struct pk_vm * vm, bool * done) {
 // the dict of tensors: root itself, or the first one down its "state_dict" and "model" entries
 static const struct pk_obj * pth_state_dict(struct pk_vm * vm, const struct pk_obj * root) {
     for (int depth = 0; depth < PTH_MAX_STATE_DEPTH; depth++) {
+        char what[PK_DESCRIBED];
         if (root->kind != PK_DICT) {
             pth_fail(vm->err, vm->err_size, "the pickle holds a %s where a state dict (a dict of tensors) was expected",
-                     pk_kind_names[root->kind]);
+                     pk_describe(root, what));
             return NULL;
         }
         const struct pk_obj * next = NULL;

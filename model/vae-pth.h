@@ -5,7 +5,8 @@
 // dict, and data/<key>, the raw bytes of each storage (MODELS.md §F). The reader checks every
 // offset and size of the zip against the file, then runs data.pkl on a weights-only unpickler of
 // its own: the opcodes a state dict needs and nothing else, GLOBAL resolved from a short
-// allow-list (OrderedDict, the tensor rebuild functions, the storage classes) and never executed.
+// allow-list (OrderedDict, the tensor rebuild functions, the storage classes); nothing else is
+// ever called, and a call of any other global is refused naming it.
 // It gives the same header as the safetensors reader, tensor data pointing into the mapping, so
 // every family's builder reads both formats unchanged.
 
@@ -19,7 +20,8 @@ extern "C" {
 
 // the state dict of the .pth bytes [data, data + size) (a dict of tensors, or one under
 // "state_dict" or "model"), tensor data pointing into the bytes; NULL with a message on anything
-// else (legacy format, compressed member, global outside the allow-list, non-contiguous tensor ...)
+// else (legacy format, compressed member, call of a global outside the allow-list, non-contiguous
+// tensor ...)
 struct vae_st_header * vae_pth_parse(const uint8_t * data, size_t size, char * err, size_t err_size);
 
 // a weight file, safetensors or .pth, told apart by its first bytes (a zip is read as .pth)

@@ -1,7 +1,7 @@
 // The .pth reader (model/vae-pth.c): files PyTorch wrote (the real taef2_decoder.pth, which must
 // decode to exactly the frames of taef2_decoder.safetensors; the small fixtures of
 // tests/data/gen_pth.py: views sharing a storage at offsets, a Parameter, every kind of dtype, a
-// transposed tensor, the legacy format), a checkpoint-like file built here from kl_sd.safetensors
+// Lightning checkpoint, a transposed tensor, the legacy format), a checkpoint-like file built here from kl_sd.safetensors
 // ({"state_dict": {"first_stage_model.*": ...}}, ZIP64 end records) that must decode as the
 // safetensors file does, and malformed archives and pickles of every kind, each refused naming
 // the cause.
@@ -239,9 +239,16 @@ static void test_pickles(void) {
     PICKLE_REFUSED("os.system", "\x80\x02" "cposix\nsystem\nX\x02\x00\x00\x00ls\x85R.", "global 'posix.system' is refused");
     PICKLE_REFUSED("builtins.eval", "\x80\x02" "cbuiltins\neval\nX\x01\x00\x00\x00" "1\x85R.",
                    "global 'builtins.eval' is refused");
-    PICKLE_REFUSED("torch.load itself", "\x80\x02" "ctorch\nload\n.", "global 'torch.load' is refused");
-    PICKLE_REFUSED("rebuild v3", "\x80\x02" "ctorch._utils\n_rebuild_tensor_v3\n.",
+    PICKLE_REFUSED("torch.load itself", "\x80\x02" "ctorch\nload\nX\x01\x00\x00\x00" "f\x85R.",
+                   "global 'torch.load' is refused: a weights-only load calls only collections.OrderedDict");
+    PICKLE_REFUSED("rebuild v3", "\x80\x02" "ctorch._utils\n_rebuild_tensor_v3\n)R.",
                    "global 'torch._utils._rebuild_tensor_v3' is refused");
+    PICKLE_REFUSED("NEWOBJ of a named class", "\x80\x02" "cbuiltins\nobject\n)\x81.", "global 'builtins.object' is refused");
+    PICKLE_REFUSED("a global as the state dict", "\x80\x02" "cposix\nsystem\n.",
+                   "the pickle holds a global 'posix.system' where a state dict (a dict of tensors) was expected");
+    PICKLE_REFUSED("a named global as a storage class", "\x80\x02(X\x07\x00\x00\x00storagecposix\nsystem\n"
+                   "X\x01\x00\x00\x00" "0X\x03\x00\x00\x00" "cpuK\x02tQ.",
+                   "persistent storage id of the wrong types (global 'posix.system', str, ..., int)");
     PICKLE_REFUSED("unknown opcode", "\x80\x02\xff.", "opcode 0xff (unknown) is not supported");
     PICKLE_REFUSED("STACK_GLOBAL", "\x80\x04\x93.", "opcode 0x93 (STACK_GLOBAL) is not supported");
     PICKLE_REFUSED("INST", "\x80\x02iposix\nsystem\n.", "opcode 0x69 (INST) is not supported");
@@ -319,7 +326,7 @@ static void test_pickles(void) {
 }
 
 static void test_archives(void) {
-    struct buf        pkl = { 0 }, good = { 0 }, b = { 0 };
+    struct buf        pkl = { 0 }, good = { 0 }, b = { 0 }, nested = { 0 };
     struct zip_layout lay;
     std_pickle_body(&pkl);
     put_s(&pkl, ".");
@@ -407,6 +414,25 @@ static void test_archives(void) {
     expect_refused("ZIP64 locator", b.p, b.n, "the ZIP64 end record the locator points to");
 
     // nested dicts: {"model": {"state_dict": OrderedDict(w)}}; the same tensor twice under one name
+    // a Lightning-like checkpoint naming a callback class as a dict key: a name, never called
+    b.n = 0;
+    put_s(&b, "\x80\x02}(");
+    pk_unicode(&b, "callbacks");
+    put_s(&b, "}");
+    pk_global(&b, "pytorch_lightning.callbacks.model_checkpoint", "ModelCheckpoint");
+    put_s(&b, "}");
+    pk_unicode(&b, "best_model_path");
+    pk_unicode(&b, "last.ckpt");
+    put_s(&b, "ss");
+    pk_unicode(&b, "state_dict");
+    put(&b, pkl.p + 2, pkl.n - 3);
+    put_s(&b, "u.");
+    nested.n = 0;
+    std_archive(&nested, b.p, b.n, NULL);
+    hdr = vae_pth_parse(nested.p, nested.n, msg, sizeof(msg));
+    CHECK(hdr != NULL && hdr->n_tensors == 1, "a class named as a key: %s", hdr ? "" : msg);
+    vae_st_header_free(hdr);
+
     b.n = 0;
     put_s(&b, "\x80\x02}");
     pk_unicode(&b, "model");
@@ -414,7 +440,7 @@ static void test_archives(void) {
     pk_unicode(&b, "state_dict");
     put(&b, pkl.p + 2, pkl.n - 3); // the OrderedDict, without PROTO and STOP
     put_s(&b, "ss.");
-    struct buf nested = { 0 };
+    nested.n = 0;
     std_archive(&nested, b.p, b.n, NULL);
     hdr = vae_pth_parse(nested.p, nested.n, msg, sizeof(msg));
     CHECK(hdr != NULL && hdr->n_tensors == 1 && strcmp(hdr->tensors[0].name, "w") == 0, "nested: %s", hdr ? "" : msg);
@@ -507,6 +533,17 @@ static void test_torch_fixtures(void) {
     CHECK(f == NULL, "the legacy format accepted");
     CHECK_ERR_HAS(msg, "pth_legacy.pth': a bare pickle: the legacy PyTorch format");
     vae_st_file_close(f);
+    // a Lightning checkpoint: the state dict found under "state_dict", the optimizer's tensors not
+    // taken, the callback class named as a key never called
+    f = vae_weights_file_open(path_in(data_dir, "pth_lightning.ckpt"), msg, sizeof(msg));
+    CHECK(f != NULL, "pth_lightning.ckpt: %s", msg);
+    if (f) {
+        const struct vae_st_tensor * w = vae_st_header_find(f->hdr, "first_stage_model.weight");
+        CHECK(f->hdr->n_tensors == 2 && w && w->n_dims == 4 && w->shape[0] == 2 && w->shape[1] == 2 &&
+                  vae_st_header_find(f->hdr, "first_stage_model.bias"),
+              "pth_lightning.ckpt: %d tensors, not the conv's weight [2, 2, 1, 1] and bias", f->hdr->n_tensors);
+        vae_st_file_close(f);
+    }
     // a decoder weight of a dtype no decoder takes is refused by the model loader, naming it
     struct vae_model * m = vae_model_load(path_in(data_dir, "pth_features.pth"), VAE_FAMILY_AUTO, msg, sizeof(msg));
     CHECK(m == NULL, "pth_features.pth loaded as a decoder");

@@ -18,7 +18,7 @@ status=0
 for t in $targets; do
     ninja -C "$build" "tests/$t" >/dev/null || exit 1
     case $t in
-        fuzz-pth) seeds="$src/tests/fuzz/corpus-pth/* $src/tests/data/pth_*.pth" ;;
+        fuzz-pth) seeds="$src/tests/fuzz/corpus-pth/* $src/tests/data/pth_*" ;;
         *) seeds="$src/tests/fuzz/corpus-model/* $src/tests/fuzz/corpus-pth/*" ;;
     esac
     work=$(mktemp -d)
