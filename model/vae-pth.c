@@ -24,6 +24,8 @@
 #define PTH_MAX_KEY_LEN     256 // a storage key is a small decimal number
 #define PTH_NAME_SHOWN      120 // bytes of a name quoted in a message
 #define PTH_MAX_PREFIX      256 // the directory all members are in: a file stem
+#define PK_MAX_ITEMS        (1 << 21) // objects, stack entries, marks: a state dict of thousands of
+                                      // tensors makes some 10^5 objects; bounds memory (~250 MB)
 #define PK_DESCRIBED        (2 * PTH_NAME_SHOWN + 24) // "global 'module.name'"
 
 #if defined(__GNUC__)
@@ -343,6 +345,8 @@ struct pk_vm {
     struct pk_obj **       memo;
     size_t                 cap_memo;
     struct pk_obj *        objects;
+    size_t                 n_objects;
+    size_t                 n_memo;          // ids handed out: 0 .. n_memo - 1
     const struct pth_zip * zip;
     const char *           prefix;          // of every member: "archive/"
     size_t                 prefix_len;
@@ -363,6 +367,10 @@ static bool pk_fail(struct pk_vm * vm, const char * fmt, ...) {
 }
 
 static struct pk_obj * pk_new(struct pk_vm * vm, enum pk_kind kind) {
+    if (vm->n_objects++ >= PK_MAX_ITEMS) {
+        pk_fail(vm, "the pickle makes more than %d objects: not a state dict", PK_MAX_ITEMS);
+        return NULL;
+    }
     struct pk_obj * o = calloc(1, sizeof(*o));
     if (o == NULL) {
         pk_fail(vm, "out of memory");
@@ -389,6 +397,9 @@ static void pk_free(struct pk_vm * vm) {
 static bool pk_push(struct pk_vm * vm, struct pk_obj * o) {
     if (o == NULL) {
         return false; // pk_new said why
+    }
+    if (vm->n_stack >= PK_MAX_ITEMS) {
+        return pk_fail(vm, "the stack grows past %d entries: not a state dict", PK_MAX_ITEMS);
     }
     if (!pth_grow(&vm->stack, &vm->cap_stack, vm->n_stack + 1, sizeof(*vm->stack))) {
         return pk_fail(vm, "out of memory");
@@ -561,21 +572,21 @@ static bool pk_memo_put(struct pk_vm * vm, uint32_t idx) {
     if (top == NULL) {
         return false;
     }
-    // memo ids are handed out in order, at most one per two bytes of pickle
-    if (idx > (size_t) (vm->end - vm->begin)) {
-        return pk_fail(vm, "memo id %" PRIu32 " is larger than the pickle", idx);
+    // a pickler hands ids out in order (0, 1, 2, ...), so the memo never has gaps and is no
+    // larger than the number of puts
+    if (idx > vm->n_memo) {
+        return pk_fail(vm, "memo id %" PRIu32 " skips ids (the next is %zu)", idx, vm->n_memo);
     }
-    const size_t old = vm->cap_memo;
     if (!pth_grow(&vm->memo, &vm->cap_memo, (size_t) idx + 1, sizeof(*vm->memo))) {
         return pk_fail(vm, "out of memory");
     }
-    memset(vm->memo + old, 0, (vm->cap_memo - old) * sizeof(*vm->memo));
     vm->memo[idx] = top;
+    vm->n_memo += idx == vm->n_memo;
     return true;
 }
 
 static bool pk_memo_get(struct pk_vm * vm, uint32_t idx) {
-    if (idx >= vm->cap_memo || vm->memo[idx] == NULL) {
+    if (idx >= vm->n_memo) {
         return pk_fail(vm, "memo id %" PRIu32 " was never stored", idx);
     }
     return pk_push(vm, vm->memo[idx]);
@@ -767,6 +778,9 @@ static bool pk_step(struct pk_vm * vm, bool * done) {
         case 'j': // LONG_BINGET
             return (b = pk_take(vm, 4)) && pk_memo_get(vm, pth_u32(b));
         case '(': // MARK
+            if (vm->n_marks >= PK_MAX_ITEMS) {
+                return pk_fail(vm, "more than %d nested MARKs: not a state dict", PK_MAX_ITEMS);
+            }
             if (!pth_grow(&vm->marks, &vm->cap_marks, vm->n_marks + 1, sizeof(*vm->marks))) {
                 return pk_fail(vm, "out of memory");
             }

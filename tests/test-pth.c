@@ -255,7 +255,8 @@ static void test_pickles(void) {
     PICKLE_REFUSED("no STOP", "\x80\x02}", "the pickle ends without a STOP opcode");
     PICKLE_REFUSED("empty pickle", "", "the pickle ends without a STOP opcode");
     PICKLE_REFUSED("memo id never stored", "\x80\x02h\x05.", "memo id 5 was never stored");
-    PICKLE_REFUSED("memo id past the pickle", "\x80\x02}r\xff\xff\xff\xff.", "memo id 4294967295 is larger than the pickle");
+    PICKLE_REFUSED("memo id 2^32 - 1", "\x80\x02}r\xff\xff\xff\xff.", "memo id 4294967295 skips ids (the next is 0)");
+    PICKLE_REFUSED("memo id with a gap", "\x80\x02}q\0q\2.", "memo id 2 skips ids (the next is 1)");
     PICKLE_REFUSED("TUPLE without MARK", "\x80\x02t.", "no MARK to pop to");
     PICKLE_REFUSED("REDUCE on an empty stack", "\x80\x02R.", "stack underflow");
     PICKLE_REFUSED("pop across a MARK", "\x80\x02}(s.", "stack underflow");
@@ -285,6 +286,26 @@ static void test_pickles(void) {
     put_s(&deep, ".");
     expect_pickle_refused("200000 nested MARKs", (const char *) deep.p, deep.n, "the pickle's dict holds no tensors");
     free(deep.p);
+
+    // the bounds on objects, stack entries and marks, each a byte or two of pickle
+    static const struct {
+        const char * what, *op, *needle;
+    } floods[] = {
+        { "2^21 + 1 objects", "N", "the pickle makes more than 2097152 objects" },
+        { "2^21 + 1 stack entries", "h\0", "the stack grows past 2097152 entries" },
+        { "2^21 + 1 marks", "(", "more than 2097152 nested MARKs" },
+    };
+    for (size_t i = 0; i < sizeof(floods) / sizeof(floods[0]); i++) {
+        struct buf   flood = { 0 };
+        const size_t n     = strlen(floods[i].op) + (floods[i].op[0] == 'h');
+        put(&flood, "\x80\x02]q\0", 5);
+        for (int k = 0; k <= 1 << 21; k++) {
+            put(&flood, floods[i].op, n);
+        }
+        put_s(&flood, ".");
+        expect_pickle_refused(floods[i].what, (const char *) flood.p, flood.n, floods[i].needle);
+        free(flood.p);
+    }
 
     // tensors: storage types, records, layouts
     static const int64_t two = 2, one_two[2] = { 1, 2 }, odd_stride[2] = { 2, 2 };
