@@ -649,6 +649,17 @@ static void test_real_taef2(void) {
         }
         CHECK(same == b->hdr->n_tensors, "%d of %d tensors the same (name, dtype, shape, bytes, 64-byte aligned)", same,
               b->hdr->n_tensors);
+        // torch writes a ZIP64 end record and its locator into every file; past 4 GiB the plain end
+        // record says "see ZIP64" (0xffff, 0xffffffff) and the ZIP64 record alone must do
+        uint8_t * copy = malloc(a->map_size);
+        memcpy(copy, a->map, a->map_size);
+        memset(copy + a->map_size - 22 + 8, 0xff, 12);
+        struct vae_st_header * hdr = vae_pth_parse(copy, a->map_size, msg, sizeof(msg));
+        CHECK(hdr != NULL && hdr->n_tensors == b->hdr->n_tensors, "the end record left to ZIP64: %s", hdr ? "" : msg);
+        vae_st_header_free(hdr);
+        copy[a->map_size - 22 - 20 - 56 + 48] -= 8; // the ZIP64 record's central directory offset
+        expect_refused("ZIP64 central directory offset", copy, a->map_size, "central directory entry 0");
+        free(copy);
     }
     vae_st_file_close(a);
     vae_st_file_close(b);

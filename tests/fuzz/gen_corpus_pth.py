@@ -39,6 +39,15 @@ def read_st(name):
     return sd
 
 
+def zip64_only(raw):
+    """the archive with the counts and offsets of its end record set to "see the ZIP64 record", as
+    past 4 GiB (torch writes the ZIP64 end record and its locator into every file; the file must
+    have no comment)"""
+    sig, comment = struct.unpack("<I", raw[-22:-18])[0], struct.unpack("<H", raw[-2:])[0]
+    assert sig == 0x06054B50 and comment == 0
+    return raw[:-22] + struct.pack("<IHHHHIIH", 0x06054B50, 0, 0, 0xFFFF, 0xFFFF, 0xFFFFFFFF, 0xFFFFFFFF, 0)
+
+
 def main():
     os.makedirs(OUT, exist_ok=True)
     for name, dtype in (("taesd-w1", torch.float16), ("taef2-w1", torch.bfloat16), ("taehv-w1", torch.float32)):
@@ -52,6 +61,10 @@ def main():
     views = collections.OrderedDict(a=base[2:6].view(2, 2), b=base[6:],
                                     p=torch.nn.Parameter(torch.ones(3)), n=torch.tensor(5))
     torch.save({"model": views}, os.path.join(OUT, "views.pth"))
+    with open(os.path.join(OUT, "views.pth"), "rb") as f:
+        raw = f.read()
+    with open(os.path.join(OUT, "views-zip64.pth"), "wb") as f:
+        f.write(zip64_only(raw))
 
 
 if __name__ == "__main__":
