@@ -324,7 +324,6 @@ struct pk_tensor {
 struct pk_obj {
     enum pk_kind       kind;
     int64_t            i;        // BOOL, INT; GLOBAL: enum pk_global; STORAGE: elements
-    double             f;
     enum vae_dtype     dtype;    // GLOBAL (storage class), STORAGE
     const uint8_t *    s;        // STR (inside the pickle); STORAGE: its key; GLOBAL: "module\nname"
     size_t             len;
@@ -349,7 +348,6 @@ struct pk_vm {
     size_t                 n_memo;          // ids handed out: 0 .. n_memo - 1
     const struct pth_zip * zip;
     const char *           prefix;          // of every member: "archive/"
-    size_t                 prefix_len;
     char *                 err;
     size_t                 err_size;
 };
@@ -824,15 +822,8 @@ static bool pk_step(struct pk_vm * vm, bool * done) {
             return pk_push(vm, o);
         case 'N': // NONE
             return pk_push(vm, pk_new(vm, PK_NONE));
-        case 'G': // BINFLOAT: big-endian
-            if ((b = pk_take(vm, 8)) && (o = pk_new(vm, PK_FLOAT)) != NULL) {
-                uint64_t u = 0;
-                for (int i = 0; i < 8; i++) {
-                    u = u << 8 | b[i];
-                }
-                memcpy(&o->f, &u, sizeof(o->f));
-            }
-            return pk_push(vm, o);
+        case 'G': // BINFLOAT: in a checkpoint's other entries (a learning rate), never needed
+            return pk_take(vm, 8) && pk_push(vm, pk_new(vm, PK_FLOAT));
         case 'Q':
             return pk_persid(vm);
         case 'R':
@@ -1019,7 +1010,7 @@ static const struct pth_member * pth_find_pickle(struct pth_zip * z, char * pref
 }
 
 static struct vae_st_header * pth_unpickle(struct pth_zip * z, const struct pth_member * pkl, const char * prefix) {
-    struct pk_vm vm = { .zip = z, .prefix = prefix, .prefix_len = strlen(prefix), .err = z->err,
+    struct pk_vm vm = { .zip = z, .prefix = prefix, .err = z->err,
                         .err_size = z->err_size };
     vm.begin = vm.p = z->base + pkl->offset;
     vm.end          = vm.begin + pkl->size;
