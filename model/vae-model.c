@@ -7,6 +7,7 @@
 // learns which one it was; a file whose shapes or numbers are absurd is refused naming the tensor.
 
 #include "vae-model.h"
+#include "vae-pth.h"
 
 #include <ctype.h>
 #include <inttypes.h>
@@ -1084,7 +1085,7 @@ static bool model_kl_family(struct vae_model * m, const struct vae_st_header * h
 }
 
 struct vae_model * vae_model_load(const char * path, enum vae_family family, char * err, size_t err_size) {
-    struct vae_st_file * file = vae_st_file_open(path, err, err_size);
+    struct vae_st_file * file = vae_weights_file_open(path, err, err_size);
     if (!file) {
         return NULL;
     }

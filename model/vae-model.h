@@ -90,7 +90,7 @@ struct vae_model {
 const char *     vae_family_name(enum vae_family family);  // "taef2", ...
 enum vae_family  vae_family_from_name(const char * name);   // VAE_FAMILY_COUNT when unknown
 
-// load a safetensors decoder; family AUTO detects it, any other value is checked against the file
+// load a decoder (safetensors or a torch.save .pth); family AUTO detects it, any other value is checked against the file
 struct vae_model * vae_model_load(const char * path, enum vae_family family, char * err, size_t err_size);
 void               vae_model_free(struct vae_model * model);
 const struct vae_weight * vae_model_weight(const struct vae_model * model, const char * name);

@@ -1316,77 +1316,92 @@ int vae_st_comfy_vae_name(const char * prompt, char ** name) {
 // files
 //
 
-struct vae_st_file * vae_st_file_open(const char * path, char * err, size_t err_size) {
-    char        msg[1024];
+bool vae_file_map(const char * path, const uint8_t ** map_out, size_t * size_out, char * err, size_t err_size) {
     struct stat st;
     // a FIFO or a device would block open() or read forever: look before opening, and open
     // without blocking in case the path is swapped for one in between (then fstat refuses it)
     if (stat(path, &st) != 0) {
         st_set_err(err, err_size, "cannot open '%s': %s", path, strerror(errno));
-        return NULL;
+        return false;
     }
     if (!S_ISREG(st.st_mode)) {
         st_set_err(err, err_size, "'%s' is not a regular file", path);
-        return NULL;
+        return false;
     }
     int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0) {
         st_set_err(err, err_size, "cannot open '%s': %s", path, strerror(errno));
-        return NULL;
+        return false;
     }
     if (fstat(fd, &st) != 0) {
         st_set_err(err, err_size, "cannot stat '%s': %s", path, strerror(errno));
         close(fd);
-        return NULL;
+        return false;
     }
     if (!S_ISREG(st.st_mode)) {
         st_set_err(err, err_size, "'%s' is not a regular file", path);
         close(fd);
-        return NULL;
+        return false;
     }
     const uint64_t size = (uint64_t) st.st_size;
     if (size == 0) {
         st_set_err(err, err_size, "'%s': file is empty (0 bytes)", path);
         close(fd);
-        return NULL;
-    }
-    if (size < 8) {
-        st_set_err(err, err_size, "'%s': file is too short (%" PRIu64 " bytes) for the 8-byte header length prefix",
-                   path, size);
-        close(fd);
-        return NULL;
+        return false;
     }
     if (size > SIZE_MAX) {
         st_set_err(err, err_size, "'%s': file of %" PRIu64 " bytes is too large to map", path, size);
         close(fd);
-        return NULL;
+        return false;
     }
     void * map = mmap(NULL, (size_t) size, PROT_READ, MAP_PRIVATE, fd, 0);
     const int map_errno = errno;
     close(fd);
     if (map == MAP_FAILED) {
         st_set_err(err, err_size, "cannot map '%s': %s", path, strerror(map_errno));
+        return false;
+    }
+    *map_out  = map;
+    *size_out = (size_t) size;
+    return true;
+}
+
+struct vae_st_file * vae_st_file_open(const char * path, char * err, size_t err_size) {
+    const uint8_t * map;
+    size_t          size;
+    if (!vae_file_map(path, &map, &size, err, err_size)) {
         return NULL;
     }
-    const uint8_t * bytes = map;
+    return vae_st_file_from_map(path, map, size, err, err_size);
+}
+
+struct vae_st_file * vae_st_file_from_map(const char * path, const uint8_t * bytes, size_t size, char * err,
+                                          size_t err_size) {
+    char msg[1024];
+    if (size < 8) {
+        st_set_err(err, err_size, "'%s': file is too short (%zu bytes) for the 8-byte header length prefix", path,
+                   size);
+        munmap((void *) bytes, size);
+        return NULL;
+    }
 
     uint64_t n = 0;
     if (!vae_st_prefix_parse(bytes, &n, msg, sizeof(msg))) {
         st_set_err(err, err_size, "'%s': %s", path, msg);
-        munmap(map, (size_t) size);
+        munmap((void *) bytes, size);
         return NULL;
     }
     if (n > size - 8) {
-        st_set_err(err, err_size, "'%s': truncated: header length %" PRIu64 " exceeds the %" PRIu64
+        st_set_err(err, err_size, "'%s': truncated: header length %" PRIu64 " exceeds the %zu"
                                   " bytes after the length prefix",
                    path, n, size - 8);
-        munmap(map, (size_t) size);
+        munmap((void *) bytes, size);
         return NULL;
     }
     struct vae_st_header * hdr = vae_st_header_parse(bytes + 8, n, msg, sizeof(msg));
     if (hdr == NULL) {
         st_set_err(err, err_size, "'%s': %s", path, msg);
-        munmap(map, (size_t) size);
+        munmap((void *) bytes, size);
         return NULL;
     }
     const uint64_t avail = size - 8 - n;
@@ -1401,23 +1416,28 @@ struct vae_st_file * vae_st_file_open(const char * path, char * err, size_t err_
                        path, avail, hdr->data_size);
         }
         vae_st_header_free(hdr);
-        munmap(map, (size_t) size);
+        munmap((void *) bytes, size);
         return NULL;
     }
     const uint8_t * data = bytes + 8 + n;
     for (int i = 0; i < hdr->n_tensors; i++) {
         hdr->tensors[i].data = data + hdr->tensors[i].offset;
     }
+    return vae_st_file_wrap(path, hdr, bytes, size, err, err_size);
+}
+
+struct vae_st_file * vae_st_file_wrap(const char * path, struct vae_st_header * hdr, const uint8_t * map, size_t size,
+                                      char * err, size_t err_size) {
     struct vae_st_file * file = malloc(sizeof(*file));
     if (file == NULL) {
         st_set_err(err, err_size, "'%s': out of memory", path);
         vae_st_header_free(hdr);
-        munmap(map, (size_t) size);
+        munmap((void *) map, size);
         return NULL;
     }
     file->hdr      = hdr;
-    file->map      = bytes;
-    file->map_size = (size_t) size;
+    file->map      = map;
+    file->map_size = size;
     return file;
 }
 

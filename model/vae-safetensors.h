@@ -101,6 +101,15 @@ struct vae_st_file {
 };
 
 struct vae_st_file * vae_st_file_open(const char * path, char * err, size_t err_size);
+// map the regular file at path read-only (a FIFO, a device or an empty file is refused): where the
+// readers of either weight format (safetensors, .pth) start
+bool                 vae_file_map(const char * path, const uint8_t ** map, size_t * size, char * err, size_t err_size);
+// vae_st_file_open on a mapping of vae_file_map, which it takes over (unmapped on failure)
+struct vae_st_file * vae_st_file_from_map(const char * path, const uint8_t * map, size_t size, char * err,
+                                          size_t err_size);
+// a file of a header and the mapping its tensors point into, both taken over (freed on failure)
+struct vae_st_file * vae_st_file_wrap(const char * path, struct vae_st_header * hdr, const uint8_t * map, size_t size,
+                                      char * err, size_t err_size);
 void                 vae_st_file_close(struct vae_st_file * file);
 // let the pages under the data of t (a tensor of a mapped file) leave this process's resident
 // memory, once the data has been converted elsewhere (touched again, they are read from the file)

@@ -93,6 +93,22 @@ expect_error "backend not built" "the hip backend is not built" \
 expect_error "no raw constants" "taef2 has no constants to convert raw latents" \
     filesrc location="$full" ! latentparse ! vaedecode latent-space=raw model-file="$model" ! $sink
 
+# the real decoder as a torch.save .pth decodes to the very bytes of its safetensors file; a .pth
+# cut short is refused saying so
+for ext in pth safetensors; do
+    timeout 60 gst-launch-1.0 -q filesrc location="$shared/reference/taef2/small.latent" ! latentparse \
+        ! vaedecode model-file="$shared/models/taef2_decoder.$ext" ! videoconvert ! video/x-raw,format=RGB \
+        ! filesink location="$tmp/rgb.$ext" >"$tmp/out" 2>&1 || cat "$tmp/out"
+done
+if [ -s "$tmp/rgb.pth" ] && cmp -s "$tmp/rgb.pth" "$tmp/rgb.safetensors"; then
+    ok "taef2_decoder.pth: $(stat -c %s "$tmp/rgb.pth") RGB bytes, the same as from taef2_decoder.safetensors"
+else
+    bad "taef2_decoder.pth: its RGB frames differ from those of taef2_decoder.safetensors (or are missing)"
+fi
+head -c 2000000 "$shared/models/taef2_decoder.pth" >"$tmp/truncated.pth"
+expect_error "truncated .pth" "no end-of-central-directory record: the zip archive is truncated" \
+    filesrc location="$full" ! latentparse ! vaedecode model-file="$tmp/truncated.pth" ! $sink
+
 # without the plugin the element tests fail, saying why, and do not crash (no fork: a crash
 # would kill the runner itself)
 if [ -n "${1:-}" ]; then
