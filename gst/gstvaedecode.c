@@ -10,7 +10,8 @@
  * vaedecode runs the decoder half of a VAE on a stream of `video/x-latent` buffers, one
  * latent frame each, and outputs `video/x-raw` frames 8 times the latent size (16 times for
  * wan2.2, taew2_2, taehv1_5 and FLUX.2's normalized latents, which hold 2x2 patches; 32 for
- * taeltx_2). The model file is a safetensors file; its family is detected from its keys and
+ * taeltx_2). The model file is a safetensors file or a PyTorch `.pth` (read without running
+ * any of its code: a weights-only unpickler); its family is detected from its keys and
  * shapes: the AutoencoderKL image decoders (sd1, sd2, sdxl, sd3, flux1, flux2), the TAESD image
  * decoders (taesd, taesdxl, taesd3, taef1, taef2), the Wan 2.1 and 2.2 VAEs (wan2.1, wan2.2)
  * and the TAEHV video decoders (taew2_1, taew2_2, taehv, taehv1_5, taeltx_2, taecvx). The output is converted to the negotiated format (RGB, RGBA, RGBx, BGRx, BGRA,
@@ -569,7 +570,7 @@ gst_vae_decode_start (GstBaseTransform * trans)
   if (self->loaded_file == NULL && self->model_dirs == NULL) {
     GST_ELEMENT_ERROR (self, RESOURCE, NOT_FOUND,
         ("No model file: set the model-file property to a decoder "
-            "(.safetensors), or model-dir or the " GST_VAE_MODEL_PATH_ENV
+            "(.safetensors or .pth), or model-dir or the " GST_VAE_MODEL_PATH_ENV
             " environment variable to directories of decoders."), (NULL));
     goto failed;
   }
@@ -1735,7 +1736,8 @@ gst_vae_decode_class_init (GstVaeDecodeClass * klass)
   /**
    * GstVaeDecode:model-file:
    *
-   * The decoder weights, a safetensors file: an AutoencoderKL VAE (sd1, sd2, sdxl, sd3,
+   * The decoder weights, a safetensors file or a PyTorch `.pth`/`.ckpt` (zip; the format
+   * is told by the file's first bytes, not its name): an AutoencoderKL VAE (sd1, sd2, sdxl, sd3,
    * flux1, flux2) in the LDM/ComfyUI/BFL or the diffusers naming, standalone or as a
    * single-file checkpoint whose VAE tensors carry a `first_stage_model.` or `vae.` prefix
    * (the other tensors are ignored); a TAESD-family decoder (taesd, taesdxl, taesd3, taef1,
@@ -1747,7 +1749,7 @@ gst_vae_decode_class_init (GstVaeDecodeClass * klass)
    */
   g_object_class_install_property (gobject_class, PROP_MODEL_FILE,
       g_param_spec_string ("model-file", "Model file",
-          "Decoder weights (.safetensors); loaded on the way to PAUSED", NULL,
+          "Decoder weights (.safetensors or .pth); loaded on the way to PAUSED", NULL,
           flags));
   /**
    * GstVaeDecode:model-dir:
@@ -1757,8 +1759,9 @@ gst_vae_decode_class_init (GstVaeDecodeClass * klass)
    * say). Unset, the `GST_VAE_MODEL_PATH` environment variable gives them. When the latents'
    * caps come, the decoder is the file their `vae-name` field names (the VAE that the
    * ComfyUI workflow saved in a `.latent` file loaded: found in the first directory holding
-   * it; ComfyUI's `taesd`, `taef1`... are `<name>_decoder.safetensors`), else the only
-   * `.safetensors` decoder in the directories that takes their channel count and, where the
+   * it; ComfyUI's `taesd`, `taef1`... are `<name>_decoder.safetensors` or `.pth`), else the
+   * only `.safetensors` or `.pth` decoder (a `.pth` beside a `.safetensors` of the same name
+   * is the same decoder: not counted twice) in the directories that takes their channel count and, where the
    * caps say, is a video decoder or an image one. None or several is an error that names
    * what the directories hold; a named VAE that is missing is a warning, and the choice goes
    * by the channels. The choice is logged at INFO level and posted as an element message

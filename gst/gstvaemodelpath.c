@@ -49,24 +49,48 @@ gst_vae_model_path_dirs (const gchar * model_dir)
 }
 
 /* the file vae_name stands for in dir: the name itself, or for ComfyUI's names of the TAESD
- * decoders ("taesd", "taef1": no extension) <name>_decoder.safetensors */
+ * decoders ("taesd", "taef1": no extension) <name>_decoder.safetensors, else .pth */
 static gchar *
 gst_vae_model_path_named (const gchar * dir, const gchar * vae_name)
 {
+  static const gchar *const ext[] = { "_decoder.safetensors", "_decoder.pth" };
   gchar *path = g_build_filename (dir, vae_name, NULL), *file;
+  guint i;
 
   if (g_file_test (path, G_FILE_TEST_IS_REGULAR))
     return path;
   g_free (path);
   if (strchr (vae_name, '.') != NULL)
     return NULL;
-  file = g_strconcat (vae_name, "_decoder.safetensors", NULL);
-  path = g_build_filename (dir, file, NULL);
-  g_free (file);
-  if (g_file_test (path, G_FILE_TEST_IS_REGULAR))
-    return path;
-  g_free (path);
+  for (i = 0; i < G_N_ELEMENTS (ext); i++) {
+    file = g_strconcat (vae_name, ext[i], NULL);
+    path = g_build_filename (dir, file, NULL);
+    g_free (file);
+    if (g_file_test (path, G_FILE_TEST_IS_REGULAR))
+      return path;
+    g_free (path);
+  }
   return NULL;
+}
+
+/* a weight file the model path offers: .safetensors, or .pth where the directory has no
+ * .safetensors of the same name (the same decoder in both formats is one candidate) */
+static gboolean
+gst_vae_model_path_offers (const gchar * dir, const gchar * name)
+{
+  gchar *stem, *twin;
+  gboolean offered;
+
+  if (g_str_has_suffix (name, ".safetensors"))
+    return TRUE;
+  if (!g_str_has_suffix (name, ".pth"))
+    return FALSE;
+  stem = g_strndup (name, strlen (name) - 4);
+  twin = g_strdup_printf ("%s%s%s.safetensors", dir, G_DIR_SEPARATOR_S, stem);
+  offered = !g_file_test (twin, G_FILE_TEST_IS_REGULAR);
+  g_free (stem);
+  g_free (twin);
+  return offered;
 }
 
 static gint
@@ -97,7 +121,7 @@ gst_vae_model_path_probe (gchar ** dirs, GString * found)
       continue;
     }
     while ((name = g_dir_read_name (dir)))
-      if (g_str_has_suffix (name, ".safetensors"))
+      if (gst_vae_model_path_offers (dirs[d], name))
         g_ptr_array_add (names, g_strdup (name));
     g_dir_close (dir);
     g_ptr_array_sort (names, gst_vae_model_path_compare);
@@ -212,7 +236,7 @@ gst_vae_model_path_choose (gchar ** dirs, const GstStructure * s,
         "model path (%s), which holds %s. Put the decoder there, or set "
         "model-file.", *warning ? *warning : "", *warning ? " " : "",
         channels, kind, dirs_str, found->len ? found->str :
-        "no .safetensors decoder");
+        "no .safetensors or .pth decoder");
   } else {
     *error = g_strdup_printf ("%s%s%d decoders in the model path (%s) take "
         "%d-channel%s latents: %s. Set model-file to the one to use, or "

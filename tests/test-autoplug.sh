@@ -92,13 +92,21 @@ play_named "$tmp/missing.latent"
 expect "a missing workflow VAE" "decoded with the VAE 'missing.safetensors', which is not in the model path" \
     "3 decoders in the model path ($tmp/named) take 32-channel image latents: $tmp/named/chosen.safetensors (taef2), $tmp/named/other.safetensors (taef2), $tmp/named/tiny_decoder.safetensors (taef2). Set model-file"
 
+# a .pth decoder is a candidate where no .safetensors of the same name is beside it (../shared/models
+# holds taef2_decoder in both formats: one candidate, above)
+mkdir "$tmp/pth"
+cp "$shared/models/taef2_decoder.pth" "$tmp/pth/"
+GST_VAE_MODEL_PATH=$tmp/pth timeout 60 gst-launch-1.0 -m playbin uri="file://$taef2" video-sink=fakesink \
+    >"$tmp/out" 2>&1
+expect "a .pth decoder in the model path" "vaedecode-model, file=(string)$tmp/pth/taef2_decoder.pth, family=(string)taef2"
+
 GST_VAE_MODEL_PATH=$shared/models:$tmp/dup timeout 60 gst-play-1.0 --videosink=fakesink "$taef2" >"$tmp/out" 2>&1
 expect "two decoders" "2 decoders in the model path ($shared/models:$tmp/dup) take 32-channel image latents: $shared/models/taef2_decoder.safetensors (taef2), $tmp/dup/other.safetensors (taef2)"
 GST_VAE_MODEL_PATH=$tmp/wan timeout 60 gst-play-1.0 --videosink=fakesink "$taef2" >"$tmp/out" 2>&1
 expect "no decoder" "No decoder for 32-channel image latents in the model path ($tmp/wan), which holds $tmp/wan/wan_2.1_vae.safetensors (wan2.1, 16 channels, video)"
 unset GST_VAE_MODEL_PATH
 timeout 60 gst-play-1.0 --videosink=fakesink "$taef2" >"$tmp/out" 2>&1
-expect "no model path" "No model file: set the model-file property to a decoder (.safetensors), or model-dir or the GST_VAE_MODEL_PATH"
+expect "no model path" "No model file: set the model-file property to a decoder (.safetensors or .pth), or model-dir or the GST_VAE_MODEL_PATH"
 
 echo "$passed passed, $failed failed"
 [ $failed -eq 0 ]
