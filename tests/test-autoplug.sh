@@ -4,18 +4,7 @@
 # path (GST_VAE_MODEL_PATH), on ../shared's TAEF2 images and Wan 2.1 video (with the random-weight
 # Wan fixture in a model directory of its own; gst-play-1.0 on the fixture's own latents); the ComfyUI workflow's VAE taken by name from a
 # file written here; and the errors when the model path holds no decoder or several.
-set -u
-src=$(cd "$(dirname "$0")/.." && pwd)
-shared=${VAE_SHARED_DIR:-$src/../shared}
-data=${VAE_TEST_DATA:-$src/tests/data}
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-export GST_REGISTRY_1_0=$tmp/registry.bin
-passed=0
-failed=0
-
-ok() { passed=$((passed + 1)); echo "ok: $1"; }
-bad() { failed=$((failed + 1)); echo "FAIL: $1"; }
+. "$(dirname "$0")/vae-test-lib.sh"
 
 # expect NAME NEEDLE... : every needle (a fixed string) in $tmp/out
 expect() {

@@ -6,19 +6,7 @@
 # (test-pipeline checks that). Then the test program of the elements without the plugin (it must
 # fail, not crash), and the example scripts in pipelines/ for real.
 # $1: the test-elements program.
-set -u
-src=$(cd "$(dirname "$0")/.." && pwd)
-shared=${VAE_SHARED_DIR:-$src/../shared}
-data=${VAE_TEST_DATA:-$src/tests/data}
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-# a registry of this run's own: none that an earlier build left behind
-export GST_REGISTRY_1_0=$tmp/registry.bin
-passed=0
-failed=0
-
-ok() { passed=$((passed + 1)); echo "ok: $1"; }
-bad() { failed=$((failed + 1)); echo "FAIL: $1"; }
+. "$(dirname "$0")/vae-test-lib.sh"
 
 # expect_error NAME NEEDLE PIPELINE...
 expect_error() {
