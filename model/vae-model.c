@@ -846,7 +846,8 @@ static bool model_taehv_family(struct vae_model * m, enum vae_family want, char 
     int           v = -1, same = 0; // the variant (the one asked for among those with the file's shapes)
     for (int i = 0; i < (int) (sizeof(model_taehv_variants) / sizeof(model_taehv_variants[0])); i++) {
         const int p = model_taehv_variants[i].patch;
-        if (model_taehv_variants[i].z == m->latent_channels && 3 * p * p == rgb && model_taehv_variants[i].super == super) {
+        if (model_taehv_variants[i].z == m->latent_channels && 3 * p * p == rgb &&
+            model_taehv_variants[i].super == super) {
             v = v < 0 || model_taehv_variants[i].family == want ? i : v;
             same++;
         }

@@ -87,11 +87,13 @@ struct vae_graph * vae_taehv_build(const struct vae_model * model, int n, int h,
 // SuperMemBlock: conv(concat[x_t, x_t-1]) + x_t, conv = 7x7 depthwise, 1x1 ReLU, 1x1
 static struct vae_tensor * taehv_super_block(struct vae_builder * b, struct vae_tensor * x, int k) {
     const int64_t       c  = x->ne[1];
-    struct vae_tensor * dw = vae_builder_weight(b, 4, (const int64_t[]) { 2 * c, 1, 7, 7 }, "decoder.%d.conv.0.weight", k);
+    struct vae_tensor * dw = vae_builder_weight(b, 4, (const int64_t[]) { 2 * c, 1, 7, 7 }, "decoder.%d.conv.0.weight",
+                                                k);
     struct vae_tensor * w1 = dw ? vae_builder_weight(b, 5, (const int64_t[]) { 4 * c, 2 * c, 2, 1, 1 },
                                                      "decoder.%d.conv.1.weight", k)
                                 : NULL;
-    struct vae_tensor * b1 = w1 ? vae_builder_weight(b, 1, (const int64_t[]) { 4 * c }, "decoder.%d.conv.1.bias", k) : NULL;
+    struct vae_tensor * b1 = w1 ? vae_builder_weight(b, 1, (const int64_t[]) { 4 * c }, "decoder.%d.conv.1.bias", k)
+                                : NULL;
     if (!b1) {
         return NULL;
     }

@@ -15,10 +15,10 @@
 // `test-cuda-decode small` is the list for the emulator of tests/gpu-emu (test-gpu-emu-decode),
 // where each CUDA thread is a fiber on the CPU, a thousand times slower than a GPU: one decode per
 // family at a tiny size, the same limits. The real TAEF2 weights (TAESD's family) on two 2x3 (h x w)
-// crops of the latents in one step; Wan 2.1, Wan 2.2, TAEHV and a super TAEHV on three latent frames of 2x3, one per step,
-// after a reset; AutoencoderKL of SD on 3x4 latents, whole and in tiles. Each conv runs on its
+// crops of the latents in one step; Wan 2.1, Wan 2.2, TAEHV and a super TAEHV on three latent
+// frames of 2x3, one per step, after a reset; AutoencoderKL of SD on 3x4 latents, whole and in tiles. Each conv runs on its
 // precision's 64x64 tiles (VAE_GPU_CONV_VARIANT, unless set) instead of the timing of every tile
-// variant at prepare; no raw decode. About 55 s on two CPU cores.
+// variant at prepare; no raw decode. About 65 s on two CPU cores.
 //
 // Without a CUDA backend in the build, or without a GPU, it exits 77 (skipped).
 

@@ -435,13 +435,14 @@ static int cuda_node_params(const struct vae_graph * g, struct cuda_graph * cg, 
         case VAE_OP_RMS_NORM:
             out[n++] = (struct cuda_param) { t->src[1], 0, 0, false, cp, &node->gamma };
             break;
-        case VAE_OP_DEPTHWISE_CONV2D: // (f32 filters [C, k, k]: the kernel reads them through the cache)
-            out[n++] = (struct cuda_param) { t->src[1], 0, 0, false, (size_t) (t->ne[1] * t->src[1]->ne[2] * t->src[1]->ne[3]),
-                                             &node->w };
+        case VAE_OP_DEPTHWISE_CONV2D: { // (f32 filters [C, k, k]: the kernel reads them through the cache)
+            const size_t count = (size_t) (t->ne[1] * t->src[1]->ne[2] * t->src[1]->ne[3]);
+            out[n++]           = (struct cuda_param) { t->src[1], 0, 0, false, count, &node->w };
             if (t->src[2]) {
                 out[n++] = (struct cuda_param) { t->src[2], 0, 0, false, cp, &node->bias };
             }
             break;
+        }
         default:
             break;
     }
@@ -787,7 +788,8 @@ static cudaError_t cuda_launch(vae_backend_t * backend, struct vae_graph * g, va
                 e = vae_gpu_pixel_shuffle(*x, y, p, s);
                 break;
             case VAE_OP_DEPTHWISE_CONV2D:
-                e = vae_gpu_dwconv(*x, y, node->w->data, node->bias ? node->bias->data : NULL, (int) t->src[1]->ne[2], p, s);
+                e = vae_gpu_dwconv(*x, y, node->w->data, node->bias ? node->bias->data : NULL, (int) t->src[1]->ne[2],
+                                   p, s);
                 break;
             case VAE_OP_CONV2D:
             case VAE_OP_UPSAMPLE_CONV2D:
