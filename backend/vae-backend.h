@@ -43,6 +43,8 @@ enum vae_op {
     VAE_OP_FRAME_SPLIT,      // [N, C, H, W] -> [N*s, C/s, H, W], frame s*t+j = channels [j*C/s, (j+1)*C/s)
                              //   of frame t                                       i[0] = s
     VAE_OP_PIXEL_SHUFFLE,    // [N, 4C, H, W] -> [N, C, 2H, 2W], y[c, 2Y+i, 2X+j] = x[4c+2i+j, Y, X]
+    VAE_OP_DEPTHWISE_CONV2D, // PyTorch's Conv2d(C, C m, k, padding k/2, groups C): [N, C, H, W] -> [N, C m, H, W],
+                             //   y[o] = b[o] + conv2d(x[o / m], w[o, 0]); src: x, w [C m, 1, k, k], b [C m] or NULL
     VAE_OP_COUNT,
 };
 
@@ -114,6 +116,9 @@ struct vae_tensor * vae_graph_rms_norm(struct vae_graph * g, struct vae_tensor *
 struct vae_tensor * vae_graph_attention(struct vae_graph * g, struct vae_tensor * qkv);
 struct vae_tensor * vae_graph_frame_split(struct vae_graph * g, struct vae_tensor * x, int s);
 struct vae_tensor * vae_graph_pixel_shuffle(struct vae_graph * g, struct vae_tensor * x);
+// one k x k filter per output channel, output channel o reading input channel o / m (m = w's rows / C)
+struct vae_tensor * vae_graph_depthwise_conv2d(struct vae_graph * g, struct vae_tensor * x, struct vae_tensor * w,
+                                               struct vae_tensor * b);
 void                vae_graph_set_output(struct vae_graph * g, struct vae_tensor * t);
 const char *        vae_op_name(enum vae_op op);
 

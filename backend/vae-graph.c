@@ -221,6 +221,19 @@ struct vae_tensor * vae_graph_pixel_shuffle(struct vae_graph * g, struct vae_ten
     return t;
 }
 
+struct vae_tensor * vae_graph_depthwise_conv2d(struct vae_graph * g, struct vae_tensor * x, struct vae_tensor * w,
+                                               struct vae_tensor * b) {
+    assert(w->op == VAE_OP_WEIGHT && w->n_dims == 4 && w->ne[1] == 1 && w->ne[2] == w->ne[3] && (w->ne[2] & 1));
+    assert(w->ne[0] >= x->ne[1] && w->ne[0] % x->ne[1] == 0);
+    assert(!b || (b->op == VAE_OP_WEIGHT && b->n_dims == 1 && b->ne[0] == w->ne[0]));
+    struct vae_tensor * t = graph_node(g, VAE_OP_DEPTHWISE_CONV2D, x->ne[0], w->ne[0], x->ne[2], x->ne[3]);
+    t->src[0] = x;
+    t->src[1] = w;
+    t->src[2] = b;
+    t->name   = w->name;
+    return t;
+}
+
 void vae_graph_set_output(struct vae_graph * g, struct vae_tensor * t) {
     g->output = t;
 }
@@ -233,6 +246,7 @@ const char * vae_op_name(enum vae_op op) {
         [VAE_OP_GROUP_NORM] = "group_norm", [VAE_OP_CAUSAL_CONV3D] = "causal_conv3d",
         [VAE_OP_RMS_NORM] = "rms_norm",     [VAE_OP_ATTENTION] = "attention",
         [VAE_OP_FRAME_SPLIT] = "frame_split", [VAE_OP_PIXEL_SHUFFLE] = "pixel_shuffle",
+        [VAE_OP_DEPTHWISE_CONV2D] = "depthwise_conv2d",
     };
     return op < VAE_OP_COUNT ? names[op] : "?";
 }

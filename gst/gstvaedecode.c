@@ -9,12 +9,13 @@
  *
  * vaedecode runs the decoder half of a VAE on a stream of `video/x-latent` buffers, one
  * latent frame each, and outputs `video/x-raw` frames 8 times the latent size (16 times for
- * wan2.2, taew2_2, taehv1_5 and FLUX.2's normalized latents, which hold 2x2 patches; 32 for
+ * wan2.2, taew2_2, taehv1_5 (and their _super decoders) and FLUX.2's normalized latents, which hold 2x2 patches; 32 for
  * taeltx_2). The model file is a safetensors file or a PyTorch `.pth` (read without running
  * any of its code: a weights-only unpickler); its family is detected from its keys and
  * shapes: the AutoencoderKL image decoders (sd1, sd2, sdxl, sd3, flux1, flux2), the TAESD image
  * decoders (taesd, taesdxl, taesd3, taef1, taef2), the Wan 2.1 and 2.2 VAEs (wan2.1, wan2.2)
- * and the TAEHV video decoders (taew2_1, taew2_2, taehv, taehv1_5, taeltx_2, taecvx). The output is converted to the negotiated format (RGB, RGBA, RGBx, BGRx, BGRA,
+ * and the TAEHV video decoders (taew2_1, taew2_2, taehv, taehv1_5, taeltx_2, taecvx,
+ * taew2_2_super, taehv1_5_super). The output is converted to the negotiated format (RGB, RGBA, RGBx, BGRx, BGRA,
  * I420, NV12) with 8-bit values rounded to nearest.
  *
  * ## AutoencoderKL and latent spaces
@@ -355,6 +356,11 @@ gst_vae_model_family_get_type (void)
           "unpatchify, 16x spatial scale)", "flux2"},
     {VAE_FAMILY_WAN22, "Wan 2.2 VAE of TI2V-5B (48 ch, 16x spatial scale)",
         "wan2.2"},
+    {VAE_FAMILY_TAEW22_SUPER, "TAEHV 'super' decoder for Wan 2.2-5B latents "
+          "(48 ch, 16x spatial scale)", "taew2_2_super"},
+    {VAE_FAMILY_TAEHV1_5_SUPER, "TAEHV 'super' decoder for HunyuanVideo 1.5 "
+          "latents (32 ch, 16x spatial scale; raw z becomes z * 1.03682)",
+        "taehv1_5_super"},
     {0, NULL, NULL},
   };
 
@@ -1743,7 +1749,7 @@ gst_vae_decode_class_init (GstVaeDecodeClass * klass)
    * (the other tensors are ignored); a TAESD-family decoder (taesd, taesdxl, taesd3, taef1,
    * taef2) in the original, diffusers or ComfyUI naming; the Wan 2.1 or 2.2 VAE in the
    * original or diffusers naming; or a TAEHV decoder (taew2_1, taew2_2, taehv, taehv1_5,
-   * taeltx_2, taecvx). Encoder tensors are
+   * taeltx_2, taecvx, taew2_2_super, taehv1_5_super). Encoder tensors are
    * ignored. Loaded on the way to PAUSED; like model-family, backend, device-id and
    * precision, a change while the element runs is refused with a warning on the bus.
    */
@@ -1839,8 +1845,8 @@ gst_vae_decode_class_init (GstVaeDecodeClass * klass)
    * taken through the file's BatchNorm statistics (x * sqrt (var + 1e-4) + mean) and the
    * 2x2 patches unpatchified into 32 channels, so the caps have 128 channels and the frames
    * are 16 times the latent grid. Wan: normalized x becomes x / (1 / std) + mean; TAEHV: raw
-   * z becomes (z - mean) / std for taew2_1 and taew2_2 (a 16-channel TAEHV needs
-   * model-family=taew2_1 for it), z x 0.476986 for taehv, z x 1.03682 for taehv1_5; taeltx_2
+   * z becomes (z - mean) / std for taew2_1 and taew2_2(_super) (a 16-channel TAEHV needs
+   * model-family=taew2_1 for it), z x 0.476986 for taehv, z x 1.03682 for taehv1_5(_super); taeltx_2
    * and taecvx take normalized latents only.
    */
   g_object_class_install_property (gobject_class, PROP_LATENT_SPACE,

@@ -55,6 +55,12 @@ cudaError_t vae_gpu_frame_split(struct vae_gpu_act x, struct vae_gpu_act y, int 
 // [N, 4C, H, W] -> [N, C, 2H, 2W]: y[c, 2Y+i, 2X+j] = x[4c+2i+j, Y, X]    (vae-gpu-pixel-shuffle.cu)
 cudaError_t vae_gpu_pixel_shuffle(struct vae_gpu_act x, struct vae_gpu_act y, enum vae_precision p, cudaStream_t s);
 
+// PyTorch's Conv2d(c, c m, k, padding k/2, groups c): y [n, c m, h, w], output channel o reading input
+// channel o / m: y[o] = bias[o] + conv2d(x[o / m], w[o]); w: device f32 [c m, k, k], bias: device f32
+// [c m] or NULL                                                                (vae-gpu-dwconv.cu)
+cudaError_t vae_gpu_dwconv(struct vae_gpu_act x, struct vae_gpu_act y, const float * w, const float * bias, int k,
+                           enum vae_precision p, cudaStream_t s);
+
 // ---- norms -----------------------------------------------------------------------------------
 // GroupNorm (vae-gpu-group-norm.cu): statistics of each (frame, group) over (C/groups) x H x W,
 // biased variance, f32 with a deterministic reduction (no float atomics), written to

@@ -26,6 +26,7 @@ static const char * family_names[VAE_FAMILY_COUNT] = {
     [VAE_FAMILY_SD1] = "sd1",       [VAE_FAMILY_SD2] = "sd2",     [VAE_FAMILY_SDXL] = "sdxl",
     [VAE_FAMILY_SD3] = "sd3",       [VAE_FAMILY_FLUX1] = "flux1", [VAE_FAMILY_FLUX2] = "flux2",
     [VAE_FAMILY_WAN22] = "wan2.2",
+    [VAE_FAMILY_TAEW22_SUPER] = "taew2_2_super", [VAE_FAMILY_TAEHV1_5_SUPER] = "taehv1_5_super",
 };
 
 #define FLUX2_BN_EPS 1e-4f   // FLUX.2's BatchNorm over the patchified latent (MODELS.md A.6)
@@ -134,6 +135,21 @@ static void model_taps_to_f32(const struct vae_weight * w, const struct vae_st_t
     }
 }
 
+// a SuperMemBlock's 1x1 t [Cout, 2 C, 1, 1] as w [Cout, 2 C, 2, 1, 1] (see vae_weight.taps_interleaved)
+static void model_taps_interleaved_to_f32(const struct vae_weight * w, const struct vae_st_tensor * t, float * d) {
+    const int64_t cout = w->shape[0], c = w->shape[1] / 2;
+    const size_t  size = (size_t) vae_dtype_bits(t->dtype) / 8;
+    memset(d, 0, (size_t) (cout * 4 * c) * sizeof(float));
+    for (int64_t o = 0; o < cout; o++) {
+        for (int64_t ci = 0; ci < c; ci++) {
+            for (int j = 0; j < 2; j++) { // half j: 0 the current frame (tap 1), 1 the past (tap 0)
+                vae_dtype_to_f32(t->dtype, t->data + (size_t) (o * 2 * c + j * c + ci) * size,
+                                 d + ((o * 2 * c + 2 * ci + j) * 2 + (1 - j)), 1);
+            }
+        }
+    }
+}
+
 // the values w holds (the product of its shape)
 static size_t model_weight_numel(const struct vae_weight * w) {
     size_t n = 1;
@@ -169,14 +185,15 @@ static bool model_rows_make(struct vae_weight * w, char * err, size_t err_size) 
     return true;
 }
 
-// w's rows reordered when its data is made (vae_weight.rows): row k is the file's row from(k)
-static bool model_rows_reorder(struct vae_weight * w, int32_t (*from)(int32_t k), char * err, size_t err_size) {
+// w's rows reordered when its data is made (vae_weight.rows): row k of n is the file's row from(k, n)
+static bool model_rows_reorder(struct vae_weight * w, int32_t (*from)(int32_t k, int32_t n), char * err,
+                               size_t err_size) {
     if (!(w->rows = malloc((size_t) w->shape[0] * sizeof(*w->rows)))) {
         snprintf(err, err_size, "out of memory");
         return false;
     }
     for (int32_t k = 0; k < (int32_t) w->shape[0]; k++) {
-        w->rows[k] = from(k);
+        w->rows[k] = from(k, (int32_t) w->shape[0]);
     }
     return true;
 }
@@ -189,7 +206,7 @@ static bool model_weight_make(struct vae_weight * w, char * err, size_t err_size
         return model_rows_make(w, err, err_size);
     }
 #if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-    if (w->n_src == 1 && !w->taps && t->dtype == VAE_DTYPE_F32 &&
+    if (w->n_src == 1 && !w->taps && !w->taps_interleaved && t->dtype == VAE_DTYPE_F32 &&
         (uintptr_t) t->data % sizeof(float) == 0) {
         if (!model_check_finite(t, (const float *) (const void *) t->data, (size_t) t->numel, err, err_size)) {
             return false;
@@ -198,8 +215,8 @@ static bool model_weight_make(struct vae_weight * w, char * err, size_t err_size
         return true;
     }
 #endif
-    uint64_t n = 0;
-    for (int i = 0; i < w->n_src; i++) {
+    uint64_t n = w->taps_interleaved ? model_weight_numel(w) : 0; // (twice its tensor)
+    for (int i = 0; i < w->n_src && !w->taps_interleaved; i++) {
         n += w->src[i]->numel; // each is at most the file's size
     }
     float * d = n <= SIZE_MAX / sizeof(float) ? malloc((size_t) n * sizeof(float)) : NULL;
@@ -210,16 +227,19 @@ static bool model_weight_make(struct vae_weight * w, char * err, size_t err_size
     float * at = d;
     for (int i = 0; i < w->n_src; i++) {
         const struct vae_st_tensor * s = w->src[i];
-        if (w->taps) {
+        if (w->taps_interleaved) {
+            model_taps_interleaved_to_f32(w, s, at);
+        } else if (w->taps) {
             model_taps_to_f32(w, s, at);
         } else {
             vae_dtype_to_f32(s->dtype, s->data, at, (size_t) s->numel);
         }
-        if (!model_check_finite(s, at, (size_t) s->numel, err, err_size)) {
+        const size_t made = w->taps_interleaved ? (size_t) n : (size_t) s->numel;
+        if (!model_check_finite(s, at, made, err, err_size)) {
             free(d);
             return false;
         }
-        at += s->numel;
+        at += made;
     }
     w->copy = d;
     w->data = d;
@@ -349,23 +369,6 @@ static bool model_has_prefix(const struct vae_st_header * hdr, const char * pref
         }
     }
     return false;
-}
-
-// families that MODELS.md describes but that this build has no builder for; they may carry the keys
-// of families we decode too, so they are checked first
-static const struct {
-    const char * key, * what;
-} model_other_families[] = {
-    { "decoder.0.weight", "a TAEHV 'super' variant (taew2_2_super, taehv1_5_super: 7x7 depthwise blocks)" },
-};
-
-static const char * model_other_family(const struct vae_st_header * hdr) {
-    for (size_t i = 0; i < sizeof(model_other_families) / sizeof(model_other_families[0]); i++) {
-        if (model_has(hdr, model_other_families[i].key)) {
-            return model_other_families[i].what;
-        }
-    }
-    return NULL;
 }
 
 // how a file names its tensors; each maps onto the canonical (original upstream) names
@@ -767,33 +770,75 @@ static bool model_wan_family(struct vae_model * m, enum vae_family want, char * 
 }
 
 // The TAEHV variants (MODELS.md §C.3, §I). Upstream's taehv.py picks a configuration from the
-// checkpoint's file name; here the latent channels and the output patch (3 p^2 output channels)
-// tell them apart, except the 16-channel ones, which share every shape (the first is the default).
+// checkpoint's file name; here the latent channels, the output patch (3 p^2 output channels) and
+// the decoder's kind (a 'super' one starts with the 1x1 'decoder.0') tell them apart, except the
+// 16-channel ones, which share every shape (the first is the default).
 // t: the time strides of the three TGrows (their product: frames per latent frame).
 static const struct {
     enum vae_family family;
     int             z, patch, t[3];
+    bool            super;
 } model_taehv_variants[] = {
-    { VAE_FAMILY_TAEW21, 16, 1, { 1, 2, 2 } },   { VAE_FAMILY_TAEHV, 16, 1, { 1, 2, 2 } },
-    { VAE_FAMILY_TAECVX, 16, 1, { 1, 2, 2 } },   { VAE_FAMILY_TAEW22, 48, 2, { 1, 2, 2 } },
-    { VAE_FAMILY_TAEHV1_5, 32, 2, { 1, 2, 2 } }, { VAE_FAMILY_TAELTX2, 128, 4, { 2, 2, 2 } },
+    { VAE_FAMILY_TAEW21, 16, 1, { 1, 2, 2 }, false },   { VAE_FAMILY_TAEHV, 16, 1, { 1, 2, 2 }, false },
+    { VAE_FAMILY_TAECVX, 16, 1, { 1, 2, 2 }, false },   { VAE_FAMILY_TAEW22, 48, 2, { 1, 2, 2 }, false },
+    { VAE_FAMILY_TAEHV1_5, 32, 2, { 1, 2, 2 }, false }, { VAE_FAMILY_TAELTX2, 128, 4, { 2, 2, 2 }, false },
+    { VAE_FAMILY_TAEW22_SUPER, 48, 2, { 1, 2, 2 }, true }, { VAE_FAMILY_TAEHV1_5_SUPER, 32, 2, { 1, 2, 2 }, true },
 };
+
+// a SuperMemBlock's depthwise conv [2 C, 1, 7, 7] filters x_t (rows [0, C)) and x_t-1 (rows
+// [C, 2 C)); the graph runs it once on x with two filters per channel (channel multiplier 2), so
+// row 2c + j is the file's row j C + c
+static int32_t model_taehv_super_dw_row(int32_t k, int32_t n) {
+    return (k & 1) * (n / 2) + k / 2;
+}
 
 // TAEHV: its MemBlocks convolve [x_t, x_t-1] stacked on channels; the canonical weight is the
 // causal conv3d form [Cout, Cin, 2, k, k], tap 0 the previous frame and tap 1 the current one
 // the last conv of a 4x4-patch TAEHV (rows 3 x 16): row 16c + 8a + 4b + 2d + e is the file's
 // 16c + 8d + 4a + 2e + b, so that two 2x pixel shuffles of its output (the first one's offsets
 // d, e the coarse ones) give the file's pixel_shuffle(4)
-static int32_t model_taehv_shuffle4_row(int32_t r) {
+static int32_t model_taehv_shuffle4_row(int32_t r, int32_t n) {
+    (void) n;
     const int32_t bits = r & 15;
     return (r & ~15) | (bits & 2) << 2 | (bits & 8) >> 1 | (bits & 1) << 1 | (bits & 4) >> 2;
 }
 
+// MemBlock convs as causal taps (base), or SuperMemBlock depthwise rows interleaved and 1x1s as
+// sparse causal taps (super); the data is rearranged when it is made
+static bool model_taehv_blocks(struct vae_model * m, bool super, char * err, size_t err_size) {
+    for (int i = 0; i < m->n_weights; i++) {
+        struct vae_weight * w = &m->weights[i];
+        const char *        c = strstr(w->name, ".conv.");
+        if (!c || w->n_dims != 4) {
+            continue;
+        }
+        if (super && !strcmp(c, ".conv.0.weight") && w->shape[0] % 2 == 0) {
+            if (!model_rows_reorder(w, model_taehv_super_dw_row, err, err_size)) {
+                return false;
+            }
+            continue;
+        }
+        if (strcmp(c, super ? ".conv.1.weight" : ".conv.0.weight") || w->shape[1] % 2 != 0) {
+            continue;
+        }
+        w->taps             = !super;
+        w->taps_interleaved = super;
+        w->n_dims           = 5;
+        w->shape[4]         = w->shape[3];
+        w->shape[3]         = w->shape[2];
+        w->shape[2]         = 2;
+        w->shape[1] /= super ? 1 : 2;
+    }
+    return true;
+}
+
 static bool model_taehv_family(struct vae_model * m, enum vae_family want, char * err, size_t err_size) {
-    const struct vae_weight * in  = vae_model_weight(m, "decoder.1.weight");
-    const struct vae_weight * out = vae_model_weight(m, "decoder.22.weight");
+    const bool                super = vae_model_weight(m, "decoder.0.weight") != NULL;
+    const char *              first = super ? "decoder.0.weight" : "decoder.1.weight";
+    const struct vae_weight * in    = vae_model_weight(m, first);
+    const struct vae_weight * out   = vae_model_weight(m, "decoder.22.weight");
     if (!in || !out || in->n_dims != 4 || out->n_dims != 4) {
-        snprintf(err, err_size, "TAEHV-style names but no 4-D 'decoder.1.weight' and 'decoder.22.weight'");
+        snprintf(err, err_size, "TAEHV-style names but no 4-D '%s' and 'decoder.22.weight'", first);
         return false;
     }
     m->latent_channels = (int) in->shape[1];
@@ -801,23 +846,25 @@ static bool model_taehv_family(struct vae_model * m, enum vae_family want, char 
     int           v = -1, same = 0; // the variant (the one asked for among those with the file's shapes)
     for (int i = 0; i < (int) (sizeof(model_taehv_variants) / sizeof(model_taehv_variants[0])); i++) {
         const int p = model_taehv_variants[i].patch;
-        if (model_taehv_variants[i].z == m->latent_channels && 3 * p * p == rgb) {
+        if (model_taehv_variants[i].z == m->latent_channels && 3 * p * p == rgb &&
+            model_taehv_variants[i].super == super) {
             v = v < 0 || model_taehv_variants[i].family == want ? i : v;
             same++;
         }
     }
     if (v < 0) {
         snprintf(err, err_size,
-                 "a TAEHV decoder with %d latent channels and %lld output channels: not a variant this build knows "
-                 "(taew2_1, taehv, taecvx: 16 and 3; taew2_2: 48 and 12; taehv1_5: 32 and 12; taeltx_2: 128 and 48)",
-                 m->latent_channels, (long long) rgb);
+                 "a TAEHV%s decoder with %d latent channels and %lld output channels: not a variant this build knows "
+                 "(taew2_1, taehv, taecvx: 16 and 3; taew2_2: 48 and 12; taehv1_5: 32 and 12; taeltx_2: 128 and 48; "
+                 "taew2_2_super: 48 and 12; taehv1_5_super: 32 and 12)",
+                 super ? " 'super'" : "", m->latent_channels, (long long) rgb);
         return false;
     }
     m->frames_per_latent = 1;
     for (int stage = 0; stage < 3; stage++) {
         const int s = model_taehv_variants[v].t[stage];
         char      name[32];
-        snprintf(name, sizeof(name), "decoder.%d.conv.weight", 7 + 6 * stage);
+        snprintf(name, sizeof(name), "decoder.%d.conv.weight", 7 + (super ? 7 : 6) * stage);
         const struct vae_weight * w = vae_model_weight(m, name);
         if (!w || w->n_dims != 4 || w->shape[1] < 1 || w->shape[0] != s * w->shape[1] || w->shape[2] != 1 ||
             w->shape[3] != 1) {
@@ -828,18 +875,8 @@ static bool model_taehv_family(struct vae_model * m, enum vae_family want, char 
         }
         m->frames_per_latent *= s;
     }
-    for (int i = 0; i < m->n_weights; i++) { // (the taps are rearranged when the data is made)
-        struct vae_weight * w = &m->weights[i];
-        const char *        c = strstr(w->name, ".conv.0.weight");
-        if (!c || c[14] != '\0' || w->n_dims != 4 || w->shape[1] % 2 != 0) {
-            continue;
-        }
-        w->taps     = true;
-        w->n_dims   = 5;
-        w->shape[4] = w->shape[3];
-        w->shape[3] = w->shape[2];
-        w->shape[2] = 2;
-        w->shape[1] /= 2;
+    if (!model_taehv_blocks(m, super, err, err_size)) {
+        return false;
     }
     const int patch = model_taehv_variants[v].patch;
     if (patch == 4) { // (the bias, when there is one, is checked by the builder)
@@ -905,7 +942,8 @@ static bool model_add_weight(struct vae_model * m, const char * name, int n_dims
 // i, column offset j; MODELS.md B.8) is the transpose of pixel_shuffle's: its rows are reordered
 // so that pixel_shuffle unpatchifies them
 // the head's row 4c + 2i + j is the file's 4c + 2j + i (Wan 2.2 unpatchifies in the other order)
-static int32_t model_wan22_head_row(int32_t k) {
+static int32_t model_wan22_head_row(int32_t k, int32_t n) {
+    (void) n;
     return (k & ~3) | (k & 1) << 1 | (k >> 1 & 1);
 }
 
@@ -1092,7 +1130,6 @@ struct vae_model * vae_model_load(const char * path, enum vae_family family, cha
     const struct vae_st_header * hdr    = file->hdr;
     struct vae_model *           m      = calloc(1, sizeof(*m));
     enum model_naming            naming = NAMING_NONE;
-    const char *                 other  = model_other_family(hdr);
     const char *                 prefix = "";
     if (!m) {
         snprintf(err, err_size, "out of memory");
@@ -1108,14 +1145,13 @@ struct vae_model * vae_model_load(const char * path, enum vae_family family, cha
         naming = NAMING_TAESD_DIFFUSERS;
     } else if (model_has(hdr, "1.weight") && model_has(hdr, "3.conv.0.weight")) {
         naming = NAMING_TAESD;
-    } else if (other) {
-        naming = NAMING_NONE;
     } else if (model_has(hdr, "decoder.middle.0.residual.0.gamma")) {
         naming = NAMING_WAN;
     } else if (model_has(hdr, "decoder.mid_block.resnets.0.norm1.gamma")) {
         naming = model_has_prefix(hdr, "decoder.up_blocks.0.upsampler.") ? NAMING_WAN22_DIFFUSERS
                                                                            : NAMING_WAN_DIFFUSERS;
-    } else if (model_has(hdr, "decoder.22.bias") && model_has(hdr, "decoder.1.weight")) {
+    } else if (model_has(hdr, "decoder.22.bias") &&
+               (model_has(hdr, "decoder.1.weight") || model_has(hdr, "decoder.0.weight"))) { // base, super
         naming = NAMING_TAEHV;
     } else {
         const char * at = model_kl_prefix(hdr, &naming);
@@ -1123,12 +1159,7 @@ struct vae_model * vae_model_load(const char * path, enum vae_family family, cha
     }
     if (ok && naming == NAMING_NONE) {
         ok = false;
-        if (other) {
-            snprintf(err, err_size,
-                     "'%s' is %s, which this build cannot decode (it decodes the TAESD family, AutoencoderKL, the "
-                     "Wan 2.1 and 2.2 VAEs and TAEHV)",
-                     path, other);
-        } else if (model_has(hdr, "0.weight") && model_has(hdr, "14.weight")) {
+        if (model_has(hdr, "0.weight") && model_has(hdr, "14.weight")) {
             snprintf(err, err_size, "'%s' is a TAESD encoder (keys 0.weight .. 14.weight), not a decoder", path);
         } else if (model_has_prefix(hdr, "taesd_encoder.")) {
             snprintf(err, err_size, "'%s' holds a TAESD encoder (taesd_encoder.*) but no decoder", path);
@@ -1251,7 +1282,8 @@ bool vae_model_space_affine(const struct vae_model * model, enum vae_space space
         case VAE_FAMILY_TAESD3:  s = 1.5305f, raw_shift = 0.0609f; break;
         case VAE_FAMILY_TAEF1:   s = 0.3611f, raw_shift = 0.1159f; break;
         case VAE_FAMILY_TAEHV:   s = 0.476986f; break;   // HunyuanVideo's scaling_factor
-        case VAE_FAMILY_TAEHV1_5: s = 1.03682f; break;   // HunyuanVideo 1.5's
+        case VAE_FAMILY_TAEHV1_5:
+        case VAE_FAMILY_TAEHV1_5_SUPER: s = 1.03682f; break;   // HunyuanVideo 1.5's
         case VAE_FAMILY_WAN21:   // normalized -> raw: x / (1 / std) + mean (MODELS.md B.4, B.8)
         case VAE_FAMILY_WAN22:
             for (int c = 0; c < z; c++) {
@@ -1261,6 +1293,7 @@ bool vae_model_space_affine(const struct vae_model * model, enum vae_space space
             return true;
         case VAE_FAMILY_TAEW21:  // raw -> normalized: (z - mean) / std
         case VAE_FAMILY_TAEW22:
+        case VAE_FAMILY_TAEW22_SUPER:
             for (int c = 0; c < z; c++) {
                 const float * mean = z == 16 ? wan21_mean : wan22_mean, * std = z == 16 ? wan21_std : wan22_std;
                 div[c] = std[c];
@@ -1303,6 +1336,8 @@ struct vae_graph * vae_model_build_graph(const struct vae_model * model, int n, 
         case VAE_FAMILY_TAEHV1_5:
         case VAE_FAMILY_TAELTX2:
         case VAE_FAMILY_TAECVX: return vae_taehv_build(model, n, h, w, err, err_size);
+        case VAE_FAMILY_TAEW22_SUPER:
+        case VAE_FAMILY_TAEHV1_5_SUPER: return vae_taehv_super_build(model, n, h, w, err, err_size);
         case VAE_FAMILY_SD1:
         case VAE_FAMILY_SD2:
         case VAE_FAMILY_SDXL:

@@ -36,6 +36,8 @@ enum vae_family {
     VAE_FAMILY_FLUX1,     // AutoencoderKL of FLUX.1 (16 ch, scale 0.3611, shift 0.1159; same shapes as sd3)
     VAE_FAMILY_FLUX2,     // AutoencoderKL of FLUX.2 (32 ch raw; 128 ch normalized through BatchNorm stats)
     VAE_FAMILY_WAN22,     // Wan 2.2 VAE of TI2V-5B (48 ch, 16x: residual up-blocks and a 2x2 unpatchify)
+    VAE_FAMILY_TAEW22_SUPER,   // taew2_2's 'super' decoder (7x7 depthwise SuperMemBlocks, about 2x the weights)
+    VAE_FAMILY_TAEHV1_5_SUPER, // taehv1_5's 'super' decoder
     VAE_FAMILY_COUNT,
 };
 
@@ -59,10 +61,13 @@ struct vae_weight {
     float *       copy;   // the conversion data points to (owned), NULL while data is in the file mapping
     // what the data is made from: the file's tensors joined along dimension 0 (three for the
     // AutoencoderKL attention's q, k, v); taps: a TAEHV MemBlock conv [Cout, 2 Cin, k, k] whose
-    // input halves (x_t, x_t-1) become the causal taps of [Cout, Cin, 2, k, k] (t-1 first)
+    // input halves (x_t, x_t-1) become the causal taps of [Cout, Cin, 2, k, k] (t-1 first);
+    // taps_interleaved: a SuperMemBlock's 1x1 [Cout, 2 C, 1, 1] over (x_t, x_t-1) filtered depthwise,
+    // made [Cout, 2 C, 2, 1, 1] for input channel 2c + j = half j's channel c: tap 1 (now) reads
+    // the even channels, tap 0 (a frame earlier) the odd ones, zeros elsewhere
     const struct vae_st_tensor * src[3];
     int                          n_src;
-    bool                         taps;
+    bool                         taps, taps_interleaved;
     // rows (owned, shape[0] of them; NULL: none): row k of the data is row rows[k] of the file's
     // tensor (Wan 2.2's head and a 4x4-patch TAEHV's last conv, whose outputs are reordered for
     // pixel_shuffle), or, for a weight with no tensor in the
@@ -158,6 +163,8 @@ struct vae_graph * vae_taesd_build(const struct vae_model * model, int n, int h,
 struct vae_graph * vae_wan_build(const struct vae_model * model, int n, int h, int w, bool first, char * err,
                                  size_t err_size);
 struct vae_graph * vae_taehv_build(const struct vae_model * model, int n, int h, int w, char * err, size_t err_size);
+struct vae_graph * vae_taehv_super_build(const struct vae_model * model, int n, int h, int w, char * err,
+                                         size_t err_size);
 struct vae_graph * vae_kl_build(const struct vae_model * model, int n, int h, int w, char * err, size_t err_size);
 
 // AutoencoderKL, layer-major, for the exact tiled decode (vae-tile.c): the head (post_quant_conv,

@@ -4,6 +4,7 @@
 // references written here (double accumulation, NCHW, no blocking) on seeded random inputs.
 //
 // Covered: conv2d (k 1/3, bias, residual, act none/relu/silu, odd channel counts and sizes),
+// depthwise_conv2d (channel multipliers 1-3, k 1-7, images smaller than the kernel),
 // upsample_conv2d fused and unfused, group_norm (groups, eps, act, large offsets; given the
 // statistics of a whole frame for a crop of it), tanh_clamp, chains that exercise the memory
 // planner (in-place residuals, reused buffers, dead nodes, an intermediate output), graphs of two
@@ -328,6 +329,75 @@ static void test_conv(void) {
                 test_conv_case(shapes[s][0], shapes[s][1], shapes[s][2], shapes[s][3], shapes[s][4], k, bias, res,
                                act);
             }
+        }
+    }
+}
+
+// ---- depthwise_conv2d --------------------------------------------------------------------------
+
+// PyTorch's Conv2d(C, C m, k, padding k/2, groups C) in double, NCHW
+static double * ref_depthwise(struct pool * pl, const double * x, int N, int C, int H, int W, int m, int k,
+                              const float * w, const float * b) {
+    double * y = pool_add(pl, calloc((size_t) N * C * m * H * W, sizeof(double)));
+    for (int n = 0; n < N; n++) {
+        for (int o = 0; o < C * m; o++) {
+            const double * xc = x + ((size_t) n * C + o / m) * H * W;
+            for (int Y = 0; Y < H; Y++) {
+                for (int X = 0; X < W; X++) {
+                    double acc = b ? b[o] : 0.0;
+                    for (int dy = 0; dy < k; dy++) {
+                        for (int dx = 0; dx < k; dx++) {
+                            const int yy = Y + dy - k / 2, xx = X + dx - k / 2;
+                            if (yy >= 0 && yy < H && xx >= 0 && xx < W) {
+                                acc += xc[yy * W + xx] * w[((size_t) o * k + dy) * k + dx];
+                            }
+                        }
+                    }
+                    y[(((size_t) n * C * m + o) * H + Y) * W + X] = acc;
+                }
+            }
+        }
+    }
+    return y;
+}
+
+// after a conv (a blocked input that is not the graph's own), its output read by a 1x1 conv (the
+// padding lanes must be zeros)
+static void test_depthwise_case(int N, int C, int m, int H, int W, int k, bool bias) {
+    struct pool        pl = { 0 };
+    struct vae_graph * g  = graph_new(true);
+    const float *      w0, *w, *b = NULL, *w2;
+    struct vae_tensor * x = vae_graph_conv2d(g, vae_graph_input(g, N, C, H, W), conv_w(g, &pl, C, C, 1, &w0), NULL,
+                                             NULL, VAE_ACT_NONE);
+    struct vae_tensor * tb = bias ? vec_w(g, &pl, C * m, -0.5f, 0.5f, &b) : NULL;
+    struct vae_tensor * d  = vae_graph_depthwise_conv2d(g, x, conv_w(g, &pl, C * m, 1, k, &w), tb);
+    vae_graph_set_output(g, vae_graph_conv2d(g, d, conv_w(g, &pl, 3, C * m, 1, &w2), NULL, NULL, VAE_ACT_NONE));
+
+    const size_t   nin = (size_t) N * C * H * W;
+    const float *  in  = rnd(&pl, nin, -1.0f, 1.0f);
+    const double * xd  = ref_conv(&pl, to_double(&pl, in, nin), N, C, H, W, w0, C, 1, NULL, NULL, VAE_ACT_NONE);
+    const double * dd  = ref_depthwise(&pl, xd, N, C, H, W, m, k, w, b);
+    const double * yd  = ref_conv(&pl, dd, N, C * m, H, W, w2, 3, 1, NULL, NULL, VAE_ACT_NONE);
+
+    char label[160];
+    snprintf(label, sizeof(label), "depthwise_conv2d(n=%d,c=%d,m=%d,h=%d,w=%d,k=%d%s)", N, C, m, H, W, k,
+             bias ? ",bias" : "");
+    report(label, run(&pl, g, in), yd, (size_t) N * 3 * H * W);
+    vae_graph_free(g);
+    pool_free(&pl);
+}
+
+static void test_depthwise(void) {
+    static const int cases[][6] = {
+        // n, c, m, h, w, k
+        { 1, 1, 1, 1, 1, 1 }, { 2, 5, 2, 7, 5, 7 },  { 1, 20, 2, 9, 16, 7 }, { 1, 33, 3, 5, 6, 3 },
+        { 2, 16, 1, 3, 3, 5 }, { 1, 24, 2, 11, 8, 7 }, { 1, 8, 2, 2, 3, 7 },
+    };
+    const int n_cases = g_quick ? 2 : (int) (sizeof(cases) / sizeof(cases[0]));
+    for (int i = 0; i < n_cases; i++) {
+        for (int bias = 0; bias < 2; bias++) {
+            rng_seed((uint64_t) (i * 10 + bias + 7000));
+            test_depthwise_case(cases[i][0], cases[i][1], cases[i][2], cases[i][3], cases[i][4], cases[i][5], bias);
         }
     }
 }
@@ -2205,6 +2275,7 @@ int main(int argc, char ** argv) {
         void (*fn)(void);
     } sections[] = {
         { "conv2d", test_conv },         { "upsample_conv2d", test_upconv },
+        { "depthwise_conv2d", test_depthwise },
         { "group_norm", test_gn },       { "group_norm with given statistics", test_gn_stats },
         { "tanh_clamp", test_tanh },     { "chains", test_chains },
         { "several inputs", test_inputs }, { "read_frame", test_frames },

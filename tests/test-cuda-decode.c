@@ -1,7 +1,7 @@
 // Whole decodes on the CUDA backend against the CPU backend, through the decode session as
 // test-image and test-video run them: the real TAEF2 weights on the shared reference latents, and
 // the random-weight fixtures of tests/data for every family that decodes (TAESD variants, Wan 2.1 and 2.2,
-// TAEHV for Wan 2.1 and 2.2, AutoencoderKL of SD, FLUX.1 and FLUX.2, KL decodes in tiles).
+// TAEHV for Wan 2.1 and 2.2 and the super decoders, AutoencoderKL of SD, FLUX.1 and FLUX.2, KL decodes in tiles).
 //
 // Each decode pushes one latent frame at a time and pops every ready frame as 8-bit RGB
 // (vae_session_pop_frame, so the GPU packs its own frames). The GPU's frames at each precision are
@@ -15,10 +15,10 @@
 // `test-cuda-decode small` is the list for the emulator of tests/gpu-emu (test-gpu-emu-decode),
 // where each CUDA thread is a fiber on the CPU, a thousand times slower than a GPU: one decode per
 // family at a tiny size, the same limits. The real TAEF2 weights (TAESD's family) on two 2x3 (h x w)
-// crops of the latents in one step; Wan 2.1, Wan 2.2 and TAEHV on three latent frames of 2x3, one per step,
-// after a reset; AutoencoderKL of SD on 3x4 latents, whole and in tiles. Each conv runs on its
+// crops of the latents in one step; Wan 2.1, Wan 2.2, TAEHV and a super TAEHV on three latent
+// frames of 2x3, one per step, after a reset; AutoencoderKL of SD on 3x4 latents, whole and in tiles. Each conv runs on its
 // precision's 64x64 tiles (VAE_GPU_CONV_VARIANT, unless set) instead of the timing of every tile
-// variant at prepare; no raw decode. About 55 s on two CPU cores.
+// variant at prepare; no raw decode. About 65 s on two CPU cores.
 //
 // Without a CUDA backend in the build, or without a GPU, it exits 77 (skipped).
 
@@ -325,6 +325,10 @@ static void test_videos(void) {
                   true, VAE_SPACE_AUTO);
     check_fixture("taew22_nf32", path_in(data_dir, "taew22_nf32.safetensors"), path_in(data_dir, "taew22_nf32.latent"),
                   true, VAE_SPACE_NORMALIZED);
+    check_fixture("taew22s_nf16 (super)", path_in(data_dir, "taew22s_nf16.safetensors"),
+                  path_in(data_dir, "taew22s_nf16.latent"), true, VAE_SPACE_NORMALIZED);
+    check_fixture("taehv15s_nf16 (super)", path_in(data_dir, "taehv15s_nf16.safetensors"),
+                  path_in(data_dir, "taehv15s_nf16.latent"), true, VAE_SPACE_RAW);
 }
 
 // kl_sd on random latents of h x w (with an outlier: GroupNorm statistics are not a tile's)
@@ -375,6 +379,8 @@ static void test_small(void) {
                   true, VAE_SPACE_RAW);
     check_fixture("taew21_nf32", path_in(data_dir, "taew21_nf32.safetensors"), path_in(data_dir, "taew21_nf32.latent"),
                   true, VAE_SPACE_AUTO);
+    check_fixture("taew22s_nf16 (super)", path_in(data_dir, "taew22s_nf16.safetensors"),
+                  path_in(data_dir, "taew22s_nf16.latent"), true, VAE_SPACE_NORMALIZED);
     static const struct run kl_runs[] = { { 1, 0, 0 }, { 1, 0, 16 } };
     check_kl_sd("kl_sd whole and in tiles", 3, 4, kl_runs, 2);
 }

@@ -10,7 +10,7 @@
 // Covered: conv2d (k 1/3, bias, residual, act), upsample_conv2d fused and unfused, upsample2x,
 // causal conv3d streamed in chunks through one state (and again after a reset), group_norm
 // (groups, eps, act, large values, given statistics), rms_norm, attention (head dims 5 to 512,
-// odd position counts), tanh_clamp, frame_split, pixel_shuffle, graphs of several inputs, small
+// odd position counts), tanh_clamp, frame_split, pixel_shuffle, depthwise_conv2d, graphs of several inputs, small
 // decoders and an attention block, NaN propagation, read_frame bytes in every pixel format (host
 // frames; device frames where the build gives this program the CUDA runtime), graph reuse, and
 // the refusals (device number, memory limit, a state of other shapes); a large conv in two
@@ -675,6 +675,34 @@ static void test_shuffles(void) {
     case_split_graph(40, 2, false);
     case_split_graph(12, 3, false);
     case_split_graph(96, 2, true);
+}
+
+// ---- depthwise_conv2d ----------------------------------------------------------------------------
+
+static void case_depthwise(int N, int C, int m, int H, int W, int k, bool bias) {
+    struct pool        pl = { 0 };
+    struct vae_graph * g  = graph_new(true);
+    vae_graph_set_output(g, vae_graph_depthwise_conv2d(g, vae_graph_input(g, N, C, H, W),
+                                                       conv_w(g, &pl, C * m, 1, k, NULL),
+                                                       bias ? vec_w(g, &pl, C * m, -0.5f, 0.5f, NULL) : NULL));
+    char label[160];
+    snprintf(label, sizeof(label), "depthwise_conv2d(n=%d,c=%d,m=%d,h=%d,w=%d,k=%d%s)", N, C, m, H, W, k,
+             bias ? ",bias" : "");
+    check1(label, g, rnd(&pl, (size_t) N * C * H * W, -1, 1), CMP_OP);
+    vae_graph_free(g);
+    pool_free(&pl);
+}
+
+static void test_depthwise(void) {
+    static const int cases[][6] = {
+        // n, c, m, h, w, k
+        { 1, 1, 1, 1, 1, 1 }, { 2, 5, 2, 7, 5, 7 }, { 1, 20, 2, 9, 16, 7 }, { 1, 33, 3, 5, 6, 3 },
+        { 2, 16, 1, 3, 3, 5 }, { 1, 24, 2, 13, 7, 7 }, { 1, 8, 2, 2, 3, 7 },
+    };
+    for (int i = 0; i < (int) (sizeof(cases) / sizeof(cases[0])); i++) {
+        rng_seed((uint64_t) (4300 + i));
+        case_depthwise(cases[i][0], cases[i][1], cases[i][2], cases[i][3], cases[i][4], cases[i][5], i % 2 == 1);
+    }
 }
 
 // ---- graphs of several ops and inputs ----------------------------------------------------------
@@ -1400,6 +1428,7 @@ int main(int argc, char ** argv) {
         { "group_norm", test_gn },
         { "rms_norm, attention, tanh_clamp", test_rms_attention_tanh },
         { "frame_split, pixel_shuffle", test_shuffles },
+        { "depthwise_conv2d", test_depthwise },
         { "graphs", test_graphs },
         { "nan", test_nan },
         { "read_frame", test_frames },

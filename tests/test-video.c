@@ -273,6 +273,8 @@ static void test_taehv_variants(void) {
         { "taehv15_nf16", VAE_FAMILY_AUTO, VAE_FAMILY_TAEHV1_5, VAE_SPACE_RAW, 16, 4, 13, 32, 48 },
         { "taeltx2_nf16", VAE_FAMILY_AUTO, VAE_FAMILY_TAELTX2, VAE_SPACE_AUTO, 32, 8, 17, 64, 64 },
         { "taecvx_nf16", VAE_FAMILY_TAECVX, VAE_FAMILY_TAECVX, VAE_SPACE_NORMALIZED, 8, 4, 17, 24, 32 },
+        { "taew22s_nf16", VAE_FAMILY_AUTO, VAE_FAMILY_TAEW22_SUPER, VAE_SPACE_NORMALIZED, 16, 4, 13, 32, 48 },
+        { "taehv15s_nf16", VAE_FAMILY_AUTO, VAE_FAMILY_TAEHV1_5_SUPER, VAE_SPACE_RAW, 16, 4, 13, 48, 32 },
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         char file[64], latent[64], expected[64];
@@ -339,18 +341,29 @@ static void test_taehv_variants(void) {
     if (path) {
         unlink(path);
     }
-    // the super variants' blocks (7x7 depthwise) are not decoded: refused by name
-    const struct test_tensor super[2] = {
-        { "decoder.0.weight", "F32", 4, { 8, 32, 1, 1 }, NULL },
-        { "decoder.22.bias", "F32", 1, { 12 }, NULL },
+    // super decoders: not the base ones of the same shapes, and every block tensor is needed
+    m = vae_model_load(path_in(data_dir, "taew22s_nf16.safetensors"), VAE_FAMILY_TAEW22, err, sizeof(err));
+    CHECK(m == NULL, "taew2_2_super loaded as taew2_2");
+    CHECK_ERR_HAS(err, "model-family taew2_2 was asked for, but the file holds a taew2_2_super decoder");
+    static const struct {
+        const char * drop, * cut, * want;
+    } broken[] = {
+        { "decoder.9.conv.1.bias", NULL, "decoder.9.conv.1.bias" },
+        { NULL, "decoder.16.conv.0.weight", "decoder.16.conv.0.weight" },
+        { "decoder.22.weight", NULL, "no 4-D 'decoder.0.weight' and 'decoder.22.weight'" },
     };
-    path = test_tmp_path("super");
-    m    = test_write_model(path, 2, super) ? vae_model_load(path, VAE_FAMILY_AUTO, err, sizeof(err)) : NULL;
-    CHECK(m == NULL, "a TAEHV super variant loaded");
-    CHECK_ERR_HAS(err, "a TAEHV 'super' variant (taew2_2_super, taehv1_5_super: 7x7 depthwise blocks), which this "
-                       "build cannot decode");
-    vae_model_free(m);
-    unlink(path);
+    for (size_t i = 0; i < sizeof(broken) / sizeof(broken[0]); i++) {
+        path = edited_model("taehv15s_nf16.safetensors", broken[i].drop, broken[i].cut);
+        m    = path ? vae_model_load(path, VAE_FAMILY_AUTO, err, sizeof(err)) : NULL;
+        CHECK(path && m == NULL, "taehv1_5_super without %s / with a shorter %s loaded",
+              broken[i].drop ? broken[i].drop : "-", broken[i].cut ? broken[i].cut : "-");
+        CHECK_ERR_HAS(err, broken[i].want);
+        printf("refused: %s\n", err);
+        vae_model_free(m);
+        if (path) {
+            unlink(path);
+        }
+    }
 }
 
 // the memory the process holds, in KiB: what is allocated and not freed under AddressSanitizer

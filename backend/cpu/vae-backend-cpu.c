@@ -63,8 +63,8 @@ struct cpu_node {
     dnnl_memory_t        to_bf16_from, to_bf16_to;
     struct cpu_weights * weights[CPU_MAX_TAPS];
     float *              bias_data;             // a copy: oneDNN takes non-const handles
-    float *              norm;                  // a norm's gamma, then beta: copies (weights' data is not
-                                                //   read after prepare)
+    float *              params;                // a norm's gamma, then beta, or a depthwise conv's weights,
+                                                //   then bias: copies (weights' data is not read after prepare)
     bool                 copy_residual;         // the residual is still needed later: copy it into dst first
     bool                 view;                  // frame split whose output is its input's memory
 };
@@ -404,17 +404,21 @@ static bool cpu_prepare_conv(struct cpu_context * ctx, struct cpu_graph * cg, co
     return ctx->conv_type != dnnl_bf16 || cpu_prepare_to_bf16(ctx, cg, t, cin, err, err_size);
 }
 
-// a norm's gamma (and a group norm's beta) [C], copied
-static bool cpu_prepare_norm(struct cpu_graph * cg, const struct vae_tensor * t, char * err, size_t err_size) {
+// a norm's gamma (and a group norm's beta) [C], or a depthwise conv's weights [C, k, k] and bias
+// [C] (zeros when it has none), copied
+static bool cpu_prepare_params(struct cpu_graph * cg, const struct vae_tensor * t, char * err, size_t err_size) {
     struct cpu_node * node = &cg->nodes[t->index];
     const size_t      c    = (size_t) t->ne[1];
-    const int         n    = t->op == VAE_OP_GROUP_NORM ? 2 : 1;
-    if (!(node->norm = malloc((size_t) n * c * sizeof(float)))) {
+    const size_t      kk   = t->op == VAE_OP_DEPTHWISE_CONV2D ? (size_t) (t->src[1]->ne[2] * t->src[1]->ne[3]) : 1;
+    const int         n    = t->op == VAE_OP_RMS_NORM ? 1 : 2;
+    if (!(node->params = calloc((kk + (size_t) n - 1) * c, sizeof(float)))) {
         snprintf(err, err_size, "out of host memory for the weights of %s", t->name);
         return false;
     }
     for (int j = 0; j < n; j++) {
-        memcpy(node->norm + (size_t) j * c, t->src[1 + j]->data, c * sizeof(float));
+        if (t->src[1 + j]) {
+            memcpy(node->params + (size_t) j * c * kk, t->src[1 + j]->data, (j ? 1 : kk) * c * sizeof(float));
+        }
     }
     return true;
 }
@@ -435,7 +439,7 @@ static void cpu_graph_release(vae_backend_t * backend, struct vae_graph * g) {
         dnnl_memory_destroy(node->to_bf16_from);
         dnnl_memory_destroy(node->to_bf16_to);
         free(node->bias_data);
-        free(node->norm);
+        free(node->params);
     }
     free(cg->nodes);
     free(cg->arena);
@@ -602,8 +606,9 @@ static bool cpu_graph_prepare(vae_backend_t * backend, struct vae_graph * g, siz
     for (int i = 0; i < g->n_nodes; i++) {
         const struct vae_tensor * t = g->nodes[i];
         const bool conv = t->op == VAE_OP_CONV2D || t->op == VAE_OP_UPSAMPLE_CONV2D || t->op == VAE_OP_CAUSAL_CONV3D;
-        const bool norm = t->op == VAE_OP_GROUP_NORM || t->op == VAE_OP_RMS_NORM;
-        if ((conv && !cpu_prepare_conv(ctx, cg, t, err, err_size)) || (norm && !cpu_prepare_norm(cg, t, err, err_size))) {
+        const bool params = t->op == VAE_OP_GROUP_NORM || t->op == VAE_OP_RMS_NORM || t->op == VAE_OP_DEPTHWISE_CONV2D;
+        if ((conv && !cpu_prepare_conv(ctx, cg, t, err, err_size)) ||
+            (params && !cpu_prepare_params(cg, t, err, err_size))) {
             cpu_graph_release(backend, g);
             return false;
         }
@@ -733,11 +738,11 @@ static bool cpu_graph_compute(vae_backend_t * backend, struct vae_graph * g, vae
                 break;
             case VAE_OP_GROUP_NORM:
                 // (a [1, C, 1, 1] tensor has element c at offset c: the stats are a plain vector)
-                vae_cpu_group_norm(x, y, t->ne, t->i[0], t->f[0], cg->nodes[i].norm, cg->nodes[i].norm + t->ne[1],
+                vae_cpu_group_norm(x, y, t->ne, t->i[0], t->f[0], cg->nodes[i].params, cg->nodes[i].params + t->ne[1],
                                    t->act, t->src[3] ? cpu_node_data(cg, t->src[3]) : NULL);
                 break;
             case VAE_OP_RMS_NORM:
-                vae_cpu_rms_norm(x, y, t->ne, cg->nodes[i].norm, t->act);
+                vae_cpu_rms_norm(x, y, t->ne, cg->nodes[i].params, t->act);
                 break;
             case VAE_OP_ATTENTION:
                 vae_cpu_attention(x, y, t->src[0]->ne, cg->scratch);
@@ -750,6 +755,12 @@ static bool cpu_graph_compute(vae_backend_t * backend, struct vae_graph * g, vae
             case VAE_OP_PIXEL_SHUFFLE:
                 vae_cpu_pixel_shuffle(x, y, t->src[0]->ne);
                 break;
+            case VAE_OP_DEPTHWISE_CONV2D: { // (the bias follows the weights, zeros when there is none)
+                const int k = (int) t->src[1]->ne[2];
+                vae_cpu_depthwise_conv2d(x, y, t->src[0]->ne, t->ne[1] / t->src[0]->ne[1], k, cg->nodes[i].params,
+                                         cg->nodes[i].params + t->ne[1] * k * k);
+                break;
+            }
             case VAE_OP_CONV2D:
             case VAE_OP_UPSAMPLE_CONV2D:
             case VAE_OP_CAUSAL_CONV3D:

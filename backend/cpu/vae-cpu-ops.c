@@ -319,3 +319,43 @@ void vae_cpu_pixel_shuffle(const float * x, float * y, const int64_t ne_x[4]) {
         }
     }
 }
+
+void vae_cpu_depthwise_conv2d(const float * x, float * y, const int64_t ne_x[4], int64_t m, int k, const float * w,
+                              const float * bias) {
+    const int64_t L = vae_cpu_block();
+    const int64_t N = ne_x[0], C = ne_x[1] * m, H = ne_x[2], W = ne_x[3], HW = H * W, p = k / 2;
+    const int64_t CBx = vae_cpu_blocks(ne_x[1]), CBy = vae_cpu_blocks(C);
+#pragma omp parallel for collapse(3)
+    for (int64_t n = 0; n < N; n++) {
+        for (int64_t cb = 0; cb < CBy; cb++) {
+            for (int64_t Y = 0; Y < H; Y++) {
+                const int64_t nl  = C - cb * L < L ? C - cb * L : L;
+                const float * src = x + n * CBx * HW * L;
+                float *       d   = y + ((n * CBy + cb) * H + Y) * W * L;
+                int64_t       off[VAE_CPU_BLOCK_MAX]; // where lane l's input channel starts
+                for (int64_t l = 0; l < L; l++) {
+                    off[l] = l < nl ? cpu_lane_offset((cb * L + l) / m, HW, L) : 0;
+                }
+                for (int64_t X = 0; X < W; X++) {
+                    float acc[VAE_CPU_BLOCK_MAX];
+                    for (int64_t l = 0; l < L; l++) {
+                        acc[l] = l < nl ? bias[cb * L + l] : 0.0f;
+                    }
+                    for (int64_t dy = 0; dy < k; dy++) {
+                        const int64_t yy = Y + dy - p;
+                        for (int64_t dx = 0; dx < k && yy >= 0 && yy < H; dx++) {
+                            const int64_t xx = X + dx - p;
+                            if (xx < 0 || xx >= W) {
+                                continue;
+                            }
+                            for (int64_t l = 0; l < nl; l++) {
+                                acc[l] += src[off[l] + (yy * W + xx) * L] * w[((cb * L + l) * k + dy) * k + dx];
+                            }
+                        }
+                    }
+                    memcpy(d + X * L, acc, (size_t) L * sizeof(float)); // (padding lanes: 0)
+                }
+            }
+        }
+    }
+}

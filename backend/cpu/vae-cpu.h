@@ -65,3 +65,8 @@ void vae_cpu_frame_split(const float * x, float * y, const int64_t ne_x[4], int 
 
 // [N, 4C, H, W] -> [N, C, 2H, 2W]: y[c, 2Y+i, 2X+j] = x[4c+2i+j, Y, X]; blocked
 void vae_cpu_pixel_shuffle(const float * x, float * y, const int64_t ne_x[4]);
+
+// depthwise k x k conv, zero pad k/2: y [N, C m, H, W] from x [N, C, H, W], output channel o reading
+// input channel o / m through its filter w + o k k (plain [C m, k, k]) plus bias[o]; blocked
+void vae_cpu_depthwise_conv2d(const float * x, float * y, const int64_t ne_x[4], int64_t m, int k, const float * w,
+                              const float * bias);

@@ -212,7 +212,7 @@ static struct cuda_weights * cuda_weights_get(vae_backend_t * backend, const str
         if (k) {
             vae_gpu_conv_pack(w->data, cout, cin, k, kt, up, backend->precision, host);
         } else {
-            memcpy(host, w->data, (size_t) w->ne[0] * sizeof(float));
+            memcpy(host, w->data, (size_t) (w->ne[0] * w->ne[1] * w->ne[2] * w->ne[3] * w->ne[4]) * sizeof(float));
         }
         ce = cudaMalloc(&e->data, bytes);
     }
@@ -435,6 +435,14 @@ static int cuda_node_params(const struct vae_graph * g, struct cuda_graph * cg, 
         case VAE_OP_RMS_NORM:
             out[n++] = (struct cuda_param) { t->src[1], 0, 0, false, cp, &node->gamma };
             break;
+        case VAE_OP_DEPTHWISE_CONV2D: { // (f32 filters [C, k, k]: the kernel reads them through the cache)
+            const size_t count = (size_t) (t->ne[1] * t->src[1]->ne[2] * t->src[1]->ne[3]);
+            out[n++]           = (struct cuda_param) { t->src[1], 0, 0, false, count, &node->w };
+            if (t->src[2]) {
+                out[n++] = (struct cuda_param) { t->src[2], 0, 0, false, cp, &node->bias };
+            }
+            break;
+        }
         default:
             break;
     }
@@ -778,6 +786,10 @@ static cudaError_t cuda_launch(vae_backend_t * backend, struct vae_graph * g, va
                 break;
             case VAE_OP_PIXEL_SHUFFLE:
                 e = vae_gpu_pixel_shuffle(*x, y, p, s);
+                break;
+            case VAE_OP_DEPTHWISE_CONV2D:
+                e = vae_gpu_dwconv(*x, y, node->w->data, node->bias ? node->bias->data : NULL, (int) t->src[1]->ne[2],
+                                   p, s);
                 break;
             case VAE_OP_CONV2D:
             case VAE_OP_UPSAMPLE_CONV2D:

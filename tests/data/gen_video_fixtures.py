@@ -388,7 +388,8 @@ def taehv_narrow(th, z, p, n_f=TAEHV_NF, full=None):
     are rebuilt from upstream's own blocks (conv, Clamp, MemBlock, TPool, TGrow) in the same
     order as upstream builds them, changing only the channel counts; this is checked against a
     full-width instance (same module types, same keys, same kernel sizes and strides).  `full`:
-    that instance (upstream's defaults when None), whose time strides the narrow model takes."""
+    that instance (upstream's defaults when None), whose time strides and decoder kind ('super':
+    SuperMemBlocks) the narrow model takes."""
     we = TAEHV_ENC_W
     if full is None:
         full = th.TAEHV(checkpoint_path=None, patch_size=p, latent_channels=z)
@@ -406,16 +407,20 @@ def taehv_narrow(th, z, p, n_f=TAEHV_NF, full=None):
         TP(we, 2 if etd[2] else 1), conv(we, we, stride=2, bias=False), MB(we, we), MB(we, we), MB(we, we),
         conv(we, m.latent_channels),
     )
-    m.decoder = nn.Sequential(
-        th.Clamp(), conv(m.latent_channels, n_f[0]), nn.ReLU(inplace=True),
-        MB(n_f[0], n_f[0]), MB(n_f[0], n_f[0]), MB(n_f[0], n_f[0]),
-        nn.Upsample(scale_factor=2 if dsu[0] else 1), TG(n_f[0], 2 if dtu[0] else 1), conv(n_f[0], n_f[1], bias=False),
-        MB(n_f[1], n_f[1]), MB(n_f[1], n_f[1]), MB(n_f[1], n_f[1]),
-        nn.Upsample(scale_factor=2 if dsu[1] else 1), TG(n_f[1], 2 if dtu[1] else 1), conv(n_f[1], n_f[2], bias=False),
-        MB(n_f[2], n_f[2]), MB(n_f[2], n_f[2]), MB(n_f[2], n_f[2]),
-        nn.Upsample(scale_factor=2 if dsu[2] else 1), TG(n_f[2], 2 if dtu[2] else 1), conv(n_f[2], n_f[3], bias=False),
-        nn.ReLU(inplace=True), conv(n_f[3], m.image_channels * m.patch_size ** 2),
-    )
+    if any(isinstance(x, th.SuperMemBlock) for x in full.decoder):   # as upstream's arch_variant="super"
+        SB = th.SuperMemBlock
+        m.decoder = nn.Sequential(
+            nn.Conv2d(m.latent_channels, n_f[0], 1, bias=False),
+            SB(n_f[0]), SB(n_f[0]), SB(n_f[0]), conv(n_f[0], n_f[1] * 4), nn.ReLU(inplace=True),
+            nn.PixelShuffle(2), TG(n_f[1], 2 if dtu[0] else 1),
+            SB(n_f[1]), SB(n_f[1]), SB(n_f[1]), conv(n_f[1], n_f[2] * 4), nn.ReLU(inplace=True),
+            nn.PixelShuffle(2), TG(n_f[2], 2 if dtu[1] else 1),
+            SB(n_f[2]), SB(n_f[2]), SB(n_f[2]), conv(n_f[2], n_f[3] * 4), nn.ReLU(inplace=True),
+            nn.PixelShuffle(2), TG(n_f[3], 2 if dtu[2] else 1),
+            conv(n_f[3], ic),
+        )
+    else:
+        m.decoder = taehv_base_decoder(th, m, n_f, dsu, dtu)
     # structure check against the full-width upstream module
     for part in ("encoder", "decoder"):
         a, b = getattr(full, part), getattr(m, part)
@@ -425,6 +430,11 @@ def taehv_narrow(th, z, p, n_f=TAEHV_NF, full=None):
                 assert x.stride == y.stride
             if isinstance(x, nn.Upsample):
                 assert x.scale_factor == y.scale_factor and x.mode == y.mode
+            if isinstance(x, nn.PixelShuffle):
+                assert x.upscale_factor == y.upscale_factor
+            if isinstance(x, th.SuperMemBlock):
+                assert [getattr(c, "groups", None) == getattr(c, "in_channels", None) for c in x.conv] == \
+                       [getattr(c, "groups", None) == getattr(c, "in_channels", None) for c in y.conv]
     fs, ns = full.state_dict(), m.state_dict()
     assert list(fs) == list(ns)
     for k in fs:
@@ -436,9 +446,24 @@ def taehv_narrow(th, z, p, n_f=TAEHV_NF, full=None):
     return m.eval()
 
 
+def taehv_base_decoder(th, m, n_f, dsu, dtu):
+    conv, MB, TG = th.conv, th.MemBlock, th.TGrow
+    return nn.Sequential(
+        th.Clamp(), conv(m.latent_channels, n_f[0]), nn.ReLU(inplace=True),
+        MB(n_f[0], n_f[0]), MB(n_f[0], n_f[0]), MB(n_f[0], n_f[0]),
+        nn.Upsample(scale_factor=2 if dsu[0] else 1), TG(n_f[0], 2 if dtu[0] else 1), conv(n_f[0], n_f[1], bias=False),
+        MB(n_f[1], n_f[1]), MB(n_f[1], n_f[1]), MB(n_f[1], n_f[1]),
+        nn.Upsample(scale_factor=2 if dsu[1] else 1), TG(n_f[1], 2 if dtu[1] else 1), conv(n_f[1], n_f[2], bias=False),
+        MB(n_f[2], n_f[2]), MB(n_f[2], n_f[2]), MB(n_f[2], n_f[2]),
+        nn.Upsample(scale_factor=2 if dsu[2] else 1), TG(n_f[2], 2 if dtu[2] else 1), conv(n_f[2], n_f[3], bias=False),
+        nn.ReLU(inplace=True), conv(n_f[3], m.image_channels * m.patch_size ** 2),
+    )
+
+
 def taehv_init(model, seed, round_dtype):
-    """ReLU-network init as in gen_fixtures.py: MemBlock conv.0/conv.2 gain sqrt(2), conv.4 0.5,
-    output conv bias 0.5 +- 0.1 so the [0,1] clamp rarely triggers."""
+    """ReLU-network init as in gen_fixtures.py: MemBlock conv.0/conv.2 (SuperMemBlock conv.0/conv.1)
+    gain sqrt(2), conv.4 (conv.3) 0.5, output conv bias 0.5 +- 0.1 so the [0,1] clamp rarely
+    triggers."""
     g = torch.Generator().manual_seed(seed)
     out = {}
     last = max(int(k.split(".")[1]) for k in model.state_dict() if k.startswith("decoder."))
@@ -446,9 +471,9 @@ def taehv_init(model, seed, round_dtype):
         shape = tuple(p.shape)
         parts = name.split(".")
         if name.endswith(".weight"):
-            if parts[2:4] in (["conv", "0"], ["conv", "2"]):
+            if parts[2:4] in (["conv", "0"], ["conv", "1"], ["conv", "2"]):
                 gain = 2.0 ** 0.5
-            elif parts[2:4] == ["conv", "4"]:
+            elif parts[2:4] in (["conv", "3"], ["conv", "4"]):
                 gain = 0.5
             elif parts[0] == "decoder" and int(parts[1]) == last:
                 gain = 0.8
@@ -475,6 +500,8 @@ TAEHV_VARIANTS = (
     ("taehv15_nf16", "taehv1_5", 32, 2, (1, 2, 2), 4, 2, 3, 1.03682, 7032),
     ("taeltx2_nf16", "taeltx_2", 128, 4, (2, 2, 2), 3, 2, 2, None, 7033),
     ("taecvx_nf16", "taecvx", 16, 1, (1, 2, 2), 5, 3, 4, None, 7034),
+    ("taew22s_nf16", "taew2_2_super", 48, 2, (1, 2, 2), 4, 2, 3, None, 7035),
+    ("taehv15s_nf16", "taehv1_5_super", 32, 2, (1, 2, 2), 4, 3, 2, 1.03682, 7036),
 )
 TAEHV_VARIANT_NF = [16, 12, 8, 8]  # narrower than TAEHV_NF: four more fixtures stay small
 
@@ -486,7 +513,7 @@ def taehv_upstream(th, name, z, p, strides, tmp):
     dtu = tuple(s == 2 for s in strides)
     etd = (True, True, True) if dtu[0] else (True, True, False)
     ref = th.TAEHV(checkpoint_path=None, patch_size=p, latent_channels=z, decoder_time_upscale=dtu,
-                   encoder_time_downscale=etd)
+                   encoder_time_downscale=etd, arch_variant="super" if "_super" in name else None)
     path = os.path.join(tmp, f"{name}.pth")
     torch.save(ref.state_dict(), path)
     full = th.TAEHV(checkpoint_path=path)
