@@ -284,9 +284,11 @@ struct vae_emu_mma_regs {
 template <typename T>
 static inline void vae_emu_mma(const char * file, int line, float * d, const unsigned * a, const unsigned * b, int K) {
     constexpr bool   TF32 = std::is_same<T, float>::value;
-    vae_emu_mma_regs mine;
-    memcpy(mine.a, a, sizeof(mine.a));
-    memcpy(mine.b, b, sizeof(mine.b));
+    // the operand registers this shape has: m16n8k8 f16 (sm_75) holds 2 of A and 1 of B
+    const int        na = K == 16 || TF32 ? 4 : 2, nb = K == 16 || TF32 ? 2 : 1;
+    vae_emu_mma_regs mine = {};
+    memcpy(mine.a, a, na * sizeof(unsigned));
+    memcpy(mine.b, b, nb * sizeof(unsigned));
     memcpy(mine.c, d, sizeof(mine.c));
     const unsigned char * all = vae_emu_warp_exchange(0xffffffffu, &mine, sizeof(mine), file, line);
     // only what this lane's d needs: rows g, g + 8 of A (from lanes 4g + u) and columns 2t, 2t + 1
@@ -294,7 +296,7 @@ static inline void vae_emu_mma(const char * file, int line, float * d, const uns
     const int g = vae_emu_now->lane / 4, t = vae_emu_now->lane % 4;
     float     A[2][16], B[2][16];   // [row half][k], [column][k]
     for (int u = 0; u < 4; u++) {
-        for (int i = 0; i < (K == 16 || TF32 ? 4 : 2); i++) {
+        for (int i = 0; i < na; i++) {
             const int      l = 4 * g + u, kh = i / 2;
             const unsigned r = vae_emu_lane<vae_emu_mma_regs>(all, l).a[i];
             if (TF32) {
@@ -309,7 +311,7 @@ static inline void vae_emu_mma(const char * file, int line, float * d, const uns
                 }
             }
         }
-        for (int j = 0; j < (K == 16 || TF32 ? 2 : 1); j++) {
+        for (int j = 0; j < nb; j++) {
             for (int c = 0; c < 2; c++) {
                 const int      l = 4 * (2 * t + c) + u;
                 const unsigned r = vae_emu_lane<vae_emu_mma_regs>(all, l).b[j];
