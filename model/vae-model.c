@@ -1347,3 +1347,18 @@ struct vae_graph * vae_model_build_graph(const struct vae_model * model, int n, 
         default:                return vae_taesd_build(model, n, h, w, err, err_size);
     }
 }
+
+int vae_model_causal_steps(const struct vae_model * model, struct vae_causal_step * steps, int max) {
+    const bool wan = model->family == VAE_FAMILY_WAN21 || model->family == VAE_FAMILY_WAN22;
+    return wan ? vae_wan_steps(model, steps, max) : 0;
+}
+
+struct vae_graph * vae_model_causal_head_build(const struct vae_model * model, int h, int w, char * err,
+                                               size_t err_size) {
+    return vae_wan_head_build(model, h, w, err, err_size);
+}
+
+struct vae_graph * vae_model_causal_step_build(const struct vae_model * model, const struct vae_causal_step * s,
+                                               int h, int w, bool first, char * err, size_t err_size) {
+    return vae_wan_step_build(model, s, h, w, first, err, err_size);
+}

@@ -195,6 +195,39 @@ struct vae_graph * vae_kl_head_build(const struct vae_model * model, int h, int 
 struct vae_graph * vae_kl_step_build(const struct vae_model * model, const struct vae_kl_step * s, int h, int w,
                                      char * err, size_t err_size);
 
+// A causal video decoder, for the exact tiled decode (vae-tile-video.c): the head (through the
+// mid block, at latent resolution: its attention needs the whole frame) runs on whole frames;
+// every later step reaches at most one input pixel around an output pixel, so it runs in tiles
+// with a 1-pixel border, one frame at a time (a causal conv over n frames is n calls of one frame
+// with its state). A family tiles by giving its steps and these builders (vae_model_causal_*).
+#define VAE_CAUSAL_MAX_STEPS 64
+
+struct vae_causal_step {
+    int  kind;                  // the family's own (how its builder reads name and aux)
+    char name[64], aux[64];     // module names; aux: a second one ("" = none)
+    int  cin, cout, rin;        // channels of x, y and r (rin 0: no residual)
+    int  up;                    // output pixels per input pixel, each axis: 1 or 2
+    int  frames;                // output frames per input frame: 2 for a temporal upsample (1 in the
+                                //   first step of a stream), else 1
+    int  save;                  // bit j: keep this step's input as residual slot j for a later step
+    int  res;                   // -1, or the slot whose activation is r (at x's pixels; read pointwise)
+};
+
+// the steps of model (at most max), in order; 0 for a family that does not tile this way
+int                vae_model_causal_steps(const struct vae_model * model, struct vae_causal_step * steps, int max);
+// whole frames [1, z, h, w] -> the head's output [1, steps[0].cin, h, w]
+struct vae_graph * vae_model_causal_head_build(const struct vae_model * model, int h, int w, char * err,
+                                               size_t err_size);
+// one step on an h x w tile: input 0 = x [1, cin, h, w], input 1 = r [1, rin, h, w] where rin > 0;
+// output [frames, cout, up h, up w] (1 frame when first); its causal ops number their slots from 0
+struct vae_graph * vae_model_causal_step_build(const struct vae_model * model, const struct vae_causal_step * s,
+                                               int h, int w, bool first, char * err, size_t err_size);
+// the Wan 2.1 and 2.2 forms of those three
+int                vae_wan_steps(const struct vae_model * model, struct vae_causal_step * steps, int max);
+struct vae_graph * vae_wan_head_build(const struct vae_model * model, int h, int w, char * err, size_t err_size);
+struct vae_graph * vae_wan_step_build(const struct vae_model * model, const struct vae_causal_step * s, int h, int w,
+                                      bool first, char * err, size_t err_size);
+
 #ifdef __cplusplus
 }
 #endif

@@ -44,7 +44,7 @@ struct vae_tiled {
 
 // where the crops of one axis of `size` start: crops of `c` overlapping by 2, the last flush with
 // the end; crop k owns [own[k], own[k + 1]) of the step's input pixels
-static int tile_spans(int size, int c, int * start, int * own) {
+int vae_tile_spans(int size, int c, int * start, int * own) {
     if (c >= size) {
         start[0] = 0, own[0] = 0, own[1] = size;
         return 1;
@@ -102,7 +102,7 @@ static float tile_max_abs(const float * x, size_t n) {
 }
 
 // rows [y0, y0 + ch) x columns [x0, x0 + cw) of src [C, H, W] into dst [C, ch, cw]
-static void tile_gather(const float * src, int c, int h, int w, int y0, int x0, int ch, int cw, float * dst) {
+void vae_tile_gather(const float * src, int c, int h, int w, int y0, int x0, int ch, int cw, float * dst) {
 #pragma omp parallel for
     for (int k = 0; k < c; k++) {
         for (int y = 0; y < ch; y++) {
@@ -113,7 +113,7 @@ static void tile_gather(const float * src, int c, int h, int w, int y0, int x0, 
 
 // the owned rectangle [oy0, oy1) x [ox0, ox1) of a tile output [C, th, tw] that starts at (ty, tx)
 // into dst [C, H, W]
-static void tile_scatter(const float * src, int c, int th, int tw, int ty, int tx, float * dst, int h, int w, int oy0,
+void vae_tile_scatter(const float * src, int c, int th, int tw, int ty, int tx, float * dst, int h, int w, int oy0,
                          int oy1, int ox0, int ox1) {
 #pragma omp parallel for
     for (int k = 0; k < c; k++) {
@@ -161,7 +161,7 @@ static bool tile_run_step(struct vae_tiled * t, const struct vae_kl_step * s, co
                           int w, float * dst, char * err, size_t err_size) {
     const int    c = tile_crop(t, s), up = s->kind == VAE_KL_UPSAMPLE ? 2 : 1;
     int          ys[4096 + 1], yo[4096 + 2], xs[4096 + 1], xo[4096 + 2];
-    int          ny = tile_spans(h, c, ys, yo), nx = tile_spans(w, c, xs, xo);
+    int          ny = vae_tile_spans(h, c, ys, yo), nx = vae_tile_spans(w, c, xs, xo);
     const int    ch = c < h ? c : h, cw = c < w ? c : w;
     struct vae_graph * g = tile_step_graph(t, s, h, w, err, err_size);
     if (!g) {
@@ -181,14 +181,14 @@ static bool tile_run_step(struct vae_tiled * t, const struct vae_kl_step * s, co
                 ok = false;
                 break;
             }
-            tile_gather(x, s->cin, h, w, ys[i], xs[j], ch, cw, t->crop);
+            vae_tile_gather(x, s->cin, h, w, ys[i], xs[j], ch, cw, t->crop);
             if (s->kind == VAE_KL_NORM_CONV_RES) {
-                tile_gather(r, s->rin, h, w, ys[i], xs[j], ch, cw, t->crop_r);
+                vae_tile_gather(r, s->rin, h, w, ys[i], xs[j], ch, cw, t->crop_r);
             }
             ok = vae_backend_graph_compute_inputs(t->backend, g, NULL, inputs, err, err_size) &&
                  vae_backend_graph_read_output(t->backend, g, 0, 1, t->crop_y, err, err_size);
             if (ok) {
-                tile_scatter(t->crop_y, s->cout, ch * up, cw * up, ys[i] * up, xs[j] * up, dst, h * up, w * up,
+                vae_tile_scatter(t->crop_y, s->cout, ch * up, cw * up, ys[i] * up, xs[j] * up, dst, h * up, w * up,
                              yo[i] * up, yo[i + 1] * up, xo[j] * up, xo[j + 1] * up);
             }
         }

@@ -1,5 +1,6 @@
-// The exact tiled decode of one AutoencoderKL frame (vae-tile.c), for the decode session: frames
-// too large for the device, or a tile size the user asked for. Internal to model/.
+// The exact tiled decodes, for the decode session: AutoencoderKL frames (vae-tile.c) and causal
+// video streams (vae-tile-video.c), for frames too large for the device or a tile size the user
+// asked for. Internal to model/.
 
 #pragma once
 
@@ -25,3 +26,32 @@ size_t             vae_tiled_peak_bytes(const struct vae_tiled * t);
 // ("decoder.mid"), then each step's (named by its conv); returns the count, at most
 // VAE_KL_MAX_STEPS + 1. A value above 65504 does not fit fp16 (NaN: NaN was there).
 int                vae_tiled_ranges(const struct vae_tiled * t, const char ** names, float * max_abs);
+
+// the tile machinery both decodes share (vae-tile.c). Where the crops of one axis of `size` start:
+// crops of `c` overlapping by 2, the last flush with the end; crop k owns [own[k], own[k + 1]) of
+// the step's input pixels; returns the count
+int  vae_tile_spans(int size, int c, int * start, int * own);
+// rows [y0, y0 + ch) x columns [x0, x0 + cw) of src [C, H, W] into dst [C, ch, cw]
+void vae_tile_gather(const float * src, int c, int h, int w, int y0, int x0, int ch, int cw, float * dst);
+// the owned rectangle [oy0, oy1) x [ox0, ox1) of a tile output [C, th, tw] that starts at (ty, tx)
+// into dst [C, H, W]
+void vae_tile_scatter(const float * src, int c, int th, int tw, int ty, int tx, float * dst, int h, int w, int oy0,
+                      int oy1, int ox0, int ox1);
+
+// The exact tiled decode of a causal video decoder (vae-tile-video.c): the same frames as the
+// whole-frame stream, one latent frame per call.
+struct vae_tiled_video;
+
+// plan it for [z, h, w] latent frames in tiles of at most `tile` pixels a side (of the layer being
+// tiled), checked against max_bytes (0 = the device's own limit); NULL after a message, which
+// says so when the family has no tiled decode
+struct vae_tiled_video * vae_tiled_video_new(const struct vae_model * model, vae_backend_t * backend, int h, int w,
+                                             int tile, size_t max_bytes, char * err, size_t err_size);
+void                     vae_tiled_video_free(struct vae_tiled_video * t);
+// decode one latent frame (first: the one that starts a stream) into *n_frames frames [n, 3, H, W],
+// valid until the next call; cancel as for vae_tiled_decode
+const float *            vae_tiled_video_decode(struct vae_tiled_video * t, const float * latent, bool first,
+                                                const int * cancel, int * n_frames, char * err, size_t err_size);
+void                     vae_tiled_video_reset(struct vae_tiled_video * t);   // the causal state back to zeros
+// the largest prepared graph, the causal state of every tile and the host buffers together
+size_t                   vae_tiled_video_peak_bytes(const struct vae_tiled_video * t);

@@ -11,6 +11,10 @@
 // nested (`decoder.upsamples.I.upsamples.J`) and each wrapped in a parameter-free DupUp3D shortcut
 // (a channel map the loader makes, then frame and pixel moves), and a head of 12 channels that a
 // pixel shuffle unpatchifies (the loader reorders them into its order).
+//
+// Everything after the mid block is a list of steps (vae_wan_steps), each a conv or two that reach
+// one pixel: the whole-sequence graph chains them, and the tiled decode (vae-tile-video.c) runs
+// them one at a time over tiles of a frame.
 
 #include "vae-model.h"
 
@@ -49,23 +53,11 @@ static struct vae_tensor * wan_rms(struct vae_builder * b, struct vae_tensor * x
     return gamma ? vae_graph_rms_norm(b->g, x, gamma, act) : NULL;
 }
 
-// ResidualBlock: shortcut(x) + conv_b(SiLU(RMS_b(conv_a(SiLU(RMS_a(x))))))
-static struct vae_tensor * wan_resblock(struct vae_builder * b, struct vae_tensor * x, const char * name) {
-    char                n[96];
-    struct vae_tensor * h = x;                                                  // [N, Cin, H, W]
-    snprintf(n, sizeof(n), "%s.shortcut.weight", name);
-    if (vae_model_weight(b->model, n)) {
-        snprintf(n, sizeof(n), "%s.shortcut", name);
-        h = wan_pointwise(b, x, n);                                             // [N, Cout, H, W]
-    }
-    snprintf(n, sizeof(n), "%s.residual.0.gamma", name);
-    struct vae_tensor * y = wan_rms(b, x, n, 4, VAE_ACT_SILU);
-    snprintf(n, sizeof(n), "%s.residual.2", name);
-    y = y ? wan_causal(b, y, n, NULL) : NULL;                                   // [N, Cout, H, W]
-    snprintf(n, sizeof(n), "%s.residual.3.gamma", name);
-    y = y ? wan_rms(b, y, n, 4, VAE_ACT_SILU) : NULL;
-    snprintf(n, sizeof(n), "%s.residual.6", name);
-    return y && h ? wan_causal(b, y, n, h) : NULL;                              // [N, Cout, H, W]
+// conv(SiLU(RMS(x))) + r: the norm gamma `norm`, the causal conv `conv`
+static struct vae_tensor * wan_norm_conv(struct vae_builder * b, struct vae_tensor * x, const char * norm,
+                                         const char * conv, struct vae_tensor * r) {
+    struct vae_tensor * y = wan_rms(b, x, norm, 4, VAE_ACT_SILU);
+    return y ? wan_causal(b, y, conv, r) : NULL;
 }
 
 // AttentionBlock, per frame: x + proj(attention(to_qkv(RMS(x))))
@@ -136,64 +128,176 @@ static struct vae_tensor * wan_dup_up(struct vae_builder * b, struct vae_tensor 
     return t->ne[1] == cout ? vae_graph_upsample2x(b->g, t) : vae_graph_pixel_shuffle(b->g, t);
 }
 
-// the entries `list.0`, `list.1`, ... in file order, residual blocks and resamples, until one is
-// neither. With `block` (Wan 2.2), the first resample adds the block's shortcut of its input x.
-static struct vae_tensor * wan_upsamples(struct vae_builder * b, struct vae_tensor * x, const char * list,
-                                         const char * block, bool first) {
-    struct vae_tensor * in = x;
-    for (int i = 0; x; i++) {
-        char name[64], probe[96];
+// the steps after the mid block (see vae_causal_step); a residual block is two, its first keeping
+// the block's input (slot 0) for the second's shortcut
+enum wan_step_kind {
+    WAN_STEP_RES_A,    // conv_a(SiLU(RMS_a(x)))                          name: the residual block
+    WAN_STEP_RES_B,    // conv_b(SiLU(RMS_b(x))) + shortcut(r)            name: the residual block
+    WAN_STEP_RESAMPLE, // [time_conv,] nearest 2x, 3x3 conv [+ DupUp3D(r)] name: the resample; aux: its up-block (2.2)
+    WAN_STEP_HEAD,     // head.2(SiLU(head.0(x))) [, unpatchified (2.2)]
+};
+
+// dimension d of weight "<name><suffix>", 0 when there is none
+static int wan_dim(const struct vae_model * m, const char * name, const char * suffix, int d) {
+    char n[128];
+    snprintf(n, sizeof(n), "%s%s", name, suffix);
+    const struct vae_weight * w = vae_model_weight(m, n);
+    return w ? (int) w->shape[d] : 0;
+}
+
+// the steps of `list.0`, `list.1`, ... in file order, residual blocks and resamples, until one is
+// neither, from steps[n]; returns the new count. With `block` (Wan 2.2) the resample adds the
+// block's shortcut of the block's input, which the first step keeps as slot 1.
+static int wan_list_steps(const struct vae_model * m, struct vae_causal_step * steps, int n, int max,
+                          const char * list, const char * block) {
+    const int start = n;
+    for (int i = 0; n + 2 <= max; i++) {
+        char name[64];
         snprintf(name, sizeof(name), "%s.%d", list, i);
-        snprintf(probe, sizeof(probe), "%s.residual.0.gamma", name);
-        if (vae_model_weight(b->model, probe)) {
-            x = wan_resblock(b, x, name);
+        struct vae_causal_step * s = &steps[n];
+        if (wan_dim(m, name, ".residual.0.gamma", 0)) {
+            const int cin = wan_dim(m, name, ".residual.2.weight", 1), mid = wan_dim(m, name, ".residual.2.weight", 0);
+            s[0] = (struct vae_causal_step) { .kind = WAN_STEP_RES_A, .cin = cin, .cout = mid, .up = 1, .frames = 1,
+                                              .save = 1, .res = -1 };
+            s[1] = (struct vae_causal_step) { .kind = WAN_STEP_RES_B, .cin = mid, .rin = cin, .up = 1, .frames = 1,
+                                              .cout = wan_dim(m, name, ".residual.6.weight", 0), .res = 0 };
+            snprintf(s[0].name, sizeof(s[0].name), "%s", name);
+            snprintf(s[1].name, sizeof(s[1].name), "%s", name);
+            n += 2;
             continue;
         }
-        snprintf(probe, sizeof(probe), "%s.resample.1.weight", name);
-        if (!vae_model_weight(b->model, probe)) {
+        if (!wan_dim(m, name, ".resample.1.weight", 0)) {
             break;
         }
-        struct vae_tensor * r = block ? wan_dup_up(b, in, block, name, first) : NULL;
-        x     = !block || r ? wan_resample(b, x, name, first, r) : NULL;
+        *s = (struct vae_causal_step) { .kind = WAN_STEP_RESAMPLE, .cin = wan_dim(m, name, ".resample.1.weight", 1),
+                                        .cout = wan_dim(m, name, ".resample.1.weight", 0), .up = 2, .res = -1,
+                                        .frames = wan_dim(m, name, ".time_conv.weight", 0) ? 2 : 1 };
+        snprintf(s->name, sizeof(s->name), "%s", name);
+        if (block) {
+            snprintf(s->aux, sizeof(s->aux), "%s", block);
+            s->rin = steps[start].cin, s->res = 1;
+            steps[start].save |= 2;
+        }
+        n++;
         block = NULL;
+    }
+    return n;
+}
+
+int vae_wan_steps(const struct vae_model * m, struct vae_causal_step * steps, int max) {
+    const bool wan22 = m->family == VAE_FAMILY_WAN22;
+    int        n     = 0;
+    if (wan22) {
+        for (int i = 0;; i++) {
+            char block[48], list[64];
+            snprintf(block, sizeof(block), "decoder.upsamples.%d", i);
+            snprintf(list, sizeof(list), "%s.upsamples", block);
+            if (!wan_dim(m, list, ".0.residual.0.gamma", 0)) {
+                break;
+            }
+            n = wan_list_steps(m, steps, n, max, list, block);
+        }
+    } else {
+        n = wan_list_steps(m, steps, 0, max, "decoder.upsamples", NULL);
+    }
+    if (n < max) {
+        steps[n++] = (struct vae_causal_step) { .kind = WAN_STEP_HEAD, .name = "decoder.head", .res = -1,
+                                                .cin = wan_dim(m, "decoder.head.2", ".weight", 1),
+                                                .cout = wan_dim(m, "decoder.head.2", ".weight", 0) / (wan22 ? 4 : 1),
+                                                .frames = 1, .up = wan22 ? 2 : 1 }; // (2.2: 12 unpatchified to 3)
+    }
+    return n;
+}
+
+// step s on x (and r, the activation of its residual slot)
+static struct vae_tensor * wan_step(struct vae_builder * b, const struct vae_causal_step * s, struct vae_tensor * x,
+                                   struct vae_tensor * r, bool first) {
+    char n[96], c[96];
+    switch (s->kind) {
+        case WAN_STEP_RES_A:
+            snprintf(n, sizeof(n), "%s.residual.0.gamma", s->name);
+            snprintf(c, sizeof(c), "%s.residual.2", s->name);
+            return wan_norm_conv(b, x, n, c, NULL);
+        case WAN_STEP_RES_B:
+            snprintf(n, sizeof(n), "%s.shortcut.weight", s->name);
+            if (vae_model_weight(b->model, n)) {
+                snprintf(n, sizeof(n), "%s.shortcut", s->name);
+                r = wan_pointwise(b, r, n);                                     // [N, Cout, H, W]
+            }
+            snprintf(n, sizeof(n), "%s.residual.3.gamma", s->name);
+            snprintf(c, sizeof(c), "%s.residual.6", s->name);
+            return r ? wan_norm_conv(b, x, n, c, r) : NULL;
+        case WAN_STEP_RESAMPLE:
+            r = s->aux[0] ? wan_dup_up(b, r, s->aux, s->name, first) : NULL;
+            return !s->aux[0] || r ? wan_resample(b, x, s->name, first, r) : NULL;
+        default: {
+            const bool          wan22 = b->model->family == VAE_FAMILY_WAN22;
+            struct vae_tensor * y     = wan_norm_conv(b, x, "decoder.head.0.gamma", "decoder.head.2", NULL);
+            if (y && y->ne[1] != (wan22 ? 12 : 3)) {
+                return vae_builder_fail(b, "tensor 'decoder.head.2.weight' gives %lld output channels, not %s",
+                                        (long long) y->ne[1], wan22 ? "12 (RGB in 2x2 patches)" : "3 (RGB)");
+            }
+            return y && wan22 ? vae_graph_pixel_shuffle(b->g, y) : y;          // [N', 3, 16h, 16w]
+        }
+    }
+}
+
+// post_quant_conv, conv1 and the mid block: [N, z, h, w] -> [N, 384 (1024), h, w]
+static struct vae_tensor * wan_head(struct vae_builder * b, struct vae_tensor * x) {
+    static const struct vae_causal_step mid[2] = { { .kind = WAN_STEP_RES_A, .name = "decoder.middle.0" },
+                                                   { .kind = WAN_STEP_RES_A, .name = "decoder.middle.2" } };
+    if (vae_model_weight(b->model, "conv2.weight")) {
+        x = wan_pointwise(b, x, "conv2");                                       // post_quant_conv
+    }
+    x = x ? wan_causal(b, x, "decoder.conv1", NULL) : NULL;
+    for (int i = 0; i < 2 && x; i++) {
+        struct vae_causal_step second = mid[i];
+        second.kind                   = WAN_STEP_RES_B;
+        struct vae_tensor * y         = wan_step(b, &mid[i], x, NULL, false);
+        x                             = y ? wan_step(b, &second, y, x, false) : NULL;
+        x                             = x && i == 0 ? wan_attention(b, x, "decoder.middle.1") : x;
     }
     return x;
 }
 
-struct vae_graph * vae_wan_build(const struct vae_model * model, int n, int h, int w, bool first, char * err,
-                                 size_t err_size) {
+struct vae_graph * vae_wan_head_build(const struct vae_model * model, int h, int w, char * err, size_t err_size) {
     struct vae_builder b;
     if (!vae_builder_init(&b, model, err, err_size)) {
         return NULL;
     }
-    struct vae_tensor * x = vae_graph_input(b.g, n, model->latent_channels, h, w); // [N, 16 (48), h, w]
-    if (vae_model_weight(model, "conv2.weight")) {
-        x = wan_pointwise(&b, x, "conv2");                                          // post_quant_conv
+    return vae_builder_finish(&b, wan_head(&b, vae_graph_input(b.g, 1, model->latent_channels, h, w)));
+}
+
+struct vae_graph * vae_wan_step_build(const struct vae_model * model, const struct vae_causal_step * s, int h, int w,
+                                      bool first, char * err, size_t err_size) {
+    struct vae_builder b;
+    if (!vae_builder_init(&b, model, err, err_size)) {
+        return NULL;
     }
-    x = x ? wan_causal(&b, x, "decoder.conv1", NULL) : NULL;                       // [N, 384, h, w]
-    x = x ? wan_resblock(&b, x, "decoder.middle.0") : NULL;
-    x = x ? wan_attention(&b, x, "decoder.middle.1") : NULL;
-    x = x ? wan_resblock(&b, x, "decoder.middle.2") : NULL;
-    // the up-blocks: [N, 384, h, w] -> [N'', 96, 8h, 8w] (Wan 2.2: [N, 1024, h, w] -> [N'', 256, 8h, 8w]),
-    // N'' = 1 for a first step, 4N otherwise
-    const bool wan22 = model->family == VAE_FAMILY_WAN22;
-    for (int i = 0; x && wan22; i++) {
-        char block[48], list[64], probe[96];
-        snprintf(block, sizeof(block), "decoder.upsamples.%d", i);
-        snprintf(list, sizeof(list), "%s.upsamples", block);
-        snprintf(probe, sizeof(probe), "%s.0.residual.0.gamma", list);
-        if (!vae_model_weight(model, probe)) {
-            break;
+    struct vae_tensor * x = vae_graph_input(b.g, 1, s->cin, h, w);                   // [1, Cin, h, w]
+    struct vae_tensor * r = s->rin > 0 ? vae_graph_input(b.g, 1, s->rin, h, w) : NULL;
+    return vae_builder_finish(&b, wan_step(&b, s, x, r, first));
+}
+
+struct vae_graph * vae_wan_build(const struct vae_model * model, int n, int h, int w, bool first, char * err,
+                                 size_t err_size) {
+    struct vae_builder     b;
+    struct vae_causal_step steps[VAE_CAUSAL_MAX_STEPS];
+    if (!vae_builder_init(&b, model, err, err_size)) {
+        return NULL;
+    }
+    const int           n_steps = vae_wan_steps(model, steps, VAE_CAUSAL_MAX_STEPS);
+    struct vae_tensor * x       = vae_graph_input(b.g, n, model->latent_channels, h, w); // [N, 16 (48), h, w]
+    struct vae_tensor * slot[2] = { NULL, NULL };                                     // kept block inputs
+    x                           = wan_head(&b, x);
+    // [N, 384, h, w] -> [N'', 3, 8h, 8w] (Wan 2.2: [N, 1024, h, w] -> [N'', 3, 16h, 16w]), N'' = 1 for a
+    // first step, 4N otherwise
+    for (int i = 0; i < n_steps && x; i++) {
+        const struct vae_causal_step * s = &steps[i];
+        for (int j = 0; j < 2; j++) {
+            slot[j] = s->save & (1 << j) ? x : slot[j];
         }
-        x = wan_upsamples(&b, x, list, block, first);
+        x = wan_step(&b, s, x, s->res >= 0 ? slot[s->res] : NULL, first);
     }
-    x = x && !wan22 ? wan_upsamples(&b, x, "decoder.upsamples", NULL, first) : x;
-    x = x ? wan_rms(&b, x, "decoder.head.0.gamma", 4, VAE_ACT_SILU) : NULL;
-    x = x ? wan_causal(&b, x, "decoder.head.2", NULL) : NULL;                       // [N', 3 (12), 8h, 8w]
-    if (x && x->ne[1] != (wan22 ? 12 : 3)) {
-        x = vae_builder_fail(&b, "tensor 'decoder.head.2.weight' gives %lld output channels, not %s",
-                             (long long) x->ne[1], wan22 ? "12 (RGB in 2x2 patches)" : "3 (RGB)");
-    }
-    x = x && wan22 ? vae_graph_pixel_shuffle(b.g, x) : x;                          // [N', 3, 16h, 16w]
     return vae_builder_finish(&b, x);
 }

@@ -1,0 +1,386 @@
+// The exact tiled decode of a causal video decoder (Wan 2.1 and 2.2), for frames whose whole-frame
+// step does not fit, or a tile size the user asked for. The head (through the mid block, whose
+// attention needs the whole frame) runs on the whole latent frame; the family's later steps
+// (vae_causal_step: convs that reach one pixel) run one at a time over tiles with a 1-pixel
+// border, each tile keeping only the pixels it owns, as vae-tile.c does for AutoencoderKL. Time
+// is the other axis: a causal conv over n frames equals n calls of one frame with its state, so
+// every step takes one frame. A temporal upsample makes two; the first goes through all the later
+// steps before the second does (depth first), so no level ever holds the four frames of a latent
+// frame. Each tile of each step keeps its own causal state (the last frames of its crop), and the
+// crops overlap by 2 pixels only: all of them together are about the whole-frame state.
+//
+// Memory (1920x1088 Wan 2.1: latent 136x240, widths 384/384/192/96 at h, 2h, 4h, 8h): the causal
+// state, 4.9 G floats (19.7 GB), plus the whole-frame activations in host memory: per level, the
+// step's input and output (a residual block's second conv writes over the block's input) and the
+// second frame of a temporal upsample waiting: 2 at h, 3 at 2h and 4h, 2 at 8h, about 0.9 G
+// floats (3.6 GB) with the 4 output frames; plus one tile's graph at a time. The price is a graph
+// prepared per step and frame, the borders and the copies.
+
+#include "vae-tile.h"
+#include "vae-session.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define TV_MAX_BUFS   32
+#define TV_MAX_LEVELS 8
+#define TV_MAX_SPANS  (4096 + 2)
+
+// a whole-frame activation at one level; users: the step reading it and the residual slots
+struct tv_buf {
+    float * data;
+    int     level, users;
+};
+
+// where step k runs: its input size and level, its tiles, their causal states (none where the
+// step's graph has no causal op)
+struct tv_place {
+    int            h, w, level, ny, nx;
+    vae_state_t ** states;
+};
+
+struct vae_tiled_video {
+    const struct vae_model * model;
+    vae_backend_t *          backend;
+    int                      h, w, tile;
+    size_t                   max_bytes;
+    int                      n_steps;
+    struct vae_causal_step   steps[VAE_CAUSAL_MAX_STEPS];
+    struct tv_place          place[VAE_CAUSAL_MAX_STEPS];
+    vae_state_t *            head_state;
+    size_t                   level_floats[TV_MAX_LEVELS]; // one buffer of each level holds this much
+    struct tv_buf            bufs[TV_MAX_BUFS];
+    int                      n_bufs;
+    struct tv_buf *          slot[2];        // the kept inputs of residual slots 0 and 1
+    float *                  out;            // [max_out, 3, H, W]
+    int                      n_out, max_out, out_h, out_w;
+    float *                  crop, * crop_r, * crop_y;
+    size_t                   crop_floats, crop_y_floats;
+    size_t                   graph_peak, state_bytes;
+    const int *              cancel;
+};
+
+// the crop edge of step s (input pixels): the tile is counted in the step's output pixels
+static int tv_crop(const struct vae_tiled_video * t, const struct vae_causal_step * s) {
+    return (s->up == 2 ? (t->tile + 1) / 2 : t->tile) + 2;
+}
+
+static bool tv_cancelled(const struct vae_tiled_video * t, char * err, size_t err_size) {
+    if (t->cancel && __atomic_load_n(t->cancel, __ATOMIC_ACQUIRE)) {
+        snprintf(err, err_size, "%s", VAE_SESSION_INTERRUPTED);
+        return true;
+    }
+    return false;
+}
+
+static struct vae_graph * tv_prepare(struct vae_tiled_video * t, struct vae_graph * g, char * err, size_t err_size) {
+    if (g && !vae_backend_graph_prepare(t->backend, g, t->max_bytes, err, err_size)) {
+        vae_graph_free(g);
+        return NULL;
+    }
+    if (g && g->peak_bytes > t->graph_peak) {
+        t->graph_peak = g->peak_bytes;
+    }
+    return g;
+}
+
+static void tv_release(struct vae_tiled_video * t, struct vae_graph * g) {
+    vae_backend_graph_release(t->backend, g);
+    vae_graph_free(g);
+}
+
+// the graph of step k for its crop
+static struct vae_graph * tv_step_graph(struct vae_tiled_video * t, int k, bool first, char * err, size_t err_size) {
+    const struct vae_causal_step * s = &t->steps[k];
+    const struct tv_place *        p = &t->place[k];
+    const int                      c = tv_crop(t, s);
+    return tv_prepare(t, vae_model_causal_step_build(t->model, s, c < p->h ? c : p->h, c < p->w ? c : p->w, first,
+                                                     err, err_size), err, err_size);
+}
+
+// a free buffer of `level`, allocated when there is none (the planning walk allocates them all)
+static struct tv_buf * tv_acquire(struct vae_tiled_video * t, int level, char * err, size_t err_size) {
+    for (int i = 0; i < t->n_bufs; i++) {
+        if (t->bufs[i].level == level && t->bufs[i].users == 0) {
+            t->bufs[i].users = 1;
+            return &t->bufs[i];
+        }
+    }
+    float * data = t->n_bufs < TV_MAX_BUFS ? malloc(t->level_floats[level] * sizeof(float)) : NULL;
+    if (!data) {
+        snprintf(err, err_size, "out of host memory for the tiled activations (%d buffers)", t->n_bufs + 1);
+        return NULL;
+    }
+    t->bufs[t->n_bufs] = (struct tv_buf) { data, level, 1 };
+    return &t->bufs[t->n_bufs++];
+}
+
+// step k on x (and r) over every tile into the frames dst[0 .. frames)
+static bool tv_run_step(struct vae_tiled_video * t, int k, const float * x, const float * r, float * const * dst,
+                        bool first, char * err, size_t err_size) {
+    const struct vae_causal_step * s = &t->steps[k];
+    const struct tv_place *        p = &t->place[k];
+    const int                      c = tv_crop(t, s), up = s->up, frames = first ? 1 : s->frames;
+    int                            ys[TV_MAX_SPANS], yo[TV_MAX_SPANS], xs[TV_MAX_SPANS], xo[TV_MAX_SPANS];
+    vae_tile_spans(p->h, c, ys, yo);
+    vae_tile_spans(p->w, c, xs, xo);
+    const int          ch = c < p->h ? c : p->h, cw = c < p->w ? c : p->w;
+    const bool         whole = p->ny == 1 && p->nx == 1; // no copies
+    struct vae_graph * g     = tv_step_graph(t, k, first, err, err_size);
+    bool               ok    = g != NULL;
+    for (int i = 0; ok && i < p->ny; i++) {
+        for (int j = 0; ok && j < p->nx; j++) {
+            if (tv_cancelled(t, err, err_size)) {
+                ok = false;
+                break;
+            }
+            if (!whole) {
+                vae_tile_gather(x, s->cin, p->h, p->w, ys[i], xs[j], ch, cw, t->crop);
+                if (r) {
+                    vae_tile_gather(r, s->rin, p->h, p->w, ys[i], xs[j], ch, cw, t->crop_r);
+                }
+            }
+            const float * inputs[2] = { whole ? x : t->crop, whole ? r : t->crop_r };
+            vae_state_t * state     = g->n_states > 0 ? p->states[i * p->nx + j] : NULL;
+            ok = vae_backend_graph_compute_inputs(t->backend, g, state, inputs, err, err_size);
+            for (int f = 0; ok && f < frames; f++) {
+                ok = vae_backend_graph_read_output(t->backend, g, f, 1, whole ? dst[f] : t->crop_y, err, err_size);
+                if (ok && !whole) {
+                    vae_tile_scatter(t->crop_y, s->cout, ch * up, cw * up, ys[i] * up, xs[j] * up, dst[f], p->h * up,
+                                     p->w * up, yo[i] * up, yo[i + 1] * up, xo[j] * up, xo[j + 1] * up);
+                }
+            }
+        }
+    }
+    if (g) {
+        tv_release(t, g);
+    }
+    return ok;
+}
+
+// run steps k.. on the frame in x (dry: only take and give back the buffers, as a decode would,
+// which makes them); the last step writes the next frames of out
+static bool tv_walk(struct vae_tiled_video * t, int k, struct tv_buf * x, bool first, bool dry, char * err,
+                    size_t err_size) {
+    for (; k < t->n_steps; k++) {
+        const struct vae_causal_step * s = &t->steps[k];
+        const bool                     last = k == t->n_steps - 1;
+        const int                      frames = first ? 1 : s->frames;
+        for (int j = 0; j < 2; j++) {
+            if (s->save & (1 << j)) {
+                t->slot[j] = x;
+                x->users++;
+            }
+        }
+        struct tv_buf * r = s->res >= 0 ? t->slot[s->res] : NULL;
+        struct tv_buf * y[2] = { NULL, NULL };
+        float *         dst[2];
+        if (s->res >= 0) {
+            t->slot[s->res] = NULL;
+        }
+        for (int f = 0; f < frames; f++) {
+            if (last && t->n_out + f >= t->max_out) {
+                snprintf(err, err_size, "the steps give more than %d frames per latent frame", t->max_out);
+                return false;
+            }
+            // a residual is read pointwise: the output may take its buffer (tiles read it only
+            // where they own the pixels, which no other tile writes)
+            const bool in_place = !last && f == 0 && r && s->up == 1 && r->users == 1;
+            y[f] = last ? NULL : in_place ? r : tv_acquire(t, t->place[k].level + (s->up == 2), err, err_size);
+            if (!last && !y[f]) {
+                return false;
+            }
+            dst[f] = last ? t->out + (size_t) (t->n_out + f) * 3 * t->out_h * t->out_w : y[f]->data;
+        }
+        const bool ok = dry || tv_run_step(t, k, x->data, r ? r->data : NULL, dst, first, err, err_size);
+        x->users--;
+        if (r && r != y[0]) {
+            r->users--;
+        }
+        t->n_out += last ? frames : 0;
+        if (!ok || (frames == 2 && !last && !tv_walk(t, k + 1, y[0], first, dry, err, err_size))) {
+            return false;
+        }
+        x = y[frames - 1];
+    }
+    return true;
+}
+
+// the head on the whole latent frame into a level-0 buffer, then every step
+static bool tv_decode(struct vae_tiled_video * t, const float * latent, bool first, bool dry, char * err,
+                      size_t err_size) {
+    for (int i = 0; i < t->n_bufs; i++) {
+        t->bufs[i].users = 0;
+    }
+    t->slot[0] = t->slot[1] = NULL;
+    t->n_out                = 0;
+    struct tv_buf * x       = tv_acquire(t, 0, err, err_size);
+    if (!x) {
+        return false;
+    }
+    if (!dry) {
+        struct vae_graph * g = tv_prepare(t, vae_model_causal_head_build(t->model, t->h, t->w, err, err_size), err,
+                                          err_size);
+        bool ok = g && vae_backend_graph_compute(t->backend, g, t->head_state, latent, err, err_size) &&
+                  vae_backend_graph_read_output(t->backend, g, 0, 1, x->data, err, err_size);
+        if (g) {
+            tv_release(t, g);
+        }
+        if (!ok) {
+            return false;
+        }
+    }
+    return tv_walk(t, 0, x, first, dry, err, err_size);
+}
+
+const float * vae_tiled_video_decode(struct vae_tiled_video * t, const float * latent, bool first,
+                                     const int * cancel, int * n_frames, char * err, size_t err_size) {
+    t->cancel = cancel;
+    const bool ok = tv_decode(t, latent, first, false, err, err_size);
+    *n_frames     = ok ? t->n_out : 0;
+    return ok ? t->out : NULL;
+}
+
+void vae_tiled_video_reset(struct vae_tiled_video * t) {
+    if (t->head_state) {
+        vae_backend_state_reset(t->backend, t->head_state);
+    }
+    for (int k = 0; k < t->n_steps; k++) {
+        for (int i = 0; t->place[k].states && i < t->place[k].ny * t->place[k].nx; i++) {
+            vae_backend_state_reset(t->backend, t->place[k].states[i]);
+        }
+    }
+}
+
+void vae_tiled_video_free(struct vae_tiled_video * t) {
+    if (!t) {
+        return;
+    }
+    vae_backend_state_free(t->backend, t->head_state);
+    for (int k = 0; k < t->n_steps; k++) {
+        for (int i = 0; t->place[k].states && i < t->place[k].ny * t->place[k].nx; i++) {
+            vae_backend_state_free(t->backend, t->place[k].states[i]);
+        }
+        free(t->place[k].states);
+    }
+    for (int i = 0; i < t->n_bufs; i++) {
+        free(t->bufs[i].data);
+    }
+    free(t->out);
+    free(t->crop);
+    free(t->crop_r);
+    free(t->crop_y);
+    free(t);
+}
+
+// where every step runs, what its tiles and buffers hold; its graphs prepared once (and released)
+// so that memory is known and checked, and the causal state of each of its tiles made
+static bool tv_plan_steps(struct vae_tiled_video * t, char * err, size_t err_size) {
+    int level = 0, h = t->h, w = t->w, ys[TV_MAX_SPANS], yo[TV_MAX_SPANS];
+    t->max_out = 1;
+    for (int k = 0; k < t->n_steps; k++) {
+        const struct vae_causal_step * s = &t->steps[k];
+        struct tv_place *              p = &t->place[k];
+        const int                      c = tv_crop(t, s), up = s->up;
+        if ((up != 1 && up != 2) || (s->frames != 1 && s->frames != 2) || level + up > TV_MAX_LEVELS) {
+            snprintf(err, err_size, "step %s: %dx up and %d frames are beyond the tiled decode", s->name, up, s->frames);
+            return false;
+        }
+        *p                = (struct tv_place) { h, w, level, vae_tile_spans(h, c, ys, yo), vae_tile_spans(w, c, ys, yo), NULL };
+        const size_t hw   = (size_t) h * (size_t) w, crop = (size_t) (c < h ? c : h) * (size_t) (c < w ? c : w);
+        const size_t cin  = (size_t) (s->cin > s->rin ? s->cin : s->rin);
+        const size_t in   = cin * hw, out = (size_t) s->cout * hw * (size_t) (up * up);
+        t->level_floats[level] = in > t->level_floats[level] ? in : t->level_floats[level];
+        level += up == 2;
+        h *= up, w *= up;
+        if (k < t->n_steps - 1) {
+            t->level_floats[level] = out > t->level_floats[level] ? out : t->level_floats[level];
+        }
+        t->max_out *= s->frames;
+        if (p->ny * p->nx > 1) { // (whole frames need no copies)
+            const size_t y   = (size_t) s->cout * crop * (size_t) (up * up);
+            t->crop_floats   = cin * crop > t->crop_floats ? cin * crop : t->crop_floats;
+            t->crop_y_floats = y > t->crop_y_floats ? y : t->crop_y_floats;
+        }
+        struct vae_graph * g = tv_step_graph(t, k, true, err, err_size);
+        if (g) {
+            tv_release(t, g);
+            g = tv_step_graph(t, k, false, err, err_size);
+        }
+        if (!g) {
+            return false;
+        }
+        bool ok = true;
+        if (g->n_states > 0) {
+            ok = (p->states = calloc((size_t) (p->ny * p->nx), sizeof(*p->states))) != NULL;
+            for (int i = 0; ok && i < p->ny * p->nx; i++) {
+                ok = (p->states[i] = vae_backend_state_new(t->backend, g, err, err_size)) != NULL;
+                t->state_bytes += vae_backend_state_bytes(t->backend, p->states[i]);
+            }
+        }
+        tv_release(t, g);
+        if (!ok) {
+            snprintf(err, err_size, "out of host memory for the causal state of step %s", s->name);
+            return false;
+        }
+    }
+    t->out_h = h, t->out_w = w;
+    return true;
+}
+
+struct vae_tiled_video * vae_tiled_video_new(const struct vae_model * model, vae_backend_t * backend, int h, int w,
+                                             int tile, size_t max_bytes, char * err, size_t err_size) {
+    struct vae_tiled_video * t = calloc(1, sizeof(*t));
+    if (!t) {
+        snprintf(err, err_size, "out of memory");
+        return NULL;
+    }
+    t->model = model, t->backend = backend, t->h = h, t->w = w, t->tile = tile, t->max_bytes = max_bytes;
+    t->n_steps = vae_model_causal_steps(model, t->steps, VAE_CAUSAL_MAX_STEPS);
+    bool ok    = t->n_steps > 0;
+    if (!ok) {
+        snprintf(err, err_size, "the %s decoder has no tiled video decode", vae_family_name(model->family));
+    }
+    struct vae_graph * head = ok ? tv_prepare(t, vae_model_causal_head_build(model, h, w, err, err_size), err, err_size)
+                                 : NULL;
+    ok = head != NULL;
+    if (head && head->n_states > 0) {
+        ok             = (t->head_state = vae_backend_state_new(backend, head, err, err_size)) != NULL;
+        t->state_bytes = vae_backend_state_bytes(backend, t->head_state);
+    }
+    if (head) {
+        tv_release(t, head);
+    }
+    ok = ok && tv_plan_steps(t, err, err_size);
+    if (ok) {
+        t->out    = malloc((size_t) t->max_out * 3 * (size_t) t->out_h * (size_t) t->out_w * sizeof(float));
+        t->crop   = malloc((t->crop_floats ? t->crop_floats : 1) * sizeof(float));
+        t->crop_r = malloc((t->crop_floats ? t->crop_floats : 1) * sizeof(float));
+        t->crop_y = malloc((t->crop_y_floats ? t->crop_y_floats : 1) * sizeof(float));
+        ok        = t->out && t->crop && t->crop_r && t->crop_y;
+        if (!ok) {
+            snprintf(err, err_size, "out of host memory for the tiled frames");
+        }
+    }
+    ok = ok && tv_decode(t, NULL, false, true, err, err_size); // makes the buffers a decode takes
+    if (ok && max_bytes && vae_tiled_video_peak_bytes(t) > max_bytes) {
+        snprintf(err, err_size, "decoding in %d-pixel tiles needs %.1f MiB, above the %.1f MiB memory limit", tile,
+                 vae_tiled_video_peak_bytes(t) / 1048576.0, max_bytes / 1048576.0);
+        ok = false;
+    }
+    if (!ok) {
+        vae_tiled_video_free(t);
+        return NULL;
+    }
+    return t;
+}
+
+size_t vae_tiled_video_peak_bytes(const struct vae_tiled_video * t) {
+    size_t floats = (size_t) t->max_out * 3 * (size_t) t->out_h * (size_t) t->out_w + 2 * t->crop_floats +
+                    t->crop_y_floats;
+    for (int i = 0; i < t->n_bufs; i++) {
+        floats += t->level_floats[t->bufs[i].level];
+    }
+    return t->graph_peak + t->state_bytes + floats * sizeof(float);
+}
