@@ -39,12 +39,14 @@
  *
  * ## Tiled decode
  *
- * An AutoencoderKL frame can be decoded in tiles to lower the peak memory: tiles of at most
- * #GstVaeDecode:tile-size output pixels a side, or, with tile-size 0, tiles that fit when a
- * whole frame does not fit in #GstVaeDecode:max-memory. The tiling is exact: the GroupNorm statistics and the mid-block attention are still computed over the
- * whole frame, and each layer reads a one-pixel border from its stored neighbours, so a tiled
- * frame equals the untiled one to rounding and needs no overlap or blending. Smaller tiles
- * need less memory and take somewhat longer.
+ * AutoencoderKL frames and Wan 2.1 / 2.2 video can be decoded in tiles to lower the peak memory:
+ * tiles of at most #GstVaeDecode:tile-size output pixels a side, or, with tile-size 0, tiles that
+ * fit when a whole frame does not fit in #GstVaeDecode:max-memory. The tiling is exact: the
+ * GroupNorm statistics and the mid-block attention are still computed over the whole frame,
+ * each layer reads a one-pixel border from its stored neighbours, and a Wan tile keeps its own
+ * causal state, so a tiled frame equals the untiled one to rounding and needs no overlap or
+ * blending. Smaller tiles need less memory (down to a size where the tiles' borders cost more
+ * than they save) and take somewhat longer. Other families decode whole frames.
  *
  * ## Video decoders and timestamps
  *
@@ -1884,14 +1886,14 @@ gst_vae_decode_class_init (GstVaeDecodeClass * klass)
    */
   g_object_class_install_property (gobject_class, PROP_TILE_SIZE,
       g_param_spec_uint ("tile-size", "Tile size",
-          "Largest tile edge in output pixels for AutoencoderKL decoders "
+          "Largest tile edge in output pixels for AutoencoderKL and Wan decoders "
           "(0 = whole frames unless they exceed max-memory); exact, no overlap",
           0, G_MAXINT, DEFAULT_TILE_SIZE, flags));
   /**
    * GstVaeDecode:max-memory:
    *
    * The device memory, in bytes, a stream may plan for (weights, activations and state);
-   * 0 means the device's memory. AutoencoderKL frames that do not fit are decoded in tiles
+   * 0 means the device's memory. AutoencoderKL and Wan frames that do not fit are decoded in tiles
    * small enough to fit (see #GstVaeDecode:tile-size); when even 16-pixel tiles do not fit,
    * or the decoder cannot tile, the caps are refused with an error that gives the memory
    * needed.
@@ -1899,7 +1901,7 @@ gst_vae_decode_class_init (GstVaeDecodeClass * klass)
   g_object_class_install_property (gobject_class, PROP_MAX_MEMORY,
       g_param_spec_uint64 ("max-memory", "Max memory",
           "Device memory a stream may use, in bytes (0 = the device's memory); "
-          "AutoencoderKL frames that exceed it are decoded in tiles", 0,
+          "AutoencoderKL and Wan frames that exceed it are decoded in tiles", 0,
           G_MAXUINT64, DEFAULT_MAX_MEMORY, flags));
   /**
    * GstVaeDecode:post-messages:

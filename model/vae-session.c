@@ -4,8 +4,8 @@
 // step that starts a stream (latent frame 0 alone). A causal decoder's output for a frame never
 // depends on later latents, so a short last chunk is padded with copies of its last latent frame
 // and the frames of the padding are dropped: one graph serves every step of the stream.
-// AutoencoderKL frames may instead decode in tiles (vae-tile.c): when asked, or when a whole
-// frame does not fit.
+// AutoencoderKL frames and Wan streams may instead decode in tiles (vae-tile.c, vae-tile-video.c):
+// when asked, or when a whole frame does not fit.
 
 #include "vae-session.h"
 #include "vae-tile.h"
@@ -30,8 +30,9 @@ struct vae_session {
     struct vae_graph *        step;            // chunk_frames latent frames
     struct vae_graph *        first;           // latent frame 0 alone (Wan); NULL otherwise
     vae_state_t *             state;           // causal decoders
-    struct vae_tiled *        tiled;           // the tiled decode, in place of step
-    const float *             tiled_out;       // its last frame [3, H, W]
+    struct vae_tiled *        tiled;           // the tiled decode, in place of step (AutoencoderKL)
+    struct vae_tiled_video *  tiled_video;     // the same for causal video decoders
+    const float *             tiled_out;       // the frames of its last decode [ready, 3, H, W]
     struct vae_graph *        done;            // the graph whose output holds the ready frames
     int                       skip, ready, popped; // output frames: first ready one, ready ones, popped ones
     uint64_t                  latents_in, frames_out;
@@ -60,6 +61,7 @@ void vae_session_free(struct vae_session * s) {
     session_graph_free(s, s->step);
     session_graph_free(s, s->first);
     vae_tiled_free(s->tiled);
+    vae_tiled_video_free(s->tiled_video);
     free(s->unpatch);
     vae_backend_state_free(s->backend, s->state);
     free(s->queue);
@@ -76,20 +78,39 @@ static struct vae_graph * session_graph(struct vae_session * s, int n, bool firs
     return g;
 }
 
+// AutoencoderKL, or a family with causal steps (vae_model_causal_steps)
+static bool session_is_kl(const struct vae_model * model) {
+    return model->family >= VAE_FAMILY_SD1 && model->family <= VAE_FAMILY_FLUX2;
+}
+
+static bool session_can_tile(const struct vae_model * model) {
+    struct vae_causal_step steps[VAE_CAUSAL_MAX_STEPS];
+    return session_is_kl(model) || vae_model_causal_steps(model, steps, VAE_CAUSAL_MAX_STEPS) > 0;
+}
+
+// the tiled decode of the model's kind in `tile`-pixel tiles
+static bool session_tiled_new(struct vae_session * s, int tile, char * err, size_t err_size) {
+    if (session_is_kl(s->model)) {
+        s->tiled = vae_tiled_new(s->model, s->backend, s->h, s->w, tile, s->cfg.max_bytes, err, err_size);
+    } else {
+        s->tiled_video = vae_tiled_video_new(s->model, s->backend, s->h, s->w, tile, s->cfg.max_bytes, err, err_size);
+    }
+    s->cfg.tile_size = s->tiled || s->tiled_video ? tile : 0;
+    return s->cfg.tile_size > 0;
+}
+
 // whole frames did not fit (err says why): the largest tile that does, halving from the frame
 static bool session_tile_to_fit(struct vae_session * s, int side, char * err, size_t err_size) {
     char why[256];
     snprintf(why, sizeof(why), "%s", err);
-    for (int tile = side / 2; tile >= SESSION_MIN_TILE && !s->tiled; tile /= 2) {
-        s->tiled         = vae_tiled_new(s->model, s->backend, s->h, s->w, tile, s->cfg.max_bytes, err, err_size);
-        s->cfg.tile_size = s->tiled ? tile : 0;
+    for (int tile = side / 2; tile >= SESSION_MIN_TILE && !session_tiled_new(s, tile, err, err_size); tile /= 2) {
     }
-    if (!s->tiled) {
+    if (!s->cfg.tile_size) {
         char tiled[256];
         snprintf(tiled, sizeof(tiled), "%s", err);
         snprintf(err, err_size, "%s; nor does it fit in tiles: %s", why, tiled);
     }
-    return s->tiled != NULL;
+    return s->cfg.tile_size > 0;
 }
 
 bool vae_session_check(const struct vae_model * model, const struct vae_session_config * c, char * err,
@@ -111,13 +132,12 @@ bool vae_session_check(const struct vae_model * model, const struct vae_session_
         snprintf(err, err_size, "chunk-frames %d is outside 0..256", c->chunk_frames);
         return false;
     }
-    const bool kl = model->family >= VAE_FAMILY_SD1 && model->family <= VAE_FAMILY_FLUX2;
     if (c->tile_size < 0 || (c->tile_size > 0 && c->tile_size < SESSION_MIN_TILE)) {
         snprintf(err, err_size, "tile-size %d is below the smallest tile, %d pixels", c->tile_size, SESSION_MIN_TILE);
         return false;
     }
-    if (c->tile_size > 0 && !kl) {
-        snprintf(err, err_size, "tile-size is for the AutoencoderKL decoders; %s decodes whole frames",
+    if (c->tile_size > 0 && !session_can_tile(model)) {
+        snprintf(err, err_size, "tile-size is for the AutoencoderKL and Wan decoders; %s decodes whole frames",
                  vae_family_name(model->family));
         return false;
     }
@@ -145,7 +165,6 @@ struct vae_session * vae_session_new(const struct vae_model * model, vae_backend
     if (!vae_session_check(model, c, err, err_size)) {
         return NULL;
     }
-    const bool kl = model->family >= VAE_FAMILY_SD1 && model->family <= VAE_FAMILY_FLUX2;
     struct vae_session * s = calloc(1, sizeof(*s));
     if (!s) {
         snprintf(err, err_size, "out of memory");
@@ -179,12 +198,16 @@ struct vae_session * vae_session_new(const struct vae_model * model, vae_backend
     // everything is prepared now: memory is known (and refused) before the first frame
     bool ok = vae_model_space_affine(model, c->space, s->div, s->add, err, err_size);
     if (ok && s->cfg.tile_size > 0) {
-        ok = (s->tiled = vae_tiled_new(model, backend, s->h, s->w, s->cfg.tile_size, c->max_bytes, err, err_size)) != NULL;
+        ok = session_tiled_new(s, s->cfg.tile_size, err, err_size);
     } else if (ok) {
         ok = (s->step = session_graph(s, s->cfg.chunk_frames, false, err, err_size)) != NULL &&
              (!model->first_apart || (s->first = session_graph(s, 1, true, err, err_size)) != NULL);
-        if (!ok && kl && s->cfg.chunk_frames == 1) {
-            ok = session_tile_to_fit(s, side, err, err_size);
+        // (a tiled video decode takes one latent frame at a time, whatever the chunk)
+        if (!ok && session_can_tile(model) && (s->cfg.chunk_frames == 1 || !session_is_kl(model))) {
+            session_graph_free(s, s->step);
+            s->step             = NULL;
+            s->cfg.chunk_frames = 1;
+            ok                  = session_tile_to_fit(s, side, err, err_size);
         }
     }
     if (ok && s->step && s->step->n_states > 0) {
@@ -195,7 +218,7 @@ struct vae_session * vae_session_new(const struct vae_model * model, vae_backend
         return NULL;
     }
     // the backend has the weights now; a tiled decode builds its graphs again for every frame
-    if (!s->tiled) {
+    if (!s->tiled && !s->tiled_video) {
         vae_model_drop_copies(model);
     }
     return s;
@@ -203,10 +226,14 @@ struct vae_session * vae_session_new(const struct vae_model * model, vae_backend
 
 // run the queued latents (padded to the graph's frame count) and make their frames ready
 static bool session_decode(struct vae_session * s, struct vae_graph * g, char * err, size_t err_size) {
-    if (s->tiled) {
-        s->queued    = 0;
-        s->tiled_out = vae_tiled_decode(s->tiled, s->queue, s->cfg.cancel, err, err_size);
-        s->ready     = s->tiled_out ? 1 : 0;
+    if (s->tiled || s->tiled_video) {
+        const bool starts = s->latents_in == 1;
+        s->queued         = 0;
+        s->ready          = 1;
+        s->tiled_out      = s->tiled ? vae_tiled_decode(s->tiled, s->queue, s->cfg.cancel, err, err_size)
+                                     : vae_tiled_video_decode(s->tiled_video, s->queue, starts, s->cfg.cancel,
+                                                              &s->ready, err, err_size);
+        s->ready          = s->tiled_out ? s->ready : 0;
         s->skip      = 0;
         s->popped    = 0;
         s->frames_out += (uint64_t) s->ready;
@@ -301,7 +328,7 @@ bool vae_session_pop_frame(struct vae_session * s, struct vae_frame * dst, char 
     const int n = session_next_frame(s, err, err_size);
     dst->scale  = s->model->out_scale;
     dst->offset = s->model->out_offset;
-    if (n >= 0 && s->tiled) {
+    if (n >= 0 && s->tiled_out) {
         if (dst->width != s->model->scale * s->w || dst->height != s->model->scale * s->h) {
             snprintf(err, err_size, "the frame is %dx%d but the decoder gives %dx%d", dst->width, dst->height,
                      s->model->scale * s->w, s->model->scale * s->h);
@@ -311,7 +338,8 @@ bool vae_session_pop_frame(struct vae_session * s, struct vae_frame * dst, char 
             snprintf(err, err_size, "a tiled decode gives its frames in host memory, not in device memory");
             return false;
         }
-        vae_frame_pack(s->tiled_out, 1, (int64_t) dst->width * dst->height, dst);
+        vae_frame_pack(s->tiled_out + (size_t) n * 3 * dst->width * dst->height, 1, (int64_t) dst->width * dst->height,
+                       dst);
         return true;
     }
     return n >= 0 && vae_backend_graph_read_frame(s->backend, s->done, n, dst, err, err_size);
@@ -319,9 +347,9 @@ bool vae_session_pop_frame(struct vae_session * s, struct vae_frame * dst, char 
 
 bool vae_session_pop_output(struct vae_session * s, float * dst, char * err, size_t err_size) {
     const int n = session_next_frame(s, err, err_size);
-    if (n >= 0 && s->tiled) {
+    if (n >= 0 && s->tiled_out) {
         const size_t hw = (size_t) s->model->scale * s->h * (size_t) s->model->scale * s->w;
-        memcpy(dst, s->tiled_out, 3 * hw * sizeof(float));
+        memcpy(dst, s->tiled_out + (size_t) n * 3 * hw, 3 * hw * sizeof(float));
         return true;
     }
     return n >= 0 && vae_backend_graph_read_output(s->backend, s->done, n, 1, dst, err, err_size);
@@ -336,6 +364,9 @@ void vae_session_reset(struct vae_session * s) {
     s->frames_out = 0;
     if (s->state) {
         vae_backend_state_reset(s->backend, s->state);
+    }
+    if (s->tiled_video) {
+        vae_tiled_video_reset(s->tiled_video);
     }
 }
 
@@ -356,6 +387,9 @@ size_t vae_session_peak_bytes(const struct vae_session * s) {
                          (s->unpatch ? session_frame_floats(s) * sizeof(float) : 0);
     if (s->tiled) {
         return vae_tiled_peak_bytes(s->tiled) + queue;
+    }
+    if (s->tiled_video) {
+        return vae_tiled_video_peak_bytes(s->tiled_video) + queue;
     }
     return s->step->peak_bytes + (s->first ? s->first->arena_bytes : 0) + vae_backend_state_bytes(s->backend, s->state) +
            queue;

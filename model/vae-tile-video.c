@@ -33,10 +33,10 @@ struct tv_buf {
     int     level, users;
 };
 
-// where step k runs: its input size and level, its tiles, their causal states (none where the
-// step's graph has no causal op)
+// where step k runs: its input size and level, its crops (all ch x cw) and tiles, their causal
+// states (none where the step's graph has no causal op)
 struct tv_place {
-    int            h, w, level, ny, nx;
+    int            h, w, level, ch, cw, ny, nx;
     vae_state_t ** states;
 };
 
@@ -61,9 +61,12 @@ struct vae_tiled_video {
     const int *              cancel;
 };
 
-// the crop edge of step s (input pixels): the tile is counted in the step's output pixels
-static int tv_crop(const struct vae_tiled_video * t, const struct vae_causal_step * s) {
-    return (s->up == 2 ? (t->tile + 1) / 2 : t->tile) + 2;
+// the crop edge of step s along an axis of `size` input pixels: the tile is counted in the step's
+// output pixels, and the tiles that cover the axis share it evenly (each crop keeps its state, so
+// a last crop flush with the end and mostly over its neighbour would cost memory for nothing)
+static int tv_crop(const struct vae_tiled_video * t, const struct vae_causal_step * s, int size) {
+    const int core = s->up == 2 ? (t->tile + 1) / 2 : t->tile, n = (size - 2 + core - 1) / core;
+    return core + 2 >= size ? size : (size - 2 + n - 1) / n + 2;
 }
 
 static bool tv_cancelled(const struct vae_tiled_video * t, char * err, size_t err_size) {
@@ -94,9 +97,7 @@ static void tv_release(struct vae_tiled_video * t, struct vae_graph * g) {
 static struct vae_graph * tv_step_graph(struct vae_tiled_video * t, int k, bool first, char * err, size_t err_size) {
     const struct vae_causal_step * s = &t->steps[k];
     const struct tv_place *        p = &t->place[k];
-    const int                      c = tv_crop(t, s);
-    return tv_prepare(t, vae_model_causal_step_build(t->model, s, c < p->h ? c : p->h, c < p->w ? c : p->w, first,
-                                                     err, err_size), err, err_size);
+    return tv_prepare(t, vae_model_causal_step_build(t->model, s, p->ch, p->cw, first, err, err_size), err, err_size);
 }
 
 // a free buffer of `level`, allocated when there is none (the planning walk allocates them all)
@@ -121,11 +122,10 @@ static bool tv_run_step(struct vae_tiled_video * t, int k, const float * x, cons
                         bool first, char * err, size_t err_size) {
     const struct vae_causal_step * s = &t->steps[k];
     const struct tv_place *        p = &t->place[k];
-    const int                      c = tv_crop(t, s), up = s->up, frames = first ? 1 : s->frames;
+    const int                      ch = p->ch, cw = p->cw, up = s->up, frames = first ? 1 : s->frames;
     int                            ys[TV_MAX_SPANS], yo[TV_MAX_SPANS], xs[TV_MAX_SPANS], xo[TV_MAX_SPANS];
-    vae_tile_spans(p->h, c, ys, yo);
-    vae_tile_spans(p->w, c, xs, xo);
-    const int          ch = c < p->h ? c : p->h, cw = c < p->w ? c : p->w;
+    vae_tile_spans(p->h, ch, ys, yo);
+    vae_tile_spans(p->w, cw, xs, xo);
     const bool         whole = p->ny == 1 && p->nx == 1; // no copies
     struct vae_graph * g     = tv_step_graph(t, k, first, err, err_size);
     bool               ok    = g != NULL;
@@ -282,13 +282,13 @@ static bool tv_plan_steps(struct vae_tiled_video * t, char * err, size_t err_siz
     for (int k = 0; k < t->n_steps; k++) {
         const struct vae_causal_step * s = &t->steps[k];
         struct tv_place *              p = &t->place[k];
-        const int                      c = tv_crop(t, s), up = s->up;
+        const int                      up = s->up, ch = tv_crop(t, s, h), cw = tv_crop(t, s, w);
         if ((up != 1 && up != 2) || (s->frames != 1 && s->frames != 2) || level + up > TV_MAX_LEVELS) {
             snprintf(err, err_size, "step %s: %dx up and %d frames are beyond the tiled decode", s->name, up, s->frames);
             return false;
         }
-        *p                = (struct tv_place) { h, w, level, vae_tile_spans(h, c, ys, yo), vae_tile_spans(w, c, ys, yo), NULL };
-        const size_t hw   = (size_t) h * (size_t) w, crop = (size_t) (c < h ? c : h) * (size_t) (c < w ? c : w);
+        *p = (struct tv_place) { h, w, level, ch, cw, vae_tile_spans(h, ch, ys, yo), vae_tile_spans(w, cw, ys, yo), NULL };
+        const size_t hw   = (size_t) h * (size_t) w, crop = (size_t) ch * (size_t) cw;
         const size_t cin  = (size_t) (s->cin > s->rin ? s->cin : s->rin);
         const size_t in   = cin * hw, out = (size_t) s->cout * hw * (size_t) (up * up);
         t->level_floats[level] = in > t->level_floats[level] ? in : t->level_floats[level];

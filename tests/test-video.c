@@ -13,6 +13,8 @@
 struct video {
     int     frames, height, width;
     float * data;
+    size_t  peak;    // the session's vae_session_peak_bytes
+    int     tile;    // and vae_session_tile_size
 };
 
 // latent frame t of [1, C, T, h, w] as [C, h, w]
@@ -37,17 +39,21 @@ static void pop_all(struct vae_session * s, const struct vae_model * m, struct v
     }
 }
 
-// decode latents [1, C, T, h, w] pushing one latent frame at a time; with flush_at > 0 the first
-// flush_at frames are pushed, then the session is reset and the whole stream pushed again
+// decode latents [1, C, T, h, w] pushing one latent frame at a time, in `tile`-pixel tiles (0:
+// whole frames unless they exceed max_bytes: then v.tile says the tile chosen); with flush_at > 0
+// the first flush_at frames are pushed, then the session is reset and the whole stream pushed again
 static struct video decode_video(const struct vae_model * m, const float * lat, const int64_t ls[5],
-                                 enum vae_space space, int chunk, int flush_at) {
-    struct video              v   = { 0, m->scale * (int) ls[3], m->scale * (int) ls[4], NULL };
-    struct vae_session_config cfg = { (int) ls[1], (int) ls[3], (int) ls[4], space, chunk, 0 };
+                                 enum vae_space space, int chunk, int flush_at, int tile, size_t max_bytes) {
+    struct video              v   = { 0, m->scale * (int) ls[3], m->scale * (int) ls[4], NULL, 0, 0 };
+    struct vae_session_config cfg = { (int) ls[1], (int) ls[3], (int) ls[4], space, chunk, max_bytes, tile, NULL };
     struct vae_session *      s   = vae_session_new(m, cpu, &cfg, err, sizeof(err));
     CHECK(s != NULL, "%s", err);
     if (!s) {
         return v;
     }
+    v.tile = vae_session_tile_size(s);
+    CHECK(v.tile == tile || (tile == 0 && max_bytes > 0), "tile size %d in use, not %d", v.tile, tile);
+    v.peak = vae_session_peak_bytes(s);
     const int64_t T     = ls[2];
     float *       frame = malloc((size_t) (ls[1] * ls[3] * ls[4]) * sizeof(float));
     v.data              = malloc((size_t) (1 + m->frames_per_latent * T) * 3 * v.height * v.width * sizeof(float));
@@ -72,6 +78,20 @@ static struct video decode_video(const struct vae_model * m, const float * lat, 
     vae_session_free(s);
     free(frame);
     return v;
+}
+
+// the largest difference between the frames of v and `expected` [1, 3, F, H, W] (NCTHW)
+static double video_error(const struct video * v, const float * exp) {
+    const int F = v->frames, H = v->height, W = v->width;
+    double    worst = 0;
+    for (int f = 0; f < F; f++) {
+        for (int c = 0; c < 3; c++) {
+            const double d = max_abs_diff(v->data + ((size_t) f * 3 + c) * H * W, exp + ((size_t) c * F + f) * H * W,
+                                          (size_t) H * W);
+            worst = d > worst || d != d ? d : worst;
+        }
+    }
+    return worst;
 }
 
 // the decode against `expected` [1, 3, F, H, W] (NCTHW), at every chunk size and after a flush;
@@ -100,20 +120,13 @@ static void check_video_as(const char * model_file, enum vae_family load_as, enu
     for (int run = 0; run < 6; run++) {
         // chunk 1, 2, 3, 0 (automatic), 5 (more than the stream), then 2 after a flush at frame 3
         static const int chunks[6] = { 1, 2, 3, 0, 5, 2 };
-        struct video     v = decode_video(m, lat, ls, space, chunks[run], run == 5 ? 3 : 0);
+        struct video     v = decode_video(m, lat, ls, space, chunks[run], run == 5 ? 3 : 0, 0, 0);
         if (!v.data) {
             continue;
         }
         CHECK(v.frames == F && v.height == H && v.width == W, "chunk %d: %d frames of %dx%d, expected %d of %dx%d",
               chunks[run], v.frames, v.width, v.height, F, W, H);
-        double worst = 0;
-        for (int f = 0; f < F && v.frames == F; f++) {
-            for (int c = 0; c < 3; c++) {
-                const double d = max_abs_diff(v.data + ((size_t) f * 3 + c) * H * W,
-                                              exp + ((size_t) c * F + f) * H * W, (size_t) H * W);
-                worst = d > worst || d != d ? d : worst;
-            }
-        }
+        const double worst = v.frames == F && v.height == H && v.width == W ? video_error(&v, exp) : 1e9;
         printf("%-36s %-8s %-18s chunk %d%s: max abs error %.3g\n", model_file, vae_family_name(m->family),
                expected_name, chunks[run], run == 5 ? " after a flush" : "", worst);
         CHECK(worst <= tol, "%s chunk %d: max abs error %g above %g", model_file, chunks[run], worst, tol);
@@ -164,7 +177,7 @@ static void test_cheesecake(void) {
         if (!m) {
             continue;
         }
-        struct video v = decode_video(m, lat, ls, VAE_SPACE_NORMALIZED, 0, 0);
+        struct video v = decode_video(m, lat, ls, VAE_SPACE_NORMALIZED, 0, 0, 0, 0);
         CHECK(v.frames == 61 && v.width == 512 && v.height == 320, "%s: %d frames of %dx%d, not 61 of 512x320",
               models[i], v.frames, v.width, v.height);
         size_t bad = 0;
@@ -183,6 +196,107 @@ static void test_cheesecake(void) {
         vae_model_free(m);
     }
     free(lat);
+}
+
+// Wan streams decoded in tiles (vae-tile-video.c) at tile sizes that divide neither side, down to
+// the smallest, and chunk sizes 1 and 2: the frames of the whole-frame stream and of upstream,
+// in less memory the smaller the tile
+static void test_tiled(void) {
+    static const char * models[2] = { "wan21_b4.orig.safetensors", "wan22_b4.orig.safetensors" };
+    static const char * latents[2] = { "wan21_b4.latent", "wan22_b4.latent" };
+    static const int    tiles[3] = { 36, 22, 16 };
+    for (int i = 0; i < 2; i++) {
+        struct vae_model * m = vae_model_load(path_in(data_dir, models[i]), VAE_FAMILY_AUTO, err, sizeof(err));
+        int64_t            ls[5], es[5];
+        float *            lat = read_tensor(path_in(data_dir, latents[i]), "latent_tensor", ls);
+        char               expected[64];
+        snprintf(expected, sizeof(expected), "%.8s.expected.safetensors", latents[i]);
+        float * exp = read_tensor(path_in(data_dir, expected), "decoded", es);
+        CHECK(m && lat && exp, "%s: %s", models[i], err);
+        struct video whole = m && lat && exp ? decode_video(m, lat, ls, VAE_SPACE_RAW, 1, 0, 0, 0) : (struct video) { 0 };
+        printf("%s: whole frames %dx%d: peak %zu bytes, max abs error %.3g against upstream\n", models[i], whole.width,
+               whole.height, whole.peak, whole.data ? video_error(&whole, exp) : 1e9);
+        for (int t = 0; whole.data && t < 3; t++) {
+            for (int chunk = 1; chunk <= 2; chunk++) {
+                struct video v = decode_video(m, lat, ls, VAE_SPACE_RAW, chunk, chunk == 2 ? 2 : 0, tiles[t], 0);
+                CHECK(v.frames == whole.frames, "%d frames tiled, %d whole", v.frames, whole.frames);
+                if (v.frames != whole.frames) {
+                    free(v.data);
+                    continue;
+                }
+                const double d = max_abs_diff(v.data, whole.data, (size_t) v.frames * 3 * v.height * v.width);
+                const double e = video_error(&v, exp);
+                printf("%s: %d-pixel tiles, chunk %d%s: peak %zu bytes, max abs %.3g from whole frames, %.3g from "
+                       "upstream\n", models[i], tiles[t], chunk, chunk == 2 ? " after a flush" : "", v.peak, d, e);
+                CHECK(d <= 1e-4 && e <= 1e-4, "%s in %d-pixel tiles: %g from whole frames, %g from upstream", models[i],
+                      tiles[t], d, e);
+                CHECK(v.peak < whole.peak, "%s: %d-pixel tiles take %zu bytes, whole frames %zu", models[i], tiles[t],
+                      v.peak, whole.peak);
+                free(v.data);
+            }
+        }
+        // a memory limit that whole frames exceed and 16-pixel tiles do not: tiles of their own accord
+        struct vae_session_config cfg = { (int) ls[1], (int) ls[3], (int) ls[4], VAE_SPACE_RAW, 1, 0, 16, NULL };
+        struct vae_session *      s   = whole.data ? vae_session_new(m, cpu, &cfg, err, sizeof(err)) : NULL;
+        const size_t              limit = s ? vae_session_peak_bytes(s) : 0;
+        vae_session_free(s);
+        struct video fit = limit ? decode_video(m, lat, ls, VAE_SPACE_RAW, 2, 0, 0, limit) : (struct video) { 0 };
+        printf("%s: within %zu bytes: tile-size %d, peak %zu bytes\n", models[i], limit, fit.tile, fit.peak);
+        CHECK(fit.data && fit.tile > 0 && fit.peak <= limit && fit.frames == whole.frames &&
+              max_abs_diff(fit.data, whole.data, (size_t) fit.frames * 3 * fit.height * fit.width) <= 1e-4,
+              "%s within %zu bytes: tile-size %d, peak %zu, %d frames", models[i], limit, fit.tile, fit.peak, fit.frames);
+        free(fit.data);
+        free(whole.data);
+        free(lat);
+        free(exp);
+        vae_model_free(m);
+    }
+}
+
+// the memory of a tiled Wan stream at 512x768 (sessions prepared, nothing decoded): whole frames
+// need the activations of all 4 frames of a step; tiles need the causal state (about the
+// whole-frame one: each tile keeps its crop's), the whole-frame activations of one frame at a
+// time, and one tile's graph. Shrinking the tile shrinks that graph until the crops' 2-pixel
+// overlap in the state costs more than it saves (at these widths below ~128 pixels; for
+// full-width Wan 2.1 at 1920x1088 below ~256). A set cancel flag stops a tiled decode.
+static void test_tiled_memory(void) {
+    static const char * models[2] = { "wan21_b4.orig.safetensors", "wan22_b4.orig.safetensors" };
+    static const int    tiles[5]  = { 0, 256, 128, 64, 16 };
+    for (int i = 0; i < 2; i++) {
+        struct vae_model * m = vae_model_load(path_in(data_dir, models[i]), VAE_FAMILY_AUTO, err, sizeof(err));
+        CHECK(m != NULL, "%s", err);
+        if (!m) {
+            continue;
+        }
+        const int h = 512 / m->scale, w = 768 / m->scale;
+        size_t    peak[5] = { 0 };
+        for (int t = 0; t < 5; t++) {
+            struct vae_session_config cfg = { m->latent_channels, h, w, VAE_SPACE_AUTO, 1, 0, tiles[t], NULL };
+            struct vae_session *      s   = vae_session_new(m, cpu, &cfg, err, sizeof(err));
+            CHECK(s != NULL, "%s", err);
+            peak[t] = s ? vae_session_peak_bytes(s) : 0;
+            printf("%s at 768x512: tile-size %3d: peak %.2f MiB\n", models[i], tiles[t], peak[t] / 1048576.0);
+            vae_session_free(s);
+        }
+        CHECK(peak[1] < peak[0] * 3 / 5 && peak[2] < peak[1], "%s: peaks %zu (whole), %zu (256), %zu (128)", models[i],
+              peak[0], peak[1], peak[2]);
+        CHECK(peak[4] < peak[0] && peak[4] < peak[1] * 5 / 4, "%s: 16-pixel tiles peak at %zu bytes", models[i],
+              peak[4]);
+        // cancelled: the push fails with the message, and the next stream decodes
+        const int                 cancel = 1;
+        float                     lat[48 * 16];
+        struct vae_session_config cfg = { m->latent_channels, 4, 4, VAE_SPACE_AUTO, 1, 0, 16, &cancel };
+        struct vae_session *      s   = vae_session_new(m, cpu, &cfg, err, sizeof(err));
+        CHECK(s != NULL, "%s", err);
+        for (int j = 0; j < 48 * 16; j++) {
+            lat[j] = sinf(0.3f * (float) j);
+        }
+        CHECK(s && !vae_session_push(s, lat, err, sizeof(err)) && strcmp(err, VAE_SESSION_INTERRUPTED) == 0,
+              "a cancelled tiled decode gave '%s'", err);
+        CHECK(s && vae_session_frames_ready(s) == 0, "a cancelled decode made frames");
+        vae_session_free(s);
+        vae_model_free(m);
+    }
 }
 
 // files that look like a video decoder but cannot be one are refused with the cause
@@ -473,6 +587,8 @@ int main(int argc, char ** argv) {
         return 1;
     }
     test_references();
+    test_tiled();
+    test_tiled_memory();
     test_load_errors();
     test_taehv_variants();
     if (argc < 2 || strcmp(argv[1], "--quick") != 0) { // --quick: small sizes only (valgrind)
