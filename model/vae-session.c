@@ -201,17 +201,23 @@ struct vae_session * vae_session_new(const struct vae_model * model, vae_backend
         ok = session_tiled_new(s, s->cfg.tile_size, err, err_size);
     } else if (ok) {
         ok = (s->step = session_graph(s, s->cfg.chunk_frames, false, err, err_size)) != NULL &&
-             (!model->first_apart || (s->first = session_graph(s, 1, true, err, err_size)) != NULL);
+             (!model->first_apart || (s->first = session_graph(s, 1, true, err, err_size)) != NULL) &&
+             (s->step->n_states == 0 || (s->state = vae_backend_state_new(backend, s->step, err, err_size)) != NULL);
+        // each graph fits; with the causal state of a decoder that can tile, the whole must too
+        if (ok && s->state && c->max_bytes && session_can_tile(model) && vae_session_peak_bytes(s) > c->max_bytes) {
+            snprintf(err, err_size, "whole frames need %.1f MiB with the causal state, above the %.1f MiB memory limit",
+                     vae_session_peak_bytes(s) / 1048576.0, c->max_bytes / 1048576.0);
+            ok = false;
+        }
         // (a tiled video decode takes one latent frame at a time, whatever the chunk)
         if (!ok && session_can_tile(model) && (s->cfg.chunk_frames == 1 || !session_is_kl(model))) {
             session_graph_free(s, s->step);
-            s->step             = NULL;
+            session_graph_free(s, s->first);
+            vae_backend_state_free(backend, s->state);
+            s->step = s->first = NULL, s->state = NULL;
             s->cfg.chunk_frames = 1;
             ok                  = session_tile_to_fit(s, side, err, err_size);
         }
-    }
-    if (ok && s->step && s->step->n_states > 0) {
-        ok = (s->state = vae_backend_state_new(backend, s->step, err, err_size)) != NULL;
     }
     if (!ok) {
         vae_session_free(s);

@@ -10,11 +10,14 @@
 // crops overlap by 2 pixels only: all of them together are about the whole-frame state.
 //
 // Memory (1920x1088 Wan 2.1: latent 136x240, widths 384/384/192/96 at h, 2h, 4h, 8h): the causal
-// state, 4.9 G floats (19.7 GB), plus the whole-frame activations in host memory: per level, the
-// step's input and output (a residual block's second conv writes over the block's input) and the
-// second frame of a temporal upsample waiting: 2 at h, 3 at 2h and 4h, 2 at 8h, about 0.9 G
-// floats (3.6 GB) with the 4 output frames; plus one tile's graph at a time. The price is a graph
-// prepared per step and frame, the borders and the copies.
+// state, 4.9 G floats (19.8 GB whole-frame; 20.1 GB in 256-pixel tiles, the crops' 2-pixel
+// overlap), plus host buffers that live only while a step or a residual needs them: at the
+// deepest level the step's input and output (a residual block's second conv writes over the
+// block's input), 2 x 0.8 GB, and the second frames of the temporal upsamples waiting above it,
+// 0.4 + 0.1 GB, and the 4 output frames, 0.1 GB: 2.4 GB; plus one graph at a time, the
+// whole-frame head's 0.5 GB the largest. 23.0 GB (21.4 GiB) in all, where whole frames need
+// 14.1 GB of graph besides the state. The price is a graph prepared per step and frame, the
+// borders and the copies.
 
 #include "vae-tile.h"
 #include "vae-session.h"
@@ -24,19 +27,19 @@
 #include <string.h>
 
 #define TV_MAX_BUFS   32
-#define TV_MAX_LEVELS 8
 #define TV_MAX_SPANS  (4096 + 2)
 
-// a whole-frame activation at one level; users: the step reading it and the residual slots
+// a whole-frame activation; users: the step reading it and the residual slots (0: a free entry)
 struct tv_buf {
     float * data;
-    int     level, users;
+    size_t  floats;
+    int     users;
 };
 
-// where step k runs: its input size and level, its crops (all ch x cw) and tiles, their causal
-// states (none where the step's graph has no causal op)
+// where step k runs: its input size, its crops (all ch x cw) and tiles, their causal states (none
+// where the step's graph has no causal op)
 struct tv_place {
-    int            h, w, level, ch, cw, ny, nx;
+    int            h, w, ch, cw, ny, nx;
     vae_state_t ** states;
 };
 
@@ -49,9 +52,8 @@ struct vae_tiled_video {
     struct vae_causal_step   steps[VAE_CAUSAL_MAX_STEPS];
     struct tv_place          place[VAE_CAUSAL_MAX_STEPS];
     vae_state_t *            head_state;
-    size_t                   level_floats[TV_MAX_LEVELS]; // one buffer of each level holds this much
     struct tv_buf            bufs[TV_MAX_BUFS];
-    int                      n_bufs;
+    size_t                   live, live_peak;   // floats of the buffers in use: now, and at most
     struct tv_buf *          slot[2];        // the kept inputs of residual slots 0 and 1
     float *                  out;            // [max_out, 3, H, W]
     int                      n_out, max_out, out_h, out_w;
@@ -100,21 +102,31 @@ static struct vae_graph * tv_step_graph(struct vae_tiled_video * t, int k, bool 
     return tv_prepare(t, vae_model_causal_step_build(t->model, s, p->ch, p->cw, first, err, err_size), err, err_size);
 }
 
-// a free buffer of `level`, allocated when there is none (the planning walk allocates them all)
-static struct tv_buf * tv_acquire(struct vae_tiled_video * t, int level, char * err, size_t err_size) {
-    for (int i = 0; i < t->n_bufs; i++) {
-        if (t->bufs[i].level == level && t->bufs[i].users == 0) {
-            t->bufs[i].users = 1;
-            return &t->bufs[i];
-        }
+// a buffer of n floats (dry: counted only). Buffers live while a step or a slot needs them, so
+// the levels share memory: the peak is the deepest level's working set and the frames waiting
+// above it, not every level's at once.
+static struct tv_buf * tv_acquire(struct vae_tiled_video * t, size_t n, bool dry, char * err, size_t err_size) {
+    struct tv_buf * b = NULL;
+    for (int i = 0; i < TV_MAX_BUFS && !b; i++) {
+        b = t->bufs[i].users == 0 ? &t->bufs[i] : NULL;
     }
-    float * data = t->n_bufs < TV_MAX_BUFS ? malloc(t->level_floats[level] * sizeof(float)) : NULL;
-    if (!data) {
-        snprintf(err, err_size, "out of host memory for the tiled activations (%d buffers)", t->n_bufs + 1);
+    float * data = b && !dry ? malloc(n * sizeof(float)) : NULL;
+    if (!b || (!dry && !data)) {
+        snprintf(err, err_size, "out of host memory for the tiled activations (%.1f MiB more)", n * 4 / 1048576.0);
         return NULL;
     }
-    t->bufs[t->n_bufs] = (struct tv_buf) { data, level, 1 };
-    return &t->bufs[t->n_bufs++];
+    *b      = (struct tv_buf) { data, n, 1 };
+    t->live += n;
+    t->live_peak = t->live > t->live_peak ? t->live : t->live_peak;
+    return b;
+}
+
+static void tv_drop(struct vae_tiled_video * t, struct tv_buf * b) {
+    if (--b->users == 0) {
+        free(b->data);
+        b->data = NULL;
+        t->live -= b->floats;
+    }
 }
 
 // step k on x (and r) over every tile into the frames dst[0 .. frames)
@@ -179,6 +191,7 @@ static bool tv_walk(struct vae_tiled_video * t, int k, struct tv_buf * x, bool f
         if (s->res >= 0) {
             t->slot[s->res] = NULL;
         }
+        const size_t n = (size_t) s->cout * (size_t) (t->place[k].h * s->up) * (size_t) (t->place[k].w * s->up);
         for (int f = 0; f < frames; f++) {
             if (last && t->n_out + f >= t->max_out) {
                 snprintf(err, err_size, "the steps give more than %d frames per latent frame", t->max_out);
@@ -186,17 +199,17 @@ static bool tv_walk(struct vae_tiled_video * t, int k, struct tv_buf * x, bool f
             }
             // a residual is read pointwise: the output may take its buffer (tiles read it only
             // where they own the pixels, which no other tile writes)
-            const bool in_place = !last && f == 0 && r && s->up == 1 && r->users == 1;
-            y[f] = last ? NULL : in_place ? r : tv_acquire(t, t->place[k].level + (s->up == 2), err, err_size);
+            const bool in_place = !last && f == 0 && r && s->up == 1 && r->users == 1 && r->floats >= n;
+            y[f] = last ? NULL : in_place ? r : tv_acquire(t, n, dry, err, err_size);
             if (!last && !y[f]) {
                 return false;
             }
             dst[f] = last ? t->out + (size_t) (t->n_out + f) * 3 * t->out_h * t->out_w : y[f]->data;
         }
         const bool ok = dry || tv_run_step(t, k, x->data, r ? r->data : NULL, dst, first, err, err_size);
-        x->users--;
+        tv_drop(t, x);
         if (r && r != y[0]) {
-            r->users--;
+            tv_drop(t, r);
         }
         t->n_out += last ? frames : 0;
         if (!ok || (frames == 2 && !last && !tv_walk(t, k + 1, y[0], first, dry, err, err_size))) {
@@ -210,12 +223,13 @@ static bool tv_walk(struct vae_tiled_video * t, int k, struct tv_buf * x, bool f
 // the head on the whole latent frame into a level-0 buffer, then every step
 static bool tv_decode(struct vae_tiled_video * t, const float * latent, bool first, bool dry, char * err,
                       size_t err_size) {
-    for (int i = 0; i < t->n_bufs; i++) {
-        t->bufs[i].users = 0;
+    for (int i = 0; i < TV_MAX_BUFS; i++) { // (what a failed decode left)
+        free(t->bufs[i].data);
+        t->bufs[i] = (struct tv_buf) { NULL, 0, 0 };
     }
     t->slot[0] = t->slot[1] = NULL;
-    t->n_out                = 0;
-    struct tv_buf * x       = tv_acquire(t, 0, err, err_size);
+    t->n_out = 0, t->live = 0;
+    struct tv_buf * x = tv_acquire(t, (size_t) t->steps[0].cin * (size_t) t->h * (size_t) t->w, dry, err, err_size);
     if (!x) {
         return false;
     }
@@ -264,7 +278,7 @@ void vae_tiled_video_free(struct vae_tiled_video * t) {
         }
         free(t->place[k].states);
     }
-    for (int i = 0; i < t->n_bufs; i++) {
+    for (int i = 0; i < TV_MAX_BUFS; i++) {
         free(t->bufs[i].data);
     }
     free(t->out);
@@ -277,26 +291,19 @@ void vae_tiled_video_free(struct vae_tiled_video * t) {
 // where every step runs, what its tiles and buffers hold; its graphs prepared once (and released)
 // so that memory is known and checked, and the causal state of each of its tiles made
 static bool tv_plan_steps(struct vae_tiled_video * t, char * err, size_t err_size) {
-    int level = 0, h = t->h, w = t->w, ys[TV_MAX_SPANS], yo[TV_MAX_SPANS];
+    int h = t->h, w = t->w, ys[TV_MAX_SPANS], yo[TV_MAX_SPANS];
     t->max_out = 1;
     for (int k = 0; k < t->n_steps; k++) {
         const struct vae_causal_step * s = &t->steps[k];
         struct tv_place *              p = &t->place[k];
         const int                      up = s->up, ch = tv_crop(t, s, h), cw = tv_crop(t, s, w);
-        if ((up != 1 && up != 2) || (s->frames != 1 && s->frames != 2) || level + up > TV_MAX_LEVELS) {
+        if ((up != 1 && up != 2) || (s->frames != 1 && s->frames != 2)) {
             snprintf(err, err_size, "step %s: %dx up and %d frames are beyond the tiled decode", s->name, up, s->frames);
             return false;
         }
-        *p = (struct tv_place) { h, w, level, ch, cw, vae_tile_spans(h, ch, ys, yo), vae_tile_spans(w, cw, ys, yo), NULL };
-        const size_t hw   = (size_t) h * (size_t) w, crop = (size_t) ch * (size_t) cw;
-        const size_t cin  = (size_t) (s->cin > s->rin ? s->cin : s->rin);
-        const size_t in   = cin * hw, out = (size_t) s->cout * hw * (size_t) (up * up);
-        t->level_floats[level] = in > t->level_floats[level] ? in : t->level_floats[level];
-        level += up == 2;
+        *p = (struct tv_place) { h, w, ch, cw, vae_tile_spans(h, ch, ys, yo), vae_tile_spans(w, cw, ys, yo), NULL };
+        const size_t crop = (size_t) ch * (size_t) cw, cin = (size_t) (s->cin > s->rin ? s->cin : s->rin);
         h *= up, w *= up;
-        if (k < t->n_steps - 1) {
-            t->level_floats[level] = out > t->level_floats[level] ? out : t->level_floats[level];
-        }
         t->max_out *= s->frames;
         if (p->ny * p->nx > 1) { // (whole frames need no copies)
             const size_t y   = (size_t) s->cout * crop * (size_t) (up * up);
@@ -377,10 +384,7 @@ struct vae_tiled_video * vae_tiled_video_new(const struct vae_model * model, vae
 }
 
 size_t vae_tiled_video_peak_bytes(const struct vae_tiled_video * t) {
-    size_t floats = (size_t) t->max_out * 3 * (size_t) t->out_h * (size_t) t->out_w + 2 * t->crop_floats +
-                    t->crop_y_floats;
-    for (int i = 0; i < t->n_bufs; i++) {
-        floats += t->level_floats[t->bufs[i].level];
-    }
+    const size_t floats = (size_t) t->max_out * 3 * (size_t) t->out_h * (size_t) t->out_w + 2 * t->crop_floats +
+                          t->crop_y_floats + t->live_peak;
     return t->graph_peak + t->state_bytes + floats * sizeof(float);
 }

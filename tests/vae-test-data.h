@@ -33,7 +33,7 @@ static const char * path_in(const char * dir, const char * name) {
 }
 
 // a tensor of a safetensors file as f32 (caller frees), with its shape
-static float * read_tensor(const char * path, const char * name, int64_t shape[5]) {
+__attribute__((unused)) static float * read_tensor(const char * path, const char * name, int64_t shape[5]) {
     struct vae_st_file * f = vae_st_file_open(path, err, sizeof(err));
     if (!f) {
         CHECK(0, "%s", err);
