@@ -71,28 +71,8 @@ static int tv_crop(const struct vae_tiled_video * t, const struct vae_causal_ste
     return core + 2 >= size ? size : (size - 2 + n - 1) / n + 2;
 }
 
-static bool tv_cancelled(const struct vae_tiled_video * t, char * err, size_t err_size) {
-    if (t->cancel && __atomic_load_n(t->cancel, __ATOMIC_ACQUIRE)) {
-        snprintf(err, err_size, "%s", VAE_SESSION_INTERRUPTED);
-        return true;
-    }
-    return false;
-}
-
 static struct vae_graph * tv_prepare(struct vae_tiled_video * t, struct vae_graph * g, char * err, size_t err_size) {
-    if (g && !vae_backend_graph_prepare(t->backend, g, t->max_bytes, err, err_size)) {
-        vae_graph_free(g);
-        return NULL;
-    }
-    if (g && g->peak_bytes > t->graph_peak) {
-        t->graph_peak = g->peak_bytes;
-    }
-    return g;
-}
-
-static void tv_release(struct vae_tiled_video * t, struct vae_graph * g) {
-    vae_backend_graph_release(t->backend, g);
-    vae_graph_free(g);
+    return vae_tile_prepare(t->backend, g, t->max_bytes, &t->graph_peak, err, err_size);
 }
 
 // the graph of step k for its crop
@@ -143,7 +123,7 @@ static bool tv_run_step(struct vae_tiled_video * t, int k, const float * x, cons
     bool               ok    = g != NULL;
     for (int i = 0; ok && i < p->ny; i++) {
         for (int j = 0; ok && j < p->nx; j++) {
-            if (tv_cancelled(t, err, err_size)) {
+            if (vae_tile_cancelled(t->cancel, err, err_size)) {
                 ok = false;
                 break;
             }
@@ -166,7 +146,7 @@ static bool tv_run_step(struct vae_tiled_video * t, int k, const float * x, cons
         }
     }
     if (g) {
-        tv_release(t, g);
+        vae_tile_release(t->backend, g);
     }
     return ok;
 }
@@ -239,7 +219,7 @@ static bool tv_decode(struct vae_tiled_video * t, const float * latent, bool fir
         bool ok = g && vae_backend_graph_compute(t->backend, g, t->head_state, latent, err, err_size) &&
                   vae_backend_graph_read_output(t->backend, g, 0, 1, x->data, err, err_size);
         if (g) {
-            tv_release(t, g);
+            vae_tile_release(t->backend, g);
         }
         if (!ok) {
             return false;
@@ -298,7 +278,8 @@ static bool tv_plan_steps(struct vae_tiled_video * t, char * err, size_t err_siz
         struct tv_place *              p = &t->place[k];
         const int                      up = s->up, ch = tv_crop(t, s, h), cw = tv_crop(t, s, w);
         if ((up != 1 && up != 2) || (s->frames != 1 && s->frames != 2)) {
-            snprintf(err, err_size, "step %s: %dx up and %d frames are beyond the tiled decode", s->name, up, s->frames);
+            snprintf(err, err_size, "step %s: %dx up and %d frames are beyond the tiled decode", s->name, up,
+                     s->frames);
             return false;
         }
         *p = (struct tv_place) { h, w, ch, cw, vae_tile_spans(h, ch, ys, yo), vae_tile_spans(w, cw, ys, yo), NULL };
@@ -312,7 +293,7 @@ static bool tv_plan_steps(struct vae_tiled_video * t, char * err, size_t err_siz
         }
         struct vae_graph * g = tv_step_graph(t, k, true, err, err_size);
         if (g) {
-            tv_release(t, g);
+            vae_tile_release(t->backend, g);
             g = tv_step_graph(t, k, false, err, err_size);
         }
         if (!g) {
@@ -326,7 +307,7 @@ static bool tv_plan_steps(struct vae_tiled_video * t, char * err, size_t err_siz
                 t->state_bytes += vae_backend_state_bytes(t->backend, p->states[i]);
             }
         }
-        tv_release(t, g);
+        vae_tile_release(t->backend, g);
         if (!ok) {
             snprintf(err, err_size, "out of host memory for the causal state of step %s", s->name);
             return false;
@@ -357,7 +338,7 @@ struct vae_tiled_video * vae_tiled_video_new(const struct vae_model * model, vae
         t->state_bytes = vae_backend_state_bytes(backend, t->head_state);
     }
     if (head) {
-        tv_release(t, head);
+        vae_tile_release(t->backend, head);
     }
     ok = ok && tv_plan_steps(t, err, err_size);
     if (ok) {

@@ -125,28 +125,33 @@ void vae_tile_scatter(const float * src, int c, int th, int tw, int ty, int tx, 
 }
 
 // a decode of many tiles can take long: the flag lets another thread stop it between two
-static bool tile_cancelled(const struct vae_tiled * t, char * err, size_t err_size) {
-    if (t->cancel && __atomic_load_n(t->cancel, __ATOMIC_ACQUIRE)) {
+bool vae_tile_cancelled(const int * cancel, char * err, size_t err_size) {
+    if (cancel && __atomic_load_n(cancel, __ATOMIC_ACQUIRE)) {
         snprintf(err, err_size, "%s", VAE_SESSION_INTERRUPTED);
         return true;
     }
     return false;
 }
 
-static struct vae_graph * tile_prepare(struct vae_tiled * t, struct vae_graph * g, char * err, size_t err_size) {
-    if (g && !vae_backend_graph_prepare(t->backend, g, t->max_bytes, err, err_size)) {
+struct vae_graph * vae_tile_prepare(vae_backend_t * backend, struct vae_graph * g, size_t max_bytes,
+                                    size_t * graph_peak, char * err, size_t err_size) {
+    if (g && !vae_backend_graph_prepare(backend, g, max_bytes, err, err_size)) {
         vae_graph_free(g);
         return NULL;
     }
-    if (g && g->peak_bytes > t->graph_peak) {
-        t->graph_peak = g->peak_bytes;
+    if (g && g->peak_bytes > *graph_peak) {
+        *graph_peak = g->peak_bytes;
     }
     return g;
 }
 
-static void tile_release(struct vae_tiled * t, struct vae_graph * g) {
-    vae_backend_graph_release(t->backend, g);
+void vae_tile_release(vae_backend_t * backend, struct vae_graph * g) {
+    vae_backend_graph_release(backend, g);
     vae_graph_free(g);
+}
+
+static struct vae_graph * tile_prepare(struct vae_tiled * t, struct vae_graph * g, char * err, size_t err_size) {
+    return vae_tile_prepare(t->backend, g, t->max_bytes, &t->graph_peak, err, err_size);
 }
 
 // the step's graph for its crop at input size h x w
@@ -177,7 +182,7 @@ static bool tile_run_step(struct vae_tiled * t, const struct vae_kl_step * s, co
     const float * inputs[3] = { t->crop, t->stats, t->crop_r };
     for (int i = 0; ok && i < ny; i++) {
         for (int j = 0; ok && j < nx; j++) {
-            if (tile_cancelled(t, err, err_size)) {
+            if (vae_tile_cancelled(t->cancel, err, err_size)) {
                 ok = false;
                 break;
             }
@@ -193,7 +198,7 @@ static bool tile_run_step(struct vae_tiled * t, const struct vae_kl_step * s, co
             }
         }
     }
-    tile_release(t, g);
+    vae_tile_release(t->backend, g);
     return ok;
 }
 
@@ -204,7 +209,7 @@ const float * vae_tiled_decode(struct vae_tiled * t, const float * latent, const
     bool               ok = g && vae_backend_graph_compute(t->backend, g, NULL, latent, err, err_size) &&
               vae_backend_graph_read_output(t->backend, g, 0, 1, t->buf[0], err, err_size);
     if (g) {
-        tile_release(t, g);
+        vae_tile_release(t->backend, g);
     }
     // buffer `cur` holds the current activation [c, h, w]; a residual block's first conv writes
     // the other one, its second writes back over its input, an upsample moves to the other one
@@ -215,7 +220,7 @@ const float * vae_tiled_decode(struct vae_tiled * t, const float * latent, const
     for (int k = 0; ok && k < t->n_steps; k++) {
         const struct vae_kl_step * s    = &t->steps[k];
         const bool                 last = k == t->n_steps - 1;
-        if (tile_cancelled(t, err, err_size)) {
+        if (vae_tile_cancelled(t->cancel, err, err_size)) {
             ok = false;
             break;
         }
@@ -268,7 +273,7 @@ struct vae_tiled * vae_tiled_new(const struct vae_model * model, vae_backend_t *
     bool               ok   = head != NULL;
     if (head) {
         t->buf_floats[0] = t->buf_floats_head = (size_t) head->output->ne[1] * (size_t) h * (size_t) w;
-        tile_release(t, head);
+        vae_tile_release(t->backend, head);
     }
     int cur = 0, sh = h, sw = w;
     for (int k = 0; ok && k < t->n_steps; k++) {
@@ -289,7 +294,7 @@ struct vae_tiled * vae_tiled_new(const struct vae_model * model, vae_backend_t *
         struct vae_graph * g = tile_step_graph(t, s, sh, sw, err, err_size);
         ok                   = g != NULL;
         if (g) {
-            tile_release(t, g);
+            vae_tile_release(t->backend, g);
         }
         if (up == 2) {
             cur ^= 1, sh *= 2, sw *= 2;

@@ -37,6 +37,12 @@ void vae_tile_gather(const float * src, int c, int h, int w, int y0, int x0, int
 // into dst [C, H, W]
 void vae_tile_scatter(const float * src, int c, int th, int tw, int ty, int tx, float * dst, int h, int w, int oy0,
                       int oy1, int ox0, int ox1);
+// false, or true with the message VAE_SESSION_INTERRUPTED once *cancel (NULL: never) is set
+bool vae_tile_cancelled(const int * cancel, char * err, size_t err_size);
+// g prepared within max_bytes (NULL and freed after a message), *graph_peak raised to its peak
+struct vae_graph * vae_tile_prepare(vae_backend_t * backend, struct vae_graph * g, size_t max_bytes,
+                                    size_t * graph_peak, char * err, size_t err_size);
+void vae_tile_release(vae_backend_t * backend, struct vae_graph * g);   // and freed
 
 // The exact tiled decode of a causal video decoder (vae-tile-video.c): the same frames as the
 // whole-frame stream, one latent frame per call.

@@ -90,7 +90,7 @@ static bool wan_write(const char * path) {
             wan_resblock(&f, n, cin[i], cout[i], &seed);
             continue;
         }
-        char r[128];
+        char r[192];
         snprintf(r, sizeof(r), "%s.resample.1", n);
         wan_conv(&f, r, cout[i], cin[i], 0, 3, &seed);
         if (i != 11) {
@@ -121,7 +121,8 @@ int main(int argc, char ** argv) {
     double       gib  = 22.0;
     bool         plan_only = false;
     char         weights[512];
-    snprintf(weights, sizeof(weights), "%s/wan21-full-random.safetensors", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+    const char * tmp = getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
+    snprintf(weights, sizeof(weights), "%s/wan21-full-random.safetensors", tmp);
     for (int i = 1; i < argc; i++) {
         const bool val = i + 1 < argc;
         if (!strcmp(argv[i], "--size") && val && sscanf(argv[i + 1], "%dx%d", &width, &height) == 2) {
