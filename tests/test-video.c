@@ -1,9 +1,10 @@
 // The causal video decoders (Wan 2.1 and 2.2 VAEs, TAEHV) through the streaming session, without
 // GStreamer: random-weight fixtures against the upstream implementations (diffusers'
 // AutoencoderKLWan, taehv.py; tests/data, made by gen_video_fixtures.py) in both Wan namings and
-// both latent spaces, the same frames whatever the chunk size and after a flush, frame counts on
-// the real Wan 2.1 latents of ../shared/media, and memory that stays flat over a long stream.
-// `test-video --quick` leaves out the last two (for valgrind).
+// both latent spaces, the same frames whatever the chunk size and after a flush, the same frames
+// again in tiles (Wan) and the memory they save, frame counts on the real Wan 2.1 latents of
+// ../shared/media, and memory that stays flat over a long stream.
+// `test-video --quick` leaves out the large sizes (for valgrind).
 
 #include "vae-test-data.h"
 
@@ -592,11 +593,11 @@ int main(int argc, char ** argv) {
     }
     test_references();
     test_tiled();
-    test_tiled_memory();
     test_load_errors();
     test_taehv_variants();
     if (argc < 2 || strcmp(argv[1], "--quick") != 0) { // --quick: small sizes only (valgrind)
         test_cheesecake();
+        test_tiled_memory();
         test_long_stream();
         test_weight_copies();
     }

@@ -90,11 +90,11 @@ static bool wan_write(const char * path) {
             wan_resblock(&f, n, cin[i], cout[i], &seed);
             continue;
         }
-        char r[192];
-        snprintf(r, sizeof(r), "%s.resample.1", n);
+        char r[96];
+        snprintf(r, sizeof(r), "%.64s.resample.1", n);
         wan_conv(&f, r, cout[i], cin[i], 0, 3, &seed);
         if (i != 11) {
-            snprintf(r, sizeof(r), "%s.time_conv", n);
+            snprintf(r, sizeof(r), "%.64s.time_conv", n);
             snprintf(n, sizeof(n), "%s.weight", r);
             wan_add(&f, n, 5, (const int64_t[]) { 2 * cin[i], cin[i], 3, 1, 1 }, false, &seed);
             snprintf(n, sizeof(n), "%s.bias", r);
