@@ -55,7 +55,8 @@ struct vae_tiled_video * vae_tiled_video_new(const struct vae_model * model, vae
                                              int tile, size_t max_bytes, char * err, size_t err_size);
 void                     vae_tiled_video_free(struct vae_tiled_video * t);
 // decode one latent frame (first: the one that starts a stream) into *n_frames frames [n, 3, H, W],
-// valid until the next call; cancel as for vae_tiled_decode
+// valid until the next call; cancel as for vae_tiled_decode. A decode that fails (or is cancelled)
+// leaves the causal state part-way: reset before the stream goes on.
 const float *            vae_tiled_video_decode(struct vae_tiled_video * t, const float * latent, bool first,
                                                 const int * cancel, int * n_frames, char * err, size_t err_size);
 void                     vae_tiled_video_reset(struct vae_tiled_video * t);   // the causal state back to zeros
