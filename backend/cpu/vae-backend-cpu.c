@@ -423,6 +423,25 @@ static bool cpu_prepare_params(struct cpu_graph * cg, const struct vae_tensor * 
     return true;
 }
 
+// a time conv's weights [Cout, Cin, kt, 1, 1] packed as [Cin][kt][Cout in whole blocks], then its
+// bias in whole blocks (zeros past Cout: the output's padding lanes stay zero), copied
+static bool cpu_prepare_time_conv(struct cpu_graph * cg, const struct vae_tensor * t, char * err, size_t err_size) {
+    struct cpu_node *         node = &cg->nodes[t->index];
+    const struct vae_tensor * w    = t->src[1];
+    const int64_t cout = w->ne[0], cin = w->ne[1], kt = w->ne[2], cout_p = vae_cpu_blocks(cout) * vae_cpu_block();
+    if (!(node->params = calloc((size_t) ((cin * kt + 1) * cout_p), sizeof(float)))) {
+        snprintf(err, err_size, "out of host memory for the weights of %s", t->name);
+        return false;
+    }
+    for (int64_t o = 0; o < cout; o++) {
+        for (int64_t i = 0; i < cin * kt; i++) {
+            node->params[i * cout_p + o] = w->data[o * cin * kt + i];
+        }
+        node->params[cin * kt * cout_p + o] = t->src[2] ? t->src[2]->data[o] : 0.0f;
+    }
+    return true;
+}
+
 static void cpu_graph_release(vae_backend_t * backend, struct vae_graph * g) {
     struct cpu_graph * cg = g->backend_data;
     for (int i = 0; i < g->n_nodes; i++) {
@@ -608,7 +627,8 @@ static bool cpu_graph_prepare(vae_backend_t * backend, struct vae_graph * g, siz
         const bool conv = t->op == VAE_OP_CONV2D || t->op == VAE_OP_UPSAMPLE_CONV2D || t->op == VAE_OP_CAUSAL_CONV3D;
         const bool params = t->op == VAE_OP_GROUP_NORM || t->op == VAE_OP_RMS_NORM || t->op == VAE_OP_DEPTHWISE_CONV2D;
         if ((conv && !cpu_prepare_conv(ctx, cg, t, err, err_size)) ||
-            (params && !cpu_prepare_params(cg, t, err, err_size))) {
+            (params && !cpu_prepare_params(cg, t, err, err_size)) ||
+            (t->op == VAE_OP_TIME_CONV && !cpu_prepare_time_conv(cg, t, err, err_size))) {
             cpu_graph_release(backend, g);
             return false;
         }
@@ -739,7 +759,7 @@ static bool cpu_graph_compute(vae_backend_t * backend, struct vae_graph * g, vae
             case VAE_OP_GROUP_NORM:
                 // (a [1, C, 1, 1] tensor has element c at offset c: the stats are a plain vector)
                 vae_cpu_group_norm(x, y, t->ne, t->i[0], t->f[0], cg->nodes[i].params, cg->nodes[i].params + t->ne[1],
-                                   t->act, t->src[3] ? cpu_node_data(cg, t->src[3]) : NULL);
+                                   t->act, t->src[3] ? cpu_node_data(cg, t->src[3]) : NULL, t->i[1] == 1);
                 break;
             case VAE_OP_RMS_NORM:
                 vae_cpu_rms_norm(x, y, t->ne, cg->nodes[i].params, t->act);
@@ -759,6 +779,13 @@ static bool cpu_graph_compute(vae_backend_t * backend, struct vae_graph * g, vae
                 const int k = (int) t->src[1]->ne[2];
                 vae_cpu_depthwise_conv2d(x, y, t->src[0]->ne, t->ne[1] / t->src[0]->ne[1], k, cg->nodes[i].params,
                                          cg->nodes[i].params + t->ne[1] * k * k);
+                break;
+            }
+            case VAE_OP_TIME_CONV: { // (the padded bias follows the packed weights)
+                const int64_t kt = t->src[1]->ne[2], cout_p = vae_cpu_blocks(t->ne[1]) * vae_cpu_block();
+                vae_cpu_time_conv(x, y, t->src[0]->ne, t->ne[1], (int) kt, cg->nodes[i].params,
+                                  t->src[2] ? cg->nodes[i].params + t->src[0]->ne[1] * kt * cout_p : NULL,
+                                  t->src[3] ? cpu_node_data(cg, t->src[3]) : NULL, t->act);
                 break;
             }
             case VAE_OP_CONV2D:

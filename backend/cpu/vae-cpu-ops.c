@@ -126,27 +126,31 @@ static void cpu_channel_sums(const float * x, const int64_t ne[4], const double 
     }
 }
 
-// per channel: the mean over its group of the channel sums; with eps >= 0, 1 / sqrt(that + eps)
+// per channel: the mean over its group of the channel sums; with eps >= 0, 1 / sqrt(that + eps).
+// frames > 1: the group's sums over that many frames at once (statistics over the frames too)
 static void cpu_group_mean(const double * sums, double * out, int64_t N, int64_t CB, int64_t groups, int64_t cpg,
-                           int64_t HW, float eps) {
+                           int64_t HW, float eps, int64_t frames) {
     const int64_t L = vae_cpu_block();
-    for (int64_t n = 0; n < N; n++) {
+    for (int64_t n = 0; n < N; n += frames) {
         for (int64_t g = 0; g < groups; g++) {
-            const int64_t base = n * CB * L;
-            double        s    = 0;
-            for (int64_t c = g * cpg; c < (g + 1) * cpg; c++) {
-                s += sums[base + c];
+            double s = 0;
+            for (int64_t f = n; f < n + frames; f++) {
+                for (int64_t c = g * cpg; c < (g + 1) * cpg; c++) {
+                    s += sums[f * CB * L + c];
+                }
             }
-            s /= (double) (cpg * HW);
-            for (int64_t c = g * cpg; c < (g + 1) * cpg; c++) {
-                out[base + c] = eps < 0 ? s : 1.0 / sqrt(s + (double) eps);
+            s /= (double) (cpg * HW * frames);
+            for (int64_t f = n; f < n + frames; f++) {
+                for (int64_t c = g * cpg; c < (g + 1) * cpg; c++) {
+                    out[f * CB * L + c] = eps < 0 ? s : 1.0 / sqrt(s + (double) eps);
+                }
             }
         }
     }
 }
 
 void vae_cpu_group_norm(const float * x, float * y, const int64_t ne[4], int groups, float eps, const float * gamma,
-                        const float * beta, enum vae_act act, const float * stats) {
+                        const float * beta, enum vae_act act, const float * stats, bool all_frames) {
     const int64_t L = vae_cpu_block();
     const int64_t N = ne[0], C = ne[1], CB = vae_cpu_blocks(C), HW = ne[2] * ne[3], cpg = C / groups;
     const size_t  nc = (size_t) (N * CB * L);
@@ -166,9 +170,9 @@ void vae_cpu_group_norm(const float * x, float * y, const int64_t ne[4], int gro
     } else {
         // two passes (mean, then centered squares) so large offsets lose no precision
         cpu_channel_sums(x, ne, NULL, sums);
-        cpu_group_mean(sums, mean, N, CB, groups, cpg, HW, -1.0f);
+        cpu_group_mean(sums, mean, N, CB, groups, cpg, HW, -1.0f, all_frames ? N : 1);
         cpu_channel_sums(x, ne, mean, sums);
-        cpu_group_mean(sums, rstd, N, CB, groups, cpg, HW, eps);
+        cpu_group_mean(sums, rstd, N, CB, groups, cpg, HW, eps, all_frames ? N : 1);
     }
 #pragma omp parallel for collapse(2)
     for (int64_t n = 0; n < N; n++) {
@@ -354,6 +358,54 @@ void vae_cpu_depthwise_conv2d(const float * x, float * y, const int64_t ne_x[4],
                         }
                     }
                     memcpy(d + X * L, acc, (size_t) L * sizeof(float)); // (padding lanes: 0)
+                }
+            }
+        }
+    }
+}
+
+// Conv3d with a (kt, 1, 1) kernel, centred, zero frames outside: each output frame is a 1x1 conv
+// of kt input frames. wt holds w as [Cin][kt][Cout_p] (Cout_p = whole blocks, zeros past Cout), so
+// that the innermost loop runs over one block of output lanes; a pixel tile of an output block
+// accumulates in place, its input channels read once per tap.
+#define TIME_CONV_TILE 64
+
+void vae_cpu_time_conv(const float * x, float * y, const int64_t ne_x[4], int64_t cout, int kt, const float * wt,
+                       const float * bias, const float * r, enum vae_act act) {
+    const int64_t L = vae_cpu_block();
+    const int64_t N = ne_x[0], cin = ne_x[1], CBi = vae_cpu_blocks(cin), CBo = vae_cpu_blocks(cout);
+    const int64_t HW = ne_x[2] * ne_x[3], tiles = (HW + TIME_CONV_TILE - 1) / TIME_CONV_TILE, cout_p = CBo * L;
+#pragma omp parallel for collapse(3)
+    for (int64_t n = 0; n < N; n++) {
+        for (int64_t ob = 0; ob < CBo; ob++) {
+            for (int64_t tile = 0; tile < tiles; tile++) {
+                const int64_t p0 = tile * TIME_CONV_TILE, p1 = p0 + TIME_CONV_TILE < HW ? p0 + TIME_CONV_TILE : HW;
+                float *       d  = y + (n * CBo + ob) * HW * L;
+                for (int64_t p = p0; p < p1; p++) {
+                    for (int l = 0; l < L; l++) {
+                        d[p * L + l] = (bias ? bias[ob * L + l] : 0.0f) + (r ? r[(n * CBo + ob) * HW * L + p * L + l] : 0.0f);
+                    }
+                }
+                for (int k = 0; k < kt; k++) {
+                    const int64_t f = n + k - kt / 2;
+                    if (f < 0 || f >= N) {
+                        continue; // a zero frame
+                    }
+                    for (int64_t ci = 0; ci < cin; ci++) {
+                        const float * s = x + ((f * CBi + ci / L) * HW) * L + ci % L;
+                        const float * w = wt + (ci * kt + k) * cout_p + ob * L;
+                        for (int64_t p = p0; p < p1; p++) {
+                            const float v = s[p * L];
+                            for (int l = 0; l < L; l++) {
+                                d[p * L + l] += w[l] * v;
+                            }
+                        }
+                    }
+                }
+                for (int64_t p = p0; p < p1; p++) {
+                    for (int l = 0; l < L; l++) {
+                        d[p * L + l] = ob * L + l < cout ? cpu_act(d[p * L + l], act) : 0.0f;
+                    }
                 }
             }
         }

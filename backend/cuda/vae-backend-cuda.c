@@ -480,6 +480,16 @@ static bool cuda_prepare_weights(vae_backend_t * backend, struct vae_graph * g, 
 
 static bool cuda_graph_prepare(vae_backend_t * backend, struct vae_graph * g, size_t max_bytes, char * err,
                                size_t err_size) {
+    // (SVD's temporal ops: the cpu backend has them; kernels are yet to come)
+    for (int i = 0; i < g->n_nodes; i++) {
+        const struct vae_tensor * t = g->nodes[i];
+        if (t->op == VAE_OP_TIME_CONV || (t->op == VAE_OP_GROUP_NORM && t->i[1] == 1)) {
+            snprintf(err, err_size, "the cuda backend has no op %s (%s, at '%s'): decode this model on the cpu backend",
+                     vae_op_name(t->op), t->op == VAE_OP_TIME_CONV ? "the conv over frames" : "statistics over all frames",
+                     t->name);
+            return false;
+        }
+    }
     struct cuda_context *  ctx  = backend->context;
     const enum vae_precision p  = backend->precision;
     struct cuda_graph *    cg   = calloc(1, sizeof(*cg));
