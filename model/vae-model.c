@@ -1155,6 +1155,7 @@ static bool model_kl_family(struct vae_model * m, const struct vae_st_header * h
         if (!model_svd_mix(m, err, err_size)) {
             return false;
         }
+        m->clip_calls = true;
     } else if (mean || var) {
         found = VAE_FAMILY_FLUX2;
         if (z != 32 || !mean || !var || mean->n_dims != 1 || var->n_dims != 1 || mean->shape[0] != 4 * z ||
@@ -1192,7 +1193,12 @@ static bool model_kl_family(struct vae_model * m, const struct vae_st_header * h
     m->family         = want != VAE_FAMILY_AUTO ? want : found;
     m->family_certain = certain || want != VAE_FAMILY_AUTO;
     m->own_space      = VAE_SPACE_RAW;
-    m->scale          = 8;
+    m->scale          = 1; // 2x per upsampling level (8 for the released decoders' four levels)
+    for (int l = 0; l < 16; l++) {
+        char name[64];
+        snprintf(name, sizeof(name), "decoder.up.%d.upsample.conv.weight", l);
+        m->scale *= vae_model_weight(m, name) ? 2 : 1;
+    }
     m->out_scale      = 0.5f; // [-1, 1] -> [0, 1]
     m->out_offset     = 0.5f;
     return true;

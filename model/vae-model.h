@@ -88,6 +88,8 @@ struct vae_model {
     int                 frames_per_latent; // output frames per latent frame after the first (video: 4)
     int                 trim_frames;      // frames the graphs give ahead of the first real one (TAEHV: 3)
     bool                first_apart;      // the first latent frame of a stream has a graph of its own (Wan)
+    bool                clip_calls;       // a decode call's frames all depend on each other (SVD's temporal
+                                          // blocks): a call is a clip of its own, never padded
     enum vae_space      own_space;        // the space the decoder itself takes
     float               out_scale, out_offset; // decoder output -> [0, 1], clamped when packed
     int                 n_weights;
