@@ -886,6 +886,18 @@ GST_START_TEST (test_svd_whole_clip)
   fail_unless (gst_harness_push_event (h, gst_event_new_eos ()));
   fail_unless_equals_int (gst_harness_buffers_received (h), 5);
   harness_teardown (h, bus);
+
+  /* past max-memory the clip is refused at its end, naming the limit and chunk-frames */
+  h = model_harness (SVD_MODEL, "chunk-frames=0 max-memory=1000000", &bus);
+  gst_harness_set_src_caps_str (h, SVD_CAPS);
+  for (t = 0; t < 5; t++)
+    fail_unless_equals_int (gst_harness_push (h,
+            video_latent_buffer ("svd_b2.latent", t, FALSE)), GST_FLOW_OK);
+  gst_harness_push_event (h, gst_event_new_eos ());
+  expect_error (bus, "chunk-frames 0 decodes the whole clip as one call (5 "
+      "latent frames here), which does not fit: decoding [5, 4, 6, 5] needs");
+  fail_unless_equals_int (gst_harness_buffers_received (h), 0);
+  harness_teardown (h, bus);
   g_free (expected);
   g_free (path);
 }
