@@ -50,6 +50,7 @@ enum vae_op {
     VAE_OP_TIME_CONV,        // PyTorch's Conv3d(kernel (kt, 1, 1), padding (kt/2, 0, 0)) over the N frames, kt
                              //   odd: y[t] = act(b + r[t] + sum_k w[:, :, k] x[t + k - kt/2]), zero frames
                              //   outside [0, N); src: x, w [Cout, Cin, kt, 1, 1], b [Cout] or NULL, r or NULL
+                             //   (the cpu backend takes kt <= 3)
     VAE_OP_COUNT,
 };
 

@@ -72,9 +72,3 @@ void vae_cpu_pixel_shuffle(const float * x, float * y, const int64_t ne_x[4]);
 // input channel o / m through its filter w + o k k (plain [C m, k, k]) plus bias[o]; blocked
 void vae_cpu_depthwise_conv2d(const float * x, float * y, const int64_t ne_x[4], int64_t m, int k, const float * w,
                               const float * bias);
-
-// Conv3d (kt, 1, 1), padding (kt/2, 0, 0): y [N, cout, H, W] = act(bias + r + sum_k w_k x[t + k - kt/2]),
-// zero frames outside [0, N); wt: w as [Cin][kt][cout in whole blocks, zeros past cout]; bias
-// (whole blocks) and r (y's layout) or NULL; blocked, y apart from x
-void vae_cpu_time_conv(const float * x, float * y, const int64_t ne_x[4], int64_t cout, int kt, const float * wt,
-                       const float * bias, const float * r, enum vae_act act);
