@@ -31,7 +31,9 @@ enum vae_op {
     VAE_OP_GROUP_NORM,       // y = act(GN(x) * g + b), src: x, g [C], b [C]    i[0] = groups,
                              //   f[0] = eps; biased variance over (C/groups) x H x W; src[3]: NULL, or
                              //   an input [1, 2 * groups, 1, 1] giving the statistics instead (means,
-                             //   then 1 / sqrt(var + eps)), for tiles of a frame normalized as a whole
+                             //   then 1 / sqrt(var + eps)), for tiles of a frame normalized as a whole;
+                             //   i[1] = 1: one set of statistics over all N frames, (C/groups) x N x H x W
+                             //   (PyTorch's GroupNorm on [1, C, N, H, W]: SVD's temporal blocks)
     VAE_OP_CAUSAL_CONV3D,    // y[t] = act(b + r[t] + sum_k conv2d(xh[t + k], w[:, :, k])), k < kt, where
                              //   xh = the last kt-1 frames of x from earlier computes (the state;
                              //   zeros after a reset) followed by x; src: x, w [Cout, Cin, kt, k, k],
@@ -45,6 +47,10 @@ enum vae_op {
     VAE_OP_PIXEL_SHUFFLE,    // [N, 4C, H, W] -> [N, C, 2H, 2W], y[c, 2Y+i, 2X+j] = x[4c+2i+j, Y, X]
     VAE_OP_DEPTHWISE_CONV2D, // PyTorch's Conv2d(C, C m, k, padding k/2, groups C): [N, C, H, W] -> [N, C m, H, W],
                              //   y[o] = b[o] + conv2d(x[o / m], w[o, 0]); src: x, w [C m, 1, k, k], b [C m] or NULL
+    VAE_OP_TIME_CONV,        // PyTorch's Conv3d(kernel (kt, 1, 1), padding (kt/2, 0, 0)) over the N frames, kt
+                             //   odd: y[t] = act(b + r[t] + sum_k w[:, :, k] x[t + k - kt/2]), zero frames
+                             //   outside [0, N); src: x, w [Cout, Cin, kt, 1, 1], b [Cout] or NULL, r or NULL
+                             //   (the cpu backend takes kt <= 3)
     VAE_OP_COUNT,
 };
 
@@ -107,6 +113,12 @@ struct vae_tensor * vae_graph_group_norm(struct vae_graph * g, struct vae_tensor
 struct vae_tensor * vae_graph_group_norm_stats(struct vae_graph * g, struct vae_tensor * x, int groups, float eps,
                                                struct vae_tensor * gamma, struct vae_tensor * beta, enum vae_act act,
                                                struct vae_tensor * stats);
+// the same with one set of statistics over all the frames of x (i[1] = 1, see VAE_OP_GROUP_NORM)
+struct vae_tensor * vae_graph_group_norm_frames(struct vae_graph * g, struct vae_tensor * x, int groups, float eps,
+                                                struct vae_tensor * gamma, struct vae_tensor * beta, enum vae_act act);
+// the centred, zero-padded conv over the frames with w [Cout, Cin, kt, 1, 1] (see VAE_OP_TIME_CONV)
+struct vae_tensor * vae_graph_time_conv(struct vae_graph * g, struct vae_tensor * x, struct vae_tensor * w,
+                                        struct vae_tensor * b, struct vae_tensor * r, enum vae_act act);
 // causal conv over the frames with w [Cout, Cin, kt, k, k]; `slot` numbers its state: graphs that
 // share a state (the steps of one stream) give the same op the same slot
 struct vae_tensor * vae_graph_causal_conv3d(struct vae_graph * g, struct vae_tensor * x, struct vae_tensor * w,

@@ -173,6 +173,19 @@ struct vae_tensor * vae_graph_group_norm_stats(struct vae_graph * g, struct vae_
     return t;
 }
 
+struct vae_tensor * vae_graph_group_norm_frames(struct vae_graph * g, struct vae_tensor * x, int groups, float eps,
+                                                struct vae_tensor * gamma, struct vae_tensor * beta, enum vae_act act) {
+    struct vae_tensor * t = vae_graph_group_norm_stats(g, x, groups, eps, gamma, beta, act, NULL);
+    t->i[1]               = 1;
+    return t;
+}
+
+struct vae_tensor * vae_graph_time_conv(struct vae_graph * g, struct vae_tensor * x, struct vae_tensor * w,
+                                        struct vae_tensor * b, struct vae_tensor * r, enum vae_act act) {
+    assert(w->op == VAE_OP_WEIGHT && w->n_dims == 5 && (w->ne[2] & 1) && w->ne[3] == 1 && w->ne[4] == 1);
+    return graph_conv_node(g, VAE_OP_TIME_CONV, x, w, b, r, act);
+}
+
 struct vae_tensor * vae_graph_causal_conv3d(struct vae_graph * g, struct vae_tensor * x, struct vae_tensor * w,
                                             struct vae_tensor * b, struct vae_tensor * r, enum vae_act act, int slot) {
     assert(w->op == VAE_OP_WEIGHT && w->n_dims == 5 && w->ne[3] == w->ne[4] && (w->ne[3] & 1) && w->ne[2] >= 2);
@@ -246,7 +259,7 @@ const char * vae_op_name(enum vae_op op) {
         [VAE_OP_GROUP_NORM] = "group_norm", [VAE_OP_CAUSAL_CONV3D] = "causal_conv3d",
         [VAE_OP_RMS_NORM] = "rms_norm",     [VAE_OP_ATTENTION] = "attention",
         [VAE_OP_FRAME_SPLIT] = "frame_split", [VAE_OP_PIXEL_SHUFFLE] = "pixel_shuffle",
-        [VAE_OP_DEPTHWISE_CONV2D] = "depthwise_conv2d",
+        [VAE_OP_DEPTHWISE_CONV2D] = "depthwise_conv2d", [VAE_OP_TIME_CONV] = "time_conv",
     };
     return op < VAE_OP_COUNT ? names[op] : "?";
 }

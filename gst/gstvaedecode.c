@@ -14,8 +14,8 @@
  * any of its code: a weights-only unpickler); its family is detected from its keys and
  * shapes: the AutoencoderKL image decoders (sd1, sd2, sdxl, sd3, flux1, flux2), the TAESD image
  * decoders (taesd, taesdxl, taesd3, taef1, taef2), the Wan 2.1 and 2.2 VAEs (wan2.1, wan2.2)
- * and the TAEHV video decoders (taew2_1, taew2_2, taehv, taehv1_5, taeltx_2, taecvx,
- * taew2_2_super, taehv1_5_super). The output is converted to the negotiated format (RGB, RGBA, RGBx, BGRx, BGRA,
+ * the TAEHV video decoders (taew2_1, taew2_2, taehv, taehv1_5, taeltx_2, taecvx,
+ * taew2_2_super, taehv1_5_super) and Stable Video Diffusion's temporal decoder (svd). The output is converted to the negotiated format (RGB, RGBA, RGBx, BGRx, BGRA,
  * I420, NV12) with 8-bit values rounded to nearest.
  *
  * ## AutoencoderKL and latent spaces
@@ -86,7 +86,9 @@
  *
  * With #GstVaeDecode:chunk-frames above 1 a latent frame waits for the rest of its chunk: the
  * LATENCY query adds (chunk-frames - 1) latent frames' worth of video, (chunk-frames - 1) x 4
- * frame durations for the video decoders, to upstream's latency.
+ * frame durations for the video decoders, to upstream's latency. SVD with chunk-frames 0
+ * holds the whole clip: no frame comes before the stream ends (EOS, or a DISCONT latent
+ * buffer), a latency the query cannot state (it adds nothing); not for live pipelines.
  *
  * After each decode step that gave frames (the drain at the end of a stream included), the
  * element posts an element message named `vaedecode-progress`, unless
@@ -363,6 +365,8 @@ gst_vae_model_family_get_type (void)
     {VAE_FAMILY_TAEHV1_5_SUPER, "TAEHV 'super' decoder for HunyuanVideo 1.5 "
           "latents (32 ch, 16x spatial scale; raw z becomes z * 1.03682)",
         "taehv1_5_super"},
+    {VAE_FAMILY_SVD, "Stable Video Diffusion's temporal decoder (4 ch, scale "
+          "0.18215 as sd1; see chunk-frames)", "svd"},
     {0, NULL, NULL},
   };
 
@@ -1010,9 +1014,9 @@ gst_vae_decode_set_caps (GstBaseTransform * trans, GstCaps * incaps,
       info.height);
 
   /* a chunk holds its first latent frame until chunk - 1 more have come, each worth
-   * frames_per_latent frames of video */
+   * frames_per_latent frames of video (0: SVD's whole clip, which has no bound) */
   latency = 0;
-  if (info.fps_n > 0)
+  if (info.fps_n > 0 && vae_session_chunk_frames (self->session) > 0)
     latency = gst_util_uint64_scale ((guint64) (vae_session_chunk_frames
             (self->session) - 1) * self->model->frames_per_latent,
         GST_SECOND * info.fps_d, info.fps_n);
@@ -1384,10 +1388,12 @@ gst_vae_decode_submit_input_buffer (GstBaseTransform * trans,
     return GST_FLOW_NOT_NEGOTIATED;
   }
 
-  /* a discontinuity inside a causal video stream starts a new one: the frames of the
-   * old one come out first (the first buffer after start or a flush starts one anyway) */
-  if (is_discont && self->model->frames_per_latent > 1
-      && self->stream_latents > 0) {
+  /* a DISCONT latent buffer inside a video stream (causal, or SVD's clip) starts a new
+   * one: the frames of the old one come out first (the first buffer after start or a flush
+   * starts one anyway). The buffer's own flag: the base class passes is_discont on until a
+   * frame leaves through it, which a chunk still filling or SVD's whole clip does not give */
+  if (GST_BUFFER_IS_DISCONT (input) && (self->model->frames_per_latent > 1
+          || self->model->clip_calls) && self->stream_latents > 0) {
     GstFlowReturn ret;
 
     GST_DEBUG_OBJECT (self, "DISCONT after %" G_GUINT64_FORMAT " latent "
@@ -1750,9 +1756,10 @@ gst_vae_decode_class_init (GstVaeDecodeClass * klass)
    * single-file checkpoint whose VAE tensors carry a `first_stage_model.` or `vae.` prefix
    * (the other tensors are ignored); a TAESD-family decoder (taesd, taesdxl, taesd3, taef1,
    * taef2) in the original, diffusers or ComfyUI naming; the Wan 2.1 or 2.2 VAE in the
-   * original or diffusers naming; or a TAEHV decoder (taew2_1, taew2_2, taehv, taehv1_5,
-   * taeltx_2, taecvx, taew2_2_super, taehv1_5_super). Encoder tensors are
-   * ignored. Loaded on the way to PAUSED; like model-family, backend, device-id and
+   * original or diffusers naming; a TAEHV decoder (taew2_1, taew2_2, taehv, taehv1_5,
+   * taeltx_2, taecvx, taew2_2_super, taehv1_5_super); or SVD's temporal decoder (svd) in the
+   * original (sgm) or diffusers naming. Encoder tensors are ignored; a decoder tensor the
+   * family does not use is refused, by name. Loaded on the way to PAUSED; like model-family, backend, device-id and
    * precision, a change while the element runs is refused with a warning on the bus.
    */
   g_object_class_install_property (gobject_class, PROP_MODEL_FILE,
@@ -1861,7 +1868,14 @@ gst_vae_decode_class_init (GstVaeDecodeClass * klass)
    *
    * Latent frames decoded per step; 0 chooses (1 on the CPU). A larger chunk batches
    * frames and holds them until it is full or the stream ends, which the LATENCY query
-   * reports. The frames are the same for every chunk size.
+   * reports. The frames are the same for every chunk size, except with svd: its temporal
+   * blocks see the frames of one decode call only, so N decodes calls of N latent frames as
+   * diffusers' decode (z, num_frames=N) (the pipelines' decode_chunk_size; the last call
+   * shorter), with seams between calls as upstream has, and 0 decodes the whole clip as one
+   * call once the stream ends (EOS or a DISCONT latent buffer), without seams. Its memory
+   * then grows with the clip (every temporal GroupNorm spans all its frames); a clip whose
+   * decode does not fit #GstVaeDecode:max-memory is refused with an error that names the
+   * limit (set chunk-frames then).
    */
   g_object_class_install_property (gobject_class, PROP_CHUNK_FRAMES,
       g_param_spec_uint ("chunk-frames", "Chunk frames",

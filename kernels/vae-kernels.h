@@ -60,6 +60,11 @@ cudaError_t vae_gpu_pixel_shuffle(struct vae_gpu_act x, struct vae_gpu_act y, en
 // [c m] or NULL                                                                (vae-gpu-dwconv.cu)
 cudaError_t vae_gpu_dwconv(struct vae_gpu_act x, struct vae_gpu_act y, const float * w, const float * bias, int k,
                            enum vae_precision p, cudaStream_t s);
+// the centred (kt, 1, 1) conv over x's frames, zero frames outside (VAE_OP_TIME_CONV): w device f32
+// [y.c, x.c, kt] (PyTorch's layout), bias f32 [y.c] or NULL, residual like y or NULL; y apart
+// from x                                                                       (vae-gpu-time-conv.cu)
+cudaError_t vae_gpu_time_conv(struct vae_gpu_act x, struct vae_gpu_act y, const void * residual, const float * w,
+                              const float * bias, int kt, enum vae_act act, enum vae_precision p, cudaStream_t s);
 
 // ---- norms -----------------------------------------------------------------------------------
 // GroupNorm (vae-gpu-group-norm.cu): statistics of each (frame, group) over (C/groups) x H x W,

@@ -124,8 +124,8 @@ int vae_kl_steps(const struct vae_model * m, struct vae_kl_step * steps, int max
     return n;
 }
 
-// post_quant_conv, conv_in and the mid block on whole frames
-static struct vae_tensor * kl_head(struct vae_builder * b, struct vae_tensor * x) {
+// post_quant_conv, conv_in and the mid block on whole frames; block (or NULL) after each ResNet block
+static struct vae_tensor * kl_head(struct vae_builder * b, struct vae_tensor * x, vae_kl_block_fn block) {
     if (vae_model_weight(b->model, "post_quant_conv.weight")) {
         x = vae_builder_conv2d(b, x, "post_quant_conv", 1, true, NULL, VAE_ACT_NONE, false); // [N, z, h, w]
     }
@@ -134,6 +134,7 @@ static struct vae_tensor * kl_head(struct vae_builder * b, struct vae_tensor * x
     kl_resnet_steps(b->model, "decoder.mid.block_1", s);
     struct vae_tensor * t = x ? kl_step(b, &s[0], x, NULL, NULL) : NULL;
     x                     = t ? kl_step(b, &s[1], t, x, NULL) : NULL;                   // [N, C, h, w]
+    x                     = x && block ? block(b, x, "decoder.mid.block_1") : x;
     // x + proj_out(attention(qkv(GN(x))))
     t = x ? kl_norm(b, x, "decoder.mid.attn_1.norm", VAE_ACT_NONE, NULL) : NULL;
     t = t ? vae_builder_conv2d(b, t, "decoder.mid.attn_1.qkv", 1, true, NULL, VAE_ACT_NONE, false) : NULL; // [N, 3C, h, w]
@@ -141,7 +142,8 @@ static struct vae_tensor * kl_head(struct vae_builder * b, struct vae_tensor * x
     x = t ? vae_builder_conv2d(b, t, "decoder.mid.attn_1.proj_out", 1, true, x, VAE_ACT_NONE, false) : NULL;
     kl_resnet_steps(b->model, "decoder.mid.block_2", s);
     t = x ? kl_step(b, &s[0], x, NULL, NULL) : NULL;
-    return t ? kl_step(b, &s[1], t, x, NULL) : NULL;                                    // [N, C, h, w]
+    x = t ? kl_step(b, &s[1], t, x, NULL) : NULL;                                       // [N, C, h, w]
+    return x && block ? block(b, x, "decoder.mid.block_2") : x;
 }
 
 struct vae_graph * vae_kl_head_build(const struct vae_model * model, int h, int w, char * err, size_t err_size) {
@@ -150,7 +152,7 @@ struct vae_graph * vae_kl_head_build(const struct vae_model * model, int h, int 
         return NULL;
     }
     struct vae_tensor * x = vae_graph_input(b.g, 1, model->latent_channels, h, w);     // [1, z, h, w]
-    return vae_builder_finish(&b, kl_head(&b, x));
+    return vae_builder_finish(&b, kl_head(&b, x, NULL));
 }
 
 struct vae_graph * vae_kl_step_build(const struct vae_model * model, const struct vae_kl_step * s, int h, int w,
@@ -165,24 +167,33 @@ struct vae_graph * vae_kl_step_build(const struct vae_model * model, const struc
     return vae_builder_finish(&b, kl_step(&b, s, x, r, stats));
 }
 
+struct vae_tensor * vae_kl_decoder(struct vae_builder * b, struct vae_tensor * x, vae_kl_block_fn block) {
+    struct vae_kl_step steps[VAE_KL_MAX_STEPS];
+    const int          n_steps = vae_kl_steps(b->model, steps, VAE_KL_MAX_STEPS);
+    x                          = kl_head(b, x, block);                                  // [N, C, h, w]
+    struct vae_tensor * r      = NULL;                                                  // the residual block's input
+    for (int i = 0; i < n_steps && x; i++) {
+        struct vae_tensor * y = kl_step(b, &steps[i], x, r, NULL);   // [N, Cout, H, W], 2H x 2W after an upsample
+        if (y && block && steps[i].kind == VAE_KL_NORM_CONV_RES) {   // (its conv is `<block>.conv2`)
+            char name[48];
+            snprintf(name, sizeof(name), "%.*s", (int) strlen(steps[i].conv) - 6, steps[i].conv);
+            y = block(b, y, name);
+        }
+        r = x;
+        x = y;
+    }
+    if (x && x->ne[1] != 3) {
+        x = vae_builder_fail(b, "tensor 'decoder.conv_out.weight' gives %lld output channels, not 3 (RGB)",
+                             (long long) x->ne[1]);
+    }
+    return x;                                                                           // [N, 3, H, W]
+}
+
 struct vae_graph * vae_kl_build(const struct vae_model * model, int n, int h, int w, char * err, size_t err_size) {
     struct vae_builder b;
-    struct vae_kl_step steps[VAE_KL_MAX_STEPS];
     if (!vae_builder_init(&b, model, err, err_size)) {
         return NULL;
     }
-    const int           n_steps = vae_kl_steps(model, steps, VAE_KL_MAX_STEPS);
-    struct vae_tensor * x       = vae_graph_input(b.g, n, model->latent_channels, h, w); // [N, z, h, w]
-    x                           = kl_head(&b, x);                                        // [N, C, h, w]
-    struct vae_tensor * r       = NULL;                                                  // the residual block's input
-    for (int i = 0; i < n_steps && x; i++) {
-        struct vae_tensor * y = kl_step(&b, &steps[i], x, r, NULL);   // [N, Cout, H, W], 2H x 2W after an upsample
-        r                     = x;
-        x                     = y;
-    }
-    if (x && x->ne[1] != 3) {
-        x = vae_builder_fail(&b, "tensor 'decoder.conv_out.weight' gives %lld output channels, not 3 (RGB)",
-                             (long long) x->ne[1]);
-    }
-    return vae_builder_finish(&b, x);
+    struct vae_tensor * x = vae_graph_input(b.g, n, model->latent_channels, h, w);     // [N, z, h, w]
+    return vae_builder_finish(&b, vae_kl_decoder(&b, x, NULL));
 }

@@ -27,6 +27,7 @@ static const char * family_names[VAE_FAMILY_COUNT] = {
     [VAE_FAMILY_SD3] = "sd3",       [VAE_FAMILY_FLUX1] = "flux1", [VAE_FAMILY_FLUX2] = "flux2",
     [VAE_FAMILY_WAN22] = "wan2.2",
     [VAE_FAMILY_TAEW22_SUPER] = "taew2_2_super", [VAE_FAMILY_TAEHV1_5_SUPER] = "taehv1_5_super",
+    [VAE_FAMILY_SVD] = "svd",
 };
 
 #define FLUX2_BN_EPS 1e-4f   // FLUX.2's BatchNorm over the patchified latent (MODELS.md A.6)
@@ -206,7 +207,7 @@ static bool model_weight_make(struct vae_weight * w, char * err, size_t err_size
         return model_rows_make(w, err, err_size);
     }
 #if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-    if (w->n_src == 1 && !w->taps && !w->taps_interleaved && t->dtype == VAE_DTYPE_F32 &&
+    if (w->n_src == 1 && !w->taps && !w->taps_interleaved && !w->mix && t->dtype == VAE_DTYPE_F32 &&
         (uintptr_t) t->data % sizeof(float) == 0) {
         if (!model_check_finite(t, (const float *) (const void *) t->data, (size_t) t->numel, err, err_size)) {
             return false;
@@ -240,6 +241,18 @@ static bool model_weight_make(struct vae_weight * w, char * err, size_t err_size
             return false;
         }
         at += made;
+    }
+    if (w->mix) { // (a one-value tensor: the loader checked)
+        float m;
+        vae_dtype_to_f32(w->mix->dtype, w->mix->data, &m, 1);
+        if (!model_check_finite(w->mix, &m, 1, err, err_size)) {
+            free(d);
+            return false;
+        }
+        const float s = 1.0f / (1.0f + expf(-m));
+        for (uint64_t i = 0; i < n; i++) {
+            d[i] *= s;
+        }
     }
     w->copy = d;
     w->data = d;
@@ -444,6 +457,24 @@ static char * model_wan_resblock(char * name) {
     return name;
 }
 
+// diffusers' AutoencoderKLTemporalDecoder (SVD) names -> those of AutoencoderKL plus the original
+// temporal ones (`time_stack.*`, `mix_factor`, `conv_out.time_mix_conv`), consuming key
+static char * model_svd_diffusers_name(char * key) {
+    static const char * map[][2] = {
+        { ".spatial_res_block.", "." },
+        { ".temporal_res_block.norm1.", ".time_stack.in_layers.0." },
+        { ".temporal_res_block.conv1.", ".time_stack.in_layers.2." },
+        { ".temporal_res_block.norm2.", ".time_stack.out_layers.0." },
+        { ".temporal_res_block.conv2.", ".time_stack.out_layers.3." },
+        { ".time_mixer.mix_factor", ".mix_factor" },
+        { "decoder.time_conv_out.", "decoder.conv_out.time_mix_conv." },
+    };
+    for (size_t i = 0; i < sizeof(map) / sizeof(map[0]); i++) {
+        key = model_replace(key, map[i][0], map[i][1]);
+    }
+    return key;
+}
+
 // diffusers' AutoencoderKL names -> LDM (MODELS.md A.4); up_blocks.I is up.(levels - 1 - I);
 // both attention namings (to_q.. and the older query..)
 static char * model_kl_diffusers_name(const char * key, long levels) {
@@ -587,8 +618,12 @@ static char * model_canonical_name(const char * key, enum model_naming naming, l
                            strcmp(key, "bn.running_mean") == 0 || strcmp(key, "bn.running_var") == 0
                        ? strdup(key)
                        : NULL;
-        case NAMING_KL_DIFFUSERS:
-            return model_kl_diffusers_name(key, per_block);
+        case NAMING_KL_DIFFUSERS: {
+            char * svd = model_svd_diffusers_name(strdup(key));
+            name       = svd ? model_kl_diffusers_name(svd, per_block) : NULL;
+            free(svd);
+            return name;
+        }
         default:
             return NULL;
     }
@@ -903,7 +938,9 @@ static const char * model_kl_prefix(const struct vae_st_header * hdr, enum model
     for (size_t i = 0; i < sizeof(prefixes) / sizeof(prefixes[0]); i++) {
         char key[96];
         snprintf(key, sizeof(key), "%sdecoder.up_blocks.0.resnets.0.norm1.weight", prefixes[i]);
-        if (model_has(hdr, key)) {
+        char svd[112];
+        snprintf(svd, sizeof(svd), "%sdecoder.up_blocks.0.resnets.0.spatial_res_block.norm1.weight", prefixes[i]);
+        if (model_has(hdr, key) || model_has(hdr, svd)) {
             *naming = NAMING_KL_DIFFUSERS;
             return prefixes[i];
         }
@@ -1063,8 +1100,35 @@ static bool model_kl_attention(struct vae_model * m, char * err, size_t err_size
     return true;
 }
 
-// AutoencoderKL: the family from the latent channels, FLUX.2's BatchNorm statistics, and the
-// checkpoint around the decoder (MODELS.md §D.5), checked against the user's
+// SVD: each temporal block's blend `<block>.mix_factor` (one value) scales the block's last conv
+// (vae_weight.mix, see vae-svd.c); the builder names a conv whose blend is missing
+static bool model_svd_mix(struct vae_model * m, char * err, size_t err_size) {
+    static const char * parts[] = { "weight", "bias" };
+    for (int i = 0; i < m->n_weights; i++) {
+        const struct vae_weight * f   = &m->weights[i];
+        const size_t              len = strlen(f->name);
+        if (len < 11 || strcmp(f->name + len - 11, ".mix_factor") != 0) {
+            continue;
+        }
+        if (f->n_src != 1 || f->src[0]->numel != 1) {
+            snprintf(err, err_size, "svd: tensor '%s' holds %llu values, not 1 (a temporal block's blend)",
+                     f->src[0]->name, (unsigned long long) f->src[0]->numel);
+            return false;
+        }
+        for (int j = 0; j < 2; j++) {
+            char name[128];
+            snprintf(name, sizeof(name), "%.*s.time_stack.out_layers.3.%s", (int) len - 11, f->name, parts[j]);
+            struct vae_weight * conv = (struct vae_weight *) vae_model_weight(m, name);
+            if (conv) {
+                conv->mix = f->src[0];
+            }
+        }
+    }
+    return true;
+}
+
+// AutoencoderKL: the family from the latent channels, FLUX.2's BatchNorm statistics, SVD's
+// temporal blocks, and the checkpoint around the decoder (MODELS.md §D.5), checked against the user's
 static bool model_kl_family(struct vae_model * m, const struct vae_st_header * hdr, enum vae_family want, char * err,
                             size_t err_size) {
     const struct vae_weight * in = vae_model_weight(m, "decoder.conv_in.weight");
@@ -1081,7 +1145,18 @@ static bool model_kl_family(struct vae_model * m, const struct vae_st_header * h
     const struct vae_weight * var  = vae_model_weight(m, "bn.running_var");
     enum vae_family found;
     bool            certain = true;
-    if (mean || var) {
+    if (vae_model_weight(m, "decoder.conv_out.time_mix_conv.weight") ||
+        vae_model_weight(m, "decoder.mid.block_1.mix_factor")) {
+        found = VAE_FAMILY_SVD;
+        if (z != 4) {
+            snprintf(err, err_size, "an SVD-style temporal decoder with %d latent channels: only 4 is known", z);
+            return false;
+        }
+        if (!model_svd_mix(m, err, err_size)) {
+            return false;
+        }
+        m->clip_calls = true;
+    } else if (mean || var) {
         found = VAE_FAMILY_FLUX2;
         if (z != 32 || !mean || !var || mean->n_dims != 1 || var->n_dims != 1 || mean->shape[0] != 4 * z ||
             var->shape[0] != 4 * z) {
@@ -1090,6 +1165,7 @@ static bool model_kl_family(struct vae_model * m, const struct vae_st_header * h
                      "'bn.running_mean' and 'bn.running_var' of 128; the file has %d channels", z);
             return false;
         }
+        ((struct vae_weight *) mean)->aux = ((struct vae_weight *) var)->aux = true;
     } else if (z == 4) {
         certain = model_has_prefix(hdr, "conditioner.embedders.1.") || model_has_prefix(hdr, "cond_stage_model.");
         found   = model_has_prefix(hdr, "conditioner.embedders.1.") ? VAE_FAMILY_SDXL
@@ -1107,7 +1183,8 @@ static bool model_kl_family(struct vae_model * m, const struct vae_st_header * h
     }
     // the families that share shapes: sd1, sd2, sdxl; sd3, flux1
     const int group_of[VAE_FAMILY_COUNT] = { [VAE_FAMILY_SD1] = 1, [VAE_FAMILY_SD2] = 1, [VAE_FAMILY_SDXL] = 1,
-                                             [VAE_FAMILY_SD3] = 2, [VAE_FAMILY_FLUX1] = 2, [VAE_FAMILY_FLUX2] = 3 };
+                                             [VAE_FAMILY_SD3] = 2, [VAE_FAMILY_FLUX1] = 2, [VAE_FAMILY_FLUX2] = 3,
+                                             [VAE_FAMILY_SVD] = 4 };
     if (want != VAE_FAMILY_AUTO && group_of[want] != group_of[found]) {
         snprintf(err, err_size, "model-family %s was asked for, but the file holds a %s-style AutoencoderKL decoder "
                  "(%d latent channels)", vae_family_name(want), vae_family_name(found), z);
@@ -1116,9 +1193,44 @@ static bool model_kl_family(struct vae_model * m, const struct vae_st_header * h
     m->family         = want != VAE_FAMILY_AUTO ? want : found;
     m->family_certain = certain || want != VAE_FAMILY_AUTO;
     m->own_space      = VAE_SPACE_RAW;
-    m->scale          = 8;
+    m->scale          = 1; // 2x per upsampling level (8 for the released decoders' four levels)
+    for (int l = 0; l < 16; l++) {
+        char name[64];
+        snprintf(name, sizeof(name), "decoder.up.%d.upsample.conv.weight", l);
+        m->scale *= vae_model_weight(m, name) ? 2 : 1;
+    }
     m->out_scale      = 0.5f; // [-1, 1] -> [0, 1]
     m->out_offset     = 0.5f;
+    return true;
+}
+
+// whether the file tensor t feeds a weight that g uses (as one of its sources, or its blend)
+static bool model_feeds(const struct vae_model * m, const struct vae_graph * g, const struct vae_st_tensor * t) {
+    for (int i = 0; i < g->n_weights; i++) {
+        const struct vae_weight * w = vae_model_weight(m, g->weights[i]->name);
+        for (int j = 0; w && j < w->n_src; j++) {
+            if (w->src[j] == t || w->mix == t) {
+                return true;
+            }
+        }
+    }
+    return false;
+}
+
+// every decoder tensor of the file is one that g (a graph of the family's builder) uses: a tensor
+// the builder does not know would otherwise be ignored, and the decoder it belongs to (an SVD
+// file taken for SD's VAE, a variant with extra layers) decode garbage without a word
+static bool model_check_used(const struct vae_model * m, const struct vae_graph * g, char * err, size_t err_size) {
+    for (int i = 0; i < m->n_weights; i++) {
+        const struct vae_weight * w = &m->weights[i];
+        if (w->n_src > 0 && !w->aux && !model_feeds(m, g, w->src[0])) {
+            snprintf(err, err_size,
+                     "tensor '%s' is not part of the %s decoder as this build knows it: the file holds a decoder it "
+                     "cannot decode exactly (refused rather than ignored)",
+                     w->src[0]->name, vae_family_name(m->family));
+            return false;
+        }
+    }
     return true;
 }
 
@@ -1200,9 +1312,9 @@ struct vae_model * vae_model_load(const char * path, enum vae_family family, cha
                  vae_family_name(m->family), m->family_certain ? "" : " (or a family with the same shapes)",
                  m->latent_channels, m->n_weights);
         // build once to check that every tensor the graph needs is there with its shape, and finite
-        // (this makes the data of every weight a graph uses)
+        // (this makes the data of every weight a graph uses), and that the graph uses every one
         struct vae_graph * g = vae_model_build_graph(m, 1, 1, 1, false, err, err_size);
-        ok                   = g != NULL;
+        ok                   = g != NULL && model_check_used(m, g, err, err_size);
         vae_graph_free(g);
     }
     // the file's pages the copies were made from leave the resident memory, which then holds the
@@ -1259,7 +1371,8 @@ bool vae_model_space_affine(const struct vae_model * model, enum vae_space space
     float s = 0.0f, raw_shift = 0.0f;
     switch (model->family) {
         case VAE_FAMILY_SD1:
-        case VAE_FAMILY_SD2:  return model_kl_affine(z, 0.18215f, 0.0f, div, add);
+        case VAE_FAMILY_SD2:
+        case VAE_FAMILY_SVD:  return model_kl_affine(z, 0.18215f, 0.0f, div, add);
         case VAE_FAMILY_SDXL: return model_kl_affine(z, 0.13025f, 0.0f, div, add);
         case VAE_FAMILY_SD3:  return model_kl_affine(z, 1.5305f, 0.0609f, div, add);
         case VAE_FAMILY_FLUX1: return model_kl_affine(z, 0.3611f, 0.1159f, div, add);
@@ -1344,6 +1457,7 @@ struct vae_graph * vae_model_build_graph(const struct vae_model * model, int n, 
         case VAE_FAMILY_SD3:
         case VAE_FAMILY_FLUX1:
         case VAE_FAMILY_FLUX2:  return vae_kl_build(model, n, h, w, err, err_size);
+        case VAE_FAMILY_SVD:    return vae_svd_build(model, n, h, w, err, err_size);
         default:                return vae_taesd_build(model, n, h, w, err, err_size);
     }
 }

@@ -38,6 +38,7 @@ enum vae_family {
     VAE_FAMILY_WAN22,     // Wan 2.2 VAE of TI2V-5B (48 ch, 16x: residual up-blocks and a 2x2 unpatchify)
     VAE_FAMILY_TAEW22_SUPER,   // taew2_2's 'super' decoder (7x7 depthwise SuperMemBlocks, about 2x the weights)
     VAE_FAMILY_TAEHV1_5_SUPER, // taehv1_5's 'super' decoder
+    VAE_FAMILY_SVD,       // Stable Video Diffusion's temporal decoder (4 ch, scale 0.18215; whole-clip temporal blocks)
     VAE_FAMILY_COUNT,
 };
 
@@ -68,6 +69,10 @@ struct vae_weight {
     const struct vae_st_tensor * src[3];
     int                          n_src;
     bool                         taps, taps_interleaved;
+    // mix (or NULL): a one-value tensor m; the data is scaled by sigmoid(m). SVD's time_mixer
+    // blends x + conv(...) with x as x + sigmoid(m) conv(...), folded into the conv's weight and bias
+    const struct vae_st_tensor * mix;
+    bool                         aux;     // read outside the graphs (FLUX.2's latent statistics)
     // rows (owned, shape[0] of them; NULL: none): row k of the data is row rows[k] of the file's
     // tensor (Wan 2.2's head and a 4x4-patch TAEHV's last conv, whose outputs are reordered for
     // pixel_shuffle), or, for a weight with no tensor in the
@@ -83,6 +88,8 @@ struct vae_model {
     int                 frames_per_latent; // output frames per latent frame after the first (video: 4)
     int                 trim_frames;      // frames the graphs give ahead of the first real one (TAEHV: 3)
     bool                first_apart;      // the first latent frame of a stream has a graph of its own (Wan)
+    bool                clip_calls;       // a decode call's frames all depend on each other (SVD's temporal
+                                          // blocks): a call is a clip of its own, never padded
     enum vae_space      own_space;        // the space the decoder itself takes
     float               out_scale, out_offset; // decoder output -> [0, 1], clamped when packed
     int                 n_weights;
@@ -166,6 +173,13 @@ struct vae_graph * vae_taehv_build(const struct vae_model * model, int n, int h,
 struct vae_graph * vae_taehv_super_build(const struct vae_model * model, int n, int h, int w, char * err,
                                          size_t err_size);
 struct vae_graph * vae_kl_build(const struct vae_model * model, int n, int h, int w, char * err, size_t err_size);
+struct vae_graph * vae_svd_build(const struct vae_model * model, int n, int h, int w, char * err, size_t err_size);
+
+// the AutoencoderKL decoder from x [N, z, h, w] to its RGB output [N, 3, 8h, 8w] (scale 8 for
+// four levels) inside a build; block: NULL, or what follows every residual block (mid and up),
+// given the block's output and its name ("decoder.mid.block_1", "decoder.up.3.block.0", ...)
+typedef struct vae_tensor * (*vae_kl_block_fn)(struct vae_builder * b, struct vae_tensor * x, const char * name);
+struct vae_tensor * vae_kl_decoder(struct vae_builder * b, struct vae_tensor * x, vae_kl_block_fn block);
 
 // AutoencoderKL, layer-major, for the exact tiled decode (vae-tile.c): the head (post_quant_conv,
 // conv_in and the mid block, at latent resolution) runs on whole frames; every later 3x3 conv is a

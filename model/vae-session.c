@@ -6,6 +6,10 @@
 // and the frames of the padding are dropped: one graph serves every step of the stream.
 // AutoencoderKL frames and Wan streams may instead decode in tiles (vae-tile.c, vae-tile-video.c):
 // when asked, or when a whole frame does not fit.
+// SVD's frames depend on every latent of their decode call (model->clip_calls): a short last
+// chunk is decoded as a call of its own length, as diffusers' decode loop does, by a graph
+// prepared at the drain; and chunk-frames 0 keeps every latent of the stream until the drain,
+// then decodes the whole clip as one call (memory grows with the clip, refused past the limit).
 
 #include "vae-session.h"
 #include "vae-tile.h"
@@ -29,6 +33,9 @@ struct vae_session {
     int                       queued;
     struct vae_graph *        step;            // chunk_frames latent frames
     struct vae_graph *        first;           // latent frame 0 alone (Wan); NULL otherwise
+    struct vae_graph *        clip;            // clip_calls: the last call's graph, of the frames queued
+    bool                      whole;           // clip_calls and chunk-frames 0: one call at the drain
+    int                       capacity;        // latent frames the queue has room for
     vae_state_t *             state;           // causal decoders
     struct vae_tiled *        tiled;           // the tiled decode, in place of step (AutoencoderKL)
     struct vae_tiled_video *  tiled_video;     // the same for causal video decoders
@@ -60,6 +67,7 @@ void vae_session_free(struct vae_session * s) {
     }
     session_graph_free(s, s->step);
     session_graph_free(s, s->first);
+    session_graph_free(s, s->clip);
     vae_tiled_free(s->tiled);
     vae_tiled_video_free(s->tiled_video);
     free(s->unpatch);
@@ -176,7 +184,8 @@ struct vae_session * vae_session_new(const struct vae_model * model, vae_backend
     s->patch   = patch;
     s->h       = c->height * patch;
     s->w       = c->width * patch;
-    if (s->cfg.chunk_frames == 0) {
+    s->whole = model->clip_calls && s->cfg.chunk_frames == 0;
+    if (s->cfg.chunk_frames == 0 && !s->whole) {
         s->cfg.chunk_frames = 1; // on the cpu, batching frames gains nothing and costs memory
     }
     const int side = model->scale * (s->h > s->w ? s->h : s->w); // of the output
@@ -188,7 +197,8 @@ struct vae_session * vae_session_new(const struct vae_model * model, vae_backend
     }
     s->div     = malloc(2 * (size_t) c->channels * sizeof(float));
     s->unpatch = patch > 1 ? malloc(session_frame_floats(s) * sizeof(float)) : NULL;
-    s->queue   = malloc((size_t) s->cfg.chunk_frames * session_queue_floats(s) * sizeof(float));
+    s->capacity = s->whole ? 1 : s->cfg.chunk_frames;
+    s->queue    = malloc((size_t) s->capacity * session_queue_floats(s) * sizeof(float));
     if (!s->div || !s->queue || (patch > 1 && !s->unpatch)) {
         snprintf(err, err_size, "out of memory");
         vae_session_free(s);
@@ -199,7 +209,7 @@ struct vae_session * vae_session_new(const struct vae_model * model, vae_backend
     bool ok = vae_model_space_affine(model, c->space, s->div, s->add, err, err_size);
     if (ok && s->cfg.tile_size > 0) {
         ok = session_tiled_new(s, s->cfg.tile_size, err, err_size);
-    } else if (ok) {
+    } else if (ok && !s->whole) { // (a whole clip's graph is made at the drain, for its length)
         ok = (s->step = session_graph(s, s->cfg.chunk_frames, false, err, err_size)) != NULL &&
              (!model->first_apart || (s->first = session_graph(s, 1, true, err, err_size)) != NULL) &&
              (s->step->n_states == 0 || (s->state = vae_backend_state_new(backend, s->step, err, err_size)) != NULL);
@@ -265,6 +275,43 @@ static bool session_decode(struct vae_session * s, struct vae_graph * g, char * 
     return true;
 }
 
+// a clip_calls model's call of exactly the queued latents (the whole clip, or a stream's shorter
+// last chunk), its graph prepared now; the stream has ended either way
+static bool session_decode_clip(struct vae_session * s, char * err, size_t err_size) {
+    const int n = s->queued;
+    session_graph_free(s, s->clip);
+    if (!(s->clip = session_graph(s, n, false, err, err_size))) {
+        s->queued = 0;
+        if (s->whole) {
+            char why[512];
+            snprintf(why, sizeof(why), "%s", err);
+            snprintf(err, err_size, "chunk-frames 0 decodes the whole clip as one call (%d latent frames here), which "
+                     "does not fit: %s; set chunk-frames to decode it in chunks", n, why);
+        }
+        return false;
+    }
+    vae_model_drop_copies(s->model);
+    return session_decode(s, s->clip, err, err_size);
+}
+
+// whole-clip mode: room for one more latent frame in the queue (doubling it)
+static bool session_queue_room(struct vae_session * s, char * err, size_t err_size) {
+    if (s->queued < s->capacity) {
+        return true;
+    }
+    const size_t floats = session_queue_floats(s);
+    float *      grown  = s->capacity <= INT32_MAX / 2 ? realloc(s->queue, 2 * (size_t) s->capacity * floats * sizeof(float))
+                                                      : NULL;
+    if (!grown) {
+        snprintf(err, err_size, "out of memory queueing latent frame %d of the clip (chunk-frames 0 keeps the whole "
+                 "clip until it ends): set chunk-frames to decode it in chunks", s->queued + 1);
+        return false;
+    }
+    s->queue = grown;
+    s->capacity *= 2;
+    return true;
+}
+
 // [4z, h, w] -> [z, 2h, 2w]: z[c, 2y+i, 2x+j] = x[4c + 2i + j, y, x] (FLUX.2, MODELS.md A.6)
 static void session_unpatchify(const struct vae_session * s, const float * x, float * z) {
     const int h = s->cfg.height, w = s->cfg.width;
@@ -284,6 +331,9 @@ bool vae_session_push(struct vae_session * s, const float * latent, char * err, 
     }
     if (s->ended) {
         vae_session_reset(s);
+    }
+    if (s->whole && !session_queue_room(s, err, err_size)) {
+        return false;
     }
     const size_t n   = session_frame_floats(s), hw = (size_t) s->cfg.height * (size_t) s->cfg.width;
     float *      dst = s->patch > 1 ? s->unpatch : s->queue + (size_t) s->queued * n;
@@ -308,12 +358,15 @@ bool vae_session_push(struct vae_session * s, const float * latent, char * err, 
     if (s->latents_in++ == 0 && s->first) {
         return session_decode(s, s->first, err, err_size);
     }
-    return s->queued < s->cfg.chunk_frames || session_decode(s, s->step, err, err_size);
+    return s->whole || s->queued < s->cfg.chunk_frames || session_decode(s, s->step, err, err_size);
 }
 
 bool vae_session_drain(struct vae_session * s, char * err, size_t err_size) {
     // the stream has ended: the next push starts another (the ready frames stay until popped)
     s->ended = true;
+    if (s->queued > 0 && s->model->clip_calls && (s->whole || s->queued < s->cfg.chunk_frames)) {
+        return session_decode_clip(s, err, err_size);
+    }
     return s->queued == 0 || session_decode(s, s->step, err, err_size);
 }
 
@@ -389,7 +442,7 @@ int vae_session_tile_size(const struct vae_session * s) {
 }
 
 size_t vae_session_peak_bytes(const struct vae_session * s) {
-    const size_t queue = (size_t) s->cfg.chunk_frames * session_queue_floats(s) * sizeof(float) +
+    const size_t queue = (size_t) s->capacity * session_queue_floats(s) * sizeof(float) +
                          (s->unpatch ? session_frame_floats(s) * sizeof(float) : 0);
     if (s->tiled) {
         return vae_tiled_peak_bytes(s->tiled) + queue;
@@ -397,8 +450,9 @@ size_t vae_session_peak_bytes(const struct vae_session * s) {
     if (s->tiled_video) {
         return vae_tiled_video_peak_bytes(s->tiled_video) + queue;
     }
-    return s->step->peak_bytes + (s->first ? s->first->arena_bytes : 0) + vae_backend_state_bytes(s->backend, s->state) +
-           queue;
+    return (s->step ? s->step->peak_bytes : 0) + (s->first ? s->first->arena_bytes : 0) +
+           (s->clip ? (s->step ? s->clip->arena_bytes : s->clip->peak_bytes) : 0) +
+           vae_backend_state_bytes(s->backend, s->state) + queue;
 }
 
 uint64_t vae_session_latents_in(const struct vae_session * s) {

@@ -5,7 +5,10 @@
 // each later one, the same frames as a decode of the whole sequence at once. `chunk-frames`
 // latent frames are decoded per step; a drain at the end of the stream decodes the rest. Memory
 // is fixed when the session starts (one or two prepared graphs and the causal state) and does not
-// grow with the length of the stream.
+// grow with the length of the stream. SVD (model->clip_calls) decodes each chunk as one call of
+// diffusers' decode(z, num_frames=chunk), the last one shorter; its chunk-frames 0 decodes the
+// whole stream as one call at the drain, its memory growing with the clip (see
+// vae_session_config.chunk_frames).
 
 #pragma once
 
@@ -20,7 +23,9 @@ struct vae_session;
 struct vae_session_config {
     int            channels, height, width;   // of one latent frame
     enum vae_space space;                      // of the latents that will be pushed
-    int            chunk_frames;               // latent frames per decode step; 0 = automatic
+    int            chunk_frames;               // latent frames per decode step; 0 = automatic (SVD: the whole
+                                               // clip as one call at the drain; refused then, naming
+                                               // the limit, if its graph does not fit max_bytes)
     size_t         max_bytes;                  // device memory limit; 0 = the device's memory
     int            tile_size;                  // largest tile edge, in pixels of the layer it tiles
                                                // (output pixels at the last); 0 = whole frames unless
@@ -58,7 +63,7 @@ bool vae_session_pop_output(struct vae_session * s, float * dst, char * err, siz
 // forget queued latents, undelivered frames and the causal state: the next push starts a new stream
 void vae_session_reset(struct vae_session * s);
 
-int    vae_session_chunk_frames(const struct vae_session * s);
+int    vae_session_chunk_frames(const struct vae_session * s);   // 0: the whole clip (SVD)
 int    vae_session_tile_size(const struct vae_session * s);   // the tile edge in use; 0 = whole frames
 // tiled decodes: the largest |value| of each whole-frame activation of the last frame, named by
 // the layer that made it (VAE_KL_MAX_STEPS + 1 entries at most); 0 when the session is not tiled

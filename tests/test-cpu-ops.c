@@ -13,7 +13,8 @@
 // NaN propagation and the size checks of read_frame. The hand-written ops of the blocked layout
 // (RMS norm, attention, frame split, pixel shuffle) are also called directly, through
 // backend/cpu/vae-cpu.h, on buffers made with vae_cpu_to_blocked. Causal conv3d streams frames
-// through a state in steps of several sizes against the whole-sequence reference.
+// through a state in steps of several sizes against the whole-sequence reference. SVD's temporal
+// ops: group_norm with statistics over all frames, and the centred time_conv (kt 1, 3).
 //
 // meson runs it twice: natively and under DNNL_MAX_CPU_ISA=AVX2 (test-cpu-ops-avx2), where the
 // blocks of the layout have 8 lanes instead of 16 (vae_cpu_block).
@@ -506,6 +507,114 @@ static void test_gn(void) {
     if (!g_quick) {
         test_gn_case(2, 20, 7, 5, 1, 1e-5f, VAE_ACT_SILU, 1000.0f);
         test_gn_case(1, 1, 7, 5, 1, 1e-5f, VAE_ACT_RELU, -1000.0f);
+    }
+}
+
+// ---- SVD's temporal ops: group_norm over all frames, time_conv ---------------------------------
+
+// [N, C, H, W] <-> [C, N, H, W] (in double): the frames of a channel together, as one frame of
+// N*H rows that a per-frame reference normalizes as PyTorch's GroupNorm does on [1, C, N, H, W]
+static double * ref_swap_nc(struct pool * pl, const double * x, int N, int C, size_t HW) {
+    double * y = pool_add(pl, xmalloc((size_t) N * C * HW * sizeof(double)));
+    for (int n = 0; n < N; n++) {
+        for (int c = 0; c < C; c++) {
+            memcpy(y + ((size_t) c * N + n) * HW, x + ((size_t) n * C + c) * HW, HW * sizeof(double));
+        }
+    }
+    return y;
+}
+
+static void test_gn_frames_case(int N, int C, int H, int W, int groups, enum vae_act act, float offset) {
+    struct pool         pl = { 0 };
+    struct vae_graph *  g  = graph_new(true);
+    const float *       gamma, *beta;
+    struct vae_tensor * x  = vae_graph_input(g, N, C, H, W);
+    struct vae_tensor * tg = vec_w(g, &pl, C, 0.5f, 1.5f, &gamma);
+    struct vae_tensor * tb = vec_w(g, &pl, C, -0.5f, 0.5f, &beta);
+    vae_graph_set_output(g, vae_graph_group_norm_frames(g, x, groups, 1e-5f, tg, tb, act));
+
+    const size_t n  = (size_t) N * C * H * W, HW = (size_t) H * W;
+    float *      in = rnd(&pl, n, -1.0f, 1.0f);
+    for (size_t i = 0; i < n; i++) { // frames apart in level, so per-frame statistics would differ
+        in[i] += offset + (float) (i / (C * HW));
+    }
+    const double * cn = ref_swap_nc(&pl, to_double(&pl, in, n), N, C, HW);
+    const double * yd = ref_swap_nc(&pl, ref_gn(&pl, cn, 1, C, N * H, W, groups, 1e-5f, gamma, beta, act), C, N, HW);
+    char label[160];
+    snprintf(label, sizeof(label), "group_norm over frames(n=%d,c=%d,h=%d,w=%d,groups=%d,%s,offset=%g)", N, C, H, W,
+             groups, act_name(act), offset);
+    report(label, run(&pl, g, in), yd, n);
+    vae_graph_free(g);
+    pool_free(&pl);
+}
+
+// y[t] = act(b + r[t] + sum_k w[:, :, k] x[t + k - kt/2]), zero frames outside
+static double * ref_time_conv(struct pool * pl, const double * x, int N, int Ci, size_t HW, const float * w, int Co,
+                              int kt, const float * b, const double * r, enum vae_act act) {
+    double * y = pool_add(pl, xmalloc((size_t) N * Co * HW * sizeof(double)));
+    for (int n = 0; n < N; n++) {
+        for (int co = 0; co < Co; co++) {
+            for (size_t p = 0; p < HW; p++) {
+                const size_t o = ((size_t) n * Co + co) * HW + p;
+                double       s = (b ? b[co] : 0.0) + (r ? r[o] : 0.0);
+                for (int k = 0; k < kt; k++) {
+                    const int f = n + k - kt / 2;
+                    for (int ci = 0; f >= 0 && f < N && ci < Ci; ci++) {
+                        s += (double) w[((size_t) co * Ci + ci) * kt + k] * x[((size_t) f * Ci + ci) * HW + p];
+                    }
+                }
+                y[o] = ref_act(s, act);
+            }
+        }
+    }
+    return y;
+}
+
+static void test_time_conv_case(int N, int Ci, int Co, int H, int W, int kt, bool bias, bool res, enum vae_act act) {
+    struct pool         pl = { 0 };
+    struct vae_graph *  g  = graph_new(true);
+    const float *       b = NULL, *wr = NULL;
+    const float         sc = 1.5f / sqrtf((float) (Ci * kt));
+    const float *       w  = rnd(&pl, (size_t) Co * Ci * kt, -sc, sc);
+    const int64_t       sh[5] = { Co, Ci, kt, 1, 1 };
+    struct vae_tensor * x  = vae_graph_input(g, N, Ci, H, W);
+    struct vae_tensor * tw = vae_graph_weight(g, "wt", w, 5, sh);
+    struct vae_tensor * tb = bias ? vec_w(g, &pl, Co, -0.5f, 0.5f, &b) : NULL;
+    struct vae_tensor * r  = res ? vae_graph_conv2d(g, x, conv_w(g, &pl, Co, Ci, 1, &wr), NULL, NULL, VAE_ACT_NONE) : NULL;
+    vae_graph_set_output(g, vae_graph_time_conv(g, x, tw, tb, r, act));
+
+    const size_t   HW = (size_t) H * W, nin = (size_t) N * Ci * HW;
+    const float *  in = rnd(&pl, nin, -1.0f, 1.0f);
+    const double * xd = to_double(&pl, in, nin);
+    const double * rd = res ? ref_conv(&pl, xd, N, Ci, H, W, wr, Co, 1, NULL, NULL, VAE_ACT_NONE) : NULL;
+    const double * yd = ref_time_conv(&pl, xd, N, Ci, HW, w, Co, kt, b, rd, act);
+    char label[160];
+    snprintf(label, sizeof(label), "time_conv(n=%d,ci=%d,co=%d,h=%d,w=%d,kt=%d,%s%s%s)", N, Ci, Co, H, W, kt,
+             bias ? "bias," : "", res ? "residual," : "", act_name(act));
+    report(label, run(&pl, g, in), yd, (size_t) N * Co * HW);
+    vae_graph_free(g);
+    pool_free(&pl);
+}
+
+static void test_temporal(void) {
+    static const int gn[][5] = { // n, c, h, w, groups
+        { 1, 32, 7, 5, 32 }, { 5, 32, 7, 5, 32 }, { 3, 64, 3, 5, 32 }, { 2, 20, 1, 1, 4 }, { 4, 33, 5, 3, 1 },
+    };
+    for (int s = 0; s < (g_quick ? 1 : (int) (sizeof(gn) / sizeof(gn[0]))); s++) {
+        rng_seed((uint64_t) (9000 + s));
+        test_gn_frames_case(gn[s][0], gn[s][1], gn[s][2], gn[s][3], gn[s][4], s & 1 ? VAE_ACT_SILU : VAE_ACT_NONE,
+                            s == 2 ? 100.0f : 0.0f);
+    }
+    static const int tc[][6] = { // n, ci, co, h, w, kt
+        { 1, 32, 32, 7, 5, 3 }, { 2, 3, 5, 7, 5, 3 }, { 5, 20, 33, 3, 5, 3 }, { 5, 33, 17, 1, 1, 3 },
+        { 4, 16, 16, 9, 7, 1 }, { 6, 8, 3, 5, 7, 3 }, { 3, 40, 24, 11, 13, 3 },
+    };
+    for (int s = 0; s < (g_quick ? 1 : (int) (sizeof(tc) / sizeof(tc[0]))); s++) {
+        for (int combo = 0; combo < 4; combo++) {
+            rng_seed((uint64_t) (9100 + s * 10 + combo));
+            test_time_conv_case(tc[s][0], tc[s][1], tc[s][2], tc[s][3], tc[s][4], tc[s][5], combo & 1, combo & 2,
+                                (enum vae_act) ((s + combo) % 3));
+        }
     }
 }
 
@@ -2286,6 +2395,7 @@ int main(int argc, char ** argv) {
         { "rms_norm (blocked, direct)", test_rms }, { "attention (blocked, direct)", test_attention },
         { "frame_split, pixel_shuffle (blocked, direct)", test_shuffles },
         { "causal_conv3d, frame_split in graphs", test_causal },
+        { "group_norm over frames, time_conv", test_temporal },
     };
     for (size_t i = 0; i < sizeof(sections) / sizeof(sections[0]); i++) {
         struct timespec s0, s1;

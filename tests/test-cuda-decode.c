@@ -205,8 +205,9 @@ static double psnr(const uint8_t * a, const uint8_t * b, size_t n) {
 // and each run; the raw outputs of the first run too
 static void check_decodes(const char * name, const struct vae_model * m, const struct latents * L,
                           enum vae_space space, const struct run * runs, int n_runs) {
-    static const struct run whole = { 1, 0, 0 };
-    struct decoded          ref, ref_raw;
+    // (SVD's frames depend on the decode call: its reference decodes the calls of the first run)
+    const struct run whole = { m->clip_calls ? runs[0].chunk : 1, 0, 0 };
+    struct decoded   ref, ref_raw;
     struct timespec         t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     if (!decode(m, cpu, L, space, &whole, false, &ref)) {
@@ -282,6 +283,23 @@ static void crop_latents(struct latents * L, int T, int h, int w) {
         }
     }
     *L = (struct latents) { T, L->C, h, w, L->data };
+}
+
+// SVD: the whole clip as one call (chunk-frames 0), on the GPU and on the CPU
+static void check_svd(void) {
+    static const struct run whole_clip[] = { { 0, 0, 0 } };
+    struct vae_model *      m = vae_model_load(path_in(data_dir, "svd_b2.sgm.safetensors"), VAE_FAMILY_AUTO, err,
+                                               sizeof(err));
+    CHECK(m != NULL, "svd_b2: %s", err);
+    struct latents L = { 0 };
+    if (m && read_latents(path_in(data_dir, "svd_b2.latent"), true, &L)) {
+        if (small) {
+            crop_latents(&L, 3, 2, 3);
+        }
+        check_decodes("svd_b2 (whole clip)", m, &L, VAE_SPACE_RAW, whole_clip, 1);
+    }
+    free(L.data);
+    vae_model_free(m);
 }
 
 static void check_fixture(const char * name, const char * model_path, const char * latent_path, bool video,
@@ -383,6 +401,7 @@ static void test_small(void) {
                   path_in(data_dir, "taew22s_nf16.latent"), true, VAE_SPACE_NORMALIZED);
     static const struct run kl_runs[] = { { 1, 0, 0 }, { 1, 0, 16 } };
     check_kl_sd("kl_sd whole and in tiles", 3, 4, kl_runs, 2);
+    check_svd();
 }
 
 // ---- main ----------------------------------------------------------------------------------------
@@ -410,6 +429,7 @@ int main(int argc, char ** argv) {
         test_images();
         test_videos();
         test_kl();
+        check_svd();
     }
     for (int i = 0; i < N_PRECISIONS; i++) {
         vae_backend_free(gpu[precisions[i]]);

@@ -10,7 +10,8 @@
 // Covered: conv2d (k 1/3, bias, residual, act), upsample_conv2d fused and unfused, upsample2x,
 // causal conv3d streamed in chunks through one state (and again after a reset), group_norm
 // (groups, eps, act, large values, given statistics), rms_norm, attention (head dims 5 to 512,
-// odd position counts), tanh_clamp, frame_split, pixel_shuffle, depthwise_conv2d, graphs of several inputs, small
+// odd position counts), tanh_clamp, frame_split, pixel_shuffle, depthwise_conv2d, SVD's group_norm over
+// all frames and time_conv, graphs of several inputs, small
 // decoders and an attention block, NaN propagation, read_frame bytes in every pixel format (host
 // frames; device frames where the build gives this program the CUDA runtime), graph reuse, and
 // the refusals (device number, memory limit, a state of other shapes); a large conv in two
@@ -702,6 +703,46 @@ static void test_depthwise(void) {
     for (int i = 0; i < (int) (sizeof(cases) / sizeof(cases[0])); i++) {
         rng_seed((uint64_t) (4300 + i));
         case_depthwise(cases[i][0], cases[i][1], cases[i][2], cases[i][3], cases[i][4], cases[i][5], i % 2 == 1);
+    }
+}
+
+// ---- SVD's temporal ops ------------------------------------------------------------------------
+
+// group_norm with statistics over all frames, then time_conv (kt, 1, 1) over the frames with a
+// residual (the temporal block's shape), and a bare time_conv: every frame of the call feeds
+// every output frame
+static void case_temporal(int N, int Ci, int Co, int H, int W, int kt, enum vae_act act) {
+    struct pool         pl = { 0 };
+    struct vae_graph *  g  = graph_new(true);
+    struct vae_tensor * x  = vae_graph_input(g, N, Ci, H, W);
+    const int64_t       sh[5] = { Co, Ci, kt, 1, 1 }, sh2[5] = { Co, Co, kt, 1, 1 };
+    const float         s1 = 1.5f / sqrtf((float) (Ci * kt)), s2 = 1.5f / sqrtf((float) (Co * kt));
+    struct vae_tensor * r  = vae_graph_conv2d(g, x, conv_w(g, &pl, Co, Ci, 1, NULL), NULL, NULL, VAE_ACT_NONE);
+    struct vae_tensor * h  = vae_graph_group_norm_frames(g, x, Ci % 4 ? 1 : 4, 1e-5f, vec_w(g, &pl, Ci, .5f, 1.5f, NULL),
+                                                         vec_w(g, &pl, Ci, -.5f, .5f, NULL), VAE_ACT_SILU);
+    h = vae_graph_time_conv(g, h, vae_graph_weight(g, "t1", rnd(&pl, (size_t) Co * Ci * kt, -s1, s1), 5, sh),
+                            vec_w(g, &pl, Co, -.5f, .5f, NULL), r, act);
+    h = vae_graph_time_conv(g, h, vae_graph_weight(g, "t2", rnd(&pl, (size_t) Co * Co * kt, -s2, s2), 5, sh2), NULL,
+                            NULL, VAE_ACT_NONE);
+    vae_graph_set_output(g, h);
+    char label[160];
+    snprintf(label, sizeof(label), "group_norm over frames,time_conv(n=%d,ci=%d,co=%d,h=%d,w=%d,kt=%d,%s)", N, Ci, Co,
+             H, W, kt, act_name(act));
+    check1(label, g, rnd(&pl, (size_t) N * Ci * H * W, -1, 1), CMP_OP);
+    vae_graph_free(g);
+    pool_free(&pl);
+}
+
+static void test_temporal(void) {
+    static const int cases[][6] = {
+        // n, ci, co, h, w, kt
+        { 1, 32, 32, 7, 5, 3 }, { 5, 32, 32, 6, 5, 3 }, { 3, 20, 33, 3, 7, 3 }, { 4, 33, 17, 1, 1, 3 },
+        { 2, 8, 3, 5, 3, 1 },   { 6, 12, 40, 3, 3, 3 }, { 3, 130, 64, 5, 3, 3 },
+    };
+    for (int i = 0; i < (int) (sizeof(cases) / sizeof(cases[0])); i++) {
+        rng_seed((uint64_t) (4400 + i));
+        case_temporal(cases[i][0], cases[i][1], cases[i][2], cases[i][3], cases[i][4], cases[i][5],
+                      (enum vae_act) (i % 3));
     }
 }
 
@@ -1429,6 +1470,7 @@ int main(int argc, char ** argv) {
         { "rms_norm, attention, tanh_clamp", test_rms_attention_tanh },
         { "frame_split, pixel_shuffle", test_shuffles },
         { "depthwise_conv2d", test_depthwise },
+        { "time_conv, GroupNorm over frames", test_temporal },
         { "graphs", test_graphs },
         { "nan", test_nan },
         { "read_frame", test_frames },

@@ -826,6 +826,84 @@ GST_START_TEST (test_wan_discont)
 
 GST_END_TEST;
 
+#define SVD_MODEL "svd_b2.sgm.safetensors"
+#define SVD_CAPS "video/x-latent, type=float32, channels=4, width=5, " \
+  "height=6, framerate=16/1"
+
+/* SVD with chunk-frames 0: no frame before the stream ends, then the whole clip decoded as
+ * one call (diffusers' decode (z, num_frames=5)), 8-bit RGB within 1 of it; a DISCONT latent
+ * ends a clip there. The LATENCY query leaves the clip out (it has no bound) */
+GST_START_TEST (test_svd_whole_clip)
+{
+  gchar *path = data_path ("svd_b2.expected.safetensors");
+  gint64 shape[5];
+  gfloat *expected = read_tensor (path, "whole", shape);
+  const gint hw = 12 * 10;
+  GstBus *bus;
+  GstHarness *h = model_harness (SVD_MODEL, "chunk-frames=0", &bus);
+  gint t, f, i, k, worst = 0;
+
+  gst_harness_set_upstream_latency (h, 10 * GST_MSECOND);
+  gst_harness_set_src_caps_str (h, SVD_CAPS);
+  fail_unless_equals_uint64 (gst_harness_query_latency (h), 10 * GST_MSECOND);
+  for (t = 0; t < 5; t++) {
+    fail_unless_equals_int (gst_harness_push (h,
+            video_latent_buffer ("svd_b2.latent", t, FALSE)), GST_FLOW_OK);
+    fail_unless_equals_int (gst_harness_buffers_received (h), 0);
+  }
+  fail_unless (gst_harness_push_event (h, gst_event_new_eos ()));
+  fail_unless_equals_int (gst_harness_buffers_received (h), 5);
+  for (f = 0; f < 5; f++) {
+    GstBuffer *out = gst_harness_pull (h);
+    GstMapInfo map;
+
+    fail_unless_equals_uint64 (GST_BUFFER_PTS (out), frame_time (f));
+    gst_buffer_map (out, &map, GST_MAP_READ);
+    fail_unless_equals_int (map.size, 12 * 32);  /* RGB rows of 30 bytes padded to 32 */
+    for (i = 0; i < hw; i++) {
+      for (k = 0; k < 3; k++) {
+        gfloat v = expected[(k * 5 + f) * hw + i] * 0.5f + 0.5f;
+        gint want = (gint) (CLAMP (v, 0.0f, 1.0f) * 255.0f + 0.5f);
+        worst = MAX (worst, ABS (map.data[i / 10 * 32 + i % 10 * 3 + k] - want));
+      }
+    }
+    gst_buffer_unmap (out, &map);
+    gst_buffer_unref (out);
+  }
+  fail_unless (worst <= 1, "decoded pixels differ by %d", worst);
+  harness_teardown (h, bus);
+
+  /* a DISCONT at latent 2: frames 0 and 1 come as a clip of their own */
+  h = model_harness (SVD_MODEL, "chunk-frames=0", &bus);
+  gst_harness_set_src_caps_str (h, SVD_CAPS);
+  for (t = 0; t < 5; t++) {
+    GstBuffer *buf = video_latent_buffer ("svd_b2.latent", t, FALSE);
+    if (t == 2)
+      GST_BUFFER_FLAG_SET (buf, GST_BUFFER_FLAG_DISCONT);
+    fail_unless_equals_int (gst_harness_push (h, buf), GST_FLOW_OK);
+    fail_unless_equals_int (gst_harness_buffers_received (h), t < 2 ? 0 : 2);
+  }
+  fail_unless (gst_harness_push_event (h, gst_event_new_eos ()));
+  fail_unless_equals_int (gst_harness_buffers_received (h), 5);
+  harness_teardown (h, bus);
+
+  /* past max-memory the clip is refused at its end, naming the limit and chunk-frames */
+  h = model_harness (SVD_MODEL, "chunk-frames=0 max-memory=1000000", &bus);
+  gst_harness_set_src_caps_str (h, SVD_CAPS);
+  for (t = 0; t < 5; t++)
+    fail_unless_equals_int (gst_harness_push (h,
+            video_latent_buffer ("svd_b2.latent", t, FALSE)), GST_FLOW_OK);
+  gst_harness_push_event (h, gst_event_new_eos ());
+  expect_error (bus, "chunk-frames 0 decodes the whole clip as one call (5 "
+      "latent frames here), which does not fit: decoding [5, 4, 6, 5] needs");
+  fail_unless_equals_int (gst_harness_buffers_received (h), 0);
+  harness_teardown (h, bus);
+  g_free (expected);
+  g_free (path);
+}
+
+GST_END_TEST;
+
 /* upstream's latency plus (chunk - 1) latent frames of 4 frames: 2 * 4 / 16 s for chunk 3 */
 GST_START_TEST (test_wan_latency)
 {
@@ -2788,6 +2866,7 @@ vaedecode_suite (void)
   tcase_add_test (tc, test_wan_flush);
   tcase_add_test (tc, test_wan_discont);
   tcase_add_test (tc, test_wan_latency);
+  tcase_add_test (tc, test_svd_whole_clip);
   tcase_add_test (tc, test_wan_no_framerate);
   tcase_add_test (tc, test_taew22_scale);
   tcase_add_test (tc, test_wan_wrong_channel_count);

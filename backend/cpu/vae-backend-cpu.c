@@ -59,6 +59,7 @@ struct cpu_node {
     int                  n_taps;                // convolutions: primitives run one after another
     dnnl_primitive_t     prim[CPU_MAX_TAPS];
     dnnl_memory_t        src[CPU_MAX_TAPS], wei[CPU_MAX_TAPS], bias, dst;
+    dnnl_memory_t        dst_tap[CPU_MAX_TAPS];  // time conv: the output frames each tap adds to
     dnnl_primitive_t     to_bf16;                // bf16: the input, state frames in front, into the scratch
     dnnl_memory_t        to_bf16_from, to_bf16_to;
     struct cpu_weights * weights[CPU_MAX_TAPS];
@@ -423,6 +424,79 @@ static bool cpu_prepare_params(struct cpu_graph * cg, const struct vae_tensor * 
     return true;
 }
 
+// a time conv as one 1x1 convolution per tap over the frames it reaches: tap k (offset
+// d = k - kt/2) takes input frames [a + d, a + d + m) to output frames [a, a + m), a = max(0, -d),
+// m = N - |d| (zero frames add nothing). The centre tap, over every frame, runs first with the
+// bias (over the residual copied into y); the others add into y. f32 at every precision.
+static bool cpu_prepare_time_conv(struct cpu_context * ctx, struct cpu_graph * cg, const struct vae_tensor * t,
+                                  char * err, size_t err_size) {
+    struct cpu_node *         node = &cg->nodes[t->index];
+    const struct vae_tensor * x = t->src[0], *w = t->src[1], *b = t->src[2];
+    const int                 kt   = (int) w->ne[2];
+    const int64_t cin = vae_cpu_blocks(x->ne[1]) * vae_cpu_block(), cout = vae_cpu_blocks(t->ne[1]) * vae_cpu_block();
+    const dnnl_dims_t  wei_dims = { cout, cin, 1, 1 }, bias_dims = { cout }, ones = { 1, 1 }, zeros = { 0, 0 };
+    dnnl_memory_desc_t wei_any, bias_md;
+    if (kt > CPU_MAX_TAPS) {
+        snprintf(err, err_size, "%s: %d time taps, the cpu backend takes at most %d", t->name, kt, CPU_MAX_TAPS);
+        return false;
+    }
+    CPU_DNNL(dnnl_memory_desc_init_by_tag(&wei_any, 4, wei_dims, dnnl_f32, dnnl_format_tag_any), "describe the weights");
+    CPU_DNNL(dnnl_memory_desc_init_by_tag(&bias_md, 1, bias_dims, dnnl_f32, dnnl_a), "describe the bias");
+    if (b && !(node->bias_data = calloc((size_t) cout, sizeof(float)))) {
+        snprintf(err, err_size, "out of host memory for the bias of %s", t->name);
+        return false;
+    }
+    if (b) {
+        memcpy(node->bias_data, b->data, (size_t) b->ne[0] * sizeof(float));
+        CPU_DNNL(dnnl_memory_create(&node->bias, &bias_md, ctx->engine, node->bias_data), "describe the bias");
+    }
+    for (int j = 0; j < kt; j++) {
+        const int     k = (j + kt / 2) % kt, d = k - kt / 2; // the centre first
+        const int64_t a = d < 0 ? -d : 0, m = x->ne[0] - (d < 0 ? -d : d);
+        if (m <= 0) {
+            continue;
+        }
+        const dnnl_dims_t     src_dims = { m, cin, x->ne[2], x->ne[3] }, dst_dims = { m, cout, x->ne[2], x->ne[3] };
+        dnnl_memory_desc_t    src_md, dst_md;
+        dnnl_primitive_attr_t attr;
+        dnnl_post_ops_t       po;
+        CPU_DNNL(dnnl_memory_desc_init_by_tag(&src_md, 4, src_dims, dnnl_f32, ctx->tag), "describe the source");
+        CPU_DNNL(dnnl_memory_desc_init_by_tag(&dst_md, 4, dst_dims, dnnl_f32, ctx->tag), "describe the output");
+        CPU_DNNL(dnnl_primitive_attr_create(&attr), "create attributes");
+        CPU_DNNL(dnnl_post_ops_create(&po), "create post-ops");
+        if (j > 0 || t->src[3]) {
+            dnnl_post_ops_append_sum(po, 1.0f);
+        }
+        dnnl_primitive_attr_set_post_ops(attr, po);
+        dnnl_post_ops_destroy(po);
+        dnnl_convolution_desc_t cd;
+        dnnl_primitive_desc_t   pd = NULL;
+        dnnl_status_t st = dnnl_convolution_forward_desc_init(&cd, dnnl_forward_inference, dnnl_convolution_direct,
+                                                              &src_md, &wei_any, b && j == 0 ? &bias_md : NULL,
+                                                              &dst_md, ones, zeros, zeros);
+        if (st == dnnl_success) st = dnnl_primitive_desc_create(&pd, &cd, attr, ctx->engine, NULL);
+        dnnl_primitive_attr_destroy(attr);
+        CPU_DNNL(st, "set up the convolution");
+        const dnnl_memory_desc_t * wei_md = dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
+        const int                  n      = node->n_taps++;
+        node->weights[n]                  = cpu_weights_get(ctx, w, k, false, wei_md);
+        st = node->weights[n] ? dnnl_success : dnnl_out_of_memory;
+        if (st == dnnl_success) st = dnnl_memory_create(&node->wei[n], wei_md, ctx->engine, node->weights[n]->data);
+        if (st == dnnl_success) {
+            st = dnnl_memory_create(&node->src[n], &src_md, ctx->engine,
+                                    cpu_node_data(cg, x) + (size_t) (a + d) * cpu_frame_floats(x));
+        }
+        if (st == dnnl_success) {
+            st = dnnl_memory_create(&node->dst_tap[n], &dst_md, ctx->engine,
+                                    cpu_node_data(cg, t) + (size_t) a * cpu_frame_floats(t));
+        }
+        if (st == dnnl_success) st = dnnl_primitive_create(&node->prim[n], pd);
+        dnnl_primitive_desc_destroy(pd);
+        CPU_DNNL(st, "prepare the weights and the convolution");
+    }
+    return true;
+}
+
 static void cpu_graph_release(vae_backend_t * backend, struct vae_graph * g) {
     struct cpu_graph * cg = g->backend_data;
     for (int i = 0; i < g->n_nodes; i++) {
@@ -431,6 +505,7 @@ static void cpu_graph_release(vae_backend_t * backend, struct vae_graph * g) {
             dnnl_primitive_destroy(node->prim[j]);
             dnnl_memory_destroy(node->src[j]);
             dnnl_memory_destroy(node->wei[j]);
+            dnnl_memory_destroy(node->dst_tap[j]);
             cpu_weights_put(backend->context, node->weights[j]);
         }
         dnnl_memory_destroy(node->bias);
@@ -608,7 +683,8 @@ static bool cpu_graph_prepare(vae_backend_t * backend, struct vae_graph * g, siz
         const bool conv = t->op == VAE_OP_CONV2D || t->op == VAE_OP_UPSAMPLE_CONV2D || t->op == VAE_OP_CAUSAL_CONV3D;
         const bool params = t->op == VAE_OP_GROUP_NORM || t->op == VAE_OP_RMS_NORM || t->op == VAE_OP_DEPTHWISE_CONV2D;
         if ((conv && !cpu_prepare_conv(ctx, cg, t, err, err_size)) ||
-            (params && !cpu_prepare_params(cg, t, err, err_size))) {
+            (params && !cpu_prepare_params(cg, t, err, err_size)) ||
+            (t->op == VAE_OP_TIME_CONV && !cpu_prepare_time_conv(ctx, cg, t, err, err_size))) {
             cpu_graph_release(backend, g);
             return false;
         }
@@ -709,6 +785,31 @@ static bool cpu_run_conv(struct cpu_context * ctx, struct cpu_graph * cg, const 
     return true;
 }
 
+// the taps of a time conv into y (over the residual), then its activation
+static bool cpu_run_time_conv(struct cpu_context * ctx, struct cpu_graph * cg, const struct vae_tensor * t, char * err,
+                              size_t err_size) {
+    struct cpu_node * node = &cg->nodes[t->index];
+    float *           y    = cpu_node_data(cg, t);
+    if (t->src[3]) {
+        memcpy(y, cpu_node_data(cg, t->src[3]), vae_cpu_nelements(t->ne) * sizeof(float));
+    }
+    for (int j = 0; j < node->n_taps; j++) {
+        dnnl_exec_arg_t args[4] = {
+            { DNNL_ARG_SRC, node->src[j] },
+            { DNNL_ARG_WEIGHTS, node->wei[j] },
+            { DNNL_ARG_DST, node->dst_tap[j] },
+            { DNNL_ARG_BIAS, node->bias },
+        };
+        CPU_DNNL(dnnl_primitive_execute(node->prim[j], ctx->stream, node->bias && j == 0 ? 4 : 3, args),
+                 "run the convolution");
+    }
+    if (t->act != VAE_ACT_NONE) {
+        CPU_DNNL(dnnl_stream_wait(ctx->stream), "run the convolution");
+        vae_cpu_bias_act(y, t->ne, NULL, t->act);
+    }
+    return true;
+}
+
 static bool cpu_graph_compute(vae_backend_t * backend, struct vae_graph * g, vae_state_t * state,
                               const float * const * inputs, char * err, size_t err_size) {
     struct cpu_context * ctx = backend->context;
@@ -739,7 +840,7 @@ static bool cpu_graph_compute(vae_backend_t * backend, struct vae_graph * g, vae
             case VAE_OP_GROUP_NORM:
                 // (a [1, C, 1, 1] tensor has element c at offset c: the stats are a plain vector)
                 vae_cpu_group_norm(x, y, t->ne, t->i[0], t->f[0], cg->nodes[i].params, cg->nodes[i].params + t->ne[1],
-                                   t->act, t->src[3] ? cpu_node_data(cg, t->src[3]) : NULL);
+                                   t->act, t->src[3] ? cpu_node_data(cg, t->src[3]) : NULL, t->i[1] == 1);
                 break;
             case VAE_OP_RMS_NORM:
                 vae_cpu_rms_norm(x, y, t->ne, cg->nodes[i].params, t->act);
@@ -761,6 +862,11 @@ static bool cpu_graph_compute(vae_backend_t * backend, struct vae_graph * g, vae
                                          cg->nodes[i].params + t->ne[1] * k * k);
                 break;
             }
+            case VAE_OP_TIME_CONV:
+                if (!cpu_run_time_conv(ctx, cg, t, err, err_size)) {
+                    return false;
+                }
+                break;
             case VAE_OP_CONV2D:
             case VAE_OP_UPSAMPLE_CONV2D:
             case VAE_OP_CAUSAL_CONV3D:

@@ -126,27 +126,31 @@ static void cpu_channel_sums(const float * x, const int64_t ne[4], const double 
     }
 }
 
-// per channel: the mean over its group of the channel sums; with eps >= 0, 1 / sqrt(that + eps)
+// per channel: the mean over its group of the channel sums; with eps >= 0, 1 / sqrt(that + eps).
+// frames > 1: the group's sums over that many frames at once (statistics over the frames too)
 static void cpu_group_mean(const double * sums, double * out, int64_t N, int64_t CB, int64_t groups, int64_t cpg,
-                           int64_t HW, float eps) {
+                           int64_t HW, float eps, int64_t frames) {
     const int64_t L = vae_cpu_block();
-    for (int64_t n = 0; n < N; n++) {
+    for (int64_t n = 0; n < N; n += frames) {
         for (int64_t g = 0; g < groups; g++) {
-            const int64_t base = n * CB * L;
-            double        s    = 0;
-            for (int64_t c = g * cpg; c < (g + 1) * cpg; c++) {
-                s += sums[base + c];
+            double s = 0;
+            for (int64_t f = n; f < n + frames; f++) {
+                for (int64_t c = g * cpg; c < (g + 1) * cpg; c++) {
+                    s += sums[f * CB * L + c];
+                }
             }
-            s /= (double) (cpg * HW);
-            for (int64_t c = g * cpg; c < (g + 1) * cpg; c++) {
-                out[base + c] = eps < 0 ? s : 1.0 / sqrt(s + (double) eps);
+            s /= (double) (cpg * HW * frames);
+            for (int64_t f = n; f < n + frames; f++) {
+                for (int64_t c = g * cpg; c < (g + 1) * cpg; c++) {
+                    out[f * CB * L + c] = eps < 0 ? s : 1.0 / sqrt(s + (double) eps);
+                }
             }
         }
     }
 }
 
 void vae_cpu_group_norm(const float * x, float * y, const int64_t ne[4], int groups, float eps, const float * gamma,
-                        const float * beta, enum vae_act act, const float * stats) {
+                        const float * beta, enum vae_act act, const float * stats, bool all_frames) {
     const int64_t L = vae_cpu_block();
     const int64_t N = ne[0], C = ne[1], CB = vae_cpu_blocks(C), HW = ne[2] * ne[3], cpg = C / groups;
     const size_t  nc = (size_t) (N * CB * L);
@@ -166,9 +170,9 @@ void vae_cpu_group_norm(const float * x, float * y, const int64_t ne[4], int gro
     } else {
         // two passes (mean, then centered squares) so large offsets lose no precision
         cpu_channel_sums(x, ne, NULL, sums);
-        cpu_group_mean(sums, mean, N, CB, groups, cpg, HW, -1.0f);
+        cpu_group_mean(sums, mean, N, CB, groups, cpg, HW, -1.0f, all_frames ? N : 1);
         cpu_channel_sums(x, ne, mean, sums);
-        cpu_group_mean(sums, rstd, N, CB, groups, cpg, HW, eps);
+        cpu_group_mean(sums, rstd, N, CB, groups, cpg, HW, eps, all_frames ? N : 1);
     }
 #pragma omp parallel for collapse(2)
     for (int64_t n = 0; n < N; n++) {

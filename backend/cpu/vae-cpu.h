@@ -9,6 +9,7 @@
 
 #include "vae-backend.h"
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -45,10 +46,11 @@ void vae_cpu_tanh_clamp(const float * x, float * y, size_t n, float s);
 // nearest 2x: x [N, C, H, W] -> y [N, C, 2H, 2W], blocked
 void vae_cpu_upsample2x(const float * x, float * y, const int64_t ne_x[4]);
 
-// y = act(GN(x) * gamma + beta), blocked, in place allowed; statistics of x in double, or when
-// stats is given, those: the group means, then 1 / sqrt(var + eps) (2 * groups floats; eps unused)
+// y = act(GN(x) * gamma + beta), blocked, in place allowed; statistics of x in double (of each
+// frame, or of all frames together when all_frames), or when stats is given, those: the group
+// means, then 1 / sqrt(var + eps) (2 * groups floats; eps unused)
 void vae_cpu_group_norm(const float * x, float * y, const int64_t ne[4], int groups, float eps, const float * gamma,
-                        const float * beta, enum vae_act act, const float * stats);
+                        const float * beta, enum vae_act act, const float * stats, bool all_frames);
 
 // y = act(x / max(|x|, 1e-12) * sqrt(C) * gamma[c]), |x| = the L2 norm over the C channels at
 // each pixel (Wan's RMS_norm); blocked, in place allowed

@@ -398,6 +398,16 @@ static void cuda_graph_release(vae_backend_t * backend, struct vae_graph * g) {
     g->peak_bytes   = 0;
 }
 
+// what GroupNorm node t takes its statistics over: x, or with statistics over all frames (i[1] = 1)
+// x as one frame of all its pixels, which NHWC frames already are in memory
+static struct vae_gpu_act cuda_gn_stats_act(struct vae_gpu_act x, const struct vae_tensor * t) {
+    if (t->i[1] == 1) {
+        x.h *= x.n;
+        x.n = 1;
+    }
+    return x;
+}
+
 // a parameter a node reads on the device: cuda_weights_get's arguments and where it goes
 struct cuda_param {
     const struct vae_tensor * w;
@@ -434,6 +444,13 @@ static int cuda_node_params(const struct vae_graph * g, struct cuda_graph * cg, 
             break;
         case VAE_OP_RMS_NORM:
             out[n++] = (struct cuda_param) { t->src[1], 0, 0, false, cp, &node->gamma };
+            break;
+        case VAE_OP_TIME_CONV: // (f32 [Cout, Cin, kt] as PyTorch has it, read through the cache)
+            out[n++] = (struct cuda_param) { t->src[1], 0, 0, false, (size_t) (t->ne[1] * t->src[1]->ne[1] * t->src[1]->ne[2]),
+                                             &node->w };
+            if (t->src[2]) {
+                out[n++] = (struct cuda_param) { t->src[2], 0, 0, false, cp, &node->bias };
+            }
             break;
         case VAE_OP_DEPTHWISE_CONV2D: { // (f32 filters [C, k, k]: the kernel reads them through the cache)
             const size_t count = (size_t) (t->ne[1] * t->src[1]->ne[2] * t->src[1]->ne[3]);
@@ -522,7 +539,7 @@ static bool cuda_graph_prepare(vae_backend_t * backend, struct vae_graph * g, si
             }
         }
         if (t->op == VAE_OP_GROUP_NORM && !t->src[3]) {
-            const size_t n = vae_gpu_group_norm_scratch(cg->nodes[t->src[0]->index].act, t->i[0]);
+            const size_t n = vae_gpu_group_norm_scratch(cuda_gn_stats_act(cg->nodes[t->src[0]->index].act, t), t->i[0]);
             scratch        = n > scratch ? n : scratch;
             stats = (size_t) t->ne[0] * 2 * (size_t) t->i[0] > stats ? (size_t) t->ne[0] * 2 * (size_t) t->i[0] : stats;
         } else if (t->op == VAE_OP_ATTENTION) {
@@ -767,10 +784,11 @@ static cudaError_t cuda_launch(vae_backend_t * backend, struct vae_graph * g, va
                 if (t->src[3]) { // (the statistics input stays f32 in its staging)
                     e = vae_gpu_group_norm_apply(*x, y, t->i[0], cg->in_dev[t->src[3]->i[0]], false, node->gamma->data,
                                                  node->beta->data, t->act, p, s);
-                } else {
-                    e = vae_gpu_group_norm_stats(*x, t->i[0], t->f[0], cg->stats, cg->scratch, p, s);
+                } else { // (over all frames: one set of statistics for every pixel)
+                    e = vae_gpu_group_norm_stats(cuda_gn_stats_act(*x, t), t->i[0], t->f[0], cg->stats, cg->scratch, p,
+                                                 s);
                     if (e == cudaSuccess) {
-                        e = vae_gpu_group_norm_apply(*x, y, t->i[0], cg->stats, true, node->gamma->data,
+                        e = vae_gpu_group_norm_apply(*x, y, t->i[0], cg->stats, t->i[1] != 1, node->gamma->data,
                                                      node->beta->data, t->act, p, s);
                     }
                 }
@@ -786,6 +804,10 @@ static cudaError_t cuda_launch(vae_backend_t * backend, struct vae_graph * g, va
                 break;
             case VAE_OP_PIXEL_SHUFFLE:
                 e = vae_gpu_pixel_shuffle(*x, y, p, s);
+                break;
+            case VAE_OP_TIME_CONV:
+                e = vae_gpu_time_conv(*x, y, t->src[3] ? cg->nodes[t->src[3]->index].act.data : NULL, node->w->data,
+                                      node->bias ? node->bias->data : NULL, (int) t->src[1]->ne[2], t->act, p, s);
                 break;
             case VAE_OP_DEPTHWISE_CONV2D:
                 e = vae_gpu_dwconv(*x, y, node->w->data, node->bias ? node->bias->data : NULL, (int) t->src[1]->ne[2],
