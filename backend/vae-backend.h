@@ -35,9 +35,10 @@ enum vae_op {
                              //   i[1] = 1: one set of statistics over all N frames, (C/groups) x N x H x W
                              //   (PyTorch's GroupNorm on [1, C, N, H, W]: SVD's temporal blocks)
     VAE_OP_CAUSAL_CONV3D,    // y[t] = act(b + r[t] + sum_k conv2d(xh[t + k], w[:, :, k])), k < kt, where
-                             //   xh = the last kt-1 frames of x from earlier computes (the state;
-                             //   zeros after a reset) followed by x; src: x, w [Cout, Cin, kt, k, k],
-                             //   b [Cout] or NULL, r or NULL; i[0] = state slot
+                             //   xh = the last kt-1 frames of x from earlier computes (the state)
+                             //   followed by x; src: x, w [Cout, Cin, kt, k, k], b [Cout] or NULL, r or
+                             //   NULL; i[0] = state slot; i[1] = what the state holds after a reset:
+                             //   0 zeros, 1 kt-1 copies of the first frame the op then sees (SeedVR2)
     VAE_OP_RMS_NORM,         // y = act(x / max(|x|, 1e-12) * sqrt(C) * g), |x| = the L2 norm over the
                              //   channels at each pixel; src: x, g [C]
     VAE_OP_ATTENTION,        // per frame, one head over the H*W positions: src qkv [N, 3C, H, W] ->
@@ -123,6 +124,10 @@ struct vae_tensor * vae_graph_time_conv(struct vae_graph * g, struct vae_tensor 
 // share a state (the steps of one stream) give the same op the same slot
 struct vae_tensor * vae_graph_causal_conv3d(struct vae_graph * g, struct vae_tensor * x, struct vae_tensor * w,
                                             struct vae_tensor * b, struct vae_tensor * r, enum vae_act act, int slot);
+// the same whose history after a state reset repeats the first frame it sees (i[1] = 1)
+struct vae_tensor * vae_graph_causal_conv3d_replicate(struct vae_graph * g, struct vae_tensor * x, struct vae_tensor * w,
+                                                      struct vae_tensor * b, struct vae_tensor * r, enum vae_act act,
+                                                      int slot);
 struct vae_tensor * vae_graph_rms_norm(struct vae_graph * g, struct vae_tensor * x, struct vae_tensor * gamma,
                                        enum vae_act act);
 struct vae_tensor * vae_graph_attention(struct vae_graph * g, struct vae_tensor * qkv);
@@ -203,10 +208,10 @@ enum vae_precision vae_backend_precision(vae_backend_t * backend);   // never AU
 bool vae_backend_graph_prepare(vae_backend_t * backend, struct vae_graph * g, size_t max_bytes,
                                char * err, size_t err_size);
 // the frames causal ops carry from one compute to the next, for every slot of g (n_states > 0);
-// all zero at first. Any graph whose causal ops have the same slots and shapes may use it.
+// all zero at first (or, for a replicating op, its first frame when it first runs). Any graph whose causal ops have the same slots and shapes may use it.
 typedef struct vae_state vae_state_t;
 vae_state_t * vae_backend_state_new(vae_backend_t * backend, const struct vae_graph * g, char * err, size_t err_size);
-void          vae_backend_state_reset(vae_backend_t * backend, vae_state_t * state);   // back to zeros
+void          vae_backend_state_reset(vae_backend_t * backend, vae_state_t * state);   // back to the start
 size_t        vae_backend_state_bytes(vae_backend_t * backend, const vae_state_t * state);
 void          vae_backend_state_free(vae_backend_t * backend, vae_state_t * state);
 // run the graph on host f32 input [N, C, H, W]; state: NULL when g->n_states == 0, else read

@@ -198,6 +198,14 @@ struct vae_tensor * vae_graph_causal_conv3d(struct vae_graph * g, struct vae_ten
     return t;
 }
 
+struct vae_tensor * vae_graph_causal_conv3d_replicate(struct vae_graph * g, struct vae_tensor * x, struct vae_tensor * w,
+                                                      struct vae_tensor * b, struct vae_tensor * r, enum vae_act act,
+                                                      int slot) {
+    struct vae_tensor * t = vae_graph_causal_conv3d(g, x, w, b, r, act, slot);
+    t->i[1]               = 1;
+    return t;
+}
+
 struct vae_tensor * vae_graph_rms_norm(struct vae_graph * g, struct vae_tensor * x, struct vae_tensor * gamma,
                                        enum vae_act act) {
     assert(gamma->op == VAE_OP_WEIGHT && gamma->ne[0] == x->ne[1]);

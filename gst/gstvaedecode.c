@@ -13,9 +13,10 @@
  * taeltx_2). The model file is a safetensors file or a PyTorch `.pth` (read without running
  * any of its code: a weights-only unpickler); its family is detected from its keys and
  * shapes: the AutoencoderKL image decoders (sd1, sd2, sdxl, sd3, flux1, flux2), the TAESD image
- * decoders (taesd, taesdxl, taesd3, taef1, taef2), the Wan 2.1 and 2.2 VAEs (wan2.1, wan2.2)
- * the TAEHV video decoders (taew2_1, taew2_2, taehv, taehv1_5, taeltx_2, taecvx,
- * taew2_2_super, taehv1_5_super) and Stable Video Diffusion's temporal decoder (svd). The output is converted to the negotiated format (RGB, RGBA, RGBx, BGRx, BGRA,
+ * decoders (taesd, taesdxl, taesd3, taef1, taef2), the Wan 2.1 and 2.2 VAEs (wan2.1, wan2.2),
+ * SeedVR2's video VAE (seedvr2), the TAEHV video decoders (taew2_1, taew2_2, taehv, taehv1_5,
+ * taeltx_2, taecvx, taew2_2_super, taehv1_5_super) and Stable Video Diffusion's temporal
+ * decoder (svd). The output is converted to the negotiated format (RGB, RGBA, RGBx, BGRx, BGRA,
  * I420, NV12) with 8-bit values rounded to nearest.
  *
  * ## AutoencoderKL and latent spaces
@@ -367,6 +368,8 @@ gst_vae_model_family_get_type (void)
         "taehv1_5_super"},
     {VAE_FAMILY_SVD, "Stable Video Diffusion's temporal decoder (4 ch, scale "
           "0.18215 as sd1; see chunk-frames)", "svd"},
+    {VAE_FAMILY_SEEDVR2, "SeedVR2's causal video VAE (16 ch; normalized "
+          "z = x / 0.9152)", "seedvr2"},
     {0, NULL, NULL},
   };
 
@@ -1756,7 +1759,8 @@ gst_vae_decode_class_init (GstVaeDecodeClass * klass)
    * single-file checkpoint whose VAE tensors carry a `first_stage_model.` or `vae.` prefix
    * (the other tensors are ignored); a TAESD-family decoder (taesd, taesdxl, taesd3, taef1,
    * taef2) in the original, diffusers or ComfyUI naming; the Wan 2.1 or 2.2 VAE in the
-   * original or diffusers naming; a TAEHV decoder (taew2_1, taew2_2, taehv, taehv1_5,
+   * original or diffusers naming; SeedVR2's VAE (seedvr2: its `ema_vae.pth` or ComfyUI's
+   * `ema_vae_fp16.safetensors`); a TAEHV decoder (taew2_1, taew2_2, taehv, taehv1_5,
    * taeltx_2, taecvx, taew2_2_super, taehv1_5_super); or SVD's temporal decoder (svd) in the
    * original (sgm) or diffusers naming. Encoder tensors are ignored; a decoder tensor the
    * family does not use is refused, by name. Loaded on the way to PAUSED; like model-family, backend, device-id and

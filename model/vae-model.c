@@ -28,6 +28,7 @@ static const char * family_names[VAE_FAMILY_COUNT] = {
     [VAE_FAMILY_WAN22] = "wan2.2",
     [VAE_FAMILY_TAEW22_SUPER] = "taew2_2_super", [VAE_FAMILY_TAEHV1_5_SUPER] = "taehv1_5_super",
     [VAE_FAMILY_SVD] = "svd",
+    [VAE_FAMILY_SEEDVR2] = "seedvr2",
 };
 
 #define FLUX2_BN_EPS 1e-4f   // FLUX.2's BatchNorm over the patchified latent (MODELS.md A.6)
@@ -371,6 +372,25 @@ struct vae_tensor * vae_builder_conv2d(struct vae_builder * b, struct vae_tensor
     return upsample ? vae_graph_upsample_conv2d(b->g, x, w, bt, act) : vae_graph_conv2d(b->g, x, w, bt, r, act);
 }
 
+struct vae_tensor * vae_builder_conv3d(struct vae_builder * b, struct vae_tensor * x, const char * name, int kt, int k,
+                                       struct vae_tensor * r, bool replicate) {
+    struct vae_tensor * w  = vae_builder_weight(b, 5, (const int64_t[]) { -1, x->ne[1], kt, k, k }, "%s.weight", name);
+    struct vae_tensor * bt = w ? vae_builder_weight(b, 1, (const int64_t[]) { w->ne[0] }, "%s.bias", name) : NULL;
+    if (!bt) {
+        return NULL;
+    }
+    if (r && r->ne[1] != w->ne[0]) {
+        return vae_builder_fail(b, "tensor '%s.weight' gives %lld channels but its residual has %lld", name,
+                                (long long) w->ne[0], (long long) r->ne[1]);
+    }
+    if (kt == 1 && k == 1) {
+        w->n_dims = 4; // [Cout, Cin, 1, 1]
+        return vae_graph_conv2d(b->g, x, w, bt, r, VAE_ACT_NONE);
+    }
+    return replicate ? vae_graph_causal_conv3d_replicate(b->g, x, w, bt, r, VAE_ACT_NONE, b->n_slots++)
+                     : vae_graph_causal_conv3d(b->g, x, w, bt, r, VAE_ACT_NONE, b->n_slots++);
+}
+
 static bool model_has(const struct vae_st_header * hdr, const char * name) {
     return vae_st_header_find(hdr, name) != NULL;
 }
@@ -395,6 +415,7 @@ enum model_naming {
     NAMING_TAEHV,            // `decoder.K.*` (canonical)
     NAMING_KL,               // LDM / ComfyUI / BFL: `decoder.mid.block_1.*`, `decoder.up.L.block.J.*` (canonical)
     NAMING_KL_DIFFUSERS,     // `decoder.mid_block.resnets.N.*`, `decoder.up_blocks.I.resnets.J.*`, ...
+    NAMING_SEEDVR,           // SeedVR2's state_dict: diffusers-like names, 5-D convs (canonical)
     NAMING_NONE,
 };
 
@@ -624,6 +645,8 @@ static char * model_canonical_name(const char * key, enum model_naming naming, l
             free(svd);
             return name;
         }
+        case NAMING_SEEDVR:
+            return strncmp(key, "decoder.", 8) == 0 ? strdup(key) : NULL;
         default:
             return NULL;
     }
@@ -1063,26 +1086,27 @@ static bool model_wan22_prepare(struct vae_model * m, char * err, size_t err_siz
     return ok;
 }
 
-// the mid block's attention: q, k, v and proj_out as [C, C, 1, 1] (diffusers stores [C, C]); q, k
-// and v joined into one conv `decoder.mid.attn_1.qkv` [3C, C, 1, 1]
-static bool model_kl_attention(struct vae_model * m, char * err, size_t err_size) {
-    static const char * parts[] = { "q", "k", "v", "proj_out" };
+// the mid block's attention `at` (C channels, those of `decoder.conv_in.weight`): q, k, v and the
+// output projection (parts, in that order) as [C, C, 1, 1] (diffusers stores [C, C]); q, k and v
+// joined into one conv `<at>.<qkv>` [3C, C, 1, 1]
+static bool model_attention_join(struct vae_model * m, const char * family, const char * at, const char * const * parts,
+                                 const char * qkv, char * err, size_t err_size) {
     const struct vae_weight *    in = vae_model_weight(m, "decoder.conv_in.weight");
     const int64_t                c  = in->shape[0];
     const struct vae_st_tensor * w[3], * b[3];
     for (int i = 0; i < 4; i++) {
-        char name[64];
-        snprintf(name, sizeof(name), "decoder.mid.attn_1.%s.weight", parts[i]);
+        char name[96];
+        snprintf(name, sizeof(name), "%s.%s.weight", at, parts[i]);
         struct vae_weight * wt = (struct vae_weight *) vae_model_weight(m, name);
-        snprintf(name, sizeof(name), "decoder.mid.attn_1.%s.bias", parts[i]);
+        snprintf(name, sizeof(name), "%s.%s.bias", at, parts[i]);
         const struct vae_weight * bt = vae_model_weight(m, name);
         const bool is2d = wt && wt->n_dims == 2, is4d = wt && wt->n_dims == 4 && wt->shape[2] == 1 && wt->shape[3] == 1;
         if (!wt || !(is2d || is4d) || wt->shape[0] != c || wt->shape[1] != c || !bt || bt->n_dims != 1 ||
             bt->shape[0] != c) {
             snprintf(err, err_size,
-                     "AutoencoderKL: attention tensor 'decoder.mid.attn_1.%s' (weight [%lld, %lld] or [%lld, %lld, 1, 1] "
-                     "and bias) is missing or has the wrong shape",
-                     parts[i], (long long) c, (long long) c, (long long) c, (long long) c);
+                     "%s: attention tensor '%s.%s' (weight [%lld, %lld] or [%lld, %lld, 1, 1] and bias) is missing or "
+                     "has the wrong shape",
+                     family, at, parts[i], (long long) c, (long long) c, (long long) c, (long long) c);
             return false;
         }
         wt->n_dims   = 4;
@@ -1092,8 +1116,11 @@ static bool model_kl_attention(struct vae_model * m, char * err, size_t err_size
             b[i] = bt->src[0];
         }
     }
-    if (!model_add_weight(m, "decoder.mid.attn_1.qkv.weight", 4, (const int64_t[]) { 3 * c, c, 1, 1 }, w, 3) ||
-        !model_add_weight(m, "decoder.mid.attn_1.qkv.bias", 1, (const int64_t[]) { 3 * c }, b, 3)) {
+    char wname[96], bname[96];
+    snprintf(wname, sizeof(wname), "%s.%s.weight", at, qkv);
+    snprintf(bname, sizeof(bname), "%s.%s.bias", at, qkv);
+    if (!model_add_weight(m, wname, 4, (const int64_t[]) { 3 * c, c, 1, 1 }, w, 3) ||
+        !model_add_weight(m, bname, 1, (const int64_t[]) { 3 * c }, b, 3)) {
         snprintf(err, err_size, "out of memory");
         return false;
     }
@@ -1127,6 +1154,80 @@ static bool model_svd_mix(struct vae_model * m, char * err, size_t err_size) {
     return true;
 }
 
+// SeedVR2's `upscale_conv` w [C r, C, 1, 1, 1] (r = 8: 2x in time and space, 4: space) gives
+// channel ((2 i + j) zr + z) C + c to frame offset z and pixel offset (i, j) (einops
+// "b (x y z c) f h w -> b c (f z) (h x) (w y)"); its rows (and its bias's) become (z C + c) 4 + 2 i
+// + j, the order that frame_split(zr) then pixel_shuffle place
+static bool model_seedvr_upscale(struct vae_model * m, int block, char * err, size_t err_size) {
+    char name[96];
+    snprintf(name, sizeof(name), "decoder.up_blocks.%d.upsamplers.0.upscale_conv.weight", block);
+    struct vae_weight * w = (struct vae_weight *) vae_model_weight(m, name);
+    snprintf(name, sizeof(name), "decoder.up_blocks.%d.upsamplers.0.upscale_conv.bias", block);
+    struct vae_weight * b = (struct vae_weight *) vae_model_weight(m, name);
+    if (!w && !b) {
+        return true; // no upsampler (the last block), or one the build finds incomplete
+    }
+    const int64_t c = w && w->n_dims == 5 ? w->shape[1] : 0, n = w ? w->shape[0] : 0;
+    if (!w || !b || c < 1 || (n != 8 * c && n != 4 * c) || w->shape[2] != 1 || w->shape[3] != 1 || w->shape[4] != 1 ||
+        b->n_dims != 1 || b->shape[0] != n) {
+        snprintf(err, err_size, "seedvr2: tensor '%.*s' is missing or is not an upscale conv [8 C or 4 C, C, 1, 1, 1] "
+                 "with a bias", (int) strlen(name) - 5, name);
+        return false;
+    }
+    int32_t * rows[2] = { malloc((size_t) n * sizeof(int32_t)), malloc((size_t) n * sizeof(int32_t)) };
+    if (!rows[0] || !rows[1]) {
+        free(rows[0]);
+        free(rows[1]);
+        snprintf(err, err_size, "out of memory");
+        return false;
+    }
+    const int64_t zr = n / (4 * c);
+    for (int64_t k = 0; k < n; k++) {
+        const int64_t z = k / (4 * c), ch = k / 4 % c, i = k / 2 % 2, j = k % 2;
+        rows[0][k] = rows[1][k] = (int32_t) (((2 * i + j) * zr + z) * c + ch);
+    }
+    w->rows = rows[0];
+    b->rows = rows[1];
+    return true;
+}
+
+// SeedVR2 (MODELS.md §I): 16 latent channels, its attention's q, k, v joined, the upscale convs
+// reordered
+static bool model_seedvr_family(struct vae_model * m, enum vae_family want, char * err, size_t err_size) {
+    static const char *       parts[] = { "to_q", "to_k", "to_v", "to_out.0" };
+    const struct vae_weight * in      = vae_model_weight(m, "decoder.conv_in.weight");
+    if (!in || in->n_dims != 5) {
+        snprintf(err, err_size, "SeedVR2-style names but no 5-D 'decoder.conv_in.weight' (a causal 3x3x3 conv)");
+        return false;
+    }
+    m->latent_channels = (int) in->shape[1];
+    if (m->latent_channels != 16) {
+        snprintf(err, err_size, "a SeedVR2-style decoder with %d latent channels: only 16 is known",
+                 m->latent_channels);
+        return false;
+    }
+    if (!model_attention_join(m, "seedvr2", "decoder.mid_block.attentions.0", parts, "to_qkv", err, err_size)) {
+        return false;
+    }
+    for (int i = 0; i <= MODEL_MAX_INDEX; i++) {
+        char name[96];
+        snprintf(name, sizeof(name), "decoder.up_blocks.%d.resnets.0.norm1.weight", i);
+        if (!vae_model_weight(m, name)) {
+            break;
+        }
+        if (!model_seedvr_upscale(m, i, err, err_size)) {
+            return false;
+        }
+    }
+    m->own_space         = VAE_SPACE_RAW;
+    m->scale             = 8;
+    m->frames_per_latent = 4;
+    m->first_apart       = true; // the first step drops the frame its temporal upsamplers duplicate
+    m->out_scale         = 0.5f; // [-1, 1] -> [0, 1]
+    m->out_offset        = 0.5f;
+    return model_check_family(m, VAE_FAMILY_SEEDVR2, true, want, err, err_size);
+}
+
 // AutoencoderKL: the family from the latent channels, FLUX.2's BatchNorm statistics, SVD's
 // temporal blocks, and the checkpoint around the decoder (MODELS.md §D.5), checked against the user's
 static bool model_kl_family(struct vae_model * m, const struct vae_st_header * hdr, enum vae_family want, char * err,
@@ -1134,13 +1235,14 @@ static bool model_kl_family(struct vae_model * m, const struct vae_st_header * h
     const struct vae_weight * in = vae_model_weight(m, "decoder.conv_in.weight");
     const int                 z  = in ? (int) in->shape[1] : 0;
     m->latent_channels           = z;
-    if (!in || !model_kl_attention(m, err, err_size)) {
+    static const char * parts[] = { "q", "k", "v", "proj_out" };
+    if (!in || !model_attention_join(m, "AutoencoderKL", "decoder.mid.attn_1", parts, "qkv", err, err_size)) {
         if (!in) {
             snprintf(err, err_size, "AutoencoderKL names but no 'decoder.conv_in.weight'");
         }
         return false;
     }
-    // (after model_kl_attention, which may move the weights)
+    // (after model_attention_join, which may move the weights)
     const struct vae_weight * mean = vae_model_weight(m, "bn.running_mean");
     const struct vae_weight * var  = vae_model_weight(m, "bn.running_var");
     enum vae_family found;
@@ -1262,6 +1364,9 @@ struct vae_model * vae_model_load(const char * path, enum vae_family family, cha
     } else if (model_has(hdr, "decoder.mid_block.resnets.0.norm1.gamma")) {
         naming = model_has_prefix(hdr, "decoder.up_blocks.0.upsampler.") ? NAMING_WAN22_DIFFUSERS
                                                                            : NAMING_WAN_DIFFUSERS;
+    } else if (model_has(hdr, "decoder.up_blocks.0.upsamplers.0.upscale_conv.weight") ||
+               model_has(hdr, "decoder.up_blocks.0.upsamplers.0.upscale_conv.bias")) {
+        naming = NAMING_SEEDVR; // (AutoencoderKL names otherwise, and 3-D convs)
     } else if (model_has(hdr, "decoder.22.bias") &&
                (model_has(hdr, "decoder.1.weight") || model_has(hdr, "decoder.0.weight"))) { // base, super
         naming = NAMING_TAEHV;
@@ -1281,8 +1386,9 @@ struct vae_model * vae_model_load(const char * path, enum vae_family family, cha
             snprintf(err, err_size,
                      "'%s' matches no decoder family: looked for TAESD keys ('1.weight' with '3.conv.0.weight', "
                      "'decoder.layers.0.weight', 'taesd_decoder.1.weight'), AutoencoderKL ('decoder.conv_in.weight'), "
-                     "Wan ('decoder.middle.0.residual.0.gamma', 'decoder.mid_block.resnets.0.norm1.gamma') and TAEHV "
-                     "('decoder.22.bias'); its %d tensors start with '%s'",
+                     "Wan ('decoder.middle.0.residual.0.gamma', 'decoder.mid_block.resnets.0.norm1.gamma'), TAEHV "
+                     "('decoder.22.bias') and SeedVR2 ('decoder.up_blocks.0.upsamplers.0.upscale_conv.weight'); its %d "
+                     "tensors start with '%s'",
                      path, hdr->n_tensors, hdr->n_tensors ? hdr->tensors[0].name : "(none)");
         }
     }
@@ -1300,6 +1406,8 @@ struct vae_model * vae_model_load(const char * path, enum vae_family family, cha
         m->scale      = 8;
         m->out_scale  = 1.0f; // TAESD decodes to about [0, 1]
         m->out_offset = 0.0f;
+    } else if (ok && naming == NAMING_SEEDVR) {
+        ok = model_seedvr_family(m, family, err, err_size);
     } else if (ok && naming != NAMING_KL && naming != NAMING_KL_DIFFUSERS) {
         ok = naming == NAMING_TAEHV ? model_taehv_family(m, family, err, err_size)
                                     : model_wan_family(m, family, err, err_size);
@@ -1376,6 +1484,7 @@ bool vae_model_space_affine(const struct vae_model * model, enum vae_space space
         case VAE_FAMILY_SDXL: return model_kl_affine(z, 0.13025f, 0.0f, div, add);
         case VAE_FAMILY_SD3:  return model_kl_affine(z, 1.5305f, 0.0609f, div, add);
         case VAE_FAMILY_FLUX1: return model_kl_affine(z, 0.3611f, 0.1159f, div, add);
+        case VAE_FAMILY_SEEDVR2: return model_kl_affine(z, 0.9152f, 0.0f, div, add); // configs_*b/main.yaml
         case VAE_FAMILY_FLUX2: { // x' = x * sqrt(var + eps) + mean over the 128 patchified channels
             const float * mean = vae_model_weight_data(model, vae_model_weight(model, "bn.running_mean"), err, err_size);
             const float * var  = mean ? vae_model_weight_data(model, vae_model_weight(model, "bn.running_var"), err,
@@ -1443,6 +1552,7 @@ struct vae_graph * vae_model_build_graph(const struct vae_model * model, int n, 
     switch (model->family) {
         case VAE_FAMILY_WAN21:
         case VAE_FAMILY_WAN22:  return vae_wan_build(model, n, h, w, first && model->first_apart, err, err_size);
+        case VAE_FAMILY_SEEDVR2: return vae_seedvr_build(model, n, h, w, first, err, err_size);
         case VAE_FAMILY_TAEW21:
         case VAE_FAMILY_TAEW22:
         case VAE_FAMILY_TAEHV:

@@ -39,6 +39,7 @@ enum vae_family {
     VAE_FAMILY_TAEW22_SUPER,   // taew2_2's 'super' decoder (7x7 depthwise SuperMemBlocks, about 2x the weights)
     VAE_FAMILY_TAEHV1_5_SUPER, // taehv1_5's 'super' decoder
     VAE_FAMILY_SVD,       // Stable Video Diffusion's temporal decoder (4 ch, scale 0.18215; whole-clip temporal blocks)
+    VAE_FAMILY_SEEDVR2,   // SeedVR2's causal video VAE (16 ch, 8x, 4 frames per latent; scale 0.9152)
     VAE_FAMILY_COUNT,
 };
 
@@ -162,6 +163,11 @@ struct vae_tensor * vae_builder_weight(struct vae_builder * b, int n_dims, const
 // applied to nearest2x(x) when upsample
 struct vae_tensor * vae_builder_conv2d(struct vae_builder * b, struct vae_tensor * x, const char * name, int k,
                                        bool bias, struct vae_tensor * r, enum vae_act act, bool upsample);
+// the conv `name` (`name.weight` [Cout, Cin, kt, k, k] and `name.bias`) on x, adding r (or NULL): a
+// causal conv on the next state slot (replicating its first frame when replicate, as SeedVR2's),
+// or for kt = k = 1 the same 1x1 conv on each frame
+struct vae_tensor * vae_builder_conv3d(struct vae_builder * b, struct vae_tensor * x, const char * name, int kt, int k,
+                                       struct vae_tensor * r, bool replicate);
 // fail the build with a message (returns NULL for convenience)
 struct vae_tensor * vae_builder_fail(struct vae_builder * b, const char * fmt, ...) __attribute__((format(printf, 2, 3)));
 
@@ -172,6 +178,8 @@ struct vae_graph * vae_wan_build(const struct vae_model * model, int n, int h, i
 struct vae_graph * vae_taehv_build(const struct vae_model * model, int n, int h, int w, char * err, size_t err_size);
 struct vae_graph * vae_taehv_super_build(const struct vae_model * model, int n, int h, int w, char * err,
                                          size_t err_size);
+struct vae_graph * vae_seedvr_build(const struct vae_model * model, int n, int h, int w, bool first, char * err,
+                                    size_t err_size);
 struct vae_graph * vae_kl_build(const struct vae_model * model, int n, int h, int w, char * err, size_t err_size);
 struct vae_graph * vae_svd_build(const struct vae_model * model, int n, int h, int w, char * err, size_t err_size);
 

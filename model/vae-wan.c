@@ -23,27 +23,12 @@
 // causal 3x3x3 conv `name` with bias on x, adding r
 static struct vae_tensor * wan_causal(struct vae_builder * b, struct vae_tensor * x, const char * name,
                                       struct vae_tensor * r) {
-    struct vae_tensor * w  = vae_builder_weight(b, 5, (const int64_t[]) { -1, x->ne[1], 3, 3, 3 }, "%s.weight", name);
-    struct vae_tensor * bt = w ? vae_builder_weight(b, 1, (const int64_t[]) { w->ne[0] }, "%s.bias", name) : NULL;
-    if (!bt) {
-        return NULL;
-    }
-    if (r && r->ne[1] != w->ne[0]) {
-        return vae_builder_fail(b, "tensor '%s.weight' gives %lld channels but its residual has %lld", name,
-                                (long long) w->ne[0], (long long) r->ne[1]);
-    }
-    return vae_graph_causal_conv3d(b->g, x, w, bt, r, VAE_ACT_NONE, b->n_slots++);
+    return vae_builder_conv3d(b, x, name, 3, 3, r, false);
 }
 
-// a 1x1x1 CausalConv3d is a per-frame 1x1 conv: its weight [Cout, Cin, 1, 1, 1] read as 2-D
+// a 1x1x1 CausalConv3d is a per-frame 1x1 conv
 static struct vae_tensor * wan_pointwise(struct vae_builder * b, struct vae_tensor * x, const char * name) {
-    struct vae_tensor * w  = vae_builder_weight(b, 5, (const int64_t[]) { -1, x->ne[1], 1, 1, 1 }, "%s.weight", name);
-    struct vae_tensor * bt = w ? vae_builder_weight(b, 1, (const int64_t[]) { w->ne[0] }, "%s.bias", name) : NULL;
-    if (!bt) {
-        return NULL;
-    }
-    w->n_dims = 4;
-    return vae_graph_conv2d(b->g, x, w, bt, NULL, VAE_ACT_NONE);
+    return vae_builder_conv3d(b, x, name, 1, 1, NULL, false);
 }
 
 // RMS norm with the gamma `name` ([C, 1, 1, 1]; [C, 1, 1] in the attention block)

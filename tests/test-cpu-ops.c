@@ -2195,9 +2195,9 @@ static void test_shuffles(void) {
 // ---- causal conv3d (streaming through a state) -------------------------------------------------
 
 // the whole-sequence causal conv: y[t] = act(b + r[t] + sum_j conv2d(x[t + j - (kt-1)], w[:, :, j])),
-// frames before 0 being zero; x [T, Ci, H, W], w [Co, Ci, kt, k, k]
+// frames before 0 being zero (rep: frame 0); x [T, Ci, H, W], w [Co, Ci, kt, k, k]
 static double * ref_causal(struct pool * pl, const double * x, int T, int Ci, int H, int W, const float * w, int Co,
-                           int kt, int k, const float * b, const double * r, enum vae_act act) {
+                           int kt, int k, const float * b, const double * r, enum vae_act act, bool rep) {
     const size_t fi = (size_t) Ci * H * W, fo = (size_t) Co * H * W;
     double *     y  = pool_add(pl, xmalloc((size_t) T * fo * sizeof(double)));
     float *      wj = pool_add(pl, xmalloc((size_t) Co * Ci * k * k * sizeof(float)));
@@ -2209,7 +2209,7 @@ static double * ref_causal(struct pool * pl, const double * x, int T, int Ci, in
             memcpy(wj + (size_t) oi * k * k, w + ((size_t) oi * kt + j) * k * k, (size_t) k * k * sizeof(float));
         }
         for (int t = 0; t < T; t++) {
-            const int src = t + j - (kt - 1);
+            const int src = rep && t + j < kt - 1 ? 0 : t + j - (kt - 1);
             if (src < 0) {
                 continue;
             }
@@ -2225,23 +2225,26 @@ static double * ref_causal(struct pool * pl, const double * x, int T, int Ci, in
     return y;
 }
 
-// one step graph of n frames: x -> causal(x, w1) [slot 0] -> causal(., w2, residual = its input) [slot 1]
+// one step graph of n frames: x -> causal(x, w1) [slot 0] -> causal(., w2, residual = its input) [slot 1],
+// the second replicating its first frame when rep
 static struct vae_graph * causal_graph(int n, int Ci, int Co, int H, int W, const int64_t * sh1, const float * w1,
-                                       const float * b1, const int64_t * sh2, const float * w2, enum vae_act act) {
+                                       const float * b1, const int64_t * sh2, const float * w2, enum vae_act act,
+                                       bool rep) {
     struct vae_graph *  g  = graph_new(true);
     struct vae_tensor * x  = vae_graph_input(g, n, Ci, H, W);
     struct vae_tensor * t1 = vae_graph_weight(g, "w1", w1, 5, sh1);
     struct vae_tensor * tb = b1 ? vae_graph_weight(g, "b1", b1, 1, (const int64_t[]) { Co }) : NULL;
     struct vae_tensor * t2 = vae_graph_weight(g, "w2", w2, 5, sh2);
     struct vae_tensor * y  = vae_graph_causal_conv3d(g, x, t1, tb, NULL, act, 0);
-    vae_graph_set_output(g, vae_graph_causal_conv3d(g, y, t2, NULL, y, VAE_ACT_NONE, 1));
+    vae_graph_set_output(g, rep ? vae_graph_causal_conv3d_replicate(g, y, t2, NULL, y, VAE_ACT_NONE, 1)
+                                : vae_graph_causal_conv3d(g, y, t2, NULL, y, VAE_ACT_NONE, 1));
     return g;
 }
 
 // a stream of T frames pushed in steps of the given sizes equals the whole-sequence reference,
 // before and after a state reset
 static void test_causal_case(int Ci, int Co, int H, int W, int kt1, int k1, int kt2, bool bias, enum vae_act act,
-                             const int * steps, int n_steps) {
+                             const int * steps, int n_steps, bool rep) {
     struct pool   pl = { 0 };
     int           T  = 0;
     char          err[512], label[200];
@@ -2255,8 +2258,9 @@ static void test_causal_case(int Ci, int Co, int H, int W, int kt1, int k1, int 
     const float * b1 = bias ? rnd(&pl, (size_t) Co, -0.5f, 0.5f) : NULL;
     const size_t  fi = (size_t) Ci * H * W, fo = (size_t) Co * H * W;
     const float * in = rnd(&pl, (size_t) T * fi, -1.0f, 1.0f);
-    const double * y1 = ref_causal(&pl, to_double(&pl, in, (size_t) T * fi), T, Ci, H, W, w1, Co, kt1, k1, b1, NULL, act);
-    const double * yd = ref_causal(&pl, y1, T, Co, H, W, w2, Co, kt2, 3, NULL, y1, VAE_ACT_NONE);
+    const double * y1 = ref_causal(&pl, to_double(&pl, in, (size_t) T * fi), T, Ci, H, W, w1, Co, kt1, k1, b1, NULL, act,
+                                   false);
+    const double * yd = ref_causal(&pl, y1, T, Co, H, W, w2, Co, kt2, 3, NULL, y1, VAE_ACT_NONE, rep);
 
     struct vae_graph * graphs[8] = { 0 };
     vae_state_t *      state     = NULL;
@@ -2266,7 +2270,7 @@ static void test_causal_case(int Ci, int Co, int H, int W, int kt1, int k1, int 
         for (int i = 0; i < n_steps; i++) {
             struct vae_graph ** g = &graphs[steps[i]];
             if (!*g) {
-                *g = causal_graph(steps[i], Ci, Co, H, W, sh1, w1, b1, sh2, w2, act);
+                *g = causal_graph(steps[i], Ci, Co, H, W, sh1, w1, b1, sh2, w2, act, rep);
                 CHECK(vae_backend_graph_prepare(B, *g, 0, err, sizeof(err)), "prepare: %s", err);
                 CHECK((*g)->n_states == 2, "%d state slots, not 2", (*g)->n_states);
             }
@@ -2284,8 +2288,8 @@ static void test_causal_case(int Ci, int Co, int H, int W, int kt1, int k1, int 
                   err);
             at += steps[i];
         }
-        snprintf(label, sizeof(label), "causal_conv3d(cin=%d,cout=%d,h=%d,w=%d,kt=%d/%d,k=%d%s,%s) steps of %d..%s", Ci,
-                 Co, H, W, kt1, kt2, k1, bias ? ",bias" : "", act_name(act), steps[0],
+        snprintf(label, sizeof(label), "causal_conv3d(cin=%d,cout=%d,h=%d,w=%d,kt=%d/%d,k=%d%s,%s%s) steps of %d..%s",
+                 Ci, Co, H, W, kt1, kt2, k1, bias ? ",bias" : "", act_name(act), rep ? ",replicate" : "", steps[0],
                  pass ? " after a reset" : "");
         report(label, out, yd, (size_t) T * fo);
         vae_backend_state_reset(B, state);
@@ -2294,7 +2298,7 @@ static void test_causal_case(int Ci, int Co, int H, int W, int kt1, int k1, int 
     CHECK(!vae_backend_graph_compute(B, graphs[steps[0]], NULL, in, err, sizeof(err)), "computed without a state");
     CHECK_ERR_HAS(err, "state");
     // a state made for other shapes is refused
-    struct vae_graph * other = causal_graph(1, Ci, Co, H + 1, W, sh1, w1, b1, sh2, w2, act);
+    struct vae_graph * other = causal_graph(1, Ci, Co, H + 1, W, sh1, w1, b1, sh2, w2, act, rep);
     CHECK(vae_backend_graph_prepare(B, other, 0, err, sizeof(err)), "prepare: %s", err);
     CHECK(!vae_backend_graph_compute(B, other, state, in, err, sizeof(err)), "a state of other shapes was taken");
     CHECK_ERR_HAS(err, "no slot 0");
@@ -2351,12 +2355,15 @@ static void test_split_graph(int C, int s, bool keep_src) {
 
 static void test_causal(void) {
     static const int steps_a[] = { 1, 3, 2, 1, 3 }, steps_b[] = { 2, 2, 1 }, steps_c[] = { 1, 1, 1, 1 };
-    test_causal_case(16, 16, 5, 7, 3, 3, 3, true, VAE_ACT_NONE, steps_a, 5);
-    test_causal_case(3, 20, 4, 3, 3, 3, 2, true, VAE_ACT_SILU, steps_b, 3);
-    test_causal_case(33, 17, 3, 5, 3, 1, 3, false, VAE_ACT_RELU, steps_c, 4);
-    test_causal_case(8, 32, 6, 2, 2, 3, 2, true, VAE_ACT_RELU, steps_a, 5);
+    test_causal_case(16, 16, 5, 7, 3, 3, 3, true, VAE_ACT_NONE, steps_a, 5, false);
+    test_causal_case(3, 20, 4, 3, 3, 3, 2, true, VAE_ACT_SILU, steps_b, 3, false);
+    test_causal_case(33, 17, 3, 5, 3, 1, 3, false, VAE_ACT_RELU, steps_c, 4, false);
+    test_causal_case(8, 32, 6, 2, 2, 3, 2, true, VAE_ACT_RELU, steps_a, 5, false);
+    // SeedVR2's history: the first frame repeated (the steps start with one frame, then two)
+    test_causal_case(16, 16, 5, 7, 3, 3, 3, true, VAE_ACT_NONE, steps_c, 4, true);
+    test_causal_case(5, 20, 4, 3, 3, 3, 3, true, VAE_ACT_SILU, steps_b, 3, true);
     if (!g_quick) {
-        test_causal_case(48, 24, 9, 11, 3, 3, 3, true, VAE_ACT_SILU, steps_b, 3);
+        test_causal_case(48, 24, 9, 11, 3, 3, 3, true, VAE_ACT_SILU, steps_b, 3, false);
     }
     test_split_graph(32, 2, false);
     test_split_graph(32, 2, true);

@@ -347,6 +347,10 @@ static void test_videos(void) {
                   path_in(data_dir, "taew22s_nf16.latent"), true, VAE_SPACE_NORMALIZED);
     check_fixture("taehv15s_nf16 (super)", path_in(data_dir, "taehv15s_nf16.safetensors"),
                   path_in(data_dir, "taehv15s_nf16.latent"), true, VAE_SPACE_RAW);
+    check_fixture("seedvr2_w32", path_in(data_dir, "seedvr2_w32.safetensors"), path_in(data_dir, "seedvr2_w32.latent"),
+                  true, VAE_SPACE_RAW);
+    check_fixture("seedvr2_sc (.pth, normalized latents)", path_in(data_dir, "seedvr2_sc.pth"),
+                  path_in(data_dir, "seedvr2_sc.normalized.latent"), true, VAE_SPACE_NORMALIZED);
 }
 
 // kl_sd on random latents of h x w (with an outlier: GroupNorm statistics are not a tile's)
@@ -399,6 +403,8 @@ static void test_small(void) {
                   true, VAE_SPACE_AUTO);
     check_fixture("taew22s_nf16 (super)", path_in(data_dir, "taew22s_nf16.safetensors"),
                   path_in(data_dir, "taew22s_nf16.latent"), true, VAE_SPACE_NORMALIZED);
+    check_fixture("seedvr2_sc (.pth, normalized latents)", path_in(data_dir, "seedvr2_sc.pth"),
+                  path_in(data_dir, "seedvr2_sc.normalized.latent"), true, VAE_SPACE_NORMALIZED);
     static const struct run kl_runs[] = { { 1, 0, 0 }, { 1, 0, 16 } };
     check_kl_sd("kl_sd whole and in tiles", 3, 4, kl_runs, 2);
     check_svd();

@@ -324,15 +324,18 @@ static void test_upconv(void) {
 
 // ---- causal conv3d: a stream through one state ---------------------------------------------------
 
-// one step graph of n frames: x -> causal(x, w1) [slot 0] -> causal(., w2, residual = its input) [slot 1]
+// one step graph of n frames: x -> causal(x, w1) [slot 0] -> causal(., w2, residual = its input) [slot 1],
+// the first replicating its first frame when rep (SeedVR2)
 static struct vae_graph * causal_graph(int n, int Ci, int Co, int H, int W, const int64_t * sh1, const float * w1,
-                                       const float * b1, const int64_t * sh2, const float * w2, enum vae_act act) {
+                                       const float * b1, const int64_t * sh2, const float * w2, enum vae_act act,
+                                       bool rep) {
     struct vae_graph *  g  = graph_new(true);
     struct vae_tensor * x  = vae_graph_input(g, n, Ci, H, W);
     struct vae_tensor * t1 = vae_graph_weight(g, "w1", w1, 5, sh1);
     struct vae_tensor * tb = b1 ? vae_graph_weight(g, "b1", b1, 1, (const int64_t[]) { Co }) : NULL;
     struct vae_tensor * t2 = vae_graph_weight(g, "w2", w2, 5, sh2);
-    struct vae_tensor * y  = vae_graph_causal_conv3d(g, x, t1, tb, NULL, act, 0);
+    struct vae_tensor * y  = rep ? vae_graph_causal_conv3d_replicate(g, x, t1, tb, NULL, act, 0)
+                                 : vae_graph_causal_conv3d(g, x, t1, tb, NULL, act, 0);
     vae_graph_set_output(g, vae_graph_causal_conv3d(g, y, t2, NULL, y, VAE_ACT_NONE, 1));
     return g;
 }
@@ -379,7 +382,7 @@ static bool run_stream(vae_backend_t * b, struct vae_graph * const * graphs, con
 // steps of 1 to 3 frames: a stream on the CPU, the same stream on the GPU, each twice (the second
 // time after a state reset, which must give the same frames)
 static void case_causal(int Ci, int Co, int H, int W, int kt1, int k1, int kt2, bool bias, enum vae_act act,
-                        const int steps[3]) {
+                        const int steps[3], bool rep) {
     struct pool   pl = { 0 };
     const int     T  = steps[0] + steps[1] + steps[2];
     char          label[200];
@@ -393,12 +396,13 @@ static void case_causal(int Ci, int Co, int H, int W, int kt1, int k1, int kt2, 
     struct vae_graph * graphs[4] = { 0 };   // by step size
     for (int i = 0; i < 3; i++) {
         if (!graphs[steps[i]]) {
-            graphs[steps[i]] = causal_graph(steps[i], Ci, Co, H, W, sh1, w1, b1, sh2, w2, act);
+            graphs[steps[i]] = causal_graph(steps[i], Ci, Co, H, W, sh1, w1, b1, sh2, w2, act, rep);
             CHECK(graphs[steps[i]]->n_states == 2, "%d state slots, not 2", graphs[steps[i]]->n_states);
         }
     }
-    snprintf(label, sizeof(label), "causal_conv3d(cin=%d,cout=%d,h=%d,w=%d,kt=%d/%d,k=%d%s,%s) steps %d,%d,%d", Ci, Co,
-             H, W, kt1, kt2, k1, bias ? ",bias" : "", act_name(act), steps[0], steps[1], steps[2]);
+    snprintf(label, sizeof(label), "causal_conv3d(cin=%d,cout=%d,h=%d,w=%d,kt=%d/%d,k=%d%s,%s%s) steps %d,%d,%d", Ci,
+             Co, H, W, kt1, kt2, k1, bias ? ",bias" : "", act_name(act), rep ? ",replicate" : "", steps[0], steps[1],
+             steps[2]);
     float * ref = pool_add(&pl, xmalloc(2 * (size_t) T * fo * sizeof(float)));
     float * got = pool_add(&pl, xmalloc(2 * (size_t) T * fo * sizeof(float)));
     if (run_stream(cpu_be, graphs, steps, in, fi, fo, ref, label)) {
@@ -430,16 +434,18 @@ static void test_causal(void) {
         int          ci, co, h, w, kt1, k1, kt2;
         bool         bias;
         enum vae_act act;
+        bool         rep;   // the first conv replicates its first frame (the CPU backend is the reference)
     } cases[] = {
-        { 16, 16, 5, 7, 3, 3, 3, true, VAE_ACT_NONE }, { 3, 20, 4, 3, 3, 3, 2, true, VAE_ACT_SILU },
-        { 33, 17, 3, 5, 3, 1, 3, false, VAE_ACT_RELU }, { 8, 32, 6, 2, 2, 3, 2, true, VAE_ACT_RELU },
-        { 64, 40, 13, 7, 2, 3, 3, true, VAE_ACT_SILU }, { 5, 130, 3, 3, 3, 3, 2, false, VAE_ACT_NONE },
-        { 96, 96, 7, 13, 3, 3, 3, true, VAE_ACT_SILU },
+        { 16, 16, 5, 7, 3, 3, 3, true, VAE_ACT_NONE, false }, { 3, 20, 4, 3, 3, 3, 2, true, VAE_ACT_SILU, false },
+        { 33, 17, 3, 5, 3, 1, 3, false, VAE_ACT_RELU, false }, { 8, 32, 6, 2, 2, 3, 2, true, VAE_ACT_RELU, false },
+        { 64, 40, 13, 7, 2, 3, 3, true, VAE_ACT_SILU, false }, { 5, 130, 3, 3, 3, 3, 2, false, VAE_ACT_NONE, false },
+        { 96, 96, 7, 13, 3, 3, 3, true, VAE_ACT_SILU, false }, { 16, 24, 5, 6, 3, 3, 3, true, VAE_ACT_NONE, true },
+        { 40, 32, 4, 9, 3, 3, 3, false, VAE_ACT_SILU, true },
     };
     for (int i = 0; i < (int) (sizeof(cases) / sizeof(cases[0])); i++) {
         rng_seed((uint64_t) (1500 + i));
         case_causal(cases[i].ci, cases[i].co, cases[i].h, cases[i].w, cases[i].kt1, cases[i].k1, cases[i].kt2,
-                    cases[i].bias, cases[i].act, steps[i % 3]);
+                    cases[i].bias, cases[i].act, steps[i % 3], cases[i].rep);
     }
 }
 
@@ -1236,8 +1242,8 @@ static void reuse_on(vae_backend_t * b) {
     // a state made for other shapes is refused
     const int64_t sh[5] = { 16, 16, 3, 3, 3 };
     const float * w     = rnd(&pl, (size_t) 16 * 16 * 27, -.1f, .1f);
-    g                   = causal_graph(1, 16, 16, 5, 7, sh, w, NULL, sh, w, VAE_ACT_NONE);
-    g2                  = causal_graph(1, 16, 16, 6, 7, sh, w, NULL, sh, w, VAE_ACT_NONE);
+    g                   = causal_graph(1, 16, 16, 5, 7, sh, w, NULL, sh, w, VAE_ACT_NONE, false);
+    g2                  = causal_graph(1, 16, 16, 6, 7, sh, w, NULL, sh, w, VAE_ACT_NONE, false);
     ok = vae_backend_graph_prepare(b, g, 0, err, sizeof(err)) && vae_backend_graph_prepare(b, g2, 0, err, sizeof(err));
     CHECK(ok, "[%s] prepare: %s", pn, err);
     vae_state_t * st = ok ? vae_backend_state_new(b, g, err, sizeof(err)) : NULL;

@@ -1352,7 +1352,7 @@ GST_END_TEST;
 /* the new families are listed by nick */
 GST_START_TEST (test_kl_families)
 {
-  const gchar *nicks[] = { "sd1", "sd2", "sdxl", "sd3", "flux1", "flux2" };
+  const gchar *nicks[] = { "sd1", "sd2", "sdxl", "sd3", "flux1", "flux2", "seedvr2" };
   GstElement *e = make_decoder ();
   GParamSpec *pspec = g_object_class_find_property (G_OBJECT_GET_CLASS (e),
       "model-family");

@@ -113,6 +113,11 @@ static void check_video_as(const char * model_file, enum vae_family load_as, enu
         free(exp);
         return;
     }
+    // the reference clamped as the decode is (SeedVR2's decode itself does not clamp)
+    const float lo = -m->out_offset / m->out_scale, hi = (1.0f - m->out_offset) / m->out_scale;
+    for (int64_t i = 0; i < es[0] * es[1] * es[2] * es[3] * es[4]; i++) {
+        exp[i] = exp[i] < lo ? lo : exp[i] > hi ? hi : exp[i];
+    }
     CHECK(m->family == family, "%s detected as %s", model_file, vae_family_name(m->family));
     const int F = (int) es[2], H = (int) es[3], W = (int) es[4];
     CHECK(F == 1 + m->frames_per_latent * ((int) ls[2] - 1), "the fixture has %d frames for %lld latent frames", F,
@@ -587,6 +592,75 @@ static void test_long_stream(void) {
     }
 }
 
+// SeedVR2's video VAE (tests/data/gen_seedvr_fixtures.py, upstream attn_video_vae.py with reduced
+// widths): its decodes in both files (torch.save's ema_vae.pth and ComfyUI's safetensors hold the
+// same names) and both latent spaces, what it says of itself, and files it refuses
+static void test_seedvr(void) {
+    check_video("seedvr2_w32.safetensors", VAE_FAMILY_SEEDVR2, "seedvr2_w32.latent", VAE_SPACE_RAW, "decoded", 1e-4);
+    check_video("seedvr2_sc.pth", VAE_FAMILY_SEEDVR2, "seedvr2_sc.normalized.latent", VAE_SPACE_NORMALIZED,
+                "decoded_normalized", 1e-4);
+    struct vae_model * m = vae_model_load(path_in(data_dir, "seedvr2_sc.pth"), VAE_FAMILY_AUTO, err, sizeof(err));
+    float              div[16], add[16];
+    CHECK(m && m->family_certain && m->latent_channels == 16 && m->scale == 8 && m->frames_per_latent == 4 &&
+              m->first_apart && m->trim_frames == 0 && m->own_space == VAE_SPACE_RAW && m->out_scale == 0.5f &&
+              m->out_offset == 0.5f,
+          "seedvr2: %s", m ? m->description : err);
+    CHECK(m && vae_model_space_affine(m, VAE_SPACE_NORMALIZED, div, add, err, sizeof(err)) && div[15] == 0.9152f &&
+              add[15] == 0.0f,
+          "seedvr2 normalized latents: z = x / %g + %g", m ? div[15] : 0, m ? add[15] : 0);
+    vae_model_free(m);
+    // named families: SeedVR2 and the 16-channel AutoencoderKLs (SD3, FLUX.1) are told apart
+    m = vae_model_load(path_in(data_dir, "seedvr2_w32.safetensors"), VAE_FAMILY_SD3, err, sizeof(err));
+    CHECK(m == NULL, "seedvr2 loaded as sd3");
+    CHECK_ERR_HAS(err, "model-family sd3 was asked for, but the file holds a seedvr2 decoder");
+    vae_model_free(m);
+    m = vae_model_load(path_in(data_dir, "kl_f1.safetensors"), VAE_FAMILY_SEEDVR2, err, sizeof(err));
+    CHECK(m == NULL, "an AutoencoderKL loaded as seedvr2");
+    CHECK_ERR_HAS(err, "model-family seedvr2 was asked for, but the file holds a sd3-style AutoencoderKL");
+    vae_model_free(m);
+    static const struct {
+        const char * drop, * cut, * want;
+    } cases[] = {
+        { "decoder.up_blocks.1.upsamplers.0.upscale_conv.bias", NULL,
+          "'decoder.up_blocks.1.upsamplers.0.upscale_conv' is missing or is not an upscale conv" },
+        { NULL, "decoder.up_blocks.0.upsamplers.0.upscale_conv.weight", "is not an upscale conv [8 C or 4 C" },
+        { "decoder.mid_block.attentions.0.to_k.weight", NULL, "attention tensor 'decoder.mid_block.attentions.0.to_k'" },
+        { "decoder.up_blocks.3.resnets.2.conv2.bias", NULL, "tensor 'decoder.up_blocks.3.resnets.2.conv2.bias' is missing" },
+        { NULL, "decoder.mid_block.resnets.0.conv1.bias", "'decoder.mid_block.resnets.0.conv1.bias' has the wrong shape" },
+        { NULL, "decoder.up_blocks.0.upsamplers.0.conv.weight", "'decoder.up_blocks.0.upsamplers.0.conv.bias' has the wrong" },
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        const char * path = edited_model("seedvr2_w32.safetensors", cases[i].drop, cases[i].cut);
+        m                 = path ? vae_model_load(path, VAE_FAMILY_AUTO, err, sizeof(err)) : NULL;
+        CHECK(path && m == NULL, "seedvr2 without %s / with a shorter %s loaded", cases[i].drop ? cases[i].drop : "-",
+              cases[i].cut ? cases[i].cut : "-");
+        CHECK_ERR_HAS(err, cases[i].want);
+        printf("refused: %s\n", err);
+        vae_model_free(m);
+        if (path) {
+            unlink(path);
+        }
+    }
+    // a .pth cut short
+    const char * cut = test_tmp_path("cut.pth");
+    FILE *       in  = fopen(path_in(data_dir, "seedvr2_sc.pth"), "rb"), * out = fopen(cut, "wb");
+    char         buf[65536];
+    size_t       got = in ? fread(buf, 1, sizeof(buf), in) : 0;
+    CHECK(in && out && got == sizeof(buf) && fwrite(buf, 1, got, out) == got, "could not copy the start of the .pth");
+    if (in) {
+        fclose(in);
+    }
+    if (out) {
+        fclose(out);
+    }
+    m = vae_model_load(cut, VAE_FAMILY_AUTO, err, sizeof(err));
+    CHECK(m == NULL, "a truncated .pth loaded");
+    printf("refused: %s\n", err);
+    CHECK(strstr(err, "cut.pth"), "the message names no file: %s", err);
+    vae_model_free(m);
+    unlink(cut);
+}
+
 int main(int argc, char ** argv) {
     if (!test_data_init()) {
         return 1;
@@ -595,6 +669,7 @@ int main(int argc, char ** argv) {
     test_tiled();
     test_load_errors();
     test_taehv_variants();
+    test_seedvr();
     if (argc < 2 || strcmp(argv[1], "--quick") != 0) { // --quick: small sizes only (valgrind)
         test_cheesecake();
         test_tiled_memory();

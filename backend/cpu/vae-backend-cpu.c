@@ -78,11 +78,13 @@ struct cpu_graph {
     struct cpu_node * nodes;
 };
 
-// the remembered frames of each causal conv, by slot: [kt - 1, Cin, H, W] blocked
+// the remembered frames of each causal conv, by slot: [kt - 1, Cin, H, W] blocked; a slot that
+// no compute has written since the reset holds zeros, or for a replicating op nothing yet
 struct vae_state {
     int      n_slots;
     size_t * floats;
     float ** data;
+    bool *   written;
 };
 
 #define CPU_DNNL(call, what)                                                                          \
@@ -697,6 +699,7 @@ static void cpu_state_reset(vae_backend_t * backend, vae_state_t * st) {
     (void) backend;
     for (int i = 0; i < st->n_slots; i++) {
         memset(st->data[i], 0, st->floats[i] * sizeof(float));
+        st->written[i] = false;
     }
 }
 
@@ -716,13 +719,15 @@ static void cpu_state_free(vae_backend_t * backend, vae_state_t * st) {
     }
     free(st->data);
     free(st->floats);
+    free(st->written);
     free(st);
 }
 
 static vae_state_t * cpu_state_new(vae_backend_t * backend, const struct vae_graph * g, char * err, size_t err_size) {
     struct vae_state * st = calloc(1, sizeof(*st));
     bool               ok = st && (st->floats = calloc((size_t) g->n_states, sizeof(size_t))) &&
-              (st->data = calloc((size_t) g->n_states, sizeof(float *)));
+              (st->data = calloc((size_t) g->n_states, sizeof(float *))) &&
+              (st->written = calloc((size_t) g->n_states, sizeof(bool)));
     if (ok) {
         st->n_slots = g->n_states;
         for (int i = 0; i < g->n_nodes; i++) {
@@ -746,8 +751,21 @@ static vae_state_t * cpu_state_new(vae_backend_t * backend, const struct vae_gra
     return st;
 }
 
-// the taps of a convolution; a causal conv first puts the remembered frames in front of its
-// input and afterwards remembers the last kt - 1 frames of [state, input]
+// in front of a causal conv's input x: its remembered frames, or on a replicating op's first run
+// since the reset, kt - 1 copies of x's first frame
+static void cpu_causal_history(const struct vae_tensor * t, vae_state_t * state, float * x) {
+    const size_t hist = cpu_state_floats(t), frame = cpu_frame_floats(t->src[0]);
+    if (t->i[1] && !state->written[t->i[0]]) {
+        for (size_t at = hist; at > 0; at -= frame) {
+            memcpy(x - at, x, frame * sizeof(float));
+        }
+    } else {
+        memcpy(x - hist, state->data[t->i[0]], hist * sizeof(float));
+    }
+}
+
+// the taps of a convolution; a causal conv first puts its history in front of its input and
+// afterwards remembers the last kt - 1 frames of [history, input]
 static bool cpu_run_conv(struct cpu_context * ctx, struct cpu_graph * cg, const struct vae_tensor * t,
                          vae_state_t * state, char * err, size_t err_size) {
     struct cpu_node * node = &cg->nodes[t->index];
@@ -756,7 +774,7 @@ static bool cpu_run_conv(struct cpu_context * ctx, struct cpu_graph * cg, const 
     const size_t      hist = t->op == VAE_OP_CAUSAL_CONV3D ? cpu_state_floats(t) : 0;
     const bool        up   = t->op == VAE_OP_UPSAMPLE_CONV2D;
     if (hist) {
-        memcpy(x - hist, state->data[t->i[0]], hist * sizeof(float));
+        cpu_causal_history(t, state, x);
     }
     if (node->to_bf16) {
         dnnl_exec_arg_t args[2] = { { DNNL_ARG_FROM, node->to_bf16_from }, { DNNL_ARG_TO, node->to_bf16_to } };
@@ -781,6 +799,7 @@ static bool cpu_run_conv(struct cpu_context * ctx, struct cpu_graph * cg, const 
     }
     if (hist) {
         memcpy(state->data[t->i[0]], x + vae_cpu_nelements(t->src[0]->ne) - hist, hist * sizeof(float));
+        state->written[t->i[0]] = true;
     }
     return true;
 }

@@ -5,7 +5,8 @@
 // graphs of one backend (the steps of a stream). All work goes to one stream. Each convolution's
 // tile configuration is chosen at prepare by timing every variant on the layer's real shape, and
 // the choice is remembered for that shape. The first compute of a graph runs its launches
-// directly; the second records them into a CUDA graph that later computes replay.
+// directly; the second records them into a CUDA graph that later computes replay (except a
+// compute that starts a replicating causal conv's history, which differs from the next ones).
 // The backend runs in one CUDA context: the one current on the thread that created it (a
 // GstCudaContext the element pushed), else the device's primary context, and makes it current
 // around every call, so any thread may call it. The CUDA runtime is linked statically and finds
@@ -85,11 +86,13 @@ struct cuda_graph {
     bool               no_graph;         // recording failed or VAE_GPU_NO_GRAPHS=1: launch directly
 };
 
-// the remembered frames of each causal conv, by slot: [kt - 1, H, W, cin_p] in the storage type
+// the remembered frames of each causal conv, by slot: [kt - 1, H, W, cin_p] in the storage type; a
+// slot that no compute has written since the reset holds zeros, or for a replicating op nothing yet
 struct vae_state {
     int      n_slots;
     size_t * bytes;
     void **  data;
+    bool *   written;
     char     error[200];  // why the last reset failed (state_reset returns nothing): computes refuse it
 };
 
@@ -649,7 +652,8 @@ static bool cuda_state_clear(struct cuda_context * ctx, vae_state_t * st) {
     }
     cudaError_t e = cudaSuccess;
     for (int i = 0; i < st->n_slots && e == cudaSuccess; i++) {
-        e = cudaMemsetAsync(st->data[i], 0, st->bytes[i], ctx->stream);
+        e              = cudaMemsetAsync(st->data[i], 0, st->bytes[i], ctx->stream);
+        st->written[i] = false;
     }
     if (e == cudaSuccess) {
         e = cudaStreamSynchronize(ctx->stream);
@@ -686,6 +690,7 @@ static void cuda_state_free(vae_backend_t * backend, vae_state_t * st) {
     }
     free(st->data);
     free(st->bytes);
+    free(st->written);
     free(st);
 }
 
@@ -693,9 +698,11 @@ static vae_state_t * cuda_state_new(vae_backend_t * backend, const struct vae_gr
     struct cuda_context * ctx = backend->context;
     struct vae_state *    st  = calloc(1, sizeof(*st));
     bool                  ok  = st && (st->bytes = calloc((size_t) g->n_states, sizeof(size_t))) &&
-              (st->data = calloc((size_t) g->n_states, sizeof(void *)));
+              (st->data = calloc((size_t) g->n_states, sizeof(void *))) &&
+              (st->written = calloc((size_t) g->n_states, sizeof(bool)));
     if (!ok) {
         free(st ? st->bytes : NULL);
+        free(st ? st->data : NULL);
         free(st);
         snprintf(err, err_size, "out of host memory for the streaming state");
         return NULL;
@@ -731,6 +738,31 @@ static vae_state_t * cuda_state_new(vae_backend_t * backend, const struct vae_gr
 }
 
 // ---- compute ----------------------------------------------------------------------------------
+
+// before a replicating causal conv's first run since the reset: its slot gets kt - 1 copies of
+// the input's first frame
+static cudaError_t cuda_state_replicate(struct cuda_context * ctx, struct cuda_graph * cg, const struct vae_tensor * t,
+                                        vae_state_t * state, enum vae_precision p) {
+    const struct vae_gpu_act * x     = &cg->nodes[t->src[0]->index].act;
+    const size_t               frame = (size_t) x->h * x->w * x->cp * vae_gpu_elem_bytes(p);
+    uint8_t *                  slot  = state->data[t->i[0]];
+    cudaError_t                e     = cudaSuccess;
+    for (int j = 0; j < (int) t->src[1]->ne[2] - 1 && e == cudaSuccess; j++) {
+        e = cudaMemcpyAsync(slot + (size_t) j * frame, x->data, frame, cudaMemcpyDeviceToDevice, ctx->stream);
+    }
+    return e;
+}
+
+// whether a compute of g on state would replicate a first frame (such a compute is not recorded)
+static bool cuda_state_priming(const struct vae_graph * g, const vae_state_t * state) {
+    for (int i = 0; state && i < g->n_nodes; i++) {
+        const struct vae_tensor * t = g->nodes[i];
+        if (t->op == VAE_OP_CAUSAL_CONV3D && t->i[1] && !state->written[t->i[0]]) {
+            return true;
+        }
+    }
+    return false;
+}
 
 // after a causal conv: its slot keeps the last kt - 1 frames of [state, input], frame by frame in
 // increasing order (a shift within the slot never overwrites a frame it still has to move)
@@ -818,7 +850,10 @@ static cudaError_t cuda_launch(vae_backend_t * backend, struct vae_graph * g, va
             case VAE_OP_CAUSAL_CONV3D: {
                 const bool                     causal = t->op == VAE_OP_CAUSAL_CONV3D;
                 const struct vae_gpu_conv_args a      = cuda_conv_args(cg, t, causal ? state->data[t->i[0]] : NULL);
-                e = vae_gpu_conv(&a, p, s);
+                if (causal && t->i[1] && !state->written[t->i[0]]) {
+                    e = cuda_state_replicate(ctx, cg, t, state, p);
+                }
+                e = e == cudaSuccess ? vae_gpu_conv(&a, p, s) : e;
                 if (e == cudaSuccess && causal) {
                     e = cuda_state_update(ctx, cg, t, state, p);
                 }
@@ -854,13 +889,14 @@ static bool cuda_graph_compute(vae_backend_t * backend, struct vae_graph * g, va
     if (!cuda_enter(ctx, err, err_size)) {
         return false;
     }
-    const struct vae_tensor * failed = NULL;
-    cudaError_t               e      = cudaSuccess;
+    const struct vae_tensor * failed   = NULL;
+    cudaError_t               e        = cudaSuccess;
+    const bool                priming  = cuda_state_priming(g, state); // (launched directly, not recorded)
     if (cg->exec && cg->exec_state != state) { // (recorded with another state's buffers)
         cudaGraphExecDestroy(cg->exec);
         cg->exec = NULL;
     }
-    if (!cg->exec && !cg->no_graph && cg->computes > 0) {
+    if (!cg->exec && !cg->no_graph && cg->computes > 0 && !priming) {
         // record once; a failure to record only costs the replay
         cudaGraph_t graph = NULL;
         e = cudaStreamBeginCapture(ctx->stream, cudaStreamCaptureModeThreadLocal);
@@ -885,7 +921,7 @@ static bool cuda_graph_compute(vae_backend_t * backend, struct vae_graph * g, va
         cg->exec_state = state;
         e              = cudaSuccess;
     }
-    if (cg->exec) {
+    if (cg->exec && !priming) {
         e = cudaGraphLaunch(cg->exec, ctx->stream);
         failed = NULL;
     } else {
@@ -897,6 +933,11 @@ static bool cuda_graph_compute(vae_backend_t * backend, struct vae_graph * g, va
     }
     cuda_leave(ctx);
     cg->computes++;
+    for (int i = 0; e == cudaSuccess && i < g->n_nodes; i++) {
+        if (g->nodes[i]->op == VAE_OP_CAUSAL_CONV3D) {
+            state->written[g->nodes[i]->i[0]] = true;
+        }
+    }
     if (e != cudaSuccess) {
         snprintf(err, err_size, "CUDA error running the decoder%s%s%s: %s (%s)", failed ? " at " : "",
                  failed ? vae_op_name(failed->op) : "", failed && failed->name ? failed->name : "",
