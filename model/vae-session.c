@@ -280,6 +280,12 @@ static bool session_decode(struct vae_session * s, struct vae_graph * g, char * 
 static bool session_decode_clip(struct vae_session * s, char * err, size_t err_size) {
     const int n = s->queued;
     session_graph_free(s, s->clip);
+    if (s->step && s->cfg.max_bytes) {
+        // under a memory limit the chunk's graph makes room for the last call's (and is made again
+        // if another stream follows): the two together may not fit
+        session_graph_free(s, s->step);
+        s->step = NULL;
+    }
     if (!(s->clip = session_graph(s, n, false, err, err_size))) {
         s->queued = 0;
         if (s->whole) {
@@ -331,6 +337,14 @@ bool vae_session_push(struct vae_session * s, const float * latent, char * err, 
     }
     if (s->ended) {
         vae_session_reset(s);
+    }
+    if (!s->step && !s->whole && !s->tiled && !s->tiled_video) { // (given up for the last call of a stream)
+        session_graph_free(s, s->clip);
+        s->clip = NULL;
+        if (!(s->step = session_graph(s, s->cfg.chunk_frames, false, err, err_size))) {
+            return false;
+        }
+        vae_model_drop_copies(s->model);
     }
     if (s->whole && !session_queue_room(s, err, err_size)) {
         return false;

@@ -144,6 +144,45 @@ static void test_whole_clip_limit(void) {
     vae_model_free(m);
 }
 
+// chunk-frames 3 over 5 latent frames under a limit that holds the 3-frame graph but not the
+// 2-frame last call beside it: the last call still decodes, within the limit, and so does the
+// next stream (the chunk's graph made again), with the same frames
+static void test_chunk_tail_limit(void) {
+    struct vae_model * m = vae_model_load(path_in(data_dir, "svd_b2.sgm.safetensors"), VAE_FAMILY_AUTO, err, sizeof(err));
+    int64_t            ls[5];
+    float *            lat = read_tensor(path_in(data_dir, "svd_b2.latent"), "latent_tensor", ls);
+    CHECK(m != NULL, "%s", err);
+    if (!m || !lat) {
+        vae_model_free(m);
+        free(lat);
+        return;
+    }
+    struct vae_session_config cfg = { 4, (int) ls[3], (int) ls[4], VAE_SPACE_AUTO, 3, 0 };
+    struct vae_session *      s   = vae_session_new(m, cpu, &cfg, err, sizeof(err));
+    CHECK(s != NULL, "%s", err);
+    const size_t limit = s ? vae_session_peak_bytes(s) + 1024 : 0;   // the chunk's graph, and no room for more
+    vae_session_free(s);
+    cfg.max_bytes = limit;
+    s             = vae_session_new(m, cpu, &cfg, err, sizeof(err));
+    CHECK(s != NULL, "chunk-frames 3 within %zu bytes: %s", limit, err);
+    const size_t frame = 3 * (size_t) (m->scale * ls[3]) * (size_t) (m->scale * ls[4]);
+    float *      out   = malloc(10 * frame * sizeof(float));
+    int          got   = 0;
+    for (int stream = 0; stream < 2 && s; stream++) {
+        CHECK(decode_frames(s, lat, ls, 0, 5, out, frame, &got), "stream %d: %s", stream, err);
+        printf("chunk-frames 3, stream %d: peak %zu bytes after the 2-frame last call, limit %zu\n", stream,
+               vae_session_peak_bytes(s), limit);
+        CHECK(vae_session_peak_bytes(s) <= limit, "stream %d: peak %zu bytes above the %zu limit", stream,
+              vae_session_peak_bytes(s), limit);
+    }
+    CHECK(got == 10, "%d frames, not 2 x 5", got);
+    CHECK(got == 10 && max_abs_diff(out, out + 5 * frame, 5 * frame) == 0, "the second stream differs from the first");
+    vae_session_free(s);
+    free(out);
+    free(lat);
+    vae_model_free(m);
+}
+
 // incomplete or mismatched SVD files are refused by name
 static void test_refusals(void) {
     const char * path = edited_model("svd_b2.sgm.safetensors", "first_stage_model.decoder.up.1.block.2.mix_factor", NULL);
@@ -173,6 +212,7 @@ int main(void) {
     check_naming("svd_b2.sgm.safetensors");
     check_naming("svd_b2.diffusers.safetensors");
     test_whole_clip_limit();
+    test_chunk_tail_limit();
     test_refusals();
     vae_backend_free(cpu);
     return vae_test_summary();
