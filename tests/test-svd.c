@@ -103,16 +103,26 @@ static void check_naming(const char * model_file) {
     vae_model_free(m);
 }
 
+// the sgm-named fixture and its latents [1, C, T, h, w] (*lat); NULL after a CHECK message
+static struct vae_model * load_sgm(int64_t ls[5], float ** lat) {
+    struct vae_model * m = vae_model_load(path_in(data_dir, "svd_b2.sgm.safetensors"), VAE_FAMILY_AUTO, err, sizeof(err));
+    *lat                 = read_tensor(path_in(data_dir, "svd_b2.latent"), "latent_tensor", ls);
+    CHECK(m != NULL, "%s", err);
+    if (!m || !*lat) {
+        vae_model_free(m);
+        free(*lat);
+        return NULL;
+    }
+    return m;
+}
+
 // chunk-frames 0 past max-memory: the drain is refused naming the limit and chunk-frames, and
 // the session goes on (a shorter clip that fits decodes after it, frames of before are kept)
 static void test_whole_clip_limit(void) {
-    struct vae_model * m = vae_model_load(path_in(data_dir, "svd_b2.sgm.safetensors"), VAE_FAMILY_AUTO, err, sizeof(err));
     int64_t            ls[5];
-    float *            lat = read_tensor(path_in(data_dir, "svd_b2.latent"), "latent_tensor", ls);
-    CHECK(m != NULL, "%s", err);
-    if (!m || !lat) {
-        vae_model_free(m);
-        free(lat);
+    float *            lat = NULL;
+    struct vae_model * m   = load_sgm(ls, &lat);
+    if (!m) {
         return;
     }
     size_t peak[2];   // of a 2-frame and a 5-frame clip
@@ -148,13 +158,10 @@ static void test_whole_clip_limit(void) {
 // 2-frame last call beside it: the last call still decodes, within the limit, and so does the
 // next stream (the chunk's graph made again), with the same frames
 static void test_chunk_tail_limit(void) {
-    struct vae_model * m = vae_model_load(path_in(data_dir, "svd_b2.sgm.safetensors"), VAE_FAMILY_AUTO, err, sizeof(err));
     int64_t            ls[5];
-    float *            lat = read_tensor(path_in(data_dir, "svd_b2.latent"), "latent_tensor", ls);
-    CHECK(m != NULL, "%s", err);
-    if (!m || !lat) {
-        vae_model_free(m);
-        free(lat);
+    float *            lat = NULL;
+    struct vae_model * m   = load_sgm(ls, &lat);
+    if (!m) {
         return;
     }
     struct vae_session_config cfg = { 4, (int) ls[3], (int) ls[4], VAE_SPACE_AUTO, 3, 0 };
