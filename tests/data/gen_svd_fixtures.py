@@ -4,9 +4,9 @@
     /tmp/cpu-torch-venv/bin/python tests/data/gen_svd_fixtures.py [--out DIR]
 
 The reference is the UPSTREAM implementation, diffusers' `AutoencoderKLTemporalDecoder`:
-`decode(z, num_frames=n).sample` on a clip of 5 latent frames, whole (n = 5) and in chunks the
-way diffusers' StableVideoDiffusionPipeline.decode_latents cuts it (`decode_chunk_size` 1 and 2,
-the last chunk shorter), fp32 on the CPU.
+`decode(z, num_frames=n).sample` on a clip of 14 latent frames (SVD's length), whole (n = 14) and in
+chunks the way diffusers' StableVideoDiffusionPipeline.decode_latents cuts it (`decode_chunk_size`
+1 and 4, the last chunk shorter), and its first 5 frames as a clip of their own, fp32 on the CPU.
 
 Random weights (fixed seed), block_out_channels (32, 32) (two levels: 2x upsampling; 32 channels
 keep the 32 groups valid) and layers_per_block 2 as upstream (mid block: two SpatioTemporalResBlocks
@@ -21,8 +21,9 @@ Two files with the same values:
                                 `decoder.mid.block_N.{norm1,...,time_stack.in_layers.0,...,mix_factor}`,
                                 `decoder.conv_out.time_mix_conv.*`) under `first_stage_model.`, as in
                                 svd.safetensors, plus an encoder tensor the loader ignores
-  svd_b2.latent                 `latent_tensor` [1, 4, 5, 6, 5] (NCTHW), the VAE's raw latents
-  svd_b2.expected.safetensors   `chunk1`, `chunk2`, `whole`: [1, 3, 5, 12, 10] (NCTHW), unclamped
+  svd_b2.latent                 `latent_tensor` [1, 4, 14, 6, 5] (NCTHW), the VAE's raw latents
+  svd_b2.expected.safetensors   `chunk1`, `chunk4`, `whole`: [1, 3, 14, 12, 10] (NCTHW), and `whole5`:
+                                [1, 3, 5, 12, 10], the first 5 latent frames as one call; unclamped
 """
 
 import argparse
@@ -38,7 +39,7 @@ import taesd_torch as tt  # noqa: E402  (safetensors writer)
 from diffusers import AutoencoderKLTemporalDecoder  # noqa: E402
 
 BLOCKS = (32, 32)
-FRAMES, H, W = 5, 6, 5
+FRAMES, H, W = 14, 6, 5
 
 
 def sgm_name(key, levels):
@@ -98,13 +99,13 @@ def main():
 
     z = torch.randn(FRAMES, 4, H, W, generator=g)
     with torch.no_grad():
-        def decode(chunk):  # StableVideoDiffusionPipeline.decode_latents' loop
+        def decode(chunk, frames=FRAMES):  # StableVideoDiffusionPipeline.decode_latents' loop
             return torch.cat([vae.decode(z[i:i + chunk], num_frames=z[i:i + chunk].shape[0]).sample
-                              for i in range(0, FRAMES, chunk)])
-        outs = {"chunk1": decode(1), "chunk2": decode(2), "whole": decode(FRAMES)}
+                              for i in range(0, frames, chunk)])
+        outs = {"chunk1": decode(1), "chunk4": decode(4), "whole": decode(FRAMES), "whole5": decode(5, 5)}
     ncthw = {k: v.permute(1, 0, 2, 3).unsqueeze(0).contiguous() for k, v in outs.items()}
     for k, v in ncthw.items():
-        print(k, tuple(v.shape), "max |whole - %s| = %.3g" % (k, (v - ncthw["whole"]).abs().max().item()))
+        print(k, tuple(v.shape), "max |whole - %s| = %.3g" % (k, (v - ncthw["whole"][:, :, :v.shape[2]]).abs().max().item()))
 
     dec = {k: v.to(torch.bfloat16) for k, v in sd.items() if k.startswith("decoder.")}
     meta = {"generator": "tests/data/gen_svd_fixtures.py"}
