@@ -134,9 +134,10 @@ int vae_seedvr_steps(const struct vae_model * m, struct vae_causal_step * steps,
         snprintf(name, sizeof(name), "%s.upsamplers.0", block);
         const int c = vae_model_dim(m, name, ".upscale_conv.weight", 1);
         if (c > 0 && n < max) { // (zr 4C rows: 2 frames for zr = 2, see seedvr_upsample)
+            const int rows = vae_model_dim(m, name, ".upscale_conv.weight", 0);
             steps[n] = (struct vae_causal_step) { .kind = SEEDVR_STEP_UPSAMPLE, .cin = c, .up = 2, .res = -1,
-                                                  .cout   = vae_model_dim(m, name, ".conv.weight", 0),
-                                                  .frames = vae_model_dim(m, name, ".upscale_conv.weight", 0) / (4 * c) };
+                                                  .cout = vae_model_dim(m, name, ".conv.weight", 0),
+                                                  .frames = rows / (4 * c) };
             snprintf(steps[n++].name, sizeof(steps[0].name), "%s", name);
         }
     }

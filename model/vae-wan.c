@@ -133,7 +133,8 @@ static int wan_list_steps(const struct vae_model * m, struct vae_causal_step * s
         snprintf(name, sizeof(name), "%s.%d", list, i);
         struct vae_causal_step * s = &steps[n];
         if (vae_model_dim(m, name, ".residual.0.gamma", 0)) {
-            const int cin = vae_model_dim(m, name, ".residual.2.weight", 1), mid = vae_model_dim(m, name, ".residual.2.weight", 0);
+            const int cin = vae_model_dim(m, name, ".residual.2.weight", 1);
+            const int mid = vae_model_dim(m, name, ".residual.2.weight", 0);
             s[0] = (struct vae_causal_step) { .kind = WAN_STEP_RES_A, .cin = cin, .cout = mid, .up = 1, .frames = 1,
                                               .save = 1, .res = -1 };
             s[1] = (struct vae_causal_step) { .kind = WAN_STEP_RES_B, .cin = mid, .rin = cin, .up = 1, .frames = 1,
@@ -146,8 +147,9 @@ static int wan_list_steps(const struct vae_model * m, struct vae_causal_step * s
         if (!vae_model_dim(m, name, ".resample.1.weight", 0)) {
             break;
         }
-        *s = (struct vae_causal_step) { .kind = WAN_STEP_RESAMPLE, .cin = vae_model_dim(m, name, ".resample.1.weight", 1),
-                                        .cout = vae_model_dim(m, name, ".resample.1.weight", 0), .up = 2, .res = -1,
+        *s = (struct vae_causal_step) { .kind = WAN_STEP_RESAMPLE, .up = 2, .res = -1,
+                                        .cin    = vae_model_dim(m, name, ".resample.1.weight", 1),
+                                        .cout   = vae_model_dim(m, name, ".resample.1.weight", 0),
                                         .frames = vae_model_dim(m, name, ".time_conv.weight", 0) ? 2 : 1 };
         snprintf(s->name, sizeof(s->name), "%s", name);
         if (block) {
@@ -180,7 +182,8 @@ int vae_wan_steps(const struct vae_model * m, struct vae_causal_step * steps, in
     if (n < max) {
         steps[n++] = (struct vae_causal_step) { .kind = WAN_STEP_HEAD, .name = "decoder.head", .res = -1,
                                                 .cin = vae_model_dim(m, "decoder.head.2", ".weight", 1),
-                                                .cout = vae_model_dim(m, "decoder.head.2", ".weight", 0) / (wan22 ? 4 : 1),
+                                                .cout = vae_model_dim(m, "decoder.head.2", ".weight", 0) /
+                                                        (wan22 ? 4 : 1),
                                                 .frames = 1, .up = wan22 ? 2 : 1 }; // (2.2: 12 unpatchified to 3)
     }
     return n;
