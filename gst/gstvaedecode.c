@@ -40,11 +40,11 @@
  *
  * ## Tiled decode
  *
- * AutoencoderKL frames and Wan 2.1 / 2.2 video can be decoded in tiles to lower the peak memory:
- * tiles of at most #GstVaeDecode:tile-size output pixels a side, or, with tile-size 0, tiles that
- * fit when a whole frame does not fit in #GstVaeDecode:max-memory. The tiling is exact: the
+ * AutoencoderKL frames and Wan 2.1 / 2.2 and SeedVR2 video can be decoded in tiles to lower the
+ * peak memory: tiles of at most #GstVaeDecode:tile-size output pixels a side, or, with tile-size
+ * 0, tiles that fit when a whole frame does not fit in #GstVaeDecode:max-memory. The tiling is exact: the
  * GroupNorm statistics and the mid-block attention are still computed over the whole frame,
- * each layer reads a one-pixel border from its stored neighbours, and a Wan tile keeps its own
+ * each layer reads a one-pixel border from its stored neighbours, and a video tile keeps its own
  * causal state, so a tiled frame equals the untiled one to rounding and needs no overlap or
  * blending. Smaller tiles need less memory (down to a size where the tiles' borders cost more
  * than they save) and take somewhat longer. Other families decode whole frames.
@@ -1888,8 +1888,8 @@ gst_vae_decode_class_init (GstVaeDecodeClass * klass)
   /**
    * GstVaeDecode:tile-size:
    *
-   * The largest tile edge, in output pixels, for decoding an AutoencoderKL frame (sd1, sd2,
-   * sdxl, sd3, flux1, flux2) in tiles: 0, or 16 and up (a tile as large as the frame decodes
+   * The largest tile edge, in output pixels, for decoding an AutoencoderKL (sd1, sd2, sdxl,
+   * sd3, flux1, flux2), Wan or SeedVR2 frame in tiles: 0, or 16 and up (a tile as large as the frame decodes
    * it whole). 0 decodes whole frames unless they do not fit in #GstVaeDecode:max-memory,
    * and then halves the tile edge from half the frame's until the tiles fit. The tiling is exact: the
    * GroupNorm statistics and the mid-block attention are computed over the whole frame, and
@@ -1904,15 +1904,16 @@ gst_vae_decode_class_init (GstVaeDecodeClass * klass)
    */
   g_object_class_install_property (gobject_class, PROP_TILE_SIZE,
       g_param_spec_uint ("tile-size", "Tile size",
-          "Largest tile edge in output pixels for AutoencoderKL and Wan decoders "
+          "Largest tile edge in output pixels for AutoencoderKL, Wan and SeedVR2 decoders "
           "(0 = whole frames unless they exceed max-memory); exact, no overlap",
           0, G_MAXINT, DEFAULT_TILE_SIZE, flags));
   /**
    * GstVaeDecode:max-memory:
    *
    * The device memory, in bytes, a stream may plan for (weights, activations and state);
-   * 0 means the device's memory. AutoencoderKL and Wan frames that do not fit are decoded in tiles
-   * small enough to fit (see #GstVaeDecode:tile-size); when even 16-pixel tiles do not fit,
+   * 0 means the device's memory. AutoencoderKL, Wan and SeedVR2 frames that do not fit are
+   * decoded in tiles small enough to fit (see #GstVaeDecode:tile-size); when even 16-pixel
+   * tiles do not fit,
    * or the decoder cannot tile, the caps are refused with an error that gives the memory
    * needed.
    */

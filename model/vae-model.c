@@ -391,6 +391,13 @@ struct vae_tensor * vae_builder_conv3d(struct vae_builder * b, struct vae_tensor
                      : vae_graph_causal_conv3d(b->g, x, w, bt, r, VAE_ACT_NONE, b->n_slots++);
 }
 
+int vae_model_dim(const struct vae_model * model, const char * name, const char * suffix, int d) {
+    char n[160];
+    snprintf(n, sizeof(n), "%s%s", name, suffix);
+    const struct vae_weight * w = vae_model_weight(model, n);
+    return w && d < w->n_dims ? (int) w->shape[d] : 0;
+}
+
 static bool model_has(const struct vae_st_header * hdr, const char * name) {
     return vae_st_header_find(hdr, name) != NULL;
 }
@@ -1573,16 +1580,23 @@ struct vae_graph * vae_model_build_graph(const struct vae_model * model, int n, 
 }
 
 int vae_model_causal_steps(const struct vae_model * model, struct vae_causal_step * steps, int max) {
-    const bool wan = model->family == VAE_FAMILY_WAN21 || model->family == VAE_FAMILY_WAN22;
-    return wan ? vae_wan_steps(model, steps, max) : 0;
+    switch (model->family) {
+        case VAE_FAMILY_WAN21:
+        case VAE_FAMILY_WAN22:   return vae_wan_steps(model, steps, max);
+        case VAE_FAMILY_SEEDVR2: return vae_seedvr_steps(model, steps, max);
+        default:                 return 0;
+    }
 }
 
+// (only for a family with steps: vae_tiled_video_new asks for those first)
 struct vae_graph * vae_model_causal_head_build(const struct vae_model * model, int h, int w, char * err,
                                                size_t err_size) {
-    return vae_wan_head_build(model, h, w, err, err_size);
+    return model->family == VAE_FAMILY_SEEDVR2 ? vae_seedvr_head_build(model, h, w, err, err_size)
+                                               : vae_wan_head_build(model, h, w, err, err_size);
 }
 
 struct vae_graph * vae_model_causal_step_build(const struct vae_model * model, const struct vae_causal_step * s,
                                                int h, int w, bool first, char * err, size_t err_size) {
-    return vae_wan_step_build(model, s, h, w, first, err, err_size);
+    return model->family == VAE_FAMILY_SEEDVR2 ? vae_seedvr_step_build(model, s, h, w, first, err, err_size)
+                                               : vae_wan_step_build(model, s, h, w, first, err, err_size);
 }

@@ -168,6 +168,9 @@ struct vae_tensor * vae_builder_conv2d(struct vae_builder * b, struct vae_tensor
 // or for kt = k = 1 the same 1x1 conv on each frame
 struct vae_tensor * vae_builder_conv3d(struct vae_builder * b, struct vae_tensor * x, const char * name, int kt, int k,
                                        struct vae_tensor * r, bool replicate);
+// dimension d of the weight named name followed by suffix; 0 when there is none (the step lists:
+// a build with a missing weight names it)
+int                 vae_model_dim(const struct vae_model * model, const char * name, const char * suffix, int d);
 // fail the build with a message (returns NULL for convenience)
 struct vae_tensor * vae_builder_fail(struct vae_builder * b, const char * fmt, ...) __attribute__((format(printf, 2, 3)));
 
@@ -233,6 +236,8 @@ struct vae_causal_step {
                                 //   first step of a stream), else 1
     int  save;                  // bit j: keep this step's input as residual slot j for a later step
     int  res;                   // -1, or the slot whose activation is r (at x's pixels; read pointwise)
+    int   groups;               // > 0: the step GroupNorms x in this many groups over the whole frame
+    float eps;                  //   (SeedVR2): a tile is given the frame's statistics, taken with eps
 };
 
 // the steps of model (at most max), in order; 0 for a family that does not tile this way
@@ -240,15 +245,21 @@ int                vae_model_causal_steps(const struct vae_model * model, struct
 // whole frames [1, z, h, w] -> the head's output [1, steps[0].cin, h, w]
 struct vae_graph * vae_model_causal_head_build(const struct vae_model * model, int h, int w, char * err,
                                                size_t err_size);
-// one step on an h x w tile: input 0 = x [1, cin, h, w], input 1 = r [1, rin, h, w] where rin > 0;
-// output [frames, cout, up h, up w] (1 frame when first); its causal ops number their slots from 0
+// one step on an h x w tile: input 0 = x [1, cin, h, w], then r [1, rin, h, w] where rin > 0, then
+// where groups > 0 the statistics of x's whole frame [1, 2 groups, 1, 1] (means, then 1 / sqrt(var +
+// eps), see VAE_OP_GROUP_NORM); output [frames, cout, up h, up w] (1 frame when first); its causal
+// ops number their slots from 0
 struct vae_graph * vae_model_causal_step_build(const struct vae_model * model, const struct vae_causal_step * s,
                                                int h, int w, bool first, char * err, size_t err_size);
-// the Wan 2.1 and 2.2 forms of those three
+// the Wan 2.1 and 2.2 forms of those three, and SeedVR2's
 int                vae_wan_steps(const struct vae_model * model, struct vae_causal_step * steps, int max);
 struct vae_graph * vae_wan_head_build(const struct vae_model * model, int h, int w, char * err, size_t err_size);
 struct vae_graph * vae_wan_step_build(const struct vae_model * model, const struct vae_causal_step * s, int h, int w,
                                       bool first, char * err, size_t err_size);
+int                vae_seedvr_steps(const struct vae_model * model, struct vae_causal_step * steps, int max);
+struct vae_graph * vae_seedvr_head_build(const struct vae_model * model, int h, int w, char * err, size_t err_size);
+struct vae_graph * vae_seedvr_step_build(const struct vae_model * model, const struct vae_causal_step * s, int h,
+                                         int w, bool first, char * err, size_t err_size);
 
 #ifdef __cplusplus
 }

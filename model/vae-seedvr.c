@@ -11,6 +11,11 @@
 // Names are upstream's state_dict ones (ema_vae.pth, and ComfyUI's safetensors of it); the loader
 // joins the attention's q, k, v into `to_qkv` and reorders the upscale convs' rows
 // (model_seedvr_upscale) so that frame_split and pixel_shuffle place them.
+//
+// Everything after the mid block is a list of steps (vae_seedvr_steps: a ResNet block's two
+// halves, an Upsample3D, the output conv), each reaching one pixel: the whole-sequence graph chains
+// them, and the tiled decode (vae-tile-video.c) runs them one frame at a time over tiles, giving
+// each normalizing step the GroupNorm statistics of its whole input frame.
 
 #include "vae-model.h"
 
@@ -19,9 +24,9 @@
 #define SEEDVR_GROUPS 32     // norm_num_groups of s8_c16_t4_inflation_sd3.yaml
 #define SEEDVR_EPS    1e-6f
 
-// GroupNorm `name` on each frame
+// GroupNorm `name` on each frame, or with the whole frame's statistics `stats` (an input; NULL: its own)
 static struct vae_tensor * seedvr_norm(struct vae_builder * b, struct vae_tensor * x, const char * name,
-                                       enum vae_act act) {
+                                       enum vae_act act, struct vae_tensor * stats) {
     const int64_t       shape[1] = { x->ne[1] };
     struct vae_tensor * gamma    = vae_builder_weight(b, 1, shape, "%s.weight", name);
     struct vae_tensor * beta     = vae_builder_weight(b, 1, shape, "%s.bias", name);
@@ -29,7 +34,11 @@ static struct vae_tensor * seedvr_norm(struct vae_builder * b, struct vae_tensor
         return vae_builder_fail(b, "%s: %lld channels are not a multiple of %d groups", name, (long long) x->ne[1],
                                 SEEDVR_GROUPS);
     }
-    return b->failed ? NULL : vae_graph_group_norm(b->g, x, SEEDVR_GROUPS, SEEDVR_EPS, gamma, beta, act);
+    if (b->failed) {
+        return NULL;
+    }
+    return stats ? vae_graph_group_norm_stats(b->g, x, SEEDVR_GROUPS, SEEDVR_EPS, gamma, beta, act, stats)
+                 : vae_graph_group_norm(b->g, x, SEEDVR_GROUPS, SEEDVR_EPS, gamma, beta, act);
 }
 
 // causal 3x3x3 conv `name` with bias on x, adding r (or NULL); its history starts as its first frame
@@ -38,30 +47,22 @@ static struct vae_tensor * seedvr_causal(struct vae_builder * b, struct vae_tens
     return vae_builder_conv3d(b, x, name, 3, 3, r, true);
 }
 
-// ResnetBlock3D: shortcut(x) + conv2(SiLU(GN2(conv1(SiLU(GN1(x))))))
-static struct vae_tensor * seedvr_resnet(struct vae_builder * b, struct vae_tensor * x, const char * name) {
-    char                n[128];
-    struct vae_tensor * h = x;                                                   // [N, Cin, H, W]
-    snprintf(n, sizeof(n), "%s.conv_shortcut.weight", name);
-    if (vae_model_weight(b->model, n)) {
-        snprintf(n, sizeof(n), "%s.conv_shortcut", name);
-        h = vae_builder_conv3d(b, x, n, 1, 1, NULL, false);                      // [N, Cout, H, W]
-    }
-    snprintf(n, sizeof(n), "%s.norm1", name);
-    struct vae_tensor * y = seedvr_norm(b, x, n, VAE_ACT_SILU);
-    snprintf(n, sizeof(n), "%s.conv1", name);
-    y = y ? seedvr_causal(b, y, n, NULL) : NULL;                                 // [N, Cout, H, W]
-    snprintf(n, sizeof(n), "%s.norm2", name);
-    y = y ? seedvr_norm(b, y, n, VAE_ACT_SILU) : NULL;
-    snprintf(n, sizeof(n), "%s.conv2", name);
-    return y && h ? seedvr_causal(b, y, n, h) : NULL;                            // [N, Cout, H, W]
+// conv(SiLU(GN(x))) + r: the norm `<name>.<norm>`, the causal conv `<name>.<conv>`
+static struct vae_tensor * seedvr_norm_conv(struct vae_builder * b, struct vae_tensor * x, const char * name,
+                                            const char * norm, const char * conv, struct vae_tensor * r,
+                                            struct vae_tensor * stats) {
+    char n[128];
+    snprintf(n, sizeof(n), "%s%s", name, norm);
+    struct vae_tensor * y = seedvr_norm(b, x, n, VAE_ACT_SILU, stats);
+    snprintf(n, sizeof(n), "%s%s", name, conv);
+    return y ? seedvr_causal(b, y, n, r) : NULL;
 }
 
 // the mid block's attention, per frame: x + to_out(attention(to_qkv(GN(x)))), one head
 static struct vae_tensor * seedvr_attention(struct vae_builder * b, struct vae_tensor * x, const char * name) {
     char n[128];
     snprintf(n, sizeof(n), "%s.group_norm", name);
-    struct vae_tensor * t = seedvr_norm(b, x, n, VAE_ACT_NONE);
+    struct vae_tensor * t = seedvr_norm(b, x, n, VAE_ACT_NONE, NULL);
     snprintf(n, sizeof(n), "%s.to_qkv", name);
     t = t ? vae_builder_conv2d(b, t, n, 1, true, NULL, VAE_ACT_NONE, false) : NULL; // [N, 3C, H, W]
     t = t ? vae_graph_attention(b->g, t) : NULL;                                 // [N, C, H, W]
@@ -92,45 +93,138 @@ static struct vae_tensor * seedvr_upsample(struct vae_builder * b, struct vae_te
     return seedvr_causal(b, t, n, NULL);
 }
 
-struct vae_graph * vae_seedvr_build(const struct vae_model * model, int n, int h, int w, bool first, char * err,
-                                    size_t err_size) {
+// the steps after the mid block (see vae_causal_step); a ResnetBlock3D is two, its first keeping
+// the block's input (slot 0) for the second's shortcut
+enum seedvr_step_kind {
+    SEEDVR_STEP_RES_A,    // conv1(SiLU(norm1(x)))                         name: the resnet
+    SEEDVR_STEP_RES_B,    // conv2(SiLU(norm2(x))) + [conv_shortcut](r)    name: the resnet
+    SEEDVR_STEP_UPSAMPLE, // Upsample3D                                     name: the upsampler
+    SEEDVR_STEP_OUT,      // conv_out(SiLU(conv_norm_out(x)))
+};
+
+// a ResnetBlock3D's two steps into s[0], s[1] (widths 0 where a conv is missing: the build names it)
+static void seedvr_resnet_steps(const struct vae_model * m, const char * name, struct vae_causal_step * s) {
+    const int cin = vae_model_dim(m, name, ".conv1.weight", 1), mid = vae_model_dim(m, name, ".conv1.weight", 0);
+    s[0] = (struct vae_causal_step) { .kind = SEEDVR_STEP_RES_A, .cin = cin, .cout = mid, .up = 1, .frames = 1,
+                                      .save = 1, .res = -1, .groups = SEEDVR_GROUPS, .eps = SEEDVR_EPS };
+    s[1] = (struct vae_causal_step) { .kind = SEEDVR_STEP_RES_B, .cin = mid, .rin = cin, .up = 1, .frames = 1,
+                                      .cout = vae_model_dim(m, name, ".conv2.weight", 0), .res = 0,
+                                      .groups = SEEDVR_GROUPS, .eps = SEEDVR_EPS };
+    snprintf(s[0].name, sizeof(s[0].name), "%s", name);
+    snprintf(s[1].name, sizeof(s[1].name), "%s", name);
+}
+
+int vae_seedvr_steps(const struct vae_model * m, struct vae_causal_step * steps, int max) {
+    int n = 0;
+    // up-blocks of resnets, each but the last ending in an Upsample3D
+    for (int i = 0;; i++) {
+        char block[32], name[64];
+        snprintf(block, sizeof(block), "decoder.up_blocks.%d", i);
+        if (!vae_model_dim(m, block, ".resnets.0.norm1.weight", 0)) {
+            break;
+        }
+        for (int j = 0; n + 2 <= max; j++) {
+            snprintf(name, sizeof(name), "%s.resnets.%d", block, j);
+            if (!vae_model_dim(m, name, ".norm1.weight", 0)) {
+                break;
+            }
+            seedvr_resnet_steps(m, name, steps + n);
+            n += 2;
+        }
+        snprintf(name, sizeof(name), "%s.upsamplers.0", block);
+        const int c = vae_model_dim(m, name, ".upscale_conv.weight", 1);
+        if (c > 0 && n < max) { // (zr 4C rows: 2 frames for zr = 2, see seedvr_upsample)
+            const int rows = vae_model_dim(m, name, ".upscale_conv.weight", 0);
+            steps[n] = (struct vae_causal_step) { .kind = SEEDVR_STEP_UPSAMPLE, .cin = c, .up = 2, .res = -1,
+                                                  .cout = vae_model_dim(m, name, ".conv.weight", 0),
+                                                  .frames = rows / (4 * c) };
+            snprintf(steps[n++].name, sizeof(steps[0].name), "%s", name);
+        }
+    }
+    if (n < max) {
+        steps[n++] = (struct vae_causal_step) { .kind = SEEDVR_STEP_OUT, .name = "decoder.conv_out", .res = -1,
+                                                .cin  = vae_model_dim(m, "decoder.conv_out", ".weight", 1),
+                                                .cout = vae_model_dim(m, "decoder.conv_out", ".weight", 0),
+                                                .up = 1, .frames = 1, .groups = SEEDVR_GROUPS, .eps = SEEDVR_EPS };
+    }
+    return n;
+}
+
+// step s on x (and r, the activation of its residual slot); stats: NULL (each frame's own), or the
+// input holding the whole frame's statistics for the step's GroupNorm
+static struct vae_tensor * seedvr_step(struct vae_builder * b, const struct vae_causal_step * s, struct vae_tensor * x,
+                                       struct vae_tensor * r, struct vae_tensor * stats, bool first) {
+    char n[128];
+    switch (s->kind) {
+        case SEEDVR_STEP_RES_A: return seedvr_norm_conv(b, x, s->name, ".norm1", ".conv1", NULL, stats);
+        case SEEDVR_STEP_RES_B:
+            snprintf(n, sizeof(n), "%s.conv_shortcut", s->name);
+            if (vae_model_dim(b->model, n, ".weight", 0)) {
+                r = vae_builder_conv3d(b, r, n, 1, 1, NULL, false);             // [N, Cout, H, W]
+            }
+            return r ? seedvr_norm_conv(b, x, s->name, ".norm2", ".conv2", r, stats) : NULL;
+        case SEEDVR_STEP_UPSAMPLE: return seedvr_upsample(b, x, s->name, first);
+        default: {
+            struct vae_tensor * y = seedvr_norm_conv(b, x, "decoder", ".conv_norm_out", ".conv_out", NULL, stats);
+            if (y && y->ne[1] != 3) {
+                return vae_builder_fail(b, "tensor 'decoder.conv_out.weight' gives %lld output channels, not 3 (RGB)",
+                                        (long long) y->ne[1]);
+            }
+            return y;                                                           // [N', 3, 8h, 8w]
+        }
+    }
+}
+
+// conv_in and the mid block: [N, 16, h, w] -> [N, 512, h, w]
+static struct vae_tensor * seedvr_head(struct vae_builder * b, struct vae_tensor * x) {
+    x = seedvr_causal(b, x, "decoder.conv_in", NULL);
+    for (int i = 0; i < 2 && x; i++) {
+        char                   name[48];
+        struct vae_causal_step s[2];
+        snprintf(name, sizeof(name), "decoder.mid_block.resnets.%d", i);
+        seedvr_resnet_steps(b->model, name, s);
+        struct vae_tensor * y = seedvr_step(b, &s[0], x, NULL, NULL, false);
+        x                     = y ? seedvr_step(b, &s[1], y, x, NULL, false) : NULL;
+        x                     = x && i == 0 ? seedvr_attention(b, x, "decoder.mid_block.attentions.0") : x;
+    }
+    return x;
+}
+
+struct vae_graph * vae_seedvr_head_build(const struct vae_model * model, int h, int w, char * err, size_t err_size) {
     struct vae_builder b;
     if (!vae_builder_init(&b, model, err, err_size)) {
         return NULL;
     }
-    struct vae_tensor * x = vae_graph_input(b.g, n, model->latent_channels, h, w); // [N, 16, h, w]
-    x = seedvr_causal(&b, x, "decoder.conv_in", NULL);                              // [N, 512, h, w]
-    x = x ? seedvr_resnet(&b, x, "decoder.mid_block.resnets.0") : NULL;
-    x = x ? seedvr_attention(&b, x, "decoder.mid_block.attentions.0") : NULL;
-    x = x ? seedvr_resnet(&b, x, "decoder.mid_block.resnets.1") : NULL;
-    // up-blocks of resnets, each but the last ending in an Upsample3D:
-    // [N, 512, h, w] -> [N'', 128, 8h, 8w], N'' = 1 for a first step, 4N otherwise
-    for (int i = 0; x; i++) {
-        char block[48], name[96];
-        snprintf(block, sizeof(block), "decoder.up_blocks.%d", i);
-        snprintf(name, sizeof(name), "%s.resnets.0.norm1.weight", block);
-        if (!vae_model_weight(model, name)) {
-            break;
-        }
-        for (int j = 0; x; j++) {
-            snprintf(name, sizeof(name), "%s.resnets.%d.norm1.weight", block, j);
-            if (!vae_model_weight(model, name)) {
-                break;
-            }
-            snprintf(name, sizeof(name), "%s.resnets.%d", block, j);
-            x = seedvr_resnet(&b, x, name);
-        }
-        snprintf(name, sizeof(name), "%s.upsamplers.0.conv.weight", block);
-        if (x && vae_model_weight(model, name)) {
-            snprintf(name, sizeof(name), "%s.upsamplers.0", block);
-            x = seedvr_upsample(&b, x, name, first);
-        }
+    return vae_builder_finish(&b, seedvr_head(&b, vae_graph_input(b.g, 1, model->latent_channels, h, w)));
+}
+
+struct vae_graph * vae_seedvr_step_build(const struct vae_model * model, const struct vae_causal_step * s, int h,
+                                         int w, bool first, char * err, size_t err_size) {
+    struct vae_builder b;
+    if (!vae_builder_init(&b, model, err, err_size)) {
+        return NULL;
     }
-    x = x ? seedvr_norm(&b, x, "decoder.conv_norm_out", VAE_ACT_SILU) : NULL;
-    x = x ? seedvr_causal(&b, x, "decoder.conv_out", NULL) : NULL;                  // [N'', 3, 8h, 8w]
-    if (x && x->ne[1] != 3) {
-        x = vae_builder_fail(&b, "tensor 'decoder.conv_out.weight' gives %lld output channels, not 3 (RGB)",
-                             (long long) x->ne[1]);
+    struct vae_tensor * x = vae_graph_input(b.g, 1, s->cin, h, w);                   // [1, Cin, h, w]
+    struct vae_tensor * r = s->rin > 0 ? vae_graph_input(b.g, 1, s->rin, h, w) : NULL;
+    struct vae_tensor * stats = s->groups > 0 ? vae_graph_input(b.g, 1, 2 * s->groups, 1, 1) : NULL;
+    return vae_builder_finish(&b, seedvr_step(&b, s, x, r, stats, first));
+}
+
+struct vae_graph * vae_seedvr_build(const struct vae_model * model, int n, int h, int w, bool first, char * err,
+                                    size_t err_size) {
+    struct vae_builder     b;
+    struct vae_causal_step steps[VAE_CAUSAL_MAX_STEPS];
+    if (!vae_builder_init(&b, model, err, err_size)) {
+        return NULL;
+    }
+    const int           n_steps = vae_seedvr_steps(model, steps, VAE_CAUSAL_MAX_STEPS);
+    struct vae_tensor * x       = vae_graph_input(b.g, n, model->latent_channels, h, w); // [N, 16, h, w]
+    struct vae_tensor * slot    = NULL;                                               // the resnet's input
+    x                           = seedvr_head(&b, x);
+    // [N, 512, h, w] -> [N'', 3, 8h, 8w], N'' = 1 for a first step, 4N otherwise
+    for (int i = 0; i < n_steps && x; i++) {
+        slot = steps[i].save ? x : slot;
+        x    = seedvr_step(&b, &steps[i], x, steps[i].res >= 0 ? slot : NULL, NULL, first);
     }
     return vae_builder_finish(&b, x);
 }

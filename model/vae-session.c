@@ -4,8 +4,8 @@
 // step that starts a stream (latent frame 0 alone). A causal decoder's output for a frame never
 // depends on later latents, so a short last chunk is padded with copies of its last latent frame
 // and the frames of the padding are dropped: one graph serves every step of the stream.
-// AutoencoderKL frames and Wan streams may instead decode in tiles (vae-tile.c, vae-tile-video.c):
-// when asked, or when a whole frame does not fit.
+// AutoencoderKL frames and Wan and SeedVR2 streams may instead decode in tiles (vae-tile.c,
+// vae-tile-video.c): when asked, or when a whole frame does not fit.
 // SVD's frames depend on every latent of their decode call (model->clip_calls): a short last
 // chunk is decoded as a call of its own length, as diffusers' decode loop does, by a graph
 // prepared at the drain; and chunk-frames 0 keeps every latent of the stream until the drain,
@@ -145,7 +145,8 @@ bool vae_session_check(const struct vae_model * model, const struct vae_session_
         return false;
     }
     if (c->tile_size > 0 && !session_can_tile(model)) {
-        snprintf(err, err_size, "tile-size is for the AutoencoderKL and Wan decoders; %s decodes whole frames",
+        snprintf(err, err_size,
+                 "tile-size is for the AutoencoderKL, Wan and SeedVR2 decoders; %s decodes whole frames",
                  vae_family_name(model->family));
         return false;
     }

@@ -1,13 +1,16 @@
-// The exact tiled decode of a causal video decoder (Wan 2.1 and 2.2), for frames whose whole-frame
-// step does not fit, or a tile size the user asked for. The head (through the mid block, whose
-// attention needs the whole frame) runs on the whole latent frame; the family's later steps
-// (vae_causal_step: convs that reach one pixel) run one at a time over tiles with a 1-pixel
-// border, each tile keeping only the pixels it owns, as vae-tile.c does for AutoencoderKL. Time
+// The exact tiled decode of a causal video decoder (Wan 2.1 and 2.2, SeedVR2), for frames whose
+// whole-frame step does not fit, or a tile size the user asked for. The head (through the mid
+// block, whose attention needs the whole frame) runs on the whole latent frame; the family's later
+// steps (vae_causal_step: convs that reach one pixel) run one at a time over tiles with a 1-pixel
+// border, each tile keeping only the pixels it owns, as vae-tile.c does for AutoencoderKL; a step
+// that GroupNorms its input is given the statistics of the whole frame, taken in host memory. Time
 // is the other axis: a causal conv over n frames equals n calls of one frame with its state, so
 // every step takes one frame. A temporal upsample makes two; the first goes through all the later
 // steps before the second does (depth first), so no level ever holds the four frames of a latent
 // frame. Each tile of each step keeps its own causal state (the last frames of its crop), and the
-// crops overlap by 2 pixels only: all of them together are about the whole-frame state.
+// crops overlap by 2 pixels only: all of them together are about the whole-frame state. A state
+// that starts as copies of the first frame (SeedVR2's) copies the tile's crop of it: the crop of
+// the whole-frame one.
 //
 // Memory (1920x1088 Wan 2.1: latent 136x240, widths 384/384/192/96 at h, 2h, 4h, 8h): the causal
 // state, 4.9 G floats (19.8 GB whole-frame; 20.1 GB in 256-pixel tiles, the crops' 2-pixel
@@ -59,6 +62,8 @@ struct vae_tiled_video {
     int                      n_out, max_out, out_h, out_w;
     float *                  crop, * crop_r, * crop_y;
     size_t                   crop_floats, crop_y_floats;
+    float *                  stats;          // the GroupNorm statistics of a step's whole input frame
+    int                      max_groups;
     size_t                   graph_peak, state_bytes;
     const int *              cancel;
 };
@@ -121,6 +126,11 @@ static bool tv_run_step(struct vae_tiled_video * t, int k, const float * x, cons
     const bool         whole = p->ny == 1 && p->nx == 1; // no copies
     struct vae_graph * g     = tv_step_graph(t, k, first, err, err_size);
     bool               ok    = g != NULL;
+    const float *      inputs[3] = { whole ? x : t->crop, whole ? r : t->crop_r, t->stats }; // x, [r,] [stats]
+    inputs[s->rin > 0 ? 2 : 1]   = t->stats;
+    if (ok && s->groups > 0) {
+        vae_tile_group_stats(x, s->cin, (size_t) p->h * (size_t) p->w, s->groups, s->eps, t->stats);
+    }
     for (int i = 0; ok && i < p->ny; i++) {
         for (int j = 0; ok && j < p->nx; j++) {
             if (vae_tile_cancelled(t->cancel, err, err_size)) {
@@ -133,8 +143,7 @@ static bool tv_run_step(struct vae_tiled_video * t, int k, const float * x, cons
                     vae_tile_gather(r, s->rin, p->h, p->w, ys[i], xs[j], ch, cw, t->crop_r);
                 }
             }
-            const float * inputs[2] = { whole ? x : t->crop, whole ? r : t->crop_r };
-            vae_state_t * state     = g->n_states > 0 ? p->states[i * p->nx + j] : NULL;
+            vae_state_t * state = g->n_states > 0 ? p->states[i * p->nx + j] : NULL;
             ok = vae_backend_graph_compute_inputs(t->backend, g, state, inputs, err, err_size);
             for (int f = 0; ok && f < frames; f++) {
                 ok = vae_backend_graph_read_output(t->backend, g, f, 1, whole ? dst[f] : t->crop_y, err, err_size);
@@ -265,6 +274,7 @@ void vae_tiled_video_free(struct vae_tiled_video * t) {
     free(t->crop);
     free(t->crop_r);
     free(t->crop_y);
+    free(t->stats);
     free(t);
 }
 
@@ -283,6 +293,7 @@ static bool tv_plan_steps(struct vae_tiled_video * t, char * err, size_t err_siz
             return false;
         }
         *p = (struct tv_place) { h, w, ch, cw, vae_tile_spans(h, ch, ys, yo), vae_tile_spans(w, cw, ys, yo), NULL };
+        t->max_groups = s->groups > t->max_groups ? s->groups : t->max_groups;
         const size_t crop = (size_t) ch * (size_t) cw, cin = (size_t) (s->cin > s->rin ? s->cin : s->rin);
         h *= up, w *= up;
         t->max_out *= s->frames;
@@ -346,7 +357,8 @@ struct vae_tiled_video * vae_tiled_video_new(const struct vae_model * model, vae
         t->crop   = malloc((t->crop_floats ? t->crop_floats : 1) * sizeof(float));
         t->crop_r = malloc((t->crop_floats ? t->crop_floats : 1) * sizeof(float));
         t->crop_y = malloc((t->crop_y_floats ? t->crop_y_floats : 1) * sizeof(float));
-        ok        = t->out && t->crop && t->crop_r && t->crop_y;
+        t->stats  = malloc((size_t) (2 * t->max_groups + 1) * sizeof(float));
+        ok        = t->out && t->crop && t->crop_r && t->crop_y && t->stats;
         if (!ok) {
             snprintf(err, err_size, "out of host memory for the tiled frames");
         }

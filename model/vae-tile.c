@@ -68,12 +68,11 @@ static int tile_crop(const struct vae_tiled * t, const struct vae_kl_step * s) {
     return core + 2;
 }
 
-// GroupNorm statistics of x [C, H, W] in double, two passes (as the backends take them):
-// 32 means, then 32 values of 1 / sqrt(var + eps)
-static void tile_stats(const float * x, int c, size_t hw, float * stats) {
-    const size_t n = (size_t) (c / TILE_GROUPS) * hw; // a group is contiguous in [C, H, W]
+// in double, two passes (as the backends take them)
+void vae_tile_group_stats(const float * x, int c, size_t hw, int groups, float eps, float * stats) {
+    const size_t n = (size_t) (c / groups) * hw; // a group is contiguous in [C, H, W]
 #pragma omp parallel for
-    for (int g = 0; g < TILE_GROUPS; g++) {
+    for (int g = 0; g < groups; g++) {
         const float * p = x + (size_t) g * n;
         double        s = 0.0, q = 0.0;
         for (size_t i = 0; i < n; i++) {
@@ -83,8 +82,8 @@ static void tile_stats(const float * x, int c, size_t hw, float * stats) {
         for (size_t i = 0; i < n; i++) {
             q += (p[i] - mean) * (p[i] - mean);
         }
-        stats[g]               = (float) mean;
-        stats[TILE_GROUPS + g] = (float) (1.0 / sqrt(q / (double) n + TILE_EPS));
+        stats[g]          = (float) mean;
+        stats[groups + g] = (float) (1.0 / sqrt(q / (double) n + eps));
     }
 }
 
@@ -225,7 +224,8 @@ const float * vae_tiled_decode(struct vae_tiled * t, const float * latent, const
             break;
         }
         if (s->kind != VAE_KL_UPSAMPLE) {
-            tile_stats(s->kind == VAE_KL_NORM_CONV_RES ? t->buf[cur ^ 1] : t->buf[cur], s->cin, (size_t) h * w, t->stats);
+            vae_tile_group_stats(s->kind == VAE_KL_NORM_CONV_RES ? t->buf[cur ^ 1] : t->buf[cur], s->cin,
+                                 (size_t) h * w, TILE_GROUPS, TILE_EPS, t->stats);
         }
         switch (s->kind) {
             case VAE_KL_NORM_CONV: // x = buf[cur] -> buf[cur ^ 1] (the block's h), or the frame at the end

@@ -1,5 +1,5 @@
 // The exact tiled decodes, for the decode session: AutoencoderKL frames (vae-tile.c) and causal
-// video streams (vae-tile-video.c), for frames too large for the device or a tile size the user
+// video streams (vae-tile-video.c: Wan, SeedVR2), for frames too large for the device or a tile size the user
 // asked for. Internal to model/.
 
 #pragma once
@@ -37,6 +37,9 @@ void vae_tile_gather(const float * src, int c, int h, int w, int y0, int x0, int
 // into dst [C, H, W]
 void vae_tile_scatter(const float * src, int c, int th, int tw, int ty, int tx, float * dst, int h, int w, int oy0,
                       int oy1, int ox0, int ox1);
+// the GroupNorm statistics of a whole frame x [C, H, W] (hw = H W) for tiles normalized as a whole:
+// `groups` means, then `groups` values of 1 / sqrt(var + eps) (the input of vae_graph_group_norm_stats)
+void vae_tile_group_stats(const float * x, int c, size_t hw, int groups, float eps, float * stats);
 // false, or true with the message VAE_SESSION_INTERRUPTED once *cancel (NULL: never) is set
 bool vae_tile_cancelled(const int * cancel, char * err, size_t err_size);
 // g prepared within max_bytes (NULL and freed after a message), *graph_peak raised to its peak

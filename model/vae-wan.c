@@ -122,14 +122,6 @@ enum wan_step_kind {
     WAN_STEP_HEAD,     // head.2(SiLU(head.0(x))) [, unpatchified (2.2)]
 };
 
-// dimension d of weight "<name><suffix>", 0 when there is none
-static int wan_dim(const struct vae_model * m, const char * name, const char * suffix, int d) {
-    char n[128];
-    snprintf(n, sizeof(n), "%s%s", name, suffix);
-    const struct vae_weight * w = vae_model_weight(m, n);
-    return w ? (int) w->shape[d] : 0;
-}
-
 // the steps of `list.0`, `list.1`, ... in file order, residual blocks and resamples, until one is
 // neither, from steps[n]; returns the new count. With `block` (Wan 2.2) the resample adds the
 // block's shortcut of the block's input, which the first step keeps as slot 1.
@@ -140,23 +132,25 @@ static int wan_list_steps(const struct vae_model * m, struct vae_causal_step * s
         char name[64];
         snprintf(name, sizeof(name), "%s.%d", list, i);
         struct vae_causal_step * s = &steps[n];
-        if (wan_dim(m, name, ".residual.0.gamma", 0)) {
-            const int cin = wan_dim(m, name, ".residual.2.weight", 1), mid = wan_dim(m, name, ".residual.2.weight", 0);
+        if (vae_model_dim(m, name, ".residual.0.gamma", 0)) {
+            const int cin = vae_model_dim(m, name, ".residual.2.weight", 1);
+            const int mid = vae_model_dim(m, name, ".residual.2.weight", 0);
             s[0] = (struct vae_causal_step) { .kind = WAN_STEP_RES_A, .cin = cin, .cout = mid, .up = 1, .frames = 1,
                                               .save = 1, .res = -1 };
             s[1] = (struct vae_causal_step) { .kind = WAN_STEP_RES_B, .cin = mid, .rin = cin, .up = 1, .frames = 1,
-                                              .cout = wan_dim(m, name, ".residual.6.weight", 0), .res = 0 };
+                                              .cout = vae_model_dim(m, name, ".residual.6.weight", 0), .res = 0 };
             snprintf(s[0].name, sizeof(s[0].name), "%s", name);
             snprintf(s[1].name, sizeof(s[1].name), "%s", name);
             n += 2;
             continue;
         }
-        if (!wan_dim(m, name, ".resample.1.weight", 0)) {
+        if (!vae_model_dim(m, name, ".resample.1.weight", 0)) {
             break;
         }
-        *s = (struct vae_causal_step) { .kind = WAN_STEP_RESAMPLE, .cin = wan_dim(m, name, ".resample.1.weight", 1),
-                                        .cout = wan_dim(m, name, ".resample.1.weight", 0), .up = 2, .res = -1,
-                                        .frames = wan_dim(m, name, ".time_conv.weight", 0) ? 2 : 1 };
+        *s = (struct vae_causal_step) { .kind = WAN_STEP_RESAMPLE, .up = 2, .res = -1,
+                                        .cin    = vae_model_dim(m, name, ".resample.1.weight", 1),
+                                        .cout   = vae_model_dim(m, name, ".resample.1.weight", 0),
+                                        .frames = vae_model_dim(m, name, ".time_conv.weight", 0) ? 2 : 1 };
         snprintf(s->name, sizeof(s->name), "%s", name);
         if (block) {
             snprintf(s->aux, sizeof(s->aux), "%s", block);
@@ -177,7 +171,7 @@ int vae_wan_steps(const struct vae_model * m, struct vae_causal_step * steps, in
             char block[48], list[64];
             snprintf(block, sizeof(block), "decoder.upsamples.%d", i);
             snprintf(list, sizeof(list), "%s.upsamples", block);
-            if (!wan_dim(m, list, ".0.residual.0.gamma", 0)) {
+            if (!vae_model_dim(m, list, ".0.residual.0.gamma", 0)) {
                 break;
             }
             n = wan_list_steps(m, steps, n, max, list, block);
@@ -187,8 +181,9 @@ int vae_wan_steps(const struct vae_model * m, struct vae_causal_step * steps, in
     }
     if (n < max) {
         steps[n++] = (struct vae_causal_step) { .kind = WAN_STEP_HEAD, .name = "decoder.head", .res = -1,
-                                                .cin = wan_dim(m, "decoder.head.2", ".weight", 1),
-                                                .cout = wan_dim(m, "decoder.head.2", ".weight", 0) / (wan22 ? 4 : 1),
+                                                .cin = vae_model_dim(m, "decoder.head.2", ".weight", 1),
+                                                .cout = vae_model_dim(m, "decoder.head.2", ".weight", 0) /
+                                                        (wan22 ? 4 : 1),
                                                 .frames = 1, .up = wan22 ? 2 : 1 }; // (2.2: 12 unpatchified to 3)
     }
     return n;

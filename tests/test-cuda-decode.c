@@ -16,7 +16,8 @@
 // where each CUDA thread is a fiber on the CPU, a thousand times slower than a GPU: one decode per
 // family at a tiny size, the same limits. The real TAEF2 weights (TAESD's family) on two 2x3 (h x w)
 // crops of the latents in one step; Wan 2.1, Wan 2.2, TAEHV and a super TAEHV on three latent
-// frames of 2x3, one per step, after a reset; AutoencoderKL of SD on 3x4 latents, whole and in tiles. Each conv runs on its
+// frames of 2x3, one per step, after a reset; AutoencoderKL of SD on 3x4 latents, whole and in tiles; Wan 2.1 and
+// SeedVR2 on two latent frames of 3x3 in 2x2 tiles of 16 pixels, at fp32 and bf16. Each conv runs on its
 // precision's 64x64 tiles (VAE_GPU_CONV_VARIANT, unless set) instead of the timing of every tile
 // variant at prepare; no raw decode. About 65 s on two CPU cores.
 //
@@ -96,9 +97,10 @@ static struct latents random_latents(int C, int h, int w, uint64_t seed, float s
 // ---- decoding ------------------------------------------------------------------------------------
 
 // how a decode runs: latent frames per step, a reset after the first flush_at frames (0: none),
-// the tile edge (0: whole frames)
+// the tile edge (0: whole frames); ends: at fp32 and bf16 only (the emulator's time)
 struct run {
-    int chunk, flush_at, tile;
+    int  chunk, flush_at, tile;
+    bool ends;
 };
 
 // the frames of a decode: 8-bit RGB [F, H, W, 3], or raw f32 [F, 3, H, W]
@@ -230,6 +232,9 @@ static void check_decodes(const char * name, const struct vae_model * m, const s
         }
         for (int k = 0; gpu[p] && k < n_runs; k++) {
             const struct run * r = &runs[k];
+            if (r->ends && p != VAE_PRECISION_FP32 && p != VAE_PRECISION_BF16) {
+                continue;
+            }
             struct decoded     got, got_raw = { 0 };
             char               what[160];
             snprintf(what, sizeof(what), "%s [%s] chunk %d%s", name, vae_precision_name(p), r->chunk,
@@ -302,23 +307,32 @@ static void check_svd(void) {
     vae_model_free(m);
 }
 
-static void check_fixture(const char * name, const char * model_path, const char * latent_path, bool video,
-                          enum vae_space space) {
+// the fixture's runs on the top-left h x w of its first T latent frames (T 0: all of it)
+static void check_fixture_runs(const char * name, const char * model_path, const char * latent_path, bool video,
+                               enum vae_space space, const struct run * runs, int n_runs, int T, int h, int w) {
     struct vae_model * m = vae_model_load(model_path, VAE_FAMILY_AUTO, err, sizeof(err));
     CHECK(m != NULL, "%s: %s", model_path, err);
     struct latents L = { 0 };
     if (m && read_latents(latent_path, video, &L)) {
-        if (small) {
-            crop_latents(&L, video ? 3 : 2, 2, 3);
-            check_decodes(name, m, &L, space, video ? small_video_runs : small_image_runs, 1);
-        } else if (video) {
-            check_decodes(name, m, &L, space, video_runs, 3);
-        } else {
-            check_decodes(name, m, &L, space, image_runs, 2);
+        if (T > 0) {
+            crop_latents(&L, T, h, w);
         }
+        check_decodes(name, m, &L, space, runs, n_runs);
     }
     free(L.data);
     vae_model_free(m);
+}
+
+static void check_fixture(const char * name, const char * model_path, const char * latent_path, bool video,
+                          enum vae_space space) {
+    if (small) {
+        check_fixture_runs(name, model_path, latent_path, video, space, video ? small_video_runs : small_image_runs,
+                           1, video ? 3 : 2, 2, 3);
+    } else if (video) {
+        check_fixture_runs(name, model_path, latent_path, video, space, video_runs, 3, 0, 0, 0);
+    } else {
+        check_fixture_runs(name, model_path, latent_path, video, space, image_runs, 2, 0, 0, 0);
+    }
 }
 
 static void test_images(void) {
@@ -408,6 +422,15 @@ static void test_small(void) {
     static const struct run kl_runs[] = { { 1, 0, 0 }, { 1, 0, 16 } };
     check_kl_sd("kl_sd whole and in tiles", 3, 4, kl_runs, 2);
     check_svd();
+    // causal video in 2x2 tiles (each with its own state; SeedVR2's given the whole frame's
+    // GroupNorm statistics): 24x24 frames of 3x3 latents, two latent frames (SeedVR2's fixture with
+    // one resnet per up-block: fewer steps)
+    static const struct run video_tiles[] = { { 1, 0, 16, true } };
+    check_fixture_runs("wan21_b4 in tiles", path_in(data_dir, "wan21_b4.orig.safetensors"),
+                       path_in(data_dir, "wan21_b4.latent"), true, VAE_SPACE_RAW, video_tiles, 1, 2, 3, 3);
+    check_fixture_runs("seedvr2_sc in tiles", path_in(data_dir, "seedvr2_sc.pth"),
+                       path_in(data_dir, "seedvr2_sc.normalized.latent"), true, VAE_SPACE_NORMALIZED, video_tiles, 1,
+                       2, 3, 3);
 }
 
 // ---- main ----------------------------------------------------------------------------------------

@@ -1325,7 +1325,7 @@ GST_START_TEST (test_kl_tile_errors)
     {"kl_sd.safetensors", "tile-size=8",
         "tile-size 8 is below the smallest tile"},
     {FIXTURE ".orig.safetensors", "tile-size=16",
-        "tile-size is for the AutoencoderKL and Wan decoders"},
+        "tile-size is for the AutoencoderKL, Wan and SeedVR2 decoders"},
   };
   GstBus *bus;
   GstHarness *h;

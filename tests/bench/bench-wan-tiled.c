@@ -1,31 +1,34 @@
-// bench-wan-tiled: the Wan 2.1 VAE at full width (decoder widths 384/384/192/96, random weights
-// written at run time) decoding a clip in exact tiles (model/vae-tile-video.c) within a memory
-// limit that the whole-frame decode exceeds. It prints the whole-frame step's plan (refused),
-// the tiled session's peak bytes, and the time of each latent frame. A demonstration, not a test.
+// bench-wan-tiled: a causal video VAE at full width (random weights written at run time) decoding
+// a clip in exact tiles (model/vae-tile-video.c) within a memory limit that the whole-frame decode
+// exceeds: Wan 2.1 (decoder widths 384/384/192/96), or with --family seedvr2 SeedVR2's VAE (the
+// released config: block_out_channels [128, 256, 512, 512], layers_per_block 2, 16 latent
+// channels). It prints the whole-frame step's plan (refused), the tiled session's peak bytes, and
+// the time of each latent frame. A demonstration, not a test.
 //
-//   bench-wan-tiled [--size WxH] [--max-memory GIB] [--tile N] [--latent-frames T] [--weights PATH]
-//                   [--plan-only]
+//   bench-wan-tiled [--family wan2.1|seedvr2] [--size WxH] [--max-memory GIB] [--tile N]
+//                   [--latent-frames T] [--weights PATH] [--plan-only]
 //
-// Defaults: 1920x1088, 22 GiB, tile-size 0 (the largest that fits), 2 latent frames (5 frames),
-// weights in $TMPDIR/wan21-full-random.safetensors (made when missing, 293 MB). --plan-only
-// prepares both sessions and stops before the first decode: the buffers are allocated but not
-// touched, so the figures for 1920x1088 can be had without the ~22 GiB the decode itself takes.
+// Defaults: wan2.1, 1920x1088, 22 GiB, tile-size 0 (the largest that fits), 2 latent frames (5
+// frames), weights in $TMPDIR/wan21-full-random.safetensors (seedvr2-full-random.safetensors; made
+// when missing, 293 MB and 400 MB). --plan-only prepares both sessions and stops before the first
+// decode: the buffers are allocated but not touched, so the figures for 1920x1088 can be had
+// without the ~22 GiB the decode itself takes.
 
 #include "vae-test-data.h"
 
 #include <time.h>
 
-#define WAN_MAX_TENSORS 160
+#define BENCH_MAX_TENSORS 160
 
-struct wan_file {
+struct bench_file {
     int                n;
-    struct test_tensor t[WAN_MAX_TENSORS];
-    char               names[WAN_MAX_TENSORS][64];
+    struct test_tensor t[BENCH_MAX_TENSORS];
+    char               names[BENCH_MAX_TENSORS][160];
 };
 
 // tensor `name` of the given shape: uniform in +-1/sqrt(fan_in) (gammas 1), as PyTorch initialises
-static void wan_add(struct wan_file * f, const char * name, int n_dims, const int64_t * shape, bool gamma,
-                    uint32_t * seed) {
+static void bench_add(struct bench_file * f, const char * name, int n_dims, const int64_t * shape, bool gamma,
+                      uint32_t * seed) {
     struct test_tensor * t = &f->t[f->n];
     snprintf(f->names[f->n], sizeof(f->names[f->n]), "%s", name);
     *t = (struct test_tensor) { f->names[f->n], "F32", n_dims, { 0 }, NULL };
@@ -41,45 +44,45 @@ static void wan_add(struct wan_file * f, const char * name, int n_dims, const in
     f->n++;
 }
 
-static void wan_conv(struct wan_file * f, const char * name, int cout, int cin, int kt, int k, uint32_t * seed) {
+static void bench_conv(struct bench_file * f, const char * name, int cout, int cin, int kt, int k, uint32_t * seed) {
     char n[160];
     snprintf(n, sizeof(n), "%.96s.weight", name);
     if (kt) {
-        wan_add(f, n, 5, (const int64_t[]) { cout, cin, kt, k, k }, false, seed);
+        bench_add(f, n, 5, (const int64_t[]) { cout, cin, kt, k, k }, false, seed);
     } else {
-        wan_add(f, n, 4, (const int64_t[]) { cout, cin, k, k }, false, seed);
+        bench_add(f, n, 4, (const int64_t[]) { cout, cin, k, k }, false, seed);
     }
     snprintf(n, sizeof(n), "%.96s.bias", name);
-    wan_add(f, n, 1, (const int64_t[]) { cout }, false, seed);
+    bench_add(f, n, 1, (const int64_t[]) { cout }, false, seed);
 }
 
-static void wan_resblock(struct wan_file * f, const char * name, int cin, int cout, uint32_t * seed) {
+static void wan_resblock(struct bench_file * f, const char * name, int cin, int cout, uint32_t * seed) {
     char n[160];
     snprintf(n, sizeof(n), "%.96s.residual.0.gamma", name);
-    wan_add(f, n, 4, (const int64_t[]) { cin, 1, 1, 1 }, true, seed);
+    bench_add(f, n, 4, (const int64_t[]) { cin, 1, 1, 1 }, true, seed);
     snprintf(n, sizeof(n), "%.96s.residual.2", name);
-    wan_conv(f, n, cout, cin, 3, 3, seed);
+    bench_conv(f, n, cout, cin, 3, 3, seed);
     snprintf(n, sizeof(n), "%.96s.residual.3.gamma", name);
-    wan_add(f, n, 4, (const int64_t[]) { cout, 1, 1, 1 }, true, seed);
+    bench_add(f, n, 4, (const int64_t[]) { cout, 1, 1, 1 }, true, seed);
     snprintf(n, sizeof(n), "%.96s.residual.6", name);
-    wan_conv(f, n, cout, cout, 3, 3, seed);
+    bench_conv(f, n, cout, cout, 3, 3, seed);
     if (cin != cout) {
         snprintf(n, sizeof(n), "%.96s.shortcut", name);
-        wan_conv(f, n, cout, cin, 1, 1, seed);
+        bench_conv(f, n, cout, cin, 1, 1, seed);
     }
 }
 
 // the decoder side of Wan2.1_VAE.pth (MODELS.md B.6), random
 static bool wan_write(const char * path) {
-    static struct wan_file f;
+    static struct bench_file f;
     uint32_t               seed = 2024;
     char                   n[160];
-    wan_conv(&f, "conv2", 16, 16, 1, 1, &seed);
-    wan_conv(&f, "decoder.conv1", 384, 16, 3, 3, &seed);
+    bench_conv(&f, "conv2", 16, 16, 1, 1, &seed);
+    bench_conv(&f, "decoder.conv1", 384, 16, 3, 3, &seed);
     wan_resblock(&f, "decoder.middle.0", 384, 384, &seed);
-    wan_add(&f, "decoder.middle.1.norm.gamma", 3, (const int64_t[]) { 384, 1, 1 }, true, &seed);
-    wan_conv(&f, "decoder.middle.1.to_qkv", 1152, 384, 0, 1, &seed);
-    wan_conv(&f, "decoder.middle.1.proj", 384, 384, 0, 1, &seed);
+    bench_add(&f, "decoder.middle.1.norm.gamma", 3, (const int64_t[]) { 384, 1, 1 }, true, &seed);
+    bench_conv(&f, "decoder.middle.1.to_qkv", 1152, 384, 0, 1, &seed);
+    bench_conv(&f, "decoder.middle.1.proj", 384, 384, 0, 1, &seed);
     wan_resblock(&f, "decoder.middle.2", 384, 384, &seed);
     // upsamples.N: 0-2 at 384, 3 upsample3d, 4 192->384, 5-6, 7 upsample3d, 8-10 at 192, 11 upsample2d, 12-14 at 96
     static const int cin[15] = { 384, 384, 384, 384, 192, 384, 384, 384, 192, 192, 192, 192, 96, 96, 96 };
@@ -92,17 +95,75 @@ static bool wan_write(const char * path) {
         }
         char r[96];
         snprintf(r, sizeof(r), "%.64s.resample.1", n);
-        wan_conv(&f, r, cout[i], cin[i], 0, 3, &seed);
+        bench_conv(&f, r, cout[i], cin[i], 0, 3, &seed);
         if (i != 11) {
             snprintf(r, sizeof(r), "%.64s.time_conv", n);
             snprintf(n, sizeof(n), "%s.weight", r);
-            wan_add(&f, n, 5, (const int64_t[]) { 2 * cin[i], cin[i], 3, 1, 1 }, false, &seed);
+            bench_add(&f, n, 5, (const int64_t[]) { 2 * cin[i], cin[i], 3, 1, 1 }, false, &seed);
             snprintf(n, sizeof(n), "%s.bias", r);
-            wan_add(&f, n, 1, (const int64_t[]) { 2 * cin[i] }, false, &seed);
+            bench_add(&f, n, 1, (const int64_t[]) { 2 * cin[i] }, false, &seed);
         }
     }
-    wan_add(&f, "decoder.head.0.gamma", 4, (const int64_t[]) { 96, 1, 1, 1 }, true, &seed);
-    wan_conv(&f, "decoder.head.2", 3, 96, 3, 3, &seed);
+    bench_add(&f, "decoder.head.0.gamma", 4, (const int64_t[]) { 96, 1, 1, 1 }, true, &seed);
+    bench_conv(&f, "decoder.head.2", 3, 96, 3, 3, &seed);
+    const bool ok = test_write_model(path, f.n, f.t);
+    for (int i = 0; i < f.n; i++) {
+        free((void *) f.t[i].data);
+    }
+    return ok;
+}
+
+// a ResnetBlock3D of SeedVR2 (GroupNorm scales 1)
+static void seedvr_resnet(struct bench_file * f, const char * name, int cin, int cout, uint32_t * seed) {
+    char n[160];
+    for (int i = 1; i <= 2; i++) {
+        snprintf(n, sizeof(n), "%.96s.norm%d.weight", name, i);
+        bench_add(f, n, 1, (const int64_t[]) { i == 1 ? cin : cout }, true, seed);
+        snprintf(n, sizeof(n), "%.96s.norm%d.bias", name, i);
+        bench_add(f, n, 1, (const int64_t[]) { i == 1 ? cin : cout }, false, seed);
+        snprintf(n, sizeof(n), "%.96s.conv%d", name, i);
+        bench_conv(f, n, cout, i == 1 ? cin : cout, 3, 3, seed);
+    }
+    if (cin != cout) {
+        snprintf(n, sizeof(n), "%.96s.conv_shortcut", name);
+        bench_conv(f, n, cout, cin, 1, 1, seed);
+    }
+}
+
+// the decoder side of SeedVR2's ema_vae.pth (MODELS.md §I), random: up-blocks 512, 512, 256, 128
+// of 3 resnets, the first two upsampling in time and space, the third in space
+static bool seedvr_write(const char * path) {
+    static struct bench_file f;
+    static const int         cout[4] = { 512, 512, 256, 128 };
+    uint32_t                 seed    = 2025;
+    char                     n[160];
+    bench_conv(&f, "decoder.conv_in", 512, 16, 3, 3, &seed);
+    seedvr_resnet(&f, "decoder.mid_block.resnets.0", 512, 512, &seed);
+    bench_add(&f, "decoder.mid_block.attentions.0.group_norm.weight", 1, (const int64_t[]) { 512 }, true, &seed);
+    bench_add(&f, "decoder.mid_block.attentions.0.group_norm.bias", 1, (const int64_t[]) { 512 }, false, &seed);
+    static const char * proj[4] = { "to_q", "to_k", "to_v", "to_out.0" };
+    for (int i = 0; i < 4; i++) {
+        snprintf(n, sizeof(n), "decoder.mid_block.attentions.0.%s.weight", proj[i]);
+        bench_add(&f, n, 2, (const int64_t[]) { 512, 512 }, false, &seed);
+        snprintf(n, sizeof(n), "decoder.mid_block.attentions.0.%s.bias", proj[i]);
+        bench_add(&f, n, 1, (const int64_t[]) { 512 }, false, &seed);
+    }
+    seedvr_resnet(&f, "decoder.mid_block.resnets.1", 512, 512, &seed);
+    for (int i = 0, cin = 512; i < 4; cin = cout[i++]) {
+        for (int j = 0; j < 3; j++) {
+            snprintf(n, sizeof(n), "decoder.up_blocks.%d.resnets.%d", i, j);
+            seedvr_resnet(&f, n, j == 0 ? cin : cout[i], cout[i], &seed);
+        }
+        if (i < 3) {
+            snprintf(n, sizeof(n), "decoder.up_blocks.%d.upsamplers.0.upscale_conv", i);
+            bench_conv(&f, n, (i < 2 ? 8 : 4) * cout[i], cout[i], 1, 1, &seed);
+            snprintf(n, sizeof(n), "decoder.up_blocks.%d.upsamplers.0.conv", i);
+            bench_conv(&f, n, cout[i], cout[i], 3, 3, &seed);
+        }
+    }
+    bench_add(&f, "decoder.conv_norm_out.weight", 1, (const int64_t[]) { 128 }, true, &seed);
+    bench_add(&f, "decoder.conv_norm_out.bias", 1, (const int64_t[]) { 128 }, false, &seed);
+    bench_conv(&f, "decoder.conv_out", 3, 128, 3, 3, &seed);
     const bool ok = test_write_model(path, f.n, f.t);
     for (int i = 0; i < f.n; i++) {
         free((void *) f.t[i].data);
@@ -120,12 +181,15 @@ int main(int argc, char ** argv) {
     int          width = 1920, height = 1088, tile = 0, frames = 2;
     double       gib  = 22.0;
     bool         plan_only = false;
-    char         weights[512];
+    char         weights[512] = "";
     const char * tmp = getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
-    snprintf(weights, sizeof(weights), "%s/wan21-full-random.safetensors", tmp);
+    enum vae_family family = VAE_FAMILY_WAN21;
     for (int i = 1; i < argc; i++) {
         const bool val = i + 1 < argc;
-        if (!strcmp(argv[i], "--size") && val && sscanf(argv[i + 1], "%dx%d", &width, &height) == 2) {
+        if (!strcmp(argv[i], "--family") && val &&
+            (!strcmp(argv[i + 1], "wan2.1") || !strcmp(argv[i + 1], "seedvr2"))) {
+            family = vae_family_from_name(argv[++i]);
+        } else if (!strcmp(argv[i], "--size") && val && sscanf(argv[i + 1], "%dx%d", &width, &height) == 2) {
             i++;
         } else if (!strcmp(argv[i], "--max-memory") && val) {
             gib = atof(argv[++i]);
@@ -138,8 +202,8 @@ int main(int argc, char ** argv) {
         } else if (!strcmp(argv[i], "--plan-only")) {
             plan_only = true;
         } else {
-            fprintf(stderr, "usage: bench-wan-tiled [--size WxH] [--max-memory GIB] [--tile N] [--latent-frames T] "
-                            "[--weights PATH] [--plan-only]\n");
+            fprintf(stderr, "usage: bench-wan-tiled [--family wan2.1|seedvr2] [--size WxH] [--max-memory GIB] "
+                            "[--tile N] [--latent-frames T] [--weights PATH] [--plan-only]\n");
             return 2;
         }
     }
@@ -150,21 +214,25 @@ int main(int argc, char ** argv) {
     if (!test_data_init()) {
         return 1;
     }
+    const bool seedvr = family == VAE_FAMILY_SEEDVR2;
+    if (!weights[0]) {
+        snprintf(weights, sizeof(weights), "%s/%s-full-random.safetensors", tmp, seedvr ? "seedvr2" : "wan21");
+    }
     if (access(weights, R_OK) != 0) {
-        printf("writing full-width random Wan 2.1 decoder weights to %s\n", weights);
-        if (!wan_write(weights)) {
+        printf("writing full-width random %s decoder weights to %s\n", vae_family_name(family), weights);
+        if (!(seedvr ? seedvr_write(weights) : wan_write(weights))) {
             return 1;
         }
     }
-    struct vae_model * m = vae_model_load(weights, VAE_FAMILY_WAN21, err, sizeof(err));
+    struct vae_model * m = vae_model_load(weights, family, err, sizeof(err));
     if (!m) {
         fprintf(stderr, "%s: %s\n", weights, err);
         return 1;
     }
     const int    h = height / 8, w = width / 8;
     const size_t limit = (size_t) (gib * 1073741824.0);
-    printf("Wan 2.1 (%s), %dx%d (latent %dx%d), %d latent frames, max-memory %.2f GiB, %s\n", m->description, width,
-           height, w, h, frames, gib, vae_backend_name(cpu));
+    printf("%s (%s), %dx%d (latent %dx%d), %d latent frames, max-memory %.2f GiB, %s\n", vae_family_name(family),
+           m->description, width, height, w, h, frames, gib, vae_backend_name(cpu));
     // the whole-frame plan: one latent frame's step (4 frames) and the state it carries
     struct vae_graph * g = vae_model_build_graph(m, 1, h, w, false, err, sizeof(err));
     if (g && vae_backend_graph_prepare(cpu, g, limit, err, sizeof(err))) {
