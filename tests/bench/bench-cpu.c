@@ -1526,21 +1526,52 @@ int main(int argc, char ** argv) {
     int                n_prec                     = 1;
     struct kl_opts kl_opts = { KL_LATENT, KL_LATENT, 2, 1, 3, { 0, 256, 128 }, "nchw,channels_last" };
 
+    // the options that take an integer >= lo, and those that take a latent size HxW
+    const struct {
+        const char * name;
+        int *        dst;
+        int          lo;
+        const char * hint;
+    } int_opts[] = {
+        { "--frames", &frames, 1, "" },
+        { "--warmup", &warmup, 0, "" },
+        { "--latent-frames", &vo.T, 2, "" },
+        { "--video-streams", &vo.streams, 0, " (0: 1 for Wan, 5 for TAEHV, else 1)" },
+        { "--video-warmup", &vo.warmup, 0, "" },
+        { "--kl-runs", &kl_opts.runs, 1, "" },
+        { "--kl-warmup", &kl_opts.warmup, 0, "" },
+        { "--svd-frames", &vo.svd_T, 2, "" },
+        { "--seedvr-frames", &vo.seedvr_T, 2, "" },
+        { "--seedvr-tile", &vo.seedvr_tile, 0, " (0: no tiled row)" },
+    };
+    const struct {
+        const char * name;
+        int *        h, *w;
+    } hw_opts[] = {
+        { "--video-latent", &vo.h, &vo.w },
+        { "--kl-latent", &kl_opts.h, &kl_opts.w },
+        { "--svd-latent", &vo.svd_h, &vo.svd_w },
+        { "--seedvr-latent", &vo.seedvr_h, &vo.seedvr_w },
+    };
+
     for (int i = 1; i < argc; i++) {
         const char * a       = argv[i];
         const bool   has_val = i + 1 < argc;
+        int          known   = 0;  // 1: an option of the tables, parsed; -1: its value is wrong
+        for (size_t k = 0; has_val && !known && k < sizeof(int_opts) / sizeof(int_opts[0]); k++) {
+            if (strcmp(a, int_opts[k].name)) continue;
+            known = parse_int(argv[++i], int_opts[k].lo, int_opts[k].dst) ? 1 : -1;
+            if (known < 0) fprintf(stderr, "bench-cpu: %s takes an integer >= %d%s\n", a, int_opts[k].lo, int_opts[k].hint);
+        }
+        for (size_t k = 0; has_val && !known && k < sizeof(hw_opts) / sizeof(hw_opts[0]); k++) {
+            if (strcmp(a, hw_opts[k].name)) continue;
+            known = parse_hw(argv[++i], hw_opts[k].h, hw_opts[k].w) ? 1 : -1;
+            if (known < 0) fprintf(stderr, "bench-cpu: %s takes HxW (latent rows x columns, 1..512)\n", a);
+        }
+        if (known < 0) return 2;
+        if (known) continue;
         if (!strcmp(a, "--model") && has_val) {
             model_path = argv[++i];
-        } else if (!strcmp(a, "--frames") && has_val) {
-            if (!parse_int(argv[++i], 1, &frames)) {
-                fprintf(stderr, "bench-cpu: --frames takes an integer >= 1\n");
-                return 2;
-            }
-        } else if (!strcmp(a, "--warmup") && has_val) {
-            if (!parse_int(argv[++i], 0, &warmup)) {
-                fprintf(stderr, "bench-cpu: --warmup takes an integer >= 0\n");
-                return 2;
-            }
         } else if (!strcmp(a, "--python") && has_val) {
             python = argv[++i];
         } else if (!strcmp(a, "--peer-script") && has_val) {
@@ -1555,41 +1586,6 @@ int main(int argc, char ** argv) {
             taehv_py = argv[++i];
         } else if (!strcmp(a, "--video-dir") && has_val) {
             video_dir = argv[++i];
-        } else if (!strcmp(a, "--video-latent") && has_val) {
-            if (!parse_hw(argv[++i], &vo.h, &vo.w)) {
-                fprintf(stderr, "bench-cpu: --video-latent takes HxW (latent rows x columns, 1..512)\n");
-                return 2;
-            }
-        } else if (!strcmp(a, "--latent-frames") && has_val) {
-            if (!parse_int(argv[++i], 2, &vo.T)) {
-                fprintf(stderr, "bench-cpu: --latent-frames takes an integer >= 2\n");
-                return 2;
-            }
-        } else if (!strcmp(a, "--video-streams") && has_val) {
-            if (!parse_int(argv[++i], 0, &vo.streams)) {
-                fprintf(stderr, "bench-cpu: --video-streams takes an integer >= 0 (0: 1 for Wan, 5 for TAEHV)\n");
-                return 2;
-            }
-        } else if (!strcmp(a, "--video-warmup") && has_val) {
-            if (!parse_int(argv[++i], 0, &vo.warmup)) {
-                fprintf(stderr, "bench-cpu: --video-warmup takes an integer >= 0\n");
-                return 2;
-            }
-        } else if (!strcmp(a, "--kl-latent") && has_val) {
-            if (!parse_hw(argv[++i], &kl_opts.h, &kl_opts.w)) {
-                fprintf(stderr, "bench-cpu: --kl-latent takes HxW (latent rows x columns, 1..512)\n");
-                return 2;
-            }
-        } else if (!strcmp(a, "--kl-runs") && has_val) {
-            if (!parse_int(argv[++i], 1, &kl_opts.runs)) {
-                fprintf(stderr, "bench-cpu: --kl-runs takes an integer >= 1\n");
-                return 2;
-            }
-        } else if (!strcmp(a, "--kl-warmup") && has_val) {
-            if (!parse_int(argv[++i], 0, &kl_opts.warmup)) {
-                fprintf(stderr, "bench-cpu: --kl-warmup takes an integer >= 0\n");
-                return 2;
-            }
         } else if (!strcmp(a, "--kl-tiles") && has_val) {
             if (!parse_int_list(argv[++i], kl_opts.tiles, KL_MAX_TILES, &kl_opts.n_tiles)) {
                 fprintf(stderr, "bench-cpu: --kl-tiles takes 1 to %d comma-separated tile sizes >= 0 (0: whole "
@@ -1600,31 +1596,6 @@ int main(int argc, char ** argv) {
             if (!parse_int_list(argv[++i], vo.svd_chunks, SVD_MAX_CHUNKS, &vo.n_svd_chunks)) {
                 fprintf(stderr, "bench-cpu: --svd-chunks takes 1 to %d comma-separated chunk sizes >= 0 (0: the "
                                 "whole clip)\n", SVD_MAX_CHUNKS);
-                return 2;
-            }
-        } else if (!strcmp(a, "--svd-latent") && has_val) {
-            if (!parse_hw(argv[++i], &vo.svd_h, &vo.svd_w)) {
-                fprintf(stderr, "bench-cpu: --svd-latent takes HxW (latent rows x columns, 1..512)\n");
-                return 2;
-            }
-        } else if (!strcmp(a, "--svd-frames") && has_val) {
-            if (!parse_int(argv[++i], 2, &vo.svd_T)) {
-                fprintf(stderr, "bench-cpu: --svd-frames takes an integer >= 2\n");
-                return 2;
-            }
-        } else if (!strcmp(a, "--seedvr-latent") && has_val) {
-            if (!parse_hw(argv[++i], &vo.seedvr_h, &vo.seedvr_w)) {
-                fprintf(stderr, "bench-cpu: --seedvr-latent takes HxW (latent rows x columns, 1..512)\n");
-                return 2;
-            }
-        } else if (!strcmp(a, "--seedvr-frames") && has_val) {
-            if (!parse_int(argv[++i], 2, &vo.seedvr_T)) {
-                fprintf(stderr, "bench-cpu: --seedvr-frames takes an integer >= 2\n");
-                return 2;
-            }
-        } else if (!strcmp(a, "--seedvr-tile") && has_val) {
-            if (!parse_int(argv[++i], 0, &vo.seedvr_tile)) {
-                fprintf(stderr, "bench-cpu: --seedvr-tile takes an integer >= 0 (0: no tiled row)\n");
                 return 2;
             }
         } else if (!strcmp(a, "--clip-layouts") && has_val) {
