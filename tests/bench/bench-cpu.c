@@ -76,7 +76,7 @@ static void usage(FILE * f) {
             "                 [--video-streams N] [--video-warmup W] [--video-dir DIR]\n"
             "                 [--kl-latent HxW] [--kl-runs N] [--kl-warmup W] [--kl-tiles LIST] [--kl-layouts LIST]\n"
             "                 [--svd-latent HxW] [--svd-frames N] [--svd-chunks LIST] [--seedvr-latent HxW]\n"
-            "                 [--seedvr-frames T] [--seedvr-tile N] [--clip-layouts LIST]\n"
+            "                 [--seedvr-frames T] [--seedvr-tiles LIST] [--clip-layouts LIST]\n"
             "  --model PATH        TAEF2 decoder safetensors (default %s)\n"
             "  --frames N          TAEF2: timed decodes, one frame each (default 5)\n"
             "  --warmup W          TAEF2: untimed decodes first (default 1)\n"
@@ -105,7 +105,7 @@ static void usage(FILE * f) {
             "  --svd-chunks LIST   SVD decode_chunk_size of each row, ours and the peer's (default %d,4; 0: whole clip)\n"
             "  --seedvr-latent HxW SeedVR2 latent size (default %dx%d: 640x360 frames)\n"
             "  --seedvr-frames T   SeedVR2 latent frames per stream, >= 2 (default 2: 1 + 4 frames)\n"
-            "  --seedvr-tile N     SeedVR2 tiled row's tile-size (default 256; 0: no tiled row)\n"
+            "  --seedvr-tiles LIST SeedVR2: the session's tile-size of each row (default 0,256; 0: untiled)\n"
             "  --clip-layouts LIST the SVD and SeedVR2 peers' memory layouts (default channels_last)\n",
             DEFAULT_MODEL, DEFAULT_PYTHON, PEER_SCRIPT, VIDEO_SCRIPT, VIDEO_LATENT_H, VIDEO_LATENT_W, KL_LATENT,
             KL_LATENT, SVD_LATENT_H, SVD_LATENT_W, SVD_FRAMES, SVD_FRAMES, SEEDVR_LATENT_H, SEEDVR_LATENT_W);
@@ -1263,8 +1263,9 @@ static int bench_taef2(const char * model_path, const char * python, const char 
     return 0;
 }
 
-#define SVD_MAX_CHUNKS  4
-#define VIDEO_MAX_ROWS  (2 + SVD_MAX_CHUNKS + 2)
+#define SVD_MAX_CHUNKS   4
+#define SEEDVR_MAX_TILES 4
+#define VIDEO_MAX_ROWS   (2 + SVD_MAX_CHUNKS + SEEDVR_MAX_TILES)
 
 // the video decoders' sizes: Wan and TAEHV share theirs; SVD and SeedVR2 have their own
 struct video_opts {
@@ -1272,15 +1273,16 @@ struct video_opts {
     int streams, warmup;                           // 0 streams: 1 for Wan, 5 for TAEHV, else 1
     int svd_T, svd_h, svd_w;
     int svd_chunks[SVD_MAX_CHUNKS], n_svd_chunks;  // one row per decode_chunk_size (0: the whole clip)
-    int seedvr_T, seedvr_h, seedvr_w, seedvr_tile; // tile 0: no tiled row
+    int seedvr_T, seedvr_h, seedvr_w;
+    int seedvr_tiles[SEEDVR_MAX_TILES], n_seedvr_tiles;  // one row per tile-size (0: untiled)
     const char * clip_layouts;                     // the SVD and SeedVR2 peers' --layouts
 };
 
-// the rows of the video decoders asked for (do_video: Wan 2.1, TAEW2.1, SVD, SeedVR2) into vr;
-// their count
-static int video_rows(struct video_result * vr, const bool * do_video, const struct video_opts * o, char * args,
-                      size_t args_size) {
-    static char chunk_labels[SVD_MAX_CHUNKS][64];
+// the rows of the video decoders asked for (do_video: Wan 2.1, TAEW2.1, SVD, SeedVR2) into vr, the
+// peers' extra arguments into args[row]; their count
+static int video_rows(struct video_result * vr, const bool * do_video, const struct video_opts * o,
+                      char (*args)[128]) {
+    static char labels[VIDEO_MAX_ROWS][64];
     int         n = 0;
     if (do_video[0]) {
         vr[n++] = (struct video_result) { .name = "wan", .label = "Wan 2.1 VAE (base 96)", .weights = WAN_WEIGHTS,
@@ -1291,30 +1293,26 @@ static int video_rows(struct video_result * vr, const bool * do_video, const str
                                           .weights = "taew21_full.safetensors", .T = o->T, .h = o->h, .w = o->w,
                                           .chunk = 1, .clamp = true, .peer_of = -1 };
     }
-    for (int i = 0; do_video[2] && i < o->n_svd_chunks; i++) {
+    for (int i = 0; do_video[2] && i < o->n_svd_chunks; i++, n++) {
         const int c = o->svd_chunks[i];
-        snprintf(chunk_labels[i], sizeof(chunk_labels[i]), "SVD temporal decoder, chunk %d", c ? c : o->svd_T);
-        char * a = args + (size_t) i * (args_size / VIDEO_MAX_ROWS);
-        snprintf(a, args_size / VIDEO_MAX_ROWS, "--chunk %d --layouts %s", c, o->clip_layouts);
-        vr[n++] = (struct video_result) { .name = "svd", .label = chunk_labels[i], .weights = "svd_full.safetensors",
-                                          .T = o->svd_T, .h = o->svd_h, .w = o->svd_w, .chunk = c, .clip = true,
-                                          .peer_args = a, .peer_of = -1 };
+        snprintf(labels[n], sizeof(labels[n]), "SVD temporal decoder, chunk %d", c ? c : o->svd_T);
+        snprintf(args[n], sizeof(args[n]), "--chunk %d --layouts %s", c, o->clip_layouts);
+        vr[n] = (struct video_result) { .name = "svd", .label = labels[n], .weights = "svd_full.safetensors",
+                                        .T = o->svd_T, .h = o->svd_h, .w = o->svd_w, .chunk = c, .clip = true,
+                                        .peer_args = args[n], .peer_of = -1 };
     }
-    if (do_video[3]) {
-        char * a = args + (size_t) SVD_MAX_CHUNKS * (args_size / VIDEO_MAX_ROWS);
-        snprintf(a, args_size / VIDEO_MAX_ROWS, "--layouts %s", o->clip_layouts);
-        const struct video_result seedvr = { .name = "seedvr2", .label = "SeedVR2 VAE, untiled",
-                                             .weights = "seedvr2_full.safetensors", .T = o->seedvr_T,
-                                             .h = o->seedvr_h, .w = o->seedvr_w, .chunk = 1, .clip = true,
-                                             .peer_args = a, .peer_of = -1 };
-        vr[n++] = seedvr;
-        if (o->seedvr_tile) {  // compared with the untiled row's peer
-            vr[n]         = seedvr;
-            vr[n].label   = "SeedVR2 VAE, tiled";
-            vr[n].tile    = o->seedvr_tile;
-            vr[n].peer_of = n - 1;
-            n++;
+    const int first_seedvr = n;  // its peer run serves every SeedVR2 row: tiling does not change the output
+    for (int i = 0; do_video[3] && i < o->n_seedvr_tiles; i++, n++) {
+        const int t = o->seedvr_tiles[i];
+        if (t) {
+            snprintf(labels[n], sizeof(labels[n]), "SeedVR2 VAE, tile-size %d", t);
+        } else {
+            snprintf(labels[n], sizeof(labels[n]), "SeedVR2 VAE, untiled");
         }
+        snprintf(args[n], sizeof(args[n]), "--layouts %s", o->clip_layouts);
+        vr[n] = (struct video_result) { .name = "seedvr2", .label = labels[n], .weights = "seedvr2_full.safetensors",
+                                        .T = o->seedvr_T, .h = o->seedvr_h, .w = o->seedvr_w, .chunk = 1, .tile = t,
+                                        .clip = true, .peer_args = args[n], .peer_of = i ? first_seedvr : -1 };
     }
     return n;
 }
@@ -1326,8 +1324,8 @@ static void bench_video(const bool * do_video, const char * video_python, const 
                         int threads, struct cpu_snap run_start, double * sgemm_fs, int * n_sgemm_io) {
     int                 n_sgemm = *n_sgemm_io;
     struct video_result vr[VIDEO_MAX_ROWS];
-    char                peer_args[VIDEO_MAX_ROWS * 128];
-    const int           n_rows = video_rows(vr, do_video, o, peer_args, sizeof(peer_args));
+    char                peer_args[VIDEO_MAX_ROWS][128];
+    const int           n_rows = video_rows(vr, do_video, o, peer_args);
     printf("\nvideo decoders: %s timed streams after %d warm-up streams of 2 latent frames; weights and latents "
            "in %s\n",
            o->streams ? argv_streams(o->streams) : "1 (Wan, SVD, SeedVR2) / 5 (TAEHV)", o->warmup, video_dir);
@@ -1363,6 +1361,7 @@ static void bench_video(const bool * do_video, const char * video_python, const 
         if (no_peer) continue;
         if (r->peer_of >= 0) {
             r->peer = vr[r->peer_of].peer;
+            if (!r->peer.ok && !r->peer.reason[0]) snprintf(r->peer.reason, sizeof(r->peer.reason), "not run");
         } else {
             video_peer_run(r, video_python, video_script, taehv ? taehv_py : NULL, video_dir, streams, o->warmup,
                            threads);
@@ -1520,7 +1519,8 @@ int main(int argc, char ** argv) {
     struct video_opts vo = { .T = 3, .h = VIDEO_LATENT_H, .w = VIDEO_LATENT_W, .warmup = 1, .svd_T = SVD_FRAMES,
                              .svd_h = SVD_LATENT_H, .svd_w = SVD_LATENT_W, .svd_chunks = { SVD_FRAMES, 4 },
                              .n_svd_chunks = 2, .seedvr_T = 2, .seedvr_h = SEEDVR_LATENT_H,
-                             .seedvr_w = SEEDVR_LATENT_W, .seedvr_tile = 256, .clip_layouts = "channels_last" };
+                             .seedvr_w = SEEDVR_LATENT_W, .seedvr_tiles = { 0, 256 }, .n_seedvr_tiles = 2,
+                             .clip_layouts = "channels_last" };
     bool         no_peer = false;
     enum vae_precision precisions[MAX_PRECISIONS] = { VAE_PRECISION_FP32 };
     int                n_prec                     = 1;
@@ -1542,7 +1542,6 @@ int main(int argc, char ** argv) {
         { "--kl-warmup", &kl_opts.warmup, 0, "" },
         { "--svd-frames", &vo.svd_T, 2, "" },
         { "--seedvr-frames", &vo.seedvr_T, 2, "" },
-        { "--seedvr-tile", &vo.seedvr_tile, 0, " (0: no tiled row)" },
     };
     const struct {
         const char * name;
@@ -1596,6 +1595,12 @@ int main(int argc, char ** argv) {
             if (!parse_int_list(argv[++i], vo.svd_chunks, SVD_MAX_CHUNKS, &vo.n_svd_chunks)) {
                 fprintf(stderr, "bench-cpu: --svd-chunks takes 1 to %d comma-separated chunk sizes >= 0 (0: the "
                                 "whole clip)\n", SVD_MAX_CHUNKS);
+                return 2;
+            }
+        } else if (!strcmp(a, "--seedvr-tiles") && has_val) {
+            if (!parse_int_list(argv[++i], vo.seedvr_tiles, SEEDVR_MAX_TILES, &vo.n_seedvr_tiles)) {
+                fprintf(stderr, "bench-cpu: --seedvr-tiles takes 1 to %d comma-separated tile sizes >= 0 (0: "
+                                "untiled)\n", SEEDVR_MAX_TILES);
                 return 2;
             }
         } else if (!strcmp(a, "--clip-layouts") && has_val) {
