@@ -6,7 +6,9 @@
 // decoders (diffusers' AutoencoderKLWan, taehv.py) on the same weights and latents; on request
 // (--models kl) the AutoencoderKL decoder of SD 1.x/2.x / SDXL at full width (random weights made
 // by tests/bench/kl_torch.py) at 1024x1024, whole-frame and with exact tiled decode, beside
-// diffusers' AutoencoderKL.decode. TAEF2 runs at each precision asked (fp32, bf16), on both sides;
+// diffusers' AutoencoderKL.decode; and (--models svd,seedvr2) SVD's temporal decoder per
+// decode_chunk_size and SeedVR2's VAE untiled and tiled, beside diffusers'
+// AutoencoderKLTemporalDecoder and SeedVR's VideoAutoencoderKLWrapper, timed over whole clips. TAEF2 runs at each precision asked (fp32, bf16), on both sides;
 // the backend's name gives oneDNN's ISA in effect, which --isa lowers (DNNL_MAX_CPU_ISA).
 //
 //   bench-cpu [--model PATH] [--frames N] [--warmup W] [--precisions LIST] [--isa NAME]
@@ -14,6 +16,8 @@
 //             [--models LIST] [--video-python PATH] [--taehv-py PATH] [--video-latent HxW]
 //             [--latent-frames T] [--video-streams N] [--video-warmup W] [--video-dir DIR]
 //             [--kl-latent HxW] [--kl-runs N] [--kl-warmup W] [--kl-tiles LIST] [--kl-layouts LIST]
+//             [--svd-latent HxW] [--svd-frames N] [--svd-chunks LIST] [--seedvr-latent HxW]
+//             [--seedvr-frames T] [--seedvr-tiles LIST] [--clip-layouts LIST]
 //
 // A benchmark, not a test: it always exits 0 when our side ran, whether or not the peer could.
 // See tests/bench/README.md.
