@@ -1356,6 +1356,12 @@ static void bench_video(const bool * do_video, const char * video_python, const 
         r->probe[1] = sgemm_fs[n_sgemm++] = sgemm_peak(&ms);
         if (!ours_ok) {
             printf("%s: ours failed: %s\n", r->label, r->reason);
+            // the rows that were to share this row's peer run: the first of them runs it
+            for (int k = m + 1, heir = -1; k < n_rows; k++) {
+                if (vr[k].peer_of != m) continue;
+                vr[k].peer_of = heir;
+                if (heir < 0) heir = k;
+            }
             continue;
         }
         printf("%s: ours: %s; session prepared in %.0f ms (chunk-frames %d, tile %d); first latent %.1f ms, steady "
