@@ -379,7 +379,12 @@ static inline void remove_own_dir(const char * dir) {
 
 // --- random full-width weights, made by the peer scripts ---------------------------------------------
 
-// does dir/<name>.json describe latents of [T, 16, h, w] (the layout python's json.dump writes)?
+// latent channels of video_torch.py's decoder `name`: SVD's 4, the others' 16
+static inline int video_channels(const char * name) {
+    return strcmp(name, "svd") ? VIDEO_CHANNELS : 4;
+}
+
+// does dir/<name>.json describe latents of [T, C, h, w] (the layout python's json.dump writes)?
 static inline bool gen_matches(const char * dir, const char * name, int T, int h, int w) {
     char path[4096], buf[1024] = "", want[96], json[64];
     snprintf(json, sizeof(json), "%s.json", name);
@@ -388,7 +393,7 @@ static inline bool gen_matches(const char * dir, const char * name, int T, int h
     const size_t n = fread(buf, 1, sizeof(buf) - 1, f);
     fclose(f);
     buf[n] = '\0';
-    snprintf(want, sizeof(want), "\"latent\": [%d, %d, %d, %d]", T, VIDEO_CHANNELS, h, w);
+    snprintf(want, sizeof(want), "\"latent\": [%d, %d, %d, %d]", T, video_channels(name), h, w);
     return strstr(buf, want) && strstr(buf, "\"finite\": true");
 }
 
@@ -412,7 +417,7 @@ static inline void video_cmd(char * cmd, size_t size, const char * python, const
     append(cmd, size, " 2>&1");
 }
 
-// the weights (dir/weights) and T latent frames of h x w of video decoder `name` (wan, taehv),
+// the weights (dir/weights) and T latent frames of h x w of video decoder `name` (wan, taehv, svd, seedvr2),
 // made by video_torch.py unless dir holds them already; false with a reason
 static inline bool video_gen(const char * name, const char * weights, const char * python, const char * script,
                              const char * taehv_py, const char * dir, int T, int h, int w, int threads, char * reason,

@@ -6,7 +6,9 @@
 // decoders (diffusers' AutoencoderKLWan, taehv.py) on the same weights and latents; on request
 // (--models kl) the AutoencoderKL decoder of SD 1.x/2.x / SDXL at full width (random weights made
 // by tests/bench/kl_torch.py) at 1024x1024, whole-frame and with exact tiled decode, beside
-// diffusers' AutoencoderKL.decode. TAEF2 runs at each precision asked (fp32, bf16), on both sides;
+// diffusers' AutoencoderKL.decode; and (--models svd,seedvr2) SVD's temporal decoder per
+// decode_chunk_size and SeedVR2's VAE untiled and tiled, beside diffusers'
+// AutoencoderKLTemporalDecoder and SeedVR's VideoAutoencoderKLWrapper, timed over whole clips. TAEF2 runs at each precision asked (fp32, bf16), on both sides;
 // the backend's name gives oneDNN's ISA in effect, which --isa lowers (DNNL_MAX_CPU_ISA).
 //
 //   bench-cpu [--model PATH] [--frames N] [--warmup W] [--precisions LIST] [--isa NAME]
@@ -14,6 +16,8 @@
 //             [--models LIST] [--video-python PATH] [--taehv-py PATH] [--video-latent HxW]
 //             [--latent-frames T] [--video-streams N] [--video-warmup W] [--video-dir DIR]
 //             [--kl-latent HxW] [--kl-runs N] [--kl-warmup W] [--kl-tiles LIST] [--kl-layouts LIST]
+//             [--svd-latent HxW] [--svd-frames N] [--svd-chunks LIST] [--seedvr-latent HxW]
+//             [--seedvr-frames T] [--seedvr-tiles LIST] [--clip-layouts LIST]
 //
 // A benchmark, not a test: it always exits 0 when our side ran, whether or not the peer could.
 // See tests/bench/README.md.
@@ -56,6 +60,15 @@
 #define VIDEO_LATENT_H 30
 #define VIDEO_LATENT_W 52
 
+// SVD: 14 frames (its pipeline's decode_chunk_size 14: one call) of 320x576; at 576x1024 (72x128)
+// our session needs 22.5 GB, more than this 24 GB machine has free
+#define SVD_FRAMES    14
+#define SVD_LATENT_H  40
+#define SVD_LATENT_W  72
+// SeedVR2: 640x360; its 1280x720 (90x160) needs 31.9 GB untiled (our session's plan)
+#define SEEDVR_LATENT_H 45
+#define SEEDVR_LATENT_W 80
+
 #define KL_LATENT    128  // 1024x1024 output
 #define KL_MAX_TILES 8
 
@@ -66,6 +79,8 @@ static void usage(FILE * f) {
             "                 [--taehv-py PATH] [--video-latent HxW] [--latent-frames T]\n"
             "                 [--video-streams N] [--video-warmup W] [--video-dir DIR]\n"
             "                 [--kl-latent HxW] [--kl-runs N] [--kl-warmup W] [--kl-tiles LIST] [--kl-layouts LIST]\n"
+            "                 [--svd-latent HxW] [--svd-frames N] [--svd-chunks LIST] [--seedvr-latent HxW]\n"
+            "                 [--seedvr-frames T] [--seedvr-tiles LIST] [--clip-layouts LIST]\n"
             "  --model PATH        TAEF2 decoder safetensors (default %s)\n"
             "  --frames N          TAEF2: timed decodes, one frame each (default 5)\n"
             "  --warmup W          TAEF2: untimed decodes first (default 1)\n"
@@ -74,7 +89,7 @@ static void usage(FILE * f) {
             "  --python PATH       interpreter with torch for the TAEF2 peer (default %s; env VAE_BENCH_PYTHON)\n"
             "  --peer-script PATH  the TAEF2 PyTorch peer (default %s in the source dir)\n"
             "  --no-peer           do not time PyTorch (the video weights are still made with it)\n"
-            "  --models LIST       comma-separated, of taef2, wan, taehv, kl (default taef2,wan,taehv)\n"
+            "  --models LIST       comma-separated, of taef2, wan, taehv, svd, seedvr2, kl (default taef2,wan,taehv)\n"
             "  --video-python PATH interpreter with torch >= 2 and diffusers for %s and kl_torch.py\n"
             "                      (default env VAE_BENCH_VIDEO_PYTHON, else the --python one)\n"
             "  --taehv-py PATH     upstream madebyollin/taehv taehv.py (default env TAEHV_PY)\n"
@@ -88,9 +103,16 @@ static void usage(FILE * f) {
             "  --kl-runs N         AutoencoderKL: timed decodes per row and per peer layout (default 2)\n"
             "  --kl-warmup W       AutoencoderKL: untimed decodes first (default 1)\n"
             "  --kl-tiles LIST     AutoencoderKL: the session's tile_size of each row (default 0,256,128; 0 = whole frame)\n"
-            "  --kl-layouts LIST   AutoencoderKL peer memory layouts (default nchw,channels_last: the faster is reported)\n",
+            "  --kl-layouts LIST   AutoencoderKL peer memory layouts (default nchw,channels_last: the faster is reported)\n"
+            "  --svd-latent HxW    SVD latent size (default %dx%d: 320x576 frames)\n"
+            "  --svd-frames N      SVD clip length in latent frames = frames (default %d)\n"
+            "  --svd-chunks LIST   SVD decode_chunk_size of each row, ours and the peer's (default %d,4; 0: whole clip)\n"
+            "  --seedvr-latent HxW SeedVR2 latent size (default %dx%d: 640x360 frames)\n"
+            "  --seedvr-frames T   SeedVR2 latent frames per stream, >= 2 (default 2: 1 + 4 frames)\n"
+            "  --seedvr-tiles LIST SeedVR2: the session's tile-size of each row (default 0,256; 0: untiled)\n"
+            "  --clip-layouts LIST the SVD and SeedVR2 peers' memory layouts (default channels_last)\n",
             DEFAULT_MODEL, DEFAULT_PYTHON, PEER_SCRIPT, VIDEO_SCRIPT, VIDEO_LATENT_H, VIDEO_LATENT_W, KL_LATENT,
-            KL_LATENT);
+            KL_LATENT, SVD_LATENT_H, SVD_LATENT_W, SVD_FRAMES, SVD_FRAMES, SEEDVR_LATENT_H, SEEDVR_LATENT_W);
 }
 
 // --- other load ---------------------------------------------------------------------------------
@@ -327,16 +349,24 @@ struct video_peer {
 };
 
 struct video_result {
-    const char * name;          // "wan", "taehv": the peer's names and the files'
+    const char * name;          // "wan", "taehv", "svd", "seedvr2": the peer's names and the files'
     const char * label;
     const char * weights;       // file name in the video dir
+    int          T, h, w;       // latent frames per stream, latent rows, columns
+    int          chunk, tile;   // the session's chunk_frames and tile_size
+    bool         clip;          // ms/frame = the whole stream / its frames (no steady state upstream)
+    bool         clamp;         // upstream clamps its output (Wan, TAEHV): compare ours clamped
+    const char * peer_args;     // more arguments for `video_torch.py time` ("" or e.g. "--chunk 4")
+    int          peer_of;       // >= 0: no peer run of its own, compared with that row's
     bool         ok;            // our side ran
     char         reason[512];
     char         description[160];
     int          frames_per_latent, scale, out_h, out_w, n_frames;
     float        lo, hi;        // the range upstream clamps its output to
+    int          tile_used;     // vae_session_tile_size
     double       prepare_ms;
     double       first_ms, steady_ms, steady_min_ms, stream_ms;  // means over the timed streams
+    double       step_ms;       // steady state, per frame (= steady_ms unless clip)
     struct flops step, first;   // graphs of one later latent frame, of latent frame 0
     size_t       peak_bytes;    // vae_session_peak_bytes
     double       hwm_mib;       // our process's VmHWM from before the load to the end of the timing
@@ -344,20 +374,32 @@ struct video_result {
     struct video_peer peer;
     bool         compared;
     double       max_abs, mean_abs;
-    char         compare_note[256];
+    char         compare_note[512];
     double       probe[3];      // sgemm FLOP/s before our side, between the sides, after the peer (0: none)
 };
 
-// our side: a decode session (chunk-frames 1) fed the T latent frames of one stream, `warmup`
-// untimed streams of 2 latent frames, then `streams` timed ones; every push is timed with the pops
-// of the frames it made ready
-static bool video_ours(struct video_result * r, const char * dir, int T, int h, int w, int streams, int warmup) {
+// pop every frame s has ready into out (frame `*popped` onwards, the first one again past n_frames)
+static bool video_pop_ready(struct vae_session * s, float * out, size_t frame_floats, int n_frames, int * popped,
+                            char * err, size_t err_size) {
+    while (vae_session_frames_ready(s) > 0) {
+        float * dst = out + (size_t) (*popped < n_frames ? *popped : 0) * frame_floats;
+        if (!vae_session_pop_output(s, dst, err, err_size)) return false;
+        (*popped)++;
+    }
+    return true;
+}
+
+// our side: a decode session (r->chunk, r->tile) fed the T latent frames of one stream and
+// drained, `warmup` untimed streams of 2 latent frames, then `streams` timed ones; every push (and
+// the drain) is timed with the pops of the frames it made ready
+static bool video_ours(struct video_result * r, const char * dir, int streams, int warmup) {
     char               err[512] = "", path[4096];
     struct vae_model * model    = NULL;
     vae_backend_t *    be       = NULL;
     struct vae_session * s      = NULL;
     float *            lat      = NULL;
-    const size_t       lat_floats = (size_t) VIDEO_CHANNELS * (size_t) h * (size_t) w;
+    const int          T = r->T, h = r->h, w = r->w, channels = video_channels(r->name);
+    const size_t       lat_floats = (size_t) channels * (size_t) h * (size_t) w;
     bool               ok        = false;
 
     if (!dir_path(path, sizeof(path), dir, r->weights)) {
@@ -405,16 +447,17 @@ static bool video_ours(struct video_result * r, const char * dir, int T, int h, 
         snprintf(r->reason, sizeof(r->reason), "%s", err);
         goto done;
     }
-    const struct vae_session_config cfg = { VIDEO_CHANNELS, h, w, VAE_SPACE_AUTO, 1, 0 };
+    const struct vae_session_config cfg = { channels, h, w, VAE_SPACE_AUTO, r->chunk, 0, r->tile, NULL };
     const double t_prep = now_ms();
     s = vae_session_new(model, be, &cfg, err, sizeof(err));
     r->prepare_ms = now_ms() - t_prep;
     if (!s) {
-        snprintf(r->reason, sizeof(r->reason), "session: %s", err);
+        snprintf(r->reason, sizeof(r->reason), "%s: %s", r->tile ? "tiling not supported? session" : "session", err);
         goto done;
     }
+    r->tile_used = vae_session_tile_size(s);
     const size_t frame_floats = 3 * (size_t) r->out_h * (size_t) r->out_w;
-    double       first_sum = 0.0, steady_sum = 0.0, stream_sum = 0.0;
+    double       first_sum = 0.0, steady_sum = 0.0, stream_sum = 0.0, clip_min = 0.0;
     r->steady_min_ms = 0.0;
     for (int i = 0; i < warmup + streams; i++) {
         const bool timed = i >= warmup;
@@ -422,19 +465,16 @@ static bool video_ours(struct video_result * r, const char * dir, int T, int h, 
         double     steady = 0.0, stream = 0.0;
         int        popped = 0;
         vae_session_reset(s);
-        for (int k = 0; k < n_lat; k++) {
+        for (int k = 0; k <= n_lat; k++) {  // k == n_lat: the drain
             const double t0 = now_ms();
-            if (!vae_session_push(s, lat + (size_t) k * lat_floats, err, sizeof(err))) {
-                snprintf(r->reason, sizeof(r->reason), "push: %s", err);
+            if (k < n_lat ? !vae_session_push(s, lat + (size_t) k * lat_floats, err, sizeof(err))
+                          : !vae_session_drain(s, err, sizeof(err))) {
+                snprintf(r->reason, sizeof(r->reason), "%s: %s", k < n_lat ? "push" : "drain", err);
                 goto done;
             }
-            while (vae_session_frames_ready(s) > 0) {
-                float * dst = r->out + (size_t) (popped < r->n_frames ? popped : 0) * frame_floats;
-                if (!vae_session_pop_output(s, dst, err, sizeof(err))) {
-                    snprintf(r->reason, sizeof(r->reason), "pop: %s", err);
-                    goto done;
-                }
-                popped++;
+            if (!video_pop_ready(s, r->out, frame_floats, r->n_frames, &popped, err, sizeof(err))) {
+                snprintf(r->reason, sizeof(r->reason), "pop: %s", err);
+                goto done;
             }
             const double ms = now_ms() - t0;
             stream += ms;
@@ -454,11 +494,17 @@ static bool video_ours(struct video_result * r, const char * dir, int T, int h, 
             steady_sum += per_frame;
             stream_sum += stream;
             if (i == warmup || per_frame < r->steady_min_ms) r->steady_min_ms = per_frame;
+            if (i == warmup || stream < clip_min) clip_min = stream;
         }
     }
     r->first_ms   = first_sum / streams;
     r->steady_ms  = steady_sum / streams;
     r->stream_ms  = stream_sum / streams;
+    r->step_ms    = r->steady_ms;
+    if (r->clip) {  // the whole stream per frame, as the peer has no per-latent boundary
+        r->steady_ms     = r->stream_ms / r->n_frames;
+        r->steady_min_ms = clip_min / r->n_frames;
+    }
     r->peak_bytes = vae_session_peak_bytes(s);
     r->hwm_mib    = hwm ? status_mib("VmHWM") : -1.0;
     {
@@ -484,8 +530,8 @@ static void video_peer_run(struct video_result * r, const char * python, const c
                            const char * dir, int streams, int warmup, int threads) {
     struct video_peer * p = &r->peer;
     char                cmd[8192], sub[256], last[2048];
-    snprintf(sub, sizeof(sub), "time --model %s --streams %d --warmup %d --threads %d", r->name, streams, warmup,
-             threads);
+    snprintf(sub, sizeof(sub), "time --model %s --streams %d --warmup %d --threads %d %s", r->name, streams, warmup,
+             threads, r->peer_args ? r->peer_args : "");
     video_cmd(cmd, sizeof(cmd), python, script, sub, "--dir", dir, taehv_py);
     printf("%s peer: %s\n", r->name, cmd);
     if (!run_lines(cmd, last, sizeof(last), p->reason, sizeof(p->reason))) return;
@@ -503,8 +549,11 @@ static void video_peer_run(struct video_result * r, const char * python, const c
     if (!kv_double(last, "decode_peak_rss_mib", &p->decode_rss_mib)) p->decode_rss_mib = -1.0;
     if (!kv_double(last, "max_rss_mib", &p->max_rss_mib)) p->max_rss_mib = -1.0;
     p->ok = true;
+}
 
-    // the same frames? upstream clamps its output; ours is raw
+// the same frames as the peer's last output (dir/<name>.torch.f32)? Wan and TAEHV clamp theirs,
+// ours is raw
+static void video_compare(struct video_result * r, const char * dir) {
     if (!r->ok) return;
     const size_t n   = (size_t) r->n_frames * 3 * (size_t) r->out_h * (size_t) r->out_w;
     float *      ref = malloc(n * sizeof(float));
@@ -517,7 +566,7 @@ static void video_peer_run(struct video_result * r, const char * python, const c
     }
     double mx = 0.0, sum = 0.0;
     for (size_t i = 0; i < n; i++) {
-        const float  o = r->out[i] < r->lo ? r->lo : r->out[i] > r->hi ? r->hi : r->out[i];
+        const float o = !r->clamp ? r->out[i] : r->out[i] < r->lo ? r->lo : r->out[i] > r->hi ? r->hi : r->out[i];
         const double d = fabs((double) o - (double) ref[i]);
         if (!(d <= mx)) mx = d;  // NaN wins
         sum += d;
@@ -526,6 +575,26 @@ static void video_peer_run(struct video_result * r, const char * python, const c
     r->compared = true;
     r->max_abs  = mx;
     r->mean_abs = sum / (double) n;
+}
+
+// "a,b,c" of integers >= 0 into dst (1 to max of them)
+static bool parse_int_list(const char * p, int * dst, int max, int * n_out) {
+    int n_vals = 0;
+    while (*p) {
+        char         tok[32];
+        const size_t n = strcspn(p, ",");
+        snprintf(tok, sizeof(tok), "%.*s", (int) (n < sizeof(tok) ? n : sizeof(tok) - 1), p);
+        if (n_vals == max || !parse_int(tok, 0, &dst[n_vals])) return false;
+        n_vals++;
+        p += n + (p[n] == ',');
+    }
+    *n_out = n_vals;
+    return n_vals > 0;
+}
+
+// a peer's --layouts: lower-case words and commas
+static bool layouts_ok(const char * s) {
+    return *s && strspn(s, "abcdefghijklmnopqrstuvwxyz_,") == strlen(s);
 }
 
 static const char * argv_streams(int n) {
@@ -1198,28 +1267,79 @@ static int bench_taef2(const char * model_path, const char * python, const char 
     return 0;
 }
 
-// the causal video decoders (do_video: Wan 2.1, TAEW2.1), their weights and latents made in video_dir;
-// prints its own report. sgemm_fs[*n_sgemm_io...] gets its speed probes.
+#define SVD_MAX_CHUNKS   4
+#define SEEDVR_MAX_TILES 4
+#define VIDEO_MAX_ROWS   (2 + SVD_MAX_CHUNKS + SEEDVR_MAX_TILES)
+
+// the video decoders' sizes: Wan and TAEHV share theirs; SVD and SeedVR2 have their own
+struct video_opts {
+    int T, h, w;                                   // Wan, TAEHV: latent frames, rows, columns
+    int streams, warmup;                           // 0 streams: 1 for Wan, 5 for TAEHV, else 1
+    int svd_T, svd_h, svd_w;
+    int svd_chunks[SVD_MAX_CHUNKS], n_svd_chunks;  // one row per decode_chunk_size (0: the whole clip)
+    int seedvr_T, seedvr_h, seedvr_w;
+    int seedvr_tiles[SEEDVR_MAX_TILES], n_seedvr_tiles;  // one row per tile-size (0: untiled)
+    const char * clip_layouts;                     // the SVD and SeedVR2 peers' --layouts
+};
+
+// the rows of the video decoders asked for (do_video: Wan 2.1, TAEW2.1, SVD, SeedVR2) into vr, the
+// peers' extra arguments into args[row]; their count
+static int video_rows(struct video_result * vr, const bool * do_video, const struct video_opts * o,
+                      char (*args)[128]) {
+    static char labels[VIDEO_MAX_ROWS][64];
+    int         n = 0;
+    if (do_video[0]) {
+        vr[n++] = (struct video_result) { .name = "wan", .label = "Wan 2.1 VAE (base 96)", .weights = WAN_WEIGHTS,
+                                          .T = o->T, .h = o->h, .w = o->w, .chunk = 1, .clamp = true, .peer_of = -1 };
+    }
+    if (do_video[1]) {
+        vr[n++] = (struct video_result) { .name = "taehv", .label = "TAEW2.1 (n_f 256/128/64/64)",
+                                          .weights = "taew21_full.safetensors", .T = o->T, .h = o->h, .w = o->w,
+                                          .chunk = 1, .clamp = true, .peer_of = -1 };
+    }
+    for (int i = 0; do_video[2] && i < o->n_svd_chunks; i++, n++) {
+        const int c = o->svd_chunks[i];
+        snprintf(labels[n], sizeof(labels[n]), "SVD temporal decoder, chunk %d", c ? c : o->svd_T);
+        snprintf(args[n], sizeof(args[n]), "--chunk %d --layouts %s", c, o->clip_layouts);
+        vr[n] = (struct video_result) { .name = "svd", .label = labels[n], .weights = "svd_full.safetensors",
+                                        .T = o->svd_T, .h = o->svd_h, .w = o->svd_w, .chunk = c, .clip = true,
+                                        .peer_args = args[n], .peer_of = -1 };
+    }
+    const int first_seedvr = n;  // its peer run serves every SeedVR2 row: tiling does not change the output
+    for (int i = 0; do_video[3] && i < o->n_seedvr_tiles; i++, n++) {
+        const int t = o->seedvr_tiles[i];
+        if (t) {
+            snprintf(labels[n], sizeof(labels[n]), "SeedVR2 VAE, tile-size %d", t);
+        } else {
+            snprintf(labels[n], sizeof(labels[n]), "SeedVR2 VAE, untiled");
+        }
+        snprintf(args[n], sizeof(args[n]), "--layouts %s", o->clip_layouts);
+        vr[n] = (struct video_result) { .name = "seedvr2", .label = labels[n], .weights = "seedvr2_full.safetensors",
+                                        .T = o->seedvr_T, .h = o->seedvr_h, .w = o->seedvr_w, .chunk = 1, .tile = t,
+                                        .clip = true, .peer_args = args[n], .peer_of = i ? first_seedvr : -1 };
+    }
+    return n;
+}
+
+// the video decoders (do_video: Wan 2.1, TAEW2.1, SVD, SeedVR2), their weights and latents made in
+// video_dir; prints its own report. sgemm_fs[*n_sgemm_io...] gets its speed probes.
 static void bench_video(const bool * do_video, const char * video_python, const char * video_script,
-                        const char * taehv_py, const char * video_dir, int latent_frames, int vh, int vw,
-                        int video_streams, int video_warmup, bool no_peer, int threads, struct cpu_snap run_start,
-                        double * sgemm_fs, int * n_sgemm_io) {
-    int n_sgemm = *n_sgemm_io;
-    struct video_result vr[2] = {
-        { .name = "wan", .label = "Wan 2.1 VAE (base 96)", .weights = "wan21_b96.safetensors" },
-        { .name = "taehv", .label = "TAEW2.1 (n_f 256/128/64/64)", .weights = "taew21_full.safetensors" },
-    };
-    printf("\nvideo decoders: latent %dx%dx%d, %d latent frames per stream, %s timed streams after %d warm-up "
-           "streams of 2 latent frames; weights and latents in %s\n",
-           VIDEO_CHANNELS, vh, vw, latent_frames, video_streams ? argv_streams(video_streams) : "1 (Wan) / 5 (TAEHV)",
-           video_warmup, video_dir);
+                        const char * taehv_py, const char * video_dir, const struct video_opts * o, bool no_peer,
+                        int threads, struct cpu_snap run_start, double * sgemm_fs, int * n_sgemm_io) {
+    int                 n_sgemm = *n_sgemm_io;
+    struct video_result vr[VIDEO_MAX_ROWS];
+    char                peer_args[VIDEO_MAX_ROWS][128];
+    const int           n_rows = video_rows(vr, do_video, o, peer_args);
+    printf("\nvideo decoders: %s timed streams after %d warm-up streams of 2 latent frames; weights and latents "
+           "in %s\n",
+           o->streams ? argv_streams(o->streams) : "1 (Wan, SVD, SeedVR2) / 5 (TAEHV)", o->warmup, video_dir);
     double                video_busy[2] = { -1.0, -1.0 };
     const struct cpu_snap video_start   = cpu_snap();
-    for (int m = 0; m < 2; m++) {
+    for (int m = 0; m < n_rows; m++) {
         struct video_result * r = &vr[m];
-        if (!do_video[m]) continue;
-        if (!video_gen(r->name, r->weights, video_python, video_script, m == 1 ? taehv_py : NULL, video_dir,
-                       latent_frames, vh, vw, threads, r->reason, sizeof(r->reason))) {
+        const bool            taehv = !strcmp(r->name, "taehv");
+        if (!video_gen(r->name, r->weights, video_python, video_script, taehv ? taehv_py : NULL, video_dir, r->T, r->h,
+                       r->w, threads, r->reason, sizeof(r->reason))) {
             printf("%s: %s\n", r->name, r->reason);
             continue;
         }
@@ -1229,25 +1349,36 @@ static void bench_video(const bool * do_video, const char * video_python, const 
         // (a neighbour on the host) shows as a lower rate here
         double ms;
         r->probe[0] = sgemm_fs[n_sgemm++] = sgemm_peak(&ms);
-        printf("%s: ours...\n", r->name);
+        printf("%s: ours...\n", r->label);
         fflush(stdout);
-        const int  streams = video_streams ? video_streams : m == 0 ? 1 : 5;  // Wan: ~20 s a stream
-        const bool ours_ok = video_ours(r, video_dir, latent_frames, vh, vw, streams, video_warmup);
+        const int  streams = o->streams ? o->streams : taehv ? 5 : 1;  // Wan: ~20 s a stream
+        const bool ours_ok = video_ours(r, video_dir, streams, o->warmup);
         r->probe[1] = sgemm_fs[n_sgemm++] = sgemm_peak(&ms);
         if (!ours_ok) {
-            printf("%s: ours failed: %s\n", r->name, r->reason);
+            printf("%s: ours failed: %s\n", r->label, r->reason);
+            // the rows that were to share this row's peer run: the first of them runs it
+            for (int k = m + 1, heir = -1; k < n_rows; k++) {
+                if (vr[k].peer_of != m) continue;
+                vr[k].peer_of = heir;
+                if (heir < 0) heir = k;
+            }
             continue;
         }
-        printf("%s: ours: %s; session prepared in %.0f ms; first latent %.1f ms, steady %.1f ms/frame (min %.1f), "
-               "stream %.1f ms; session peak %.1f MiB, process VmHWM %.1f MiB\n",
-               r->name, r->description, r->prepare_ms, r->first_ms, r->steady_ms, r->steady_min_ms, r->stream_ms,
-               r->peak_bytes / 1048576.0, r->hwm_mib);
-        if (!no_peer) {
-            video_peer_run(r, video_python, video_script, m == 1 ? taehv_py : NULL, video_dir, streams,
-                           video_warmup, threads);
+        printf("%s: ours: %s; session prepared in %.0f ms (chunk-frames %d, tile %d); first latent %.1f ms, steady "
+               "%.1f ms/frame, stream %.1f ms (%.1f ms/frame); session peak %.1f MiB, process VmHWM %.1f MiB\n",
+               r->label, r->description, r->prepare_ms, r->chunk, r->tile_used, r->first_ms, r->step_ms, r->stream_ms,
+               r->stream_ms / r->n_frames, r->peak_bytes / 1048576.0, r->hwm_mib);
+        if (no_peer) continue;
+        if (r->peer_of >= 0) {
+            r->peer = vr[r->peer_of].peer;
+            if (!r->peer.ok && !r->peer.reason[0]) snprintf(r->peer.reason, sizeof(r->peer.reason), "not run");
+        } else {
+            video_peer_run(r, video_python, video_script, taehv ? taehv_py : NULL, video_dir, streams, o->warmup,
+                           threads);
             settle();
             r->probe[2] = sgemm_fs[n_sgemm++] = sgemm_peak(&ms);
         }
+        if (r->peer.ok) video_compare(r, video_dir);
     }
     const struct cpu_snap video_end = cpu_snap();
     video_busy[1] = other_load(500);
@@ -1258,10 +1389,15 @@ static void bench_video(const bool * do_video, const char * video_python, const 
     }
 
     // report
-    printf("\nCausal video decoders, latent %dx%dx%d -> %dx%d frames, streams of %d latent frames "
-           "(1 + %d x 4 = %d frames), chunk-frames 1, fp32, CPU, %d threads, random weights\n",
-           VIDEO_CHANNELS, vh, vw, 8 * vw, 8 * vh, latent_frames, latent_frames - 1, 1 + 4 * (latent_frames - 1),
-           threads);
+    printf("\nVideo decoders, fp32, CPU, %d threads, random weights:\n", threads);
+    for (int m = 0; m < n_rows; m++) {
+        const struct video_result * r = &vr[m];
+        if (!r->ok) continue;
+        printf("  %s: latent %dx%dx%d, streams of %d latent frames -> %d frames of %dx%d, chunk-frames %d%s, "
+               "tile-size %d (in use %d)\n",
+               r->label, video_channels(r->name), r->h, r->w, r->T, r->n_frames, r->out_w, r->out_h, r->chunk,
+               r->chunk ? "" : " (the whole clip)", r->tile, r->tile_used);
+    }
     if (peak_fs > 0) {
         printf("measured fp32 peak: %.1f GFLOP/s (dnnl_sgemm %dx%dx%d, best of %d; the best of the %d measurements "
                "in this run, lowest %.1f)\n",
@@ -1272,7 +1408,7 @@ static void bench_video(const bool * do_video, const char * video_python, const 
                    100.0 * (1.0 - low_fs / peak_fs));
         }
     }
-    for (int m = 0; m < 2; m++) {
+    for (int m = 0; m < n_rows; m++) {
         const struct video_result * r = &vr[m];
         if (!r->ok) continue;
         printf("%s: model GFLOP per output frame (steady: 1 latent frame = %d frames) %.2f, attention %.1f%% of it; "
@@ -1284,16 +1420,17 @@ static void bench_video(const bool * do_video, const char * video_python, const 
     printf("\n%-44s %9s %8s %9s %8s %7s %9s %9s %8s %7s\n", "impl", "ms/frame", "min ms", "first ms", "GFLOP/s",
            "% peak", "peak MiB", "RSS MiB", "speed-up", "probe");
     int unsteady = 0;
-    for (int m = 0; m < 2; m++) {
+    for (int m = 0; m < n_rows; m++) {
         const struct video_result * r = &vr[m];
-        if (!do_video[m]) continue;
         char label[128], pct[32] = "-", rss[32] = "-";
         snprintf(label, sizeof(label), "%s: ours", r->label);
         if (!r->ok) {
             printf("%-44s unavailable (%s)\n", label, r->reason);
             continue;
         }
-        const double flops_frame = r->step.model / r->frames_per_latent;
+        // per frame: the steady state's, or the whole clip's (latent frame 0's graph included)
+        const double flops_frame = r->clip ? (r->first.model + (r->T - 1) * r->step.model) / r->n_frames
+                                           : r->step.model / r->frames_per_latent;
         const double fs          = flops_frame / (r->steady_ms / 1e3);
         if (peak_fs > 0) snprintf(pct, sizeof(pct), "%.1f", 100.0 * fs / peak_fs);
         if (r->hwm_mib > 0) snprintf(rss, sizeof(rss), "%.0f", r->hwm_mib);
@@ -1310,11 +1447,8 @@ static void bench_video(const bool * do_video, const char * video_python, const 
         }
         char version[64];
         short_version(version, sizeof(version), p->version);
-        if (!strcmp(p->mode, "-")) {
-            snprintf(label, sizeof(label), "  PyTorch %s (%s)", version, p->layout);
-        } else {
-            snprintf(label, sizeof(label), "  PyTorch %s (%s, %s)", version, p->layout, p->mode);
-        }
+        snprintf(label, sizeof(label), "  PyTorch %s (%s%s%s)%s", version, p->layout, strcmp(p->mode, "-") ? ", " : "",
+                 strcmp(p->mode, "-") ? p->mode : "", r->peer_of >= 0 ? ", as above" : "");
         const double pfs = flops_frame / (p->steady_ms / 1e3);
         snprintf(pct, sizeof(pct), "-");
         if (peak_fs > 0) snprintf(pct, sizeof(pct), "%.1f", 100.0 * pfs / peak_fs);
@@ -1322,13 +1456,15 @@ static void bench_video(const bool * do_video, const char * video_python, const 
         if (p->decode_rss_mib > 0) snprintf(rss, sizeof(rss), "%.0f", p->decode_rss_mib);
         char speed[32];
         snprintf(speed, sizeof(speed), "%.2f", p->steady_ms / r->steady_ms);
-        const double pprobe = r->probe[1] < r->probe[2] ? r->probe[1] : r->probe[2];
+        const double * pr     = vr[r->peer_of >= 0 ? r->peer_of : m].probe;
+        const double   pprobe = pr[1] < pr[2] ? pr[1] : pr[2];
         unsteady += pprobe < 0.85 * peak_fs;
         printf("%-44s %9.1f %8.1f %9.1f %8.1f %7s %9s %9s %8s %6.0f%s\n", label, p->steady_ms, p->steady_min_ms,
                p->first_ms, pfs / 1e9, pct, "-", rss, speed, pprobe / 1e9, pprobe < 0.85 * peak_fs ? "!" : "");
     }
-    printf("ms/frame: steady state, per output frame (the latent frames after the first, 4 frames each); first ms: "
-           "latent frame 0 (1 frame); speed-up = PyTorch ms / our ms (above 1: ours is faster); probe: the lower "
+    printf("ms/frame: Wan, TAEHV: steady state, per output frame (the latent frames after the first, 4 frames "
+           "each); SVD, SeedVR2: the whole stream (pushes, drain, pops; upstream: its decode calls) / its frames; "
+           "first ms: latent frame 0 (SVD: the first push or call; 0: no boundary upstream); speed-up = PyTorch ms / our ms (above 1: ours is faster); probe: the lower "
            "of the sgemm GFLOP/s measured just before and just after that row\n");
     if (unsteady) {
         printf("WARNING: %d row(s) marked '!' ran while the sgemm rate was more than 15%% below the run's best: "
@@ -1338,13 +1474,15 @@ static void bench_video(const bool * do_video, const char * video_python, const 
     printf("peak MiB: vae_session_peak_bytes (arena, weights, state); RSS MiB: the process's peak resident set "
            "while it decoded, weights and runtime included (ours: VmHWM from before loading the model; PyTorch: "
            "VmHWM reset after loading)\n");
-    for (int m = 0; m < 2; m++) {
+    for (int m = 0; m < n_rows; m++) {
         const struct video_result * r = &vr[m];
         if (!r->ok || no_peer || !r->peer.ok) continue;
         if (r->compared) {
-            printf("%s: ours vs PyTorch on the same weights and latents, %d frames, ours clamped to [%g, %g] as "
-                   "upstream does: max |diff| %.3g, mean |diff| %.3g\n",
-                   r->label, r->n_frames, r->lo, r->hi, r->max_abs, r->mean_abs);
+            char clamp[96] = ", both raw";
+            if (r->clamp) snprintf(clamp, sizeof(clamp), ", ours clamped to [%g, %g] as upstream does", r->lo, r->hi);
+            printf("%s: ours vs PyTorch on the same weights and latents, %d frames%s: max |diff| %.3g, mean |diff| "
+                   "%.3g\n",
+                   r->label, r->n_frames, clamp, r->max_abs, r->mean_abs);
         } else {
             printf("%s: outputs not compared (%s)\n", r->label, r->compare_note);
         }
@@ -1375,7 +1513,7 @@ static void bench_video(const bool * do_video, const char * video_python, const 
                    "above are not reliable\n");
         }
     }
-    for (int m = 0; m < 2; m++) free(vr[m].out);
+    for (int m = 0; m < n_rows; m++) free(vr[m].out);
     *n_sgemm_io = n_sgemm;
 }
 
@@ -1388,27 +1526,61 @@ int main(int argc, char ** argv) {
     const char * video_dir    = NULL;
     const char * models       = "taef2,wan,taehv";
     int          frames = 5, warmup = 1;
-    int          vh = VIDEO_LATENT_H, vw = VIDEO_LATENT_W, latent_frames = 3, video_streams = 0, video_warmup = 1;
+    struct video_opts vo = { .T = 3, .h = VIDEO_LATENT_H, .w = VIDEO_LATENT_W, .warmup = 1, .svd_T = SVD_FRAMES,
+                             .svd_h = SVD_LATENT_H, .svd_w = SVD_LATENT_W, .svd_chunks = { SVD_FRAMES, 4 },
+                             .n_svd_chunks = 2, .seedvr_T = 2, .seedvr_h = SEEDVR_LATENT_H,
+                             .seedvr_w = SEEDVR_LATENT_W, .seedvr_tiles = { 0, 256 }, .n_seedvr_tiles = 2,
+                             .clip_layouts = "channels_last" };
     bool         no_peer = false;
     enum vae_precision precisions[MAX_PRECISIONS] = { VAE_PRECISION_FP32 };
     int                n_prec                     = 1;
     struct kl_opts kl_opts = { KL_LATENT, KL_LATENT, 2, 1, 3, { 0, 256, 128 }, "nchw,channels_last" };
 
+    // the options that take an integer >= lo, and those that take a latent size HxW
+    const struct {
+        const char * name;
+        int *        dst;
+        int          lo;
+        const char * hint;
+    } int_opts[] = {
+        { "--frames", &frames, 1, "" },
+        { "--warmup", &warmup, 0, "" },
+        { "--latent-frames", &vo.T, 2, "" },
+        { "--video-streams", &vo.streams, 0, " (0: 1 for Wan, 5 for TAEHV, else 1)" },
+        { "--video-warmup", &vo.warmup, 0, "" },
+        { "--kl-runs", &kl_opts.runs, 1, "" },
+        { "--kl-warmup", &kl_opts.warmup, 0, "" },
+        { "--svd-frames", &vo.svd_T, 2, "" },
+        { "--seedvr-frames", &vo.seedvr_T, 2, "" },
+    };
+    const struct {
+        const char * name;
+        int *        h, *w;
+    } hw_opts[] = {
+        { "--video-latent", &vo.h, &vo.w },
+        { "--kl-latent", &kl_opts.h, &kl_opts.w },
+        { "--svd-latent", &vo.svd_h, &vo.svd_w },
+        { "--seedvr-latent", &vo.seedvr_h, &vo.seedvr_w },
+    };
+
     for (int i = 1; i < argc; i++) {
         const char * a       = argv[i];
         const bool   has_val = i + 1 < argc;
+        int          known   = 0;  // 1: an option of the tables, parsed; -1: its value is wrong
+        for (size_t k = 0; has_val && !known && k < sizeof(int_opts) / sizeof(int_opts[0]); k++) {
+            if (strcmp(a, int_opts[k].name)) continue;
+            known = parse_int(argv[++i], int_opts[k].lo, int_opts[k].dst) ? 1 : -1;
+            if (known < 0) fprintf(stderr, "bench-cpu: %s takes an integer >= %d%s\n", a, int_opts[k].lo, int_opts[k].hint);
+        }
+        for (size_t k = 0; has_val && !known && k < sizeof(hw_opts) / sizeof(hw_opts[0]); k++) {
+            if (strcmp(a, hw_opts[k].name)) continue;
+            known = parse_hw(argv[++i], hw_opts[k].h, hw_opts[k].w) ? 1 : -1;
+            if (known < 0) fprintf(stderr, "bench-cpu: %s takes HxW (latent rows x columns, 1..512)\n", a);
+        }
+        if (known < 0) return 2;
+        if (known) continue;
         if (!strcmp(a, "--model") && has_val) {
             model_path = argv[++i];
-        } else if (!strcmp(a, "--frames") && has_val) {
-            if (!parse_int(argv[++i], 1, &frames)) {
-                fprintf(stderr, "bench-cpu: --frames takes an integer >= 1\n");
-                return 2;
-            }
-        } else if (!strcmp(a, "--warmup") && has_val) {
-            if (!parse_int(argv[++i], 0, &warmup)) {
-                fprintf(stderr, "bench-cpu: --warmup takes an integer >= 0\n");
-                return 2;
-            }
         } else if (!strcmp(a, "--python") && has_val) {
             python = argv[++i];
         } else if (!strcmp(a, "--peer-script") && has_val) {
@@ -1423,63 +1595,33 @@ int main(int argc, char ** argv) {
             taehv_py = argv[++i];
         } else if (!strcmp(a, "--video-dir") && has_val) {
             video_dir = argv[++i];
-        } else if (!strcmp(a, "--video-latent") && has_val) {
-            if (!parse_hw(argv[++i], &vh, &vw)) {
-                fprintf(stderr, "bench-cpu: --video-latent takes HxW (latent rows x columns, 1..512)\n");
-                return 2;
-            }
-        } else if (!strcmp(a, "--latent-frames") && has_val) {
-            if (!parse_int(argv[++i], 2, &latent_frames)) {
-                fprintf(stderr, "bench-cpu: --latent-frames takes an integer >= 2\n");
-                return 2;
-            }
-        } else if (!strcmp(a, "--video-streams") && has_val) {
-            if (!parse_int(argv[++i], 0, &video_streams)) {
-                fprintf(stderr, "bench-cpu: --video-streams takes an integer >= 0 (0: 1 for Wan, 5 for TAEHV)\n");
-                return 2;
-            }
-        } else if (!strcmp(a, "--video-warmup") && has_val) {
-            if (!parse_int(argv[++i], 0, &video_warmup)) {
-                fprintf(stderr, "bench-cpu: --video-warmup takes an integer >= 0\n");
-                return 2;
-            }
-        } else if (!strcmp(a, "--kl-latent") && has_val) {
-            if (!parse_hw(argv[++i], &kl_opts.h, &kl_opts.w)) {
-                fprintf(stderr, "bench-cpu: --kl-latent takes HxW (latent rows x columns, 1..512)\n");
-                return 2;
-            }
-        } else if (!strcmp(a, "--kl-runs") && has_val) {
-            if (!parse_int(argv[++i], 1, &kl_opts.runs)) {
-                fprintf(stderr, "bench-cpu: --kl-runs takes an integer >= 1\n");
-                return 2;
-            }
-        } else if (!strcmp(a, "--kl-warmup") && has_val) {
-            if (!parse_int(argv[++i], 0, &kl_opts.warmup)) {
-                fprintf(stderr, "bench-cpu: --kl-warmup takes an integer >= 0\n");
-                return 2;
-            }
         } else if (!strcmp(a, "--kl-tiles") && has_val) {
-            const char * p = argv[++i];
-            kl_opts.n_tiles = 0;
-            while (*p) {
-                char tok[32];
-                const size_t n = strcspn(p, ",");
-                snprintf(tok, sizeof(tok), "%.*s", (int) (n < sizeof(tok) ? n : sizeof(tok) - 1), p);
-                if (kl_opts.n_tiles == KL_MAX_TILES || !parse_int(tok, 0, &kl_opts.tiles[kl_opts.n_tiles])) {
-                    fprintf(stderr, "bench-cpu: --kl-tiles takes up to %d comma-separated tile sizes >= 0 (0: whole "
-                                    "frame)\n", KL_MAX_TILES);
-                    return 2;
-                }
-                kl_opts.n_tiles++;
-                p += n + (p[n] == ',');
+            if (!parse_int_list(argv[++i], kl_opts.tiles, KL_MAX_TILES, &kl_opts.n_tiles)) {
+                fprintf(stderr, "bench-cpu: --kl-tiles takes 1 to %d comma-separated tile sizes >= 0 (0: whole "
+                                "frame)\n", KL_MAX_TILES);
+                return 2;
             }
-            if (!kl_opts.n_tiles) {
-                fprintf(stderr, "bench-cpu: --kl-tiles needs at least one tile size\n");
+        } else if (!strcmp(a, "--svd-chunks") && has_val) {
+            if (!parse_int_list(argv[++i], vo.svd_chunks, SVD_MAX_CHUNKS, &vo.n_svd_chunks)) {
+                fprintf(stderr, "bench-cpu: --svd-chunks takes 1 to %d comma-separated chunk sizes >= 0 (0: the "
+                                "whole clip)\n", SVD_MAX_CHUNKS);
+                return 2;
+            }
+        } else if (!strcmp(a, "--seedvr-tiles") && has_val) {
+            if (!parse_int_list(argv[++i], vo.seedvr_tiles, SEEDVR_MAX_TILES, &vo.n_seedvr_tiles)) {
+                fprintf(stderr, "bench-cpu: --seedvr-tiles takes 1 to %d comma-separated tile sizes >= 0 (0: "
+                                "untiled)\n", SEEDVR_MAX_TILES);
+                return 2;
+            }
+        } else if (!strcmp(a, "--clip-layouts") && has_val) {
+            vo.clip_layouts = argv[++i];
+            if (!layouts_ok(vo.clip_layouts)) {
+                fprintf(stderr, "bench-cpu: --clip-layouts takes nchw, channels_last or both, comma-separated\n");
                 return 2;
             }
         } else if (!strcmp(a, "--kl-layouts") && has_val) {
             kl_opts.layouts = argv[++i];
-            if (strspn(kl_opts.layouts, "abcdefghijklmnopqrstuvwxyz_,") != strlen(kl_opts.layouts) || !*kl_opts.layouts) {
+            if (!layouts_ok(kl_opts.layouts)) {
                 fprintf(stderr, "bench-cpu: --kl-layouts takes nchw, channels_last or both, comma-separated\n");
                 return 2;
             }
@@ -1535,18 +1677,18 @@ int main(int argc, char ** argv) {
     }
 
     // which models
-    bool do_model[4] = { false, false, false, false };  // taef2, wan, taehv, kl
+    bool do_model[6] = { false };  // taef2, wan, taehv, svd, seedvr2, kl
     {
-        static const char * names[4] = { "taef2", "wan", "taehv", "kl" };
+        static const char * names[6] = { "taef2", "wan", "taehv", "svd", "seedvr2", "kl" };
         const char *        p        = models;
         while (*p) {
             const size_t n  = strcspn(p, ",");
             int          hit = -1;
-            for (int k = 0; k < 4; k++) {
+            for (int k = 0; k < 6; k++) {
                 if (strlen(names[k]) == n && !strncmp(p, names[k], n)) hit = k;
             }
             if (hit < 0) {
-                fprintf(stderr, "bench-cpu: --models takes a comma-separated list of taef2, wan, taehv, kl\n");
+                fprintf(stderr, "bench-cpu: --models takes a comma-separated list of taef2, wan, taehv, svd, seedvr2, kl\n");
                 return 2;
             }
             do_model[hit] = true;
@@ -1568,7 +1710,7 @@ int main(int argc, char ** argv) {
     // how busy the machine is without us: a benchmark on shared cores is not worth much
     const struct cpu_snap run_start = cpu_snap();
     double busy[2] = { other_load(500), -1.0 };
-    double sgemm_fs[32] = { 0.0 };
+    double sgemm_fs[64] = { 0.0 };
     int    n_sgemm      = 0;
 
     if (do_model[0]) {
@@ -1578,7 +1720,7 @@ int main(int argc, char ** argv) {
         }
         n_sgemm = 2;
     }
-    if (!do_model[1] && !do_model[2] && !do_model[3]) {
+    if (!do_model[1] && !do_model[2] && !do_model[3] && !do_model[4] && !do_model[5]) {
         return 0;
     }
 
@@ -1588,11 +1730,11 @@ int main(int argc, char ** argv) {
     if (!(video_dir = work_dir(video_dir, dir_buf, sizeof(dir_buf), &own_dir))) {
         return 1;
     }
-    if (do_model[1] || do_model[2]) {
-        bench_video(do_model + 1, video_python, video_script, taehv_py, video_dir, latent_frames, vh, vw,
-                    video_streams, video_warmup, no_peer, threads, run_start, sgemm_fs, &n_sgemm);
+    if (do_model[1] || do_model[2] || do_model[3] || do_model[4]) {
+        bench_video(do_model + 1, video_python, video_script, taehv_py, video_dir, &vo, no_peer, threads, run_start,
+                    sgemm_fs, &n_sgemm);
     }
-    if (do_model[3]) {
+    if (do_model[5]) {
         bench_kl(&kl_opts, video_python, video_dir, no_peer, threads, run_start, sgemm_fs, &n_sgemm);
     }
     if (own_dir) remove_own_dir(video_dir);

@@ -1,31 +1,40 @@
 #!/usr/bin/env python3
 """PyTorch CPU peer for the video part of the decode benchmark (bench-cpu.c): the Wan 2.1 VAE
-decoder (diffusers' AutoencoderKLWan, full widths: base 96) and TAEW2.1 (madebyollin/taehv
-`taehv.py`, full widths n_f=[256,128,64,64]), both with random weights.
+decoder (diffusers' AutoencoderKLWan, full widths: base 96), TAEW2.1 (madebyollin/taehv
+`taehv.py`, full widths n_f=[256,128,64,64]), SVD's temporal decoder (diffusers'
+AutoencoderKLTemporalDecoder, block_out_channels 128/256/512/512) and SeedVR2's VAE (SeedVR's
+attn_video_vae VideoAutoencoderKLWrapper, the released configuration), all with random weights.
 
     python video_torch.py gen  --out DIR [--height-latent 30] [--width-latent 52]
-                               [--latent-frames 3] [--only wan|taehv] [--taehv-py PATH]
-    python video_torch.py time --model wan|taehv --dir DIR [--streams 1] [--warmup 1]
+                               [--latent-frames 3] [--only wan|taehv|svd|seedvr2] [--taehv-py PATH]
+    python video_torch.py time --model wan|taehv|svd|seedvr2 --dir DIR [--streams 1] [--warmup 1]
                                [--threads N] [--layouts nchw,channels_last]
-                               [--modes parallel,sequential] [--taehv-py PATH]
+                               [--modes parallel,sequential] [--chunk N] [--taehv-py PATH]
 
-Needs torch >= 2 and diffusers (Wan), and upstream `taehv.py` (TAEHV; path from --taehv-py or
-$TAEHV_PY; see tests/bench/README.md). No upstream code is copied here.
+Needs torch >= 2 and diffusers (Wan, SVD), upstream `taehv.py` (TAEHV; path from --taehv-py or
+$TAEHV_PY) and a SeedVR checkout with einops installed (SeedVR2; $SEEDVR_DIR, as for
+tests/data/gen_seedvr_fixtures.py); see tests/bench/README.md. No upstream code is copied here.
 
 `gen` writes into DIR (a temporary directory; never the repository):
   wan21_b96.safetensors   decoder-side tensors of AutoencoderKLWan (diffusers naming:
                           post_quant_conv.*, decoder.*), BF16
   taew21_full.safetensors TAEHV decoder.* tensors (upstream naming), BF16
-  {wan,taehv}.latent.f32  raw little-endian f32 [T, 16, H, W]: the latent frames in stream order
-  {wan,taehv}.json        shapes and the generator's output statistics
+  svd_full.safetensors    decoder.* of AutoencoderKLTemporalDecoder (diffusers naming), BF16
+  seedvr2_full.safetensors decoder.* of VideoAutoencoderKLWrapper (its state_dict's names), F16
+  <model>.latent.f32      raw little-endian f32 [T, C, H, W] (C = 4 for SVD, else 16): the latent
+                          frames in stream order, the decoder's raw latents
+  <model>.json            shapes and the generator's output statistics
 Weights are random (fixed seeds), scaled-uniform so that activations stay O(1) (no denormals,
 no Inf/NaN), and rounded to bf16 before they are stored, so both sides decode the same values.
+SVD: the modules' default initialisation with random GroupNorm affines and time_mixer
+mix_factors (as tests/data/gen_svd_fixtures.py); SeedVR2: gen_seedvr_fixtures.py's
+random_weights (F16-rounded).
 
 `time` loads the files, decodes `--warmup` untimed streams of the first 2 latent frames (both
 paths: latent frame 0 and a later one; TAEHV parallel=True: the whole clip, whose shapes depend
 on T) and then `--streams` timed streams of all T latent frames, for every memory layout (and for TAEHV every decode_video mode), writes
 the last output of the fastest configuration to DIR/<model>.torch.f32 (f32 [F, 3, 8H, 8W], as
-upstream returns it: clamped) and prints, last:
+upstream returns it: Wan, TAEHV clamped, SVD and SeedVR2 raw) and prints, last:
 
     video_peer model=<m> steady_ms_per_frame=<f> steady_min_ms_per_frame=<f> first_ms=<f>
         stream_ms=<f> layout=<l> mode=<m> threads=<n> torch=<v> load_rss_mib=<f>
@@ -41,6 +50,14 @@ upstream returns it: clamped) and prints, last:
 - TAEHV, `decode_video(parallel=True)`: the clip is one batch with no per-latent boundary, so
   every timed stream decodes the T latents and then latent 0 alone: steady = the marginal cost
   (t(T) - t(1)) / (4 (T - 1)), first = t(1).
+- SVD: StableVideoDiffusionPipeline.decode_latents' loop, `vae.decode(z[i:i+N], num_frames=n)`
+  for chunks of N = --chunk latent frames (0: the whole clip as one call), the last one shorter;
+  no per-frame boundary within a call, so steady = the whole clip / its T frames, first = the
+  first call.
+- SeedVR2: `vae.decode(z)` on [1, 16, T, H, W] after `set_causal_slicing(split_size=4,
+  memory_device="same")`, as its inference configures it (latent frames 0 and 1 as one call,
+  then one at a time with the convs' memory; at T = 2 this is the one call); steady = the whole
+  clip / its 1 + 4 (T - 1) frames, first = 0 (no boundary).
 Memory: load_rss_mib = VmRSS after the model is built and loaded; decode_peak_rss_mib = VmHWM
 reset (/proc/self/clear_refs) after loading, read after the timed decodes: the whole process
 resident at its peak while decoding (weights, torch runtime, activations); max_rss_mib =
@@ -69,6 +86,10 @@ TAEHV_NF = [256, 128, 64, 64]  # upstream's (hard-coded) decoder widths
 
 WAN_WEIGHTS = "wan21_b96.safetensors"
 TAEHV_WEIGHTS = "taew21_full.safetensors"
+SVD_WEIGHTS = "svd_full.safetensors"
+SEEDVR_WEIGHTS = "seedvr2_full.safetensors"
+CHANNELS = {"wan": 16, "taehv": 16, "svd": 4, "seedvr2": 16}
+SEEDVR_WIDTHS = [128, 256, 512, 512]  # the released s8_c16_t4_inflation_sd3.yaml
 
 
 def log(*a):
@@ -119,6 +140,48 @@ def make_taehv(th):
     m = th.TAEHV(checkpoint_path=None, patch_size=1, latent_channels=16).eval()
     assert m.frames_to_trim == 3 and m.t_upscale == 4
     return m
+
+
+def make_svd():
+    from diffusers import AutoencoderKLTemporalDecoder
+    # diffusers' defaults are SVD's: block_out_channels (128, 256, 512, 512), 2 layers per block
+    return AutoencoderKLTemporalDecoder(block_out_channels=(128, 256, 512, 512), layers_per_block=2,
+                                        down_block_types=("DownEncoderBlock2D",) * 4).eval()
+
+
+def seedvr_fixtures():
+    """tests/data/gen_seedvr_fixtures.py: the upstream class (from $SEEDVR_DIR) and its weights"""
+    import gen_seedvr_fixtures as gs
+    return gs
+
+
+def make_seedvr():
+    gs = seedvr_fixtures()
+    return gs.make_vae(gs.upstream(), SEEDVR_WIDTHS, 2)
+
+
+def svd_weights(vae, seed):
+    """decoder.* (diffusers naming), bf16: the module's default initialisation (built under
+    torch.manual_seed), the GroupNorm affines around (1, 0) and the mix_factors with sigmoid in
+    (0.12, 0.88), as the fixtures (every blend matters)"""
+    g = torch.Generator().manual_seed(seed)
+    out = {}
+    for name, v in vae.state_dict().items():
+        if not name.startswith("decoder."):
+            continue
+        v = v.clone()
+        if name.endswith("mix_factor"):
+            v = torch.rand(v.shape, generator=g) * 4 - 2
+        elif ".norm" in name or "group_norm" in name or "conv_norm_out" in name:
+            v = (1.0 if name.endswith(".weight") else 0.0) + (torch.rand(v.shape, generator=g) - 0.5) * 0.6
+        out[name] = bf16_exact(v)
+    return out
+
+
+def seedvr_weights(vae, seed):
+    """decoder.* (the state_dict's names), F16-rounded, from the fixture generator"""
+    sd = seedvr_fixtures().random_weights(vae, seed)
+    return {k: v.half() for k, v in sd.items() if k.startswith("decoder.")}
 
 
 def bf16_exact(t):
@@ -179,6 +242,32 @@ def taehv_weights(m, seed):
     return out
 
 
+BOUNDS = {"wan": (-1.0, 1.0), "taehv": (0.0, 1.0)}  # what upstream clamps its output to (SVD, SeedVR2: raw)
+
+
+def make_model(name, taehv_py, gen_seed=False):
+    """the upstream module at full width; with gen_seed its random weights too: (model, sd, file)"""
+    if name == "wan":
+        model, weights, fname = make_wan(), wan_weights, WAN_WEIGHTS
+        seed = 96021
+    elif name == "taehv":
+        model, weights, fname = make_taehv(load_taehv_module(taehv_py)), taehv_weights, TAEHV_WEIGHTS
+        seed = 256021
+    elif name == "svd":
+        model, weights, fname = make_svd(), svd_weights, SVD_WEIGHTS
+        seed = 14
+    else:
+        model, weights, fname = make_seedvr(), seedvr_weights, SEEDVR_WEIGHTS
+        seed = 2024
+    return model, weights(model, seed) if gen_seed else None, fname
+
+
+def check_keys(r):
+    """load_state_dict(strict=False) of decoder-side tensors: only the encoder side is missing"""
+    assert not r.unexpected_keys, r.unexpected_keys
+    assert all(k.startswith(("encoder.", "quant_conv.")) for k in r.missing_keys), r.missing_keys
+
+
 def describe(y, lo=None, hi=None):
     s = (f"{tuple(y.shape)} min {y.min().item():.3f} max {y.max().item():.3f} mean "
          f"{y.mean().item():.3f} std {y.std().item():.3f}")
@@ -206,39 +295,36 @@ def cmd_gen(args):
     which = [args.only] if args.only else ["wan", "taehv"]
     for name in which:
         t0 = time.perf_counter()
-        if name == "wan":
-            model = make_wan()
-            sd = wan_weights(model, seed=96021)
-            fname = WAN_WEIGHTS
-        else:
-            th = load_taehv_module(args.taehv_py)
-            model = make_taehv(th)
-            sd = taehv_weights(model, seed=256021)
-            fname = TAEHV_WEIGHTS
+        torch.manual_seed(0)  # the default initialisation SVD's weights keep
+        model, sd, fname = make_model(name, args.taehv_py, gen_seed=True)
         r = model.load_state_dict(sd, strict=False)
-        assert not r.unexpected_keys, r.unexpected_keys
-        assert all(k.startswith(("encoder.", "quant_conv.")) for k in r.missing_keys), r.missing_keys
-        g = torch.Generator().manual_seed(5 if name == "wan" else 6)
-        z = torch.randn((t_, 16, h, w), generator=g)  # [T, C, H, W]
+        check_keys(r)
+        c = CHANNELS[name]
+        g = torch.Generator().manual_seed({"wan": 5, "taehv": 6, "svd": 7, "seedvr2": 8}[name])
+        z = torch.randn((t_, c, h, w), generator=g)  # [T, C, H, W]
         save_file(sd, os.path.join(args.out, fname),
-                  metadata={"model": f"{name}, random weights (bf16), tests/bench/video_torch.py"})
+                  metadata={"model": f"{name}, random weights, tests/bench/video_torch.py"})
         save_latent(os.path.join(args.out, f"{name}.latent.f32"), z)
         # a quick check that the weights give O(1), finite outputs (2 latent frames, small)
         zs = z[:2, :, :min(h, 8), :min(w, 8)]
         with torch.inference_mode():
             if name == "wan":
                 y = model.decode(zs.permute(1, 0, 2, 3).unsqueeze(0)).sample
-            else:
+            elif name == "taehv":
                 y = model.decode_video(zs.unsqueeze(0), parallel=True, show_progress_bar=False)
+            elif name == "svd":
+                y = model.decode(zs, num_frames=zs.shape[0]).sample
+            else:
+                y = model.decode(zs.permute(1, 0, 2, 3).unsqueeze(0)).sample
         ok = bool(torch.isfinite(y).all())
-        lo, hi = (-1.0, 1.0) if name == "wan" else (0.0, 1.0)
+        lo, hi = BOUNDS.get(name, (None, None))
         params = sum(v.numel() for v in sd.values())
-        info = {"model": name, "weights": fname, "params": params, "latent": [t_, 16, h, w],
+        info = {"model": name, "weights": fname, "params": params, "latent": [t_, c, h, w],
                 "check": describe(y, lo, hi), "finite": ok}
         with open(os.path.join(args.out, f"{name}.json"), "w") as f:
             json.dump(info, f)
         log(f"gen {name}: {len(sd)} tensors, {params / 1e6:.1f} M parameters -> {fname}; latent "
-            f"[{t_}, 16, {h}, {w}]; check decode {describe(y, lo, hi)}{'' if ok else ' NOT FINITE'} "
+            f"[{t_}, {c}, {h}, {w}]; check decode {describe(y, lo, hi)}{'' if ok else ' NOT FINITE'} "
             f"({time.perf_counter() - t0:.1f} s)")
         if not ok:
             sys.exit(f"gen {name}: non-finite output")
@@ -340,6 +426,47 @@ def time_taehv(m, z_tchw, mode, streams, warmup):
     return runs, out
 
 
+def time_clip(decode, T, n_frames, streams, warmup):
+    """SVD, SeedVR2: decode(n) decodes the first n latent frames and returns (output, first call
+    ms); the warm-up decodes 2; steady = the whole clip / its frames"""
+    for _ in range(warmup):
+        decode(2)
+    runs = []
+    for _ in range(streams):
+        t0 = time.perf_counter()
+        y, first = decode(T)
+        total = (time.perf_counter() - t0) * 1e3
+        runs.append({"first": first, "steady": total / n_frames, "stream": total})
+    return runs, y
+
+
+def svd_decoder(vae, z_tchw, layout, chunk):
+    """StableVideoDiffusionPipeline.decode_latents' loop: calls of `chunk` latent frames (0: all)"""
+    def decode(n):
+        z = z_tchw[:n]
+        step = chunk or n
+        outs, first = [], None
+        for i in range(0, n, step):
+            t0 = time.perf_counter()
+            part = input_layout(z[i:i + step], layout)
+            outs.append(vae.decode(part, num_frames=part.shape[0]).sample)
+            first = first if first is not None else (time.perf_counter() - t0) * 1e3
+        return torch.cat(outs).float().contiguous(), first  # [T, 3, 8H, 8W]
+    return decode
+
+
+def seedvr_decoder(vae, z_tchw, layout):
+    """vae.decode(z) with the inference's causal slicing (split_size 4: latent frames 0 and 1,
+    then one at a time)"""
+    vae.set_causal_slicing(split_size=4, memory_device="same")
+
+    def decode(n):
+        z = input_layout(z_tchw[:n].permute(1, 0, 2, 3).unsqueeze(0), layout)  # [1, 16, n, H, W]
+        y = vae.decode(z).sample
+        return y[0].permute(1, 0, 2, 3).float().contiguous(), 0.0  # [F, 3, 8H, 8W]
+    return decode
+
+
 def cmd_time(args):
     torch.set_num_threads(args.threads)
     threads = torch.get_num_threads()
@@ -352,29 +479,26 @@ def cmd_time(args):
         sys.exit("time: need at least 2 latent frames (the first one is not steady state)")
     from safetensors.torch import load_file
     sd = load_file(os.path.join(args.dir, info["weights"]))
-    if args.model == "wan":
-        model = make_wan()
+    model = make_model(args.model, args.taehv_py)[0]
+    check_keys(model.load_state_dict({k: v.float() for k, v in sd.items()}, strict=False))
+    if args.model == "taehv":
+        model.encoder = torch.nn.Identity()
     else:
-        model = make_taehv(load_taehv_module(args.taehv_py))
-    r = model.load_state_dict(sd, strict=False)
-    assert not r.unexpected_keys, r.unexpected_keys
-    assert all(k.startswith(("encoder.", "quant_conv.")) for k in r.missing_keys), r.missing_keys
-    if args.model == "wan":
         model.encoder = None  # never used: do not count it as resident
         model.quant_conv = None
-    else:
-        model.encoder = torch.nn.Identity()
     del sd
     gc.collect()
     z = load_latent(os.path.join(args.dir, f"{args.model}.latent.f32"), T, C, H, W)
     load_rss = status_kib("VmRSS") / 1024
     can_reset = reset_peak_rss()
+    n_frames = T if args.model == "svd" else 1 + 4 * (T - 1)
     log(f"model {args.model}: {info['params'] / 1e6:.1f} M decoder parameters, latent [{T}, {C}, {H}, {W}] "
-        f"-> {1 + 4 * (T - 1)} frames of {8 * W}x{8 * H}; torch {torch.__version__}, {threads} threads")
+        f"-> {n_frames} frames of {8 * W}x{8 * H}; torch {torch.__version__}, {threads} threads"
+        + (f"; decode_chunk_size {args.chunk or T}" if args.model == "svd" else ""))
 
     layouts = args.layouts.split(",")
     modes = args.modes.split(",") if args.model == "taehv" else ["-"]
-    bounds = (-1.0, 1.0) if args.model == "wan" else (0.0, 1.0)
+    bounds = BOUNDS.get(args.model, (None, None))
     results = []
     best = None
     with torch.inference_mode():
@@ -383,6 +507,11 @@ def cmd_time(args):
             for mode in modes:
                 if args.model == "wan":
                     runs, out = time_wan(model, z, layout, args.streams, args.warmup)
+                elif args.model == "svd":
+                    runs, out = time_clip(svd_decoder(model, z, layout, args.chunk), T, n_frames, args.streams,
+                                          args.warmup)
+                elif args.model == "seedvr2":
+                    runs, out = time_clip(seedvr_decoder(model, z, layout), T, n_frames, args.streams, args.warmup)
                 else:
                     runs, out = time_taehv(model, z, mode, args.streams, args.warmup)
                 steady = sum(r["steady"] for r in runs) / len(runs)
@@ -417,24 +546,25 @@ def main():
     g.add_argument("--height-latent", type=int, default=30)
     g.add_argument("--width-latent", type=int, default=52)
     g.add_argument("--latent-frames", type=int, default=3)
-    g.add_argument("--only", choices=["wan", "taehv"])
+    g.add_argument("--only", choices=list(CHANNELS))
     g.add_argument("--taehv-py", help="upstream taehv.py (default $TAEHV_PY)")
     g.add_argument("--threads", type=int, default=os.cpu_count() or 1)
     t = sub.add_parser("time", help="time the upstream decoders on the files gen wrote")
-    t.add_argument("--model", choices=["wan", "taehv"], required=True)
+    t.add_argument("--model", choices=list(CHANNELS), required=True)
     t.add_argument("--dir", required=True)
     t.add_argument("--streams", type=int, default=1, help="timed streams per configuration")
     t.add_argument("--warmup", type=int, default=1, help="untimed streams per configuration")
     t.add_argument("--threads", type=int, default=os.cpu_count() or 1)
     t.add_argument("--layouts", default="nchw,channels_last")
     t.add_argument("--modes", default="parallel,sequential", help="TAEHV decode_video modes")
+    t.add_argument("--chunk", type=int, default=0, help="SVD decode_chunk_size (0: the whole clip)")
     t.add_argument("--taehv-py", help="upstream taehv.py (default $TAEHV_PY)")
     args = ap.parse_args()
     if args.cmd == "gen":
         cmd_gen(args)
     else:
-        if args.streams < 1 or args.warmup < 0:
-            sys.exit("--streams >= 1, --warmup >= 0")
+        if args.streams < 1 or args.warmup < 0 or args.chunk < 0:
+            sys.exit("--streams >= 1, --warmup >= 0, --chunk >= 0")
         cmd_time(args)
 
 
