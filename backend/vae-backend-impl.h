@@ -13,6 +13,8 @@ struct vae_backend_i {
     // convert weights, plan memory and build what each node needs; set g->backend_data and
     // g->peak_bytes; refuse plans above max_bytes (0 = device memory)
     bool (*graph_prepare)(vae_backend_t * backend, struct vae_graph * g, size_t max_bytes, char * err, size_t err_size);
+    // the bytes graph_prepare allows when max_bytes is 0 (the device's memory, as it counts it)
+    size_t (*memory)(vae_backend_t * backend);
     // zeroed storage for every state slot of g (the last kt-1 input frames of each causal conv)
     vae_state_t * (*state_new)(vae_backend_t * backend, const struct vae_graph * g, char * err, size_t err_size);
     // zero every slot

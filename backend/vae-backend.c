@@ -48,6 +48,10 @@ vae_backend_t * vae_backend_init(enum vae_backend_type type, int device, enum va
     return vae_backend_cpu_init(precision, err, err_size);
 }
 
+size_t vae_backend_limit(vae_backend_t * backend, size_t max_bytes) {
+    return max_bytes ? max_bytes : backend->iface->memory(backend);
+}
+
 enum vae_precision vae_backend_precision(vae_backend_t * backend) {
     return backend->precision;
 }

@@ -209,6 +209,10 @@ bool vae_backend_graph_prepare(vae_backend_t * backend, struct vae_graph * g, si
                                char * err, size_t err_size);
 // the frames causal ops carry from one compute to the next, for every slot of g (n_states > 0);
 // all zero at first (or, for a replicating op, its first frame when it first runs). Any graph whose causal ops have the same slots and shapes may use it.
+// what a session may plan on: max_bytes when given (nonzero), else the device's memory as
+// vae_backend_graph_prepare counts it (the CPU: 7/8 of what is available now; a GPU: its memory),
+// for the checks of graphs and causal state together
+size_t vae_backend_limit(vae_backend_t * backend, size_t max_bytes);
 typedef struct vae_state vae_state_t;
 vae_state_t * vae_backend_state_new(vae_backend_t * backend, const struct vae_graph * g, char * err, size_t err_size);
 void          vae_backend_state_reset(vae_backend_t * backend, vae_state_t * state);   // back to the start

@@ -215,9 +215,11 @@ struct vae_session * vae_session_new(const struct vae_model * model, vae_backend
              (!model->first_apart || (s->first = session_graph(s, 1, true, err, err_size)) != NULL) &&
              (s->step->n_states == 0 || (s->state = vae_backend_state_new(backend, s->step, err, err_size)) != NULL);
         // each graph fits; with the causal state of a decoder that can tile, the whole must too
-        if (ok && s->state && c->max_bytes && session_can_tile(model) && vae_session_peak_bytes(s) > c->max_bytes) {
-            snprintf(err, err_size, "whole frames need %.1f MiB with the causal state, above the %.1f MiB memory limit",
-                     vae_session_peak_bytes(s) / 1048576.0, c->max_bytes / 1048576.0);
+        const size_t limit = vae_backend_limit(backend, c->max_bytes);
+        if (ok && s->state && session_can_tile(model) && vae_session_peak_bytes(s) > limit) {
+            snprintf(err, err_size, "whole frames need %.1f MiB with the causal state, above the %.1f MiB %s",
+                     vae_session_peak_bytes(s) / 1048576.0, limit / 1048576.0,
+                     c->max_bytes ? "memory limit" : "of memory available");
             ok = false;
         }
         // (a tiled video decode takes one latent frame at a time, whatever the chunk)

@@ -364,11 +364,7 @@ struct vae_tiled_video * vae_tiled_video_new(const struct vae_model * model, vae
         }
     }
     ok = ok && tv_decode(t, NULL, false, true, err, err_size); // makes the buffers a decode takes
-    if (ok && max_bytes && vae_tiled_video_peak_bytes(t) > max_bytes) {
-        snprintf(err, err_size, "decoding in %d-pixel tiles needs %.1f MiB, above the %.1f MiB memory limit", tile,
-                 vae_tiled_video_peak_bytes(t) / 1048576.0, max_bytes / 1048576.0);
-        ok = false;
-    }
+    ok = ok && vae_tile_fits(backend, vae_tiled_video_peak_bytes(t), tile, max_bytes, err, err_size);
     if (!ok) {
         vae_tiled_video_free(t);
         return NULL;

@@ -132,6 +132,15 @@ bool vae_tile_cancelled(const int * cancel, char * err, size_t err_size) {
     return false;
 }
 
+bool vae_tile_fits(vae_backend_t * backend, size_t peak, int tile, size_t max_bytes, char * err, size_t err_size) {
+    const size_t limit = vae_backend_limit(backend, max_bytes);
+    if (peak > limit) {
+        snprintf(err, err_size, "decoding in %d-pixel tiles needs %.1f MiB, above the %.1f MiB %s", tile,
+                 peak / 1048576.0, limit / 1048576.0, max_bytes ? "memory limit" : "of memory available");
+    }
+    return peak <= limit;
+}
+
 struct vae_graph * vae_tile_prepare(vae_backend_t * backend, struct vae_graph * g, size_t max_bytes,
                                     size_t * graph_peak, char * err, size_t err_size) {
     if (g && !vae_backend_graph_prepare(backend, g, max_bytes, err, err_size)) {
@@ -313,11 +322,7 @@ struct vae_tiled * vae_tiled_new(const struct vae_model * model, vae_backend_t *
                      vae_tiled_peak_bytes(t) / 1048576.0);
         }
     }
-    if (ok && max_bytes && vae_tiled_peak_bytes(t) > max_bytes) {
-        snprintf(err, err_size, "decoding in %d-pixel tiles needs %.1f MiB, above the %.1f MiB memory limit", tile,
-                 vae_tiled_peak_bytes(t) / 1048576.0, max_bytes / 1048576.0);
-        ok = false;
-    }
+    ok = ok && vae_tile_fits(backend, vae_tiled_peak_bytes(t), tile, max_bytes, err, err_size);
     if (!ok) {
         vae_tiled_free(t);
         return NULL;

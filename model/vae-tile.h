@@ -42,6 +42,9 @@ void vae_tile_scatter(const float * src, int c, int th, int tw, int ty, int tx, 
 void vae_tile_group_stats(const float * x, int c, size_t hw, int groups, float eps, float * stats);
 // false, or true with the message VAE_SESSION_INTERRUPTED once *cancel (NULL: never) is set
 bool vae_tile_cancelled(const int * cancel, char * err, size_t err_size);
+// whether a decode in `tile`-pixel tiles that takes `peak` bytes in all fits max_bytes (0: the
+// device's memory, vae_backend_limit); false with a message giving both
+bool vae_tile_fits(vae_backend_t * backend, size_t peak, int tile, size_t max_bytes, char * err, size_t err_size);
 // g prepared within max_bytes (NULL and freed after a message), *graph_peak raised to its peak
 struct vae_graph * vae_tile_prepare(vae_backend_t * backend, struct vae_graph * g, size_t max_bytes,
                                     size_t * graph_peak, char * err, size_t err_size);

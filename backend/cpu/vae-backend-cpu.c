@@ -620,6 +620,11 @@ size_t vae_cpu_available_memory(const char * root) {
     return avail == SIZE_MAX ? avail : avail - avail / 8;
 }
 
+static size_t cpu_memory(vae_backend_t * backend) {
+    (void) backend;
+    return vae_cpu_available_memory("");
+}
+
 static bool cpu_graph_prepare(vae_backend_t * backend, struct vae_graph * g, size_t max_bytes, char * err,
                               size_t err_size) {
     struct cpu_context * ctx = backend->context;
@@ -656,7 +661,7 @@ static bool cpu_graph_prepare(vae_backend_t * backend, struct vae_graph * g, siz
     }
     g->arena_bytes     = (cg->arena_floats + cg->scratch_floats) * sizeof(float);
     const size_t need  = g->arena_bytes + weight_bytes;
-    const size_t limit = max_bytes ? max_bytes : vae_cpu_available_memory("");
+    const size_t limit = vae_backend_limit(backend, max_bytes);
     if (need > limit) {
         snprintf(err, err_size,
                  "decoding [%lld, %lld, %lld, %lld] needs %.1f MiB of activations and weights, above the %.1f MiB %s",
@@ -937,6 +942,7 @@ static const struct vae_backend_i cpu_backend_i = {
     /* .get_name          = */ cpu_get_name,
     /* .free              = */ cpu_free,
     /* .graph_prepare     = */ cpu_graph_prepare,
+    /* .memory            = */ cpu_memory,
     /* .state_new         = */ cpu_state_new,
     /* .state_reset       = */ cpu_state_reset,
     /* .state_bytes       = */ cpu_state_bytes,

@@ -498,6 +498,10 @@ static bool cuda_prepare_weights(vae_backend_t * backend, struct vae_graph * g, 
     return true;
 }
 
+static size_t cuda_memory(vae_backend_t * backend) {
+    return ((struct cuda_context *) backend->context)->total_bytes;
+}
+
 static bool cuda_graph_prepare(vae_backend_t * backend, struct vae_graph * g, size_t max_bytes, char * err,
                                size_t err_size) {
     struct cuda_context *  ctx  = backend->context;
@@ -565,7 +569,7 @@ static bool cuda_graph_prepare(vae_backend_t * backend, struct vae_graph * g, si
     cg->mem_bytes = cg->arena_bytes + cuda_align(scratch) + cuda_align(stats * sizeof(float)) + staging;
 
     const size_t need  = cg->mem_bytes + cuda_params_bytes(g, cg, p);
-    const size_t limit = max_bytes ? max_bytes : ctx->total_bytes;
+    const size_t limit = vae_backend_limit(backend, max_bytes);
     if (need > limit) {
         snprintf(err, err_size,
                  "decoding [%lld, %lld, %lld, %lld] needs %.1f MiB of activations and weights, above the %.1f MiB %s",
@@ -1058,6 +1062,7 @@ static const struct vae_backend_i cuda_backend_i = {
     /* .get_name          = */ cuda_get_name,
     /* .free              = */ cuda_free,
     /* .graph_prepare     = */ cuda_graph_prepare,
+    /* .memory            = */ cuda_memory,
     /* .state_new         = */ cuda_state_new,
     /* .state_reset       = */ cuda_state_reset,
     /* .state_bytes       = */ cuda_state_bytes,

@@ -8,7 +8,7 @@
 //   bench-wan-tiled [--family wan2.1|seedvr2] [--size WxH] [--max-memory GIB] [--tile N]
 //                   [--latent-frames T] [--weights PATH] [--plan-only]
 //
-// Defaults: wan2.1, 1920x1088, 22 GiB, tile-size 0 (the largest that fits), 2 latent frames (5
+// Defaults: wan2.1, 1920x1088, 22 GiB (0: what the machine has), tile-size 0 (the largest that fits), 2 latent frames (5
 // frames), weights in $TMPDIR/wan21-full-random.safetensors (seedvr2-full-random.safetensors; made
 // when missing, 293 MB and 400 MB). --plan-only prepares both sessions and stops before the first
 // decode: the buffers are allocated but not touched, so the figures for 1920x1088 can be had
@@ -207,8 +207,8 @@ int main(int argc, char ** argv) {
             return 2;
         }
     }
-    if (width % 8 || height % 8 || width < 64 || height < 64 || frames < 1 || gib <= 0) {
-        fprintf(stderr, "the size must be multiples of 8 from 64, the latent frames 1 or more, the memory above 0\n");
+    if (width % 8 || height % 8 || width < 64 || height < 64 || frames < 1 || gib < 0) {
+        fprintf(stderr, "the size must be multiples of 8 from 64, the latent frames 1 or more, the memory 0 (the machine's) or more\n");
         return 2;
     }
     if (!test_data_init()) {
@@ -230,9 +230,9 @@ int main(int argc, char ** argv) {
         return 1;
     }
     const int    h = height / 8, w = width / 8;
-    const size_t limit = (size_t) (gib * 1073741824.0);
+    const size_t asked = (size_t) (gib * 1073741824.0), limit = vae_backend_limit(cpu, asked); // (0: the machine's)
     printf("%s (%s), %dx%d (latent %dx%d), %d latent frames, max-memory %.2f GiB, %s\n", vae_family_name(family),
-           m->description, width, height, w, h, frames, gib, vae_backend_name(cpu));
+           m->description, width, height, w, h, frames, limit / 1073741824.0, vae_backend_name(cpu));
     // the whole-frame plan: one latent frame's step (4 frames) and the state it carries
     struct vae_graph * g = vae_model_build_graph(m, 1, h, w, false, err, sizeof(err));
     if (g && vae_backend_graph_prepare(cpu, g, limit, err, sizeof(err))) {
@@ -246,7 +246,7 @@ int main(int argc, char ** argv) {
         printf("whole frames: refused: %s\n", err);
     }
     vae_graph_free(g);
-    struct vae_session_config cfg = { 16, h, w, VAE_SPACE_RAW, 1, limit, tile, NULL };
+    struct vae_session_config cfg = { 16, h, w, VAE_SPACE_RAW, 1, asked, tile, NULL };
     double                    t0  = wan_now();
     struct vae_session *      s   = vae_session_new(m, cpu, &cfg, err, sizeof(err));
     if (!s) {
