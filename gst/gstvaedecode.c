@@ -51,7 +51,7 @@
  *
  * ## Video decoders and timestamps
  *
- * Wan and TAEHV are causal video decoders: latent frame 0 of a stream gives one frame and
+ * Wan, SeedVR2 and TAEHV are causal video decoders: latent frame 0 of a stream gives one frame and
  * every later latent frame four, so T latent frames give 1 + 4 (T - 1) frames (frame 0 comes
  * from latent 0, frames 4k-3 .. 4k from latent k). Image decoders give one frame per latent
  * frame. The frames are stamped at the caps' framerate (the decoded video's), each one frame
@@ -1911,7 +1911,8 @@ gst_vae_decode_class_init (GstVaeDecodeClass * klass)
    * GstVaeDecode:max-memory:
    *
    * The device memory, in bytes, a stream may plan for (weights, activations and state);
-   * 0 means the device's memory. AutoencoderKL, Wan and SeedVR2 frames that do not fit are
+   * 0 means the device's memory (on the CPU, 7/8 of what is available when the stream starts;
+   * a GPU's memory). AutoencoderKL, Wan and SeedVR2 frames that do not fit are
    * decoded in tiles small enough to fit (see #GstVaeDecode:tile-size); when even 16-pixel
    * tiles do not fit,
    * or the decoder cannot tile, the caps are refused with an error that gives the memory
@@ -1920,7 +1921,7 @@ gst_vae_decode_class_init (GstVaeDecodeClass * klass)
   g_object_class_install_property (gobject_class, PROP_MAX_MEMORY,
       g_param_spec_uint64 ("max-memory", "Max memory",
           "Device memory a stream may use, in bytes (0 = the device's memory); "
-          "AutoencoderKL and Wan frames that exceed it are decoded in tiles", 0,
+          "AutoencoderKL, Wan and SeedVR2 frames that exceed it are decoded in tiles", 0,
           G_MAXUINT64, DEFAULT_MAX_MEMORY, flags));
   /**
    * GstVaeDecode:post-messages:
