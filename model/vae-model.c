@@ -1554,12 +1554,47 @@ int vae_model_frames_of_latent(const struct vae_model * model, uint64_t k) {
     return k == 0 ? 1 : model->frames_per_latent;
 }
 
-struct vae_graph * vae_model_build_graph(const struct vae_model * model, int n, int h, int w, bool first, char * err,
-                                         size_t err_size) {
+// the causal family's builder pieces, NULL for a family that has none
+static const struct vae_causal_family * model_causal(const struct vae_model * model) {
     switch (model->family) {
         case VAE_FAMILY_WAN21:
-        case VAE_FAMILY_WAN22:  return vae_wan_build(model, n, h, w, first && model->first_apart, err, err_size);
-        case VAE_FAMILY_SEEDVR2: return vae_seedvr_build(model, n, h, w, first, err, err_size);
+        case VAE_FAMILY_WAN22:   return &vae_wan_causal;
+        case VAE_FAMILY_SEEDVR2: return &vae_seedvr_causal;
+        default:                 return NULL;
+    }
+}
+
+// a causal family's whole-sequence graph: its head, then its steps in order, each residual step
+// reading the activation its slot kept
+static struct vae_graph * model_causal_build(const struct vae_model * model, const struct vae_causal_family * f, int n,
+                                             int h, int w, bool first, char * err, size_t err_size) {
+    struct vae_builder     b;
+    struct vae_causal_step steps[VAE_CAUSAL_MAX_STEPS];
+    if (!vae_builder_init(&b, model, err, err_size)) {
+        return NULL;
+    }
+    const int           n_steps = f->steps(model, steps, VAE_CAUSAL_MAX_STEPS);
+    struct vae_tensor * x       = vae_graph_input(b.g, n, model->latent_channels, h, w); // [N, z, h, w]
+    struct vae_tensor * slot[2] = { NULL, NULL };                                     // kept block inputs
+    x                           = f->head(&b, x);
+    // -> [N'', 3, s h, s w], N'' = 1 for a first step, 4N otherwise
+    for (int i = 0; i < n_steps && x; i++) {
+        const struct vae_causal_step * s = &steps[i];
+        for (int j = 0; j < 2; j++) {
+            slot[j] = s->save & (1 << j) ? x : slot[j];
+        }
+        x = f->step(&b, s, x, s->res >= 0 ? slot[s->res] : NULL, NULL, first);
+    }
+    return vae_builder_finish(&b, x);
+}
+
+struct vae_graph * vae_model_build_graph(const struct vae_model * model, int n, int h, int w, bool first, char * err,
+                                         size_t err_size) {
+    const struct vae_causal_family * causal = model_causal(model);
+    if (causal) {
+        return model_causal_build(model, causal, n, h, w, first && model->first_apart, err, err_size);
+    }
+    switch (model->family) {
         case VAE_FAMILY_TAEW21:
         case VAE_FAMILY_TAEW22:
         case VAE_FAMILY_TAEHV:
@@ -1580,23 +1615,28 @@ struct vae_graph * vae_model_build_graph(const struct vae_model * model, int n, 
 }
 
 int vae_model_causal_steps(const struct vae_model * model, struct vae_causal_step * steps, int max) {
-    switch (model->family) {
-        case VAE_FAMILY_WAN21:
-        case VAE_FAMILY_WAN22:   return vae_wan_steps(model, steps, max);
-        case VAE_FAMILY_SEEDVR2: return vae_seedvr_steps(model, steps, max);
-        default:                 return 0;
-    }
+    const struct vae_causal_family * f = model_causal(model);
+    return f ? f->steps(model, steps, max) : 0;
 }
 
 // (only for a family with steps: vae_tiled_video_new asks for those first)
 struct vae_graph * vae_model_causal_head_build(const struct vae_model * model, int h, int w, char * err,
                                                size_t err_size) {
-    return model->family == VAE_FAMILY_SEEDVR2 ? vae_seedvr_head_build(model, h, w, err, err_size)
-                                               : vae_wan_head_build(model, h, w, err, err_size);
+    struct vae_builder b;
+    if (!vae_builder_init(&b, model, err, err_size)) {
+        return NULL;
+    }
+    return vae_builder_finish(&b, model_causal(model)->head(&b, vae_graph_input(b.g, 1, model->latent_channels, h, w)));
 }
 
 struct vae_graph * vae_model_causal_step_build(const struct vae_model * model, const struct vae_causal_step * s,
                                                int h, int w, bool first, char * err, size_t err_size) {
-    return model->family == VAE_FAMILY_SEEDVR2 ? vae_seedvr_step_build(model, s, h, w, first, err, err_size)
-                                               : vae_wan_step_build(model, s, h, w, first, err, err_size);
+    struct vae_builder b;
+    if (!vae_builder_init(&b, model, err, err_size)) {
+        return NULL;
+    }
+    struct vae_tensor * x     = vae_graph_input(b.g, 1, s->cin, h, w);                     // [1, Cin, h, w]
+    struct vae_tensor * r     = s->rin > 0 ? vae_graph_input(b.g, 1, s->rin, h, w) : NULL;  // [1, rin, h, w]
+    struct vae_tensor * stats = s->groups > 0 ? vae_graph_input(b.g, 1, 2 * s->groups, 1, 1) : NULL;
+    return vae_builder_finish(&b, model_causal(model)->step(&b, s, x, r, stats, first));
 }

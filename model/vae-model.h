@@ -176,13 +176,9 @@ struct vae_tensor * vae_builder_fail(struct vae_builder * b, const char * fmt, .
 
 // builders, one per family group (same contract as vae_model_build_graph)
 struct vae_graph * vae_taesd_build(const struct vae_model * model, int n, int h, int w, char * err, size_t err_size);
-struct vae_graph * vae_wan_build(const struct vae_model * model, int n, int h, int w, bool first, char * err,
-                                 size_t err_size);
 struct vae_graph * vae_taehv_build(const struct vae_model * model, int n, int h, int w, char * err, size_t err_size);
 struct vae_graph * vae_taehv_super_build(const struct vae_model * model, int n, int h, int w, char * err,
                                          size_t err_size);
-struct vae_graph * vae_seedvr_build(const struct vae_model * model, int n, int h, int w, bool first, char * err,
-                                    size_t err_size);
 struct vae_graph * vae_kl_build(const struct vae_model * model, int n, int h, int w, char * err, size_t err_size);
 struct vae_graph * vae_svd_build(const struct vae_model * model, int n, int h, int w, char * err, size_t err_size);
 
@@ -251,15 +247,20 @@ struct vae_graph * vae_model_causal_head_build(const struct vae_model * model, i
 // ops number their slots from 0
 struct vae_graph * vae_model_causal_step_build(const struct vae_model * model, const struct vae_causal_step * s,
                                                int h, int w, bool first, char * err, size_t err_size);
-// the Wan 2.1 and 2.2 forms of those three, and SeedVR2's
-int                vae_wan_steps(const struct vae_model * model, struct vae_causal_step * steps, int max);
-struct vae_graph * vae_wan_head_build(const struct vae_model * model, int h, int w, char * err, size_t err_size);
-struct vae_graph * vae_wan_step_build(const struct vae_model * model, const struct vae_causal_step * s, int h, int w,
-                                      bool first, char * err, size_t err_size);
-int                vae_seedvr_steps(const struct vae_model * model, struct vae_causal_step * steps, int max);
-struct vae_graph * vae_seedvr_head_build(const struct vae_model * model, int h, int w, char * err, size_t err_size);
-struct vae_graph * vae_seedvr_step_build(const struct vae_model * model, const struct vae_causal_step * s, int h,
-                                         int w, bool first, char * err, size_t err_size);
+// what a causal family gives for those (and for its whole-sequence graph, which chains its head
+// and steps: vae_model_build_graph): Wan 2.1/2.2 (vae-wan.c), SeedVR2 (vae-seedvr.c)
+struct vae_causal_family {
+    // the steps of model (at most max), in order
+    int (*steps)(const struct vae_model * model, struct vae_causal_step * steps, int max);
+    // x [N, z, h, w] -> the head's output [N, steps[0].cin, h, w], in the build b
+    struct vae_tensor * (*head)(struct vae_builder * b, struct vae_tensor * x);
+    // step s on x, r the activation of its residual slot (NULL: none) and stats the input holding
+    // the whole frame's statistics (NULL: each frame its own); first: the step that starts a stream
+    struct vae_tensor * (*step)(struct vae_builder * b, const struct vae_causal_step * s, struct vae_tensor * x,
+                                struct vae_tensor * r, struct vae_tensor * stats, bool first);
+};
+
+extern const struct vae_causal_family vae_wan_causal, vae_seedvr_causal;
 
 #ifdef __cplusplus
 }

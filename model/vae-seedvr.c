@@ -13,9 +13,10 @@
 // (model_seedvr_upscale) so that frame_split and pixel_shuffle place them.
 //
 // Everything after the mid block is a list of steps (vae_seedvr_steps: a ResNet block's two
-// halves, an Upsample3D, the output conv), each reaching one pixel: the whole-sequence graph chains
-// them, and the tiled decode (vae-tile-video.c) runs them one frame at a time over tiles, giving
-// each normalizing step the GroupNorm statistics of its whole input frame.
+// halves, an Upsample3D, the output conv), each reaching one pixel. With the head they are
+// vae_seedvr_causal: the whole-sequence graph (vae-model.c) chains them, and the tiled decode
+// (vae-tile-video.c) runs them one frame at a time over tiles, giving each normalizing step the
+// GroupNorm statistics of its whole input frame.
 
 #include "vae-model.h"
 
@@ -114,7 +115,7 @@ static void seedvr_resnet_steps(const struct vae_model * m, const char * name, s
     snprintf(s[1].name, sizeof(s[1].name), "%s", name);
 }
 
-int vae_seedvr_steps(const struct vae_model * m, struct vae_causal_step * steps, int max) {
+static int vae_seedvr_steps(const struct vae_model * m, struct vae_causal_step * steps, int max) {
     int n = 0;
     // up-blocks of resnets, each but the last ending in an Upsample3D
     for (int i = 0;; i++) {
@@ -190,41 +191,8 @@ static struct vae_tensor * seedvr_head(struct vae_builder * b, struct vae_tensor
     return x;
 }
 
-struct vae_graph * vae_seedvr_head_build(const struct vae_model * model, int h, int w, char * err, size_t err_size) {
-    struct vae_builder b;
-    if (!vae_builder_init(&b, model, err, err_size)) {
-        return NULL;
-    }
-    return vae_builder_finish(&b, seedvr_head(&b, vae_graph_input(b.g, 1, model->latent_channels, h, w)));
-}
-
-struct vae_graph * vae_seedvr_step_build(const struct vae_model * model, const struct vae_causal_step * s, int h,
-                                         int w, bool first, char * err, size_t err_size) {
-    struct vae_builder b;
-    if (!vae_builder_init(&b, model, err, err_size)) {
-        return NULL;
-    }
-    struct vae_tensor * x = vae_graph_input(b.g, 1, s->cin, h, w);                   // [1, Cin, h, w]
-    struct vae_tensor * r = s->rin > 0 ? vae_graph_input(b.g, 1, s->rin, h, w) : NULL;
-    struct vae_tensor * stats = s->groups > 0 ? vae_graph_input(b.g, 1, 2 * s->groups, 1, 1) : NULL;
-    return vae_builder_finish(&b, seedvr_step(&b, s, x, r, stats, first));
-}
-
-struct vae_graph * vae_seedvr_build(const struct vae_model * model, int n, int h, int w, bool first, char * err,
-                                    size_t err_size) {
-    struct vae_builder     b;
-    struct vae_causal_step steps[VAE_CAUSAL_MAX_STEPS];
-    if (!vae_builder_init(&b, model, err, err_size)) {
-        return NULL;
-    }
-    const int           n_steps = vae_seedvr_steps(model, steps, VAE_CAUSAL_MAX_STEPS);
-    struct vae_tensor * x       = vae_graph_input(b.g, n, model->latent_channels, h, w); // [N, 16, h, w]
-    struct vae_tensor * slot    = NULL;                                               // the resnet's input
-    x                           = seedvr_head(&b, x);
-    // [N, 512, h, w] -> [N'', 3, 8h, 8w], N'' = 1 for a first step, 4N otherwise
-    for (int i = 0; i < n_steps && x; i++) {
-        slot = steps[i].save ? x : slot;
-        x    = seedvr_step(&b, &steps[i], x, steps[i].res >= 0 ? slot : NULL, NULL, first);
-    }
-    return vae_builder_finish(&b, x);
-}
+const struct vae_causal_family vae_seedvr_causal = {
+    /* .steps = */ vae_seedvr_steps,
+    /* .head  = */ seedvr_head,
+    /* .step  = */ seedvr_step,
+};

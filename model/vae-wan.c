@@ -13,8 +13,8 @@
 // pixel shuffle unpatchifies (the loader reorders them into its order).
 //
 // Everything after the mid block is a list of steps (vae_wan_steps), each a conv or two that reach
-// one pixel: the whole-sequence graph chains them, and the tiled decode (vae-tile-video.c) runs
-// them one at a time over tiles of a frame.
+// one pixel. With the head they are vae_wan_causal: the whole-sequence graph (vae-model.c) chains
+// them, and the tiled decode (vae-tile-video.c) runs them one at a time over tiles of a frame.
 
 #include "vae-model.h"
 
@@ -163,7 +163,7 @@ static int wan_list_steps(const struct vae_model * m, struct vae_causal_step * s
     return n;
 }
 
-int vae_wan_steps(const struct vae_model * m, struct vae_causal_step * steps, int max) {
+static int vae_wan_steps(const struct vae_model * m, struct vae_causal_step * steps, int max) {
     const bool wan22 = m->family == VAE_FAMILY_WAN22;
     int        n     = 0;
     if (wan22) {
@@ -189,9 +189,11 @@ int vae_wan_steps(const struct vae_model * m, struct vae_causal_step * steps, in
     return n;
 }
 
-// step s on x (and r, the activation of its residual slot)
+// step s on x (and r, the activation of its residual slot; stats: always NULL, no step normalizes
+// by groups)
 static struct vae_tensor * wan_step(struct vae_builder * b, const struct vae_causal_step * s, struct vae_tensor * x,
-                                   struct vae_tensor * r, bool first) {
+                                   struct vae_tensor * r, struct vae_tensor * stats, bool first) {
+    (void) stats;
     char n[96], c[96];
     switch (s->kind) {
         case WAN_STEP_RES_A:
@@ -233,51 +235,15 @@ static struct vae_tensor * wan_head(struct vae_builder * b, struct vae_tensor * 
     for (int i = 0; i < 2 && x; i++) {
         struct vae_causal_step second = mid[i];
         second.kind                   = WAN_STEP_RES_B;
-        struct vae_tensor * y         = wan_step(b, &mid[i], x, NULL, false);
-        x                             = y ? wan_step(b, &second, y, x, false) : NULL;
+        struct vae_tensor * y         = wan_step(b, &mid[i], x, NULL, NULL, false);
+        x                             = y ? wan_step(b, &second, y, x, NULL, false) : NULL;
         x                             = x && i == 0 ? wan_attention(b, x, "decoder.middle.1") : x;
     }
     return x;
 }
 
-struct vae_graph * vae_wan_head_build(const struct vae_model * model, int h, int w, char * err, size_t err_size) {
-    struct vae_builder b;
-    if (!vae_builder_init(&b, model, err, err_size)) {
-        return NULL;
-    }
-    return vae_builder_finish(&b, wan_head(&b, vae_graph_input(b.g, 1, model->latent_channels, h, w)));
-}
-
-struct vae_graph * vae_wan_step_build(const struct vae_model * model, const struct vae_causal_step * s, int h, int w,
-                                      bool first, char * err, size_t err_size) {
-    struct vae_builder b;
-    if (!vae_builder_init(&b, model, err, err_size)) {
-        return NULL;
-    }
-    struct vae_tensor * x = vae_graph_input(b.g, 1, s->cin, h, w);                   // [1, Cin, h, w]
-    struct vae_tensor * r = s->rin > 0 ? vae_graph_input(b.g, 1, s->rin, h, w) : NULL;
-    return vae_builder_finish(&b, wan_step(&b, s, x, r, first));
-}
-
-struct vae_graph * vae_wan_build(const struct vae_model * model, int n, int h, int w, bool first, char * err,
-                                 size_t err_size) {
-    struct vae_builder     b;
-    struct vae_causal_step steps[VAE_CAUSAL_MAX_STEPS];
-    if (!vae_builder_init(&b, model, err, err_size)) {
-        return NULL;
-    }
-    const int           n_steps = vae_wan_steps(model, steps, VAE_CAUSAL_MAX_STEPS);
-    struct vae_tensor * x       = vae_graph_input(b.g, n, model->latent_channels, h, w); // [N, 16 (48), h, w]
-    struct vae_tensor * slot[2] = { NULL, NULL };                                     // kept block inputs
-    x                           = wan_head(&b, x);
-    // [N, 384, h, w] -> [N'', 3, 8h, 8w] (Wan 2.2: [N, 1024, h, w] -> [N'', 3, 16h, 16w]), N'' = 1 for a
-    // first step, 4N otherwise
-    for (int i = 0; i < n_steps && x; i++) {
-        const struct vae_causal_step * s = &steps[i];
-        for (int j = 0; j < 2; j++) {
-            slot[j] = s->save & (1 << j) ? x : slot[j];
-        }
-        x = wan_step(&b, s, x, s->res >= 0 ? slot[s->res] : NULL, first);
-    }
-    return vae_builder_finish(&b, x);
-}
+const struct vae_causal_family vae_wan_causal = {
+    /* .steps = */ vae_wan_steps,
+    /* .head  = */ wan_head,
+    /* .step  = */ wan_step,
+};
