@@ -11,13 +11,12 @@
 
 #include "vae-gpu-common.cuh"
 
-#include <cuda_pipeline_primitives.h>
 #include <math.h>
 #include <type_traits>
 
-namespace wmma = nvcuda::wmma;
+namespace wmma = vae_gpu_wmma;
 
-#define VAE_GPU_ATTN_WARPS 8 // both kernels run 256 threads
+#define VAE_GPU_ATTN_THREADS 256 // both kernels
 
 #define VAE_GPU_ATTN_LOG2E 1.4426950408889634
 
@@ -42,16 +41,19 @@ __host__ __device__ inline float vae_gpu_attn_step(float * m, float bmax, float 
     return ref;
 }
 
-__device__ __forceinline__ float vae_gpu_attn_warp_max(float v) {
-    for (int o = 16; o > 0; o /= 2) {
-        v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+// the max and the sum over each group of W lanes (W: a warp, or the SIMT kernel's lane group)
+template <int W> __device__ __forceinline__ float vae_gpu_attn_max(float v) {
+#pragma unroll
+    for (int o = W / 2; o > 0; o /= 2) {
+        v = fmaxf(v, vae_gpu_shfl_xor(v, o, W));
     }
     return v;
 }
 
-__device__ __forceinline__ float vae_gpu_attn_warp_sum(float v) {
-    for (int o = 16; o > 0; o /= 2) {
-        v += __shfl_xor_sync(0xffffffffu, v, o);
+template <int W> __device__ __forceinline__ float vae_gpu_attn_sum(float v) {
+#pragma unroll
+    for (int o = W / 2; o > 0; o /= 2) {
+        v += vae_gpu_shfl_xor(v, o, W);
     }
     return v;
 }
@@ -60,26 +62,28 @@ __device__ __forceinline__ float vae_gpu_attn_warp_sum(float v) {
 
 #define VAE_GPU_ATTN_TC_DMAX 512
 
-// A tile set: BQ queries per block, BK keys per step. S = Q K^T is (BQ/16) x (BK/16) wmma tiles;
-// each warp computes WT of them in one tile row, or, when there are fewer tiles than warps, KS
-// warps share a tile, each summing every KS-th 16 channels into its own partial S. Softmax: RPW
-// rows per warp. O = P V: warp w owns the column tiles w, w + 8, ... of every row tile.
-template <int BQ, int BK> struct vae_gpu_attn_tiles {
+// A tile set: BQ queries per block, BK keys per step, NW warps of W lanes (8 of 32; 4 waves of 64
+// on CDNA). S = Q K^T is (BQ/16) x (BK/16) wmma tiles; each warp computes WT of them in one tile
+// row, or, when there are fewer tiles than warps, KS warps share a tile, each summing every KS-th 16
+// channels into its own partial S. Softmax: RPW rows per warp. O = P V: warp w owns the column
+// tiles w, w + NW, ... of every row tile.
+template <int BQ, int BK, int NW> struct vae_gpu_attn_tiles {
+    static constexpr int W   = VAE_GPU_ATTN_THREADS / NW;
     static constexpr int RT  = BQ / 16;
     static constexpr int CT  = BK / 16;
     static constexpr int TS  = RT * CT;
-    static constexpr int WT  = TS >= VAE_GPU_ATTN_WARPS ? TS / VAE_GPU_ATTN_WARPS : 1;
-    static constexpr int KS  = TS >= VAE_GPU_ATTN_WARPS ? 1 : VAE_GPU_ATTN_WARPS / TS;
-    static constexpr int RPW = BQ / VAE_GPU_ATTN_WARPS;
-    static constexpr int OT  = VAE_GPU_ATTN_TC_DMAX / 16 / VAE_GPU_ATTN_WARPS;
+    static constexpr int WT  = TS >= NW ? TS / NW : 1;
+    static constexpr int KS  = TS >= NW ? 1 : NW / TS;
+    static constexpr int RPW = BQ / NW;
+    static constexpr int OT  = VAE_GPU_ATTN_TC_DMAX / 16 / NW;
     static constexpr int LDS = BK + 4; // f32 S rows
     static constexpr int LDP = BK + 8; // P rows (16-bit)
 
-    static_assert(BQ % VAE_GPU_ATTN_WARPS == 0 && BK % 16 == 0 && BK <= 64, "tile set");
-    static_assert(TS % VAE_GPU_ATTN_WARPS == 0 || VAE_GPU_ATTN_WARPS % TS == 0, "S tiles over warps");
+    static_assert(BQ % NW == 0 && BK % 16 == 0 && BK <= 64, "tile set");
+    static_assert(TS % NW == 0 || NW % TS == 0, "S tiles over warps");
     static_assert(CT % WT == 0, "a warp's S tiles lie in one row");
     // the partial S hold the row-index tile at the start and one 16x16 f32 tile per warp at the end
-    static_assert(KS * BQ * LDS >= VAE_GPU_ATTN_WARPS * 256, "S area too small for the epilogue");
+    static_assert(KS * BQ * LDS >= NW * 256, "S area too small for the epilogue");
 
     // bytes of shared memory at head dim d: Q, K, V (rows padded to d + 8), the partial S, P, one
     // f32 per row (alpha during the loop, the sum at the end); every part a multiple of 32 bytes
@@ -95,13 +99,13 @@ template <int R, typename T>
 static __device__ __forceinline__ void vae_gpu_attn_tile_load(T * dst, const T * src, int p0, int N, int off, int D,
                                                               int ld) {
     // thread t takes 16-byte chunks t, t + 256, ... of the tile, walking (row, chunk) without dividing
-    constexpr int NT  = VAE_GPU_ATTN_WARPS * 32;
+    constexpr int NT  = VAE_GPU_ATTN_THREADS;
     const int     cpr = D / 8;
     int           r = threadIdx.x / cpr, c = threadIdx.x % cpr;
     while (r < R) {
         T * d = dst + r * ld + c * 8;
         if (p0 + r < N) {
-            __pipeline_memcpy_async(d, src + (size_t) (p0 + r) * 3 * D + off + c * 8, 16);
+            vae_gpu_cp16<true>(vae_gpu_smem_addr(d), src + (size_t) (p0 + r) * 3 * D + off + c * 8, true);
         } else {
             *(uint4 *) d = make_uint4(0, 0, 0, 0);
         }
@@ -115,15 +119,17 @@ static __device__ __forceinline__ void vae_gpu_attn_tile_load(T * dst, const T *
 }
 
 // grid (ceil(N / BQ), frames); qkv rows are 3 * D wide (no padding), y rows D
-template <typename T, int BQ, int BK>
-static __global__ void __launch_bounds__(VAE_GPU_ATTN_WARPS * 32, 1)
+template <typename T, int BQ, int BK, int NW>
+static __global__ void __launch_bounds__(VAE_GPU_ATTN_THREADS, 1)
     vae_gpu_attention_tc(const T * __restrict__ qkv, T * __restrict__ y, int N, int D, float sl2) {
-    if constexpr (std::is_same<T, __nv_bfloat16>::value && !VAE_GPU_ATTN_BF16_MMA) {
+    // (the sm_75 build of bf16, and a wave count of the other warp width on AMD: never launched)
+    if constexpr ((std::is_same<T, __nv_bfloat16>::value && !VAE_GPU_ATTN_BF16_MMA) ||
+                  VAE_GPU_ATTN_THREADS / NW != VAE_GPU_WARP) {
         return;
     } else {
-        typedef vae_gpu_attn_tiles<BQ, BK> G;
+        typedef vae_gpu_attn_tiles<BQ, BK, NW> G;
         typedef wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc_t;
-        constexpr int NW = VAE_GPU_ATTN_WARPS;
+        constexpr int W = G::W;
 
         extern __shared__ __align__(128) unsigned char vae_gpu_attn_smem[];
         const int ld = D + 8, nct = D / 16;
@@ -134,20 +140,20 @@ static __global__ void __launch_bounds__(VAE_GPU_ATTN_WARPS * 32, 1)
         T *       ps = (T *) (ss + G::KS * BQ * G::LDS);
         float *   rs = (float *) (ps + BQ * G::LDP);
 
-        const int w = threadIdx.x / 32, lane = threadIdx.x % 32;
+        const int w = threadIdx.x / W, lane = threadIdx.x % W;
         const int q0  = blockIdx.x * BQ;
         const T * src = qkv + (size_t) blockIdx.y * N * 3 * D;
 
         // two groups in flight from here on: (Q and) the next K tile, then the next V tile
         vae_gpu_attn_tile_load<BQ>(qs, src, q0, N, 0, D, ld);
         vae_gpu_attn_tile_load<BK>(ks, src, 0, N, D, D, ld);
-        __pipeline_commit();
+        vae_gpu_cp_commit();
         vae_gpu_attn_tile_load<BK>(vs, src, 0, N, 2 * D, D, ld);
-        __pipeline_commit();
+        vae_gpu_cp_commit();
 
         // the wmma accumulator layout is opaque: load a tile whose elements are their row numbers
         // to learn which row of a 16x16 tile each element of a fragment holds
-        for (int e = threadIdx.x; e < 256; e += NW * 32) {
+        for (int e = threadIdx.x; e < 256; e += VAE_GPU_ATTN_THREADS) {
             ss[e] = (float) (e / 16);
         }
         __syncthreads();
@@ -170,7 +176,7 @@ static __global__ void __launch_bounds__(VAE_GPU_ATTN_WARPS * 32, 1)
         }
 
         for (int kb = 0; kb < N; kb += BK) {
-            __pipeline_wait_prior(1);
+            vae_gpu_cp_wait<1>();
             __syncthreads(); // this K tile is in; the previous step is done with S
 
             {   // partial S of this warp's tiles: rows rt, columns ct0 .. ct0 + WT - 1
@@ -203,17 +209,17 @@ static __global__ void __launch_bounds__(VAE_GPU_ATTN_WARPS * 32, 1)
             if (kb + BK < N) {
                 vae_gpu_attn_tile_load<BK>(ks, src, kb + BK, N, D, D, ld);
             }
-            __pipeline_commit();
+            vae_gpu_cp_commit();
 
             // online softmax of this warp's rows; keys past the frame's end get p = 0
-            constexpr int CPL = (BK + 31) / 32;
+            constexpr int CPL = (BK + W - 1) / W;
 #pragma unroll
             for (int i = 0; i < G::RPW; i++) {
                 const int r = w * G::RPW + i;
                 float     x[CPL], bmax = -INFINITY;
 #pragma unroll
                 for (int u = 0; u < CPL; u++) {
-                    const int c = lane + 32 * u;
+                    const int c = lane + W * u;
                     x[u]        = -INFINITY;
                     if (c < BK && kb + c < N) {
                         float sc = 0.0f;
@@ -226,23 +232,23 @@ static __global__ void __launch_bounds__(VAE_GPU_ATTN_WARPS * 32, 1)
                     }
                 }
                 float       alpha;
-                const float ref = vae_gpu_attn_step(&m[i], vae_gpu_attn_warp_max(bmax), &alpha);
+                const float ref = vae_gpu_attn_step(&m[i], vae_gpu_attn_max<W>(bmax), &alpha);
                 float       sum = 0.0f;
 #pragma unroll
                 for (int u = 0; u < CPL; u++) {
-                    const int c = lane + 32 * u;
+                    const int c = lane + W * u;
                     if (c < BK) {
                         const float p       = kb + c < N ? exp2f(x[u] - ref) : 0.0f;
                         ps[r * G::LDP + c] = vae_gpu_from_f32<T>(p);
                         sum += p;
                     }
                 }
-                l[i] = l[i] * alpha + vae_gpu_attn_warp_sum(sum);
+                l[i] = l[i] * alpha + vae_gpu_attn_sum<W>(sum);
                 if (lane == 0) {
                     rs[r] = alpha;
                 }
             }
-            __pipeline_wait_prior(1);
+            vae_gpu_cp_wait<1>();
             __syncthreads(); // P and the alphas written, this V tile in
 
             // O = alpha O + P V over this warp's column tiles
@@ -288,7 +294,7 @@ static __global__ void __launch_bounds__(VAE_GPU_ATTN_WARPS * 32, 1)
             if (kb + BK < N) {
                 vae_gpu_attn_tile_load<BK>(vs, src, kb + BK, N, 2 * D, D, ld);
             }
-            __pipeline_commit();
+            vae_gpu_cp_commit();
         }
 
         if (lane == 0) {
@@ -299,10 +305,12 @@ static __global__ void __launch_bounds__(VAE_GPU_ATTN_WARPS * 32, 1)
         }
         __syncthreads();
 
-        // y = O / l through a 16x16 f32 tile per warp (in the S area, free now): lane pairs write
-        // a row's 16 channels, 8 each
+        // y = O / l through a 16x16 f32 tile per warp (in the S area, free now): LPR lanes write a
+        // row's 16 channels, EPL each (8 or 4: 16- or 8-byte vectors)
+        constexpr int EPL = 256 / W, LPR = 16 / EPL;
+        typedef typename std::conditional<EPL == 8, uint4, uint2>::type vec_t;
         float *   buf = ss + w * 256;
-        const int rr = lane / 2, c8 = lane % 2 * 8;
+        const int rr = lane / LPR, c8 = lane % LPR * EPL;
 #pragma unroll
         for (int rt = 0; rt < G::RT; rt++) {
 #pragma unroll
@@ -310,79 +318,96 @@ static __global__ void __launch_bounds__(VAE_GPU_ATTN_WARPS * 32, 1)
                 const int ct = w + NW * t;
                 if (ct < nct) {
                     wmma::store_matrix_sync(buf, o[rt][t], 16, wmma::mem_row_major);
-                    __syncwarp();
+                    vae_gpu_warp_sync();
                     const int r = rt * 16 + rr;
                     if (q0 + r < N) {
                         const float    lr = rs[r];
-                        __align__(16) T v[8];
+                        __align__(16) T v[EPL];
 #pragma unroll
-                        for (int u = 0; u < 8; u++) {
+                        for (int u = 0; u < EPL; u++) {
                             v[u] = vae_gpu_from_f32<T>(buf[rr * 16 + c8 + u] / lr);
                         }
-                        *(uint4 *) (y + ((size_t) blockIdx.y * N + q0 + r) * D + ct * 16 + c8) = *(const uint4 *) v;
+                        *(vec_t *) (y + ((size_t) blockIdx.y * N + q0 + r) * D + ct * 16 + c8) = *(const vec_t *) v;
                     }
-                    __syncwarp();
+                    vae_gpu_warp_sync();
                 }
             }
         }
     }
 }
 
-template <typename T, int BQ, int BK>
+template <typename T, int BQ, int BK, int NW>
 static cudaError_t vae_gpu_attention_tc_run(const T * qkv, T * y, int n, int N, int D, float sl2, cudaStream_t s) {
-    const size_t smem = vae_gpu_attn_tiles<BQ, BK>::smem(D);
-    cudaError_t  err  = cudaFuncSetAttribute(vae_gpu_attention_tc<T, BQ, BK>,
+    const size_t smem = vae_gpu_attn_tiles<BQ, BK, NW>::smem(D);
+    cudaError_t  err  = cudaFuncSetAttribute(vae_gpu_attention_tc<T, BQ, BK, NW>,
                                              cudaFuncAttributeMaxDynamicSharedMemorySize, (int) smem);
     if (err != cudaSuccess) {
         return err;
     }
     const dim3 grid((unsigned) ((N + BQ - 1) / BQ), (unsigned) n);
-    vae_gpu_attention_tc<T, BQ, BK><<<grid, VAE_GPU_ATTN_WARPS * 32, smem, s>>>(qkv, y, N, D, sl2);
+    vae_gpu_attention_tc<T, BQ, BK, NW><<<grid, VAE_GPU_ATTN_THREADS, smem, s>>>(qkv, y, N, D, sl2);
     return cudaGetLastError();
 }
 
 // the largest tile set whose shared memory fits the device's opt-in limit (the launcher checks
-// that the smallest one does)
-template <typename T>
+// that the smallest one does), in NW warps
+template <typename T, int NW>
 static cudaError_t vae_gpu_attention_tc_launch(const T * qkv, T * y, int n, int N, int D, float sl2, int smem_max,
                                                cudaStream_t s) {
-    if (vae_gpu_attn_tiles<64, 64>::smem(D) <= (size_t) smem_max) {
-        return vae_gpu_attention_tc_run<T, 64, 64>(qkv, y, n, N, D, sl2, s);
+    if (vae_gpu_attn_tiles<64, 64, NW>::smem(D) <= (size_t) smem_max) {
+        return vae_gpu_attention_tc_run<T, 64, 64, NW>(qkv, y, n, N, D, sl2, s);
     }
-    if (vae_gpu_attn_tiles<64, 32>::smem(D) <= (size_t) smem_max) {
-        return vae_gpu_attention_tc_run<T, 64, 32>(qkv, y, n, N, D, sl2, s);
+    if (vae_gpu_attn_tiles<64, 32, NW>::smem(D) <= (size_t) smem_max) {
+        return vae_gpu_attention_tc_run<T, 64, 32, NW>(qkv, y, n, N, D, sl2, s);
     }
-    if (vae_gpu_attn_tiles<32, 32>::smem(D) <= (size_t) smem_max) {
-        return vae_gpu_attention_tc_run<T, 32, 32>(qkv, y, n, N, D, sl2, s);
+    if (vae_gpu_attn_tiles<32, 32, NW>::smem(D) <= (size_t) smem_max) {
+        return vae_gpu_attention_tc_run<T, 32, 32, NW>(qkv, y, n, N, D, sl2, s);
     }
-    if (vae_gpu_attn_tiles<32, 16>::smem(D) <= (size_t) smem_max) {
-        return vae_gpu_attention_tc_run<T, 32, 16>(qkv, y, n, N, D, sl2, s);
+    if (vae_gpu_attn_tiles<32, 16, NW>::smem(D) <= (size_t) smem_max) {
+        return vae_gpu_attention_tc_run<T, 32, 16, NW>(qkv, y, n, N, D, sl2, s);
     }
-    return vae_gpu_attention_tc_run<T, 16, 16>(qkv, y, n, N, D, sl2, s);
+    return vae_gpu_attention_tc_run<T, 16, 16, NW>(qkv, y, n, N, D, sl2, s);
+}
+
+// in warps of the device's width: 8 of 32 lanes, or on CDNA 4 waves of 64
+template <typename T>
+static cudaError_t vae_gpu_attention_tc_warps(const T * qkv, T * y, int n, int N, int D, float sl2, int smem_max,
+                                              int warp, cudaStream_t s) {
+#if defined(VAE_GPU_AMD)
+    if (warp == 64) {
+        return vae_gpu_attention_tc_launch<T, 4>(qkv, y, n, N, D, sl2, smem_max, s);
+    }
+#endif
+    (void) warp;
+    return vae_gpu_attention_tc_launch<T, 8>(qkv, y, n, N, D, sl2, smem_max, s);
 }
 
 // ---- SIMT kernel (any C, f32 arithmetic) ------------------------------------------------------
 
-#define VAE_GPU_ATTN_SQ 32  // queries per block, 4 per warp
+// the SIMT kernel works in 8 groups of 32 lanes (a warp, or half an AMD wave64; its reductions
+// stay within a group)
+#define VAE_GPU_ATTN_GL 32  // lanes per group
+#define VAE_GPU_ATTN_SQ 32  // queries per block, 4 per group
 #define VAE_GPU_ATTN_SK 32  // keys per step, one per lane in S
 #define VAE_GPU_ATTN_SC 32  // channels of q and k per shared chunk
 #define VAE_GPU_ATTN_SV 128 // output channels per shared v chunk, 4 per lane
 #define VAE_GPU_ATTN_SG 4   // v chunks per pass: grid.z splits the output channels in passes of SG * SV
 
-// grid (ceil(N / SQ), frames, ceil(cp / (SG * SV))); warp w owns queries 4w .. 4w + 3 of the block
+// grid (ceil(N / SQ), frames, ceil(cp / (SG * SV))); group w owns queries 4w .. 4w + 3 of the block
 template <typename T>
-static __global__ void __launch_bounds__(VAE_GPU_ATTN_WARPS * 32, 2)
+static __global__ void __launch_bounds__(VAE_GPU_ATTN_THREADS, 2)
     vae_gpu_attention_simt(const T * __restrict__ qkv, T * __restrict__ y, int N, int C, int cp3, int cp, float sl2) {
     constexpr int SQ = VAE_GPU_ATTN_SQ, SK = VAE_GPU_ATTN_SK, SC = VAE_GPU_ATTN_SC, SV = VAE_GPU_ATTN_SV,
                   SG = VAE_GPU_ATTN_SG;
-    static_assert(SQ == 4 * VAE_GPU_ATTN_WARPS && SK == 32 && SV == 4 * 32, "SIMT thread layout");
+    constexpr int GL = VAE_GPU_ATTN_GL;
+    static_assert(SQ * GL == 4 * VAE_GPU_ATTN_THREADS && SK == GL && SV == 4 * GL, "SIMT thread layout");
 
     __shared__ __align__(16) float qs[SQ][SC + 4];
     __shared__ __align__(16) float ks[SK][SC + 4];
     __shared__ __align__(16) float ps[SK][SQ + 4]; // P transposed: [key][query]
     __shared__ __align__(16) float vs[SK][SV];
 
-    const int w = threadIdx.x / 32, lane = threadIdx.x % 32;
+    const int w = threadIdx.x / GL, lane = threadIdx.x % GL;
     const int q0 = blockIdx.x * SQ, c0 = blockIdx.z * SG * SV;
     const T * src = qkv + (size_t) blockIdx.y * N * cp3;
 
@@ -400,7 +425,7 @@ static __global__ void __launch_bounds__(VAE_GPU_ATTN_WARPS * 32, 2)
         for (int cc = 0; cc < C; cc += SC) {
             __syncthreads();
             const int ch = threadIdx.x % SC, c = cc + ch;
-            for (int r = threadIdx.x / SC; r < SQ; r += VAE_GPU_ATTN_WARPS * 32 / SC) {
+            for (int r = threadIdx.x / SC; r < SQ; r += VAE_GPU_ATTN_THREADS / SC) {
                 qs[r][ch] = q0 + r < N && c < C ? vae_gpu_to_f32(src[(size_t) (q0 + r) * cp3 + c]) : 0.0f;
                 ks[r][ch] = kb + r < N && c < C ? vae_gpu_to_f32(src[(size_t) (kb + r) * cp3 + C + c]) : 0.0f;
             }
@@ -419,16 +444,16 @@ static __global__ void __launch_bounds__(VAE_GPU_ATTN_WARPS * 32, 2)
             }
         }
 
-        // online softmax of the warp's 4 rows (lane = key); P goes to the warp's own columns of ps
+        // online softmax of the group's 4 rows (lane = key); P goes to the group's own columns of ps
         const bool key = kb + lane < N;
         float      pv[4];
 #pragma unroll
         for (int i = 0; i < 4; i++) {
             const float x = key ? s[i] * sl2 : -INFINITY;
             float       alpha;
-            const float ref = vae_gpu_attn_step(&m[i], vae_gpu_attn_warp_max(x), &alpha);
+            const float ref = vae_gpu_attn_step(&m[i], vae_gpu_attn_max<GL>(x), &alpha);
             const float p   = key ? exp2f(x - ref) : 0.0f;
-            l[i]            = l[i] * alpha + vae_gpu_attn_warp_sum(p);
+            l[i]            = l[i] * alpha + vae_gpu_attn_sum<GL>(p);
             pv[i]           = p;
 #pragma unroll
             for (int g = 0; g < SG; g++) {
@@ -447,7 +472,7 @@ static __global__ void __launch_bounds__(VAE_GPU_ATTN_WARPS * 32, 2)
             if (cg < cp) {
                 __syncthreads();
                 const int ch = threadIdx.x % SV, c = cg + ch;
-                for (int j = threadIdx.x / SV; j < SK; j += VAE_GPU_ATTN_WARPS * 32 / SV) {
+                for (int j = threadIdx.x / SV; j < SK; j += VAE_GPU_ATTN_THREADS / SV) {
                     vs[j][ch] = kb + j < N && c < C ? vae_gpu_to_f32(src[(size_t) (kb + j) * cp3 + 2 * C + c]) : 0.0f;
                 }
                 __syncthreads();
@@ -496,7 +521,7 @@ static cudaError_t vae_gpu_attention_simt_launch(const T * qkv, T * y, int n, in
                                                  cudaStream_t s) {
     const int  pass = VAE_GPU_ATTN_SG * VAE_GPU_ATTN_SV;
     const dim3 grid((unsigned) ((N + VAE_GPU_ATTN_SQ - 1) / VAE_GPU_ATTN_SQ), (unsigned) n, (unsigned) ((cp + pass - 1) / pass));
-    vae_gpu_attention_simt<T><<<grid, VAE_GPU_ATTN_WARPS * 32, 0, s>>>(qkv, y, N, C, cp3, cp, sl2);
+    vae_gpu_attention_simt<T><<<grid, VAE_GPU_ATTN_THREADS, 0, s>>>(qkv, y, N, C, cp3, cp, sl2);
     return cudaGetLastError();
 }
 
@@ -504,10 +529,13 @@ static cudaError_t vae_gpu_attention_simt_launch(const T * qkv, T * y, int n, in
 
 static cudaError_t vae_gpu_attention_launch(struct vae_gpu_act qkv, struct vae_gpu_act y, enum vae_precision p,
                                             cudaStream_t s) {
-    int         dev, cc_major, smem_max;
+    int         dev, cc_major, smem_max, warp;
     cudaError_t err = cudaGetDevice(&dev);
     if (err == cudaSuccess) {
         err = cudaDeviceGetAttribute(&cc_major, cudaDevAttrComputeCapabilityMajor, dev);
+    }
+    if (err == cudaSuccess) {
+        err = cudaDeviceGetAttribute(&warp, cudaDevAttrWarpSize, dev);
     }
     if (err == cudaSuccess) {
         err = cudaDeviceGetAttribute(&smem_max, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev);
@@ -521,13 +549,13 @@ static cudaError_t vae_gpu_attention_launch(struct vae_gpu_act qkv, struct vae_g
     // tensor cores: fp16 from sm_70, bf16 from sm_80, when the smallest tile set fits
     const bool tc = C % 16 == 0 && C <= VAE_GPU_ATTN_TC_DMAX &&
                     ((p == VAE_PRECISION_FP16 && cc_major >= 7) || (p == VAE_PRECISION_BF16 && cc_major >= 8)) &&
-                    vae_gpu_attn_tiles<16, 16>::smem(C) <= (size_t) smem_max;
+                    vae_gpu_attn_tiles<16, 16, 8>::smem(C) <= (size_t) smem_max;
     if (tc && p == VAE_PRECISION_FP16) {
-        return vae_gpu_attention_tc_launch((const __half *) qkv.data, (__half *) y.data, n, N, C, sl2, smem_max, s);
+        return vae_gpu_attention_tc_warps((const __half *) qkv.data, (__half *) y.data, n, N, C, sl2, smem_max, warp, s);
     }
     if (tc) {
-        return vae_gpu_attention_tc_launch((const __nv_bfloat16 *) qkv.data, (__nv_bfloat16 *) y.data, n, N, C, sl2,
-                                           smem_max, s);
+        return vae_gpu_attention_tc_warps((const __nv_bfloat16 *) qkv.data, (__nv_bfloat16 *) y.data, n, N, C, sl2,
+                                          smem_max, warp, s);
     }
     VAE_GPU_DISPATCH(p, return vae_gpu_attention_simt_launch((const T *) qkv.data, (T *) y.data, n, N, C, qkv.cp,
                                                              y.cp, sl2, s));

@@ -3,8 +3,9 @@
 // K-slice of it is gathered from the NHWC activations straight into shared memory. K runs (time
 // tap, ky, kx, channel), so a slice is whole 16-byte vectors of single input pixels, and pixels
 // outside the frame come in as zeros. Tiles pass through a ring of shared-memory stages filled by
-// cp.async (plain loads before sm_80) and are multiplied on tensor cores (ldmatrix + mma.sync:
-// tf32, f16, bf16) or, at fp32, by a register-tiled f32 FMA loop; the epilogue adds bias and
+// cp.async (plain loads before sm_80 and on AMD) and are multiplied on tensor cores (ldmatrix +
+// mma.sync: tf32, f16, bf16), on AMD's matrix cores (WMMA, MFMA: f16, bf16) or, at fp32, by a
+// register-tiled f32 FMA loop; the epilogue adds bias and
 // residual, applies the activation and writes 16-byte vectors. The nearest-2x upsample followed
 // by a 3x3 conv is four 2x2 convolutions on the input grid, one per output phase, with the weights
 // folded when packed; a causal conv3d reads its earlier frames in place from the state. Every
@@ -139,14 +140,15 @@ template <typename T> __device__ __forceinline__ void vae_gpu_conv_st16(T * p, c
 
 // ---- tile configurations ---------------------------------------------------------------------------
 
-// a BM x BN output tile, K in slices of BK through STAGES shared-memory stages; WGM x WGN warps
-// (tensor cores: each a WM x WN tile of m16n8 fragments; fp32: the same thread count, 8 x TN each);
-// MINB blocks per SM bound the registers (65536 / (MINB x threads))
-template <typename T_, int BM_, int BN_, int BK_, int WGM_, int WGN_, int MINB_, bool TC_> struct vae_gpu_conv_cfg {
+// a BM x BN output tile, K in slices of BK through STAGES shared-memory stages; WGM x WGN warps of
+// W lanes (tensor cores: each a WM x WN tile of m16n8 fragments, AMD's of 16x16; fp32: the same
+// thread count, 8 x TN each); MINB blocks per SM bound the registers (65536 / (MINB x threads))
+template <typename T_, int BM_, int BN_, int BK_, int WGM_, int WGN_, int MINB_, bool TC_, int W_ = 32>
+struct vae_gpu_conv_cfg {
     typedef T_ T;
-    static constexpr int    BM = BM_, BN = BN_, BK = BK_, WGM = WGM_, WGN = WGN_, MINB = MINB_, STAGES = 3;
+    static constexpr int    BM = BM_, BN = BN_, BK = BK_, WGM = WGM_, WGN = WGN_, MINB = MINB_, STAGES = 3, W = W_;
     static constexpr bool   TC      = TC_;
-    static constexpr int    THREADS = WGM * WGN * 32;
+    static constexpr int    THREADS = WGM * WGN * W;
     static constexpr int    VEC     = 16 / sizeof(T);                  // elements per 16-byte vector
     // shared rows padded against bank conflicts (ldmatrix rows, tf32 B reads, cp.async stores)
     static constexpr int    LDA = BK + VEC, LDB = BN + 8;
@@ -200,6 +202,31 @@ __device__ __forceinline__ void vae_gpu_conv_out(const vae_gpu_conv_params & p, 
     vae_gpu_conv_st16((T *) p.y + o, out);
 }
 
+// the epilogue of a warp's row of 16 x WN fragments, staged as f32 rows of LDC at st: 16-byte
+// vectors out through vae_gpu_conv_out, the warp's lanes taking them in turn; rows m0 .., columns n0 ..
+template <class C>
+__device__ __forceinline__ void vae_gpu_conv_store_rows(const vae_gpu_conv_params & p, const float * st, int m0, int n0,
+                                                        int phase) {
+    constexpr int RV = C::WN / C::VEC;   // vectors per staged row
+#pragma unroll
+    for (int e = (int) threadIdx.x % C::W; e < 16 * RV; e += C::W) {
+        const int r = e / RV, col = e % RV * C::VEC;
+        const int m = m0 + r, n = n0 + col;
+        if (m < p.M && n < p.cout_p) {
+            float v[C::VEC];
+#pragma unroll
+            for (int q = 0; q < C::VEC; q += 4) {
+                const float4 f = *reinterpret_cast<const float4 *>(st + r * C::LDC + col + q);
+                v[q]           = f.x;
+                v[q + 1]       = f.y;
+                v[q + 2]       = f.z;
+                v[q + 3]       = f.w;
+            }
+            vae_gpu_conv_out<typename C::T>(p, phase, m, n, v);
+        }
+    }
+}
+
 // fills one stage: the A slice gathered from the input (each thread: AR rows of CV side-by-side
 // vectors, one pixel's channels within one tap), the B slice from the packed weights [K][cout_p] of
 // the block's phase (each thread: BV side-by-side vectors of one row)
@@ -223,7 +250,7 @@ template <class C> struct vae_gpu_conv_loader {
 
     __device__ __forceinline__ void init(const vae_gpu_conv_params & p, int m0, int n0, int phase) {
         const int      tid  = (int) threadIdx.x;
-        const unsigned smem = (unsigned) __cvta_generic_to_shared(vae_gpu_conv_smem);
+        const unsigned smem = vae_gpu_smem_addr(vae_gpu_conv_smem);
 #pragma unroll
         for (int a = 0; a < AR; a++) {
             pix[a] = vae_gpu_conv_pix_at(m0 + tid / TPR + a * RSTEP, p.M, p.h, p.w);
@@ -247,7 +274,7 @@ template <class C> struct vae_gpu_conv_loader {
             const T * src = vae_gpu_conv_src<T>(p, pix[a], tap, offy, offx);
 #pragma unroll
             for (int v = 0; v < CV; v++) {
-                vae_gpu_ptx_cp16<true>(ad + (a * RSTEP * C::LDA + v * C::VEC) * sizeof(T),
+                vae_gpu_cp16<true>(ad + (a * RSTEP * C::LDA + v * C::VEC) * sizeof(T),
                                         src ? src + v * C::VEC : (const T *) p.x, src != nullptr);
             }
         }
@@ -257,13 +284,14 @@ template <class C> struct vae_gpu_conv_loader {
 #pragma unroll
         for (int v = 0; v < BV; v++) {
             const bool valid = row && v * C::VEC < wcols;
-            vae_gpu_ptx_cp16<false>(bd + v * 16, valid ? wsrc + v * C::VEC : (const T *) p.wt, valid);
+            vae_gpu_cp16<false>(bd + v * 16, valid ? wsrc + v * C::VEC : (const T *) p.wt, valid);
         }
         wsrc += (size_t) C::BK * p.cout_p;
         kb++;
     }
 };
 
+#if !defined(VAE_GPU_AMD)
 // tensor cores: each warp a WM x WN tile, MI x NJ fragments of m16n8
 template <class C> struct vae_gpu_conv_tc {
     typedef typename C::T T;
@@ -276,7 +304,7 @@ template <class C> struct vae_gpu_conv_tc {
 
     __device__ __forceinline__ void init() {
         const int      warp = (int) threadIdx.x / 32, lane = (int) threadIdx.x % 32;
-        const unsigned smem = (unsigned) __cvta_generic_to_shared(vae_gpu_conv_smem);
+        const unsigned smem = vae_gpu_smem_addr(vae_gpu_conv_smem);
         wm   = warp / C::WGN;
         wn   = warp % C::WGN;
         // A: matrices (rows 0-7, k lo), (rows 8-15, k lo), (rows 0-7, k hi), (rows 8-15, k hi), a k half
@@ -344,7 +372,6 @@ template <class C> struct vae_gpu_conv_tc {
     // one row of fragments at a time through the warp's f32 staging rows (shared memory the
     // pipeline no longer uses), then 16-byte vectors out
     __device__ __forceinline__ void store(const vae_gpu_conv_params & p, int m0, int n0, int phase) {
-        constexpr int RV   = C::WN / C::VEC;   // vectors per staged row
         const int     lane = (int) threadIdx.x % 32, g = lane / 4, t = lane % 4;
         float *       st   = reinterpret_cast<float *>(vae_gpu_conv_smem) + (int) threadIdx.x / 32 * 16 * C::LDC;
 #pragma unroll
@@ -355,28 +382,90 @@ template <class C> struct vae_gpu_conv_tc {
                 *reinterpret_cast<float2 *>(d)              = make_float2(acc[i][j][0], acc[i][j][1]);
                 *reinterpret_cast<float2 *>(d + 8 * C::LDC) = make_float2(acc[i][j][2], acc[i][j][3]);
             }
-            __syncwarp();
-#pragma unroll
-            for (int e = lane; e < 16 * RV; e += 32) {
-                const int r = e / RV, col = e % RV * C::VEC;
-                const int m = m0 + wm * C::WM + i * 16 + r, n = n0 + wn * C::WN + col;
-                if (m < p.M && n < p.cout_p) {
-                    float v[C::VEC];
-#pragma unroll
-                    for (int q = 0; q < C::VEC; q += 4) {
-                        const float4 f = *reinterpret_cast<const float4 *>(st + r * C::LDC + col + q);
-                        v[q]           = f.x;
-                        v[q + 1]       = f.y;
-                        v[q + 2]       = f.z;
-                        v[q + 3]       = f.w;
-                    }
-                    vae_gpu_conv_out<T>(p, phase, m, n, v);
-                }
-            }
-            __syncwarp();
+            vae_gpu_warp_sync();
+            vae_gpu_conv_store_rows<C>(p, st, m0 + wm * C::WM + i * 16, n0 + wn * C::WN, phase);
+            vae_gpu_warp_sync();
         }
     }
 };
+
+#else
+// AMD's matrix cores: each warp (wave) a WM x WN tile, MI x NJ fragments of 16x16, operands read
+// from the stages by plain loads per the fragment geometry (vae-gpu-amdgcn.cuh): a lane's A row is
+// contiguous along k; its B column is one element per k row
+template <class C> struct vae_gpu_conv_tc {
+    typedef typename C::T T;
+    static constexpr int  MI = C::WM / 16, NJ = C::WN / 16, KL = VAE_GPU_AMD_KL;
+    static_assert(C::WM % 16 == 0 && C::WN % 16 == 0 && C::BK % 16 == 0 && sizeof(T) == 2, "warp tile");
+    float acc[MI][NJ][VAE_GPU_AMD_NACC];
+    int   wm, wn;
+
+    __device__ __forceinline__ void init() {
+        const int warp = (int) threadIdx.x / C::W;
+        wm             = warp / C::WGN;
+        wn             = warp % C::WGN;
+#pragma unroll
+        for (int i = 0; i < MI; i++) {
+#pragma unroll
+            for (int j = 0; j < NJ; j++) {
+#pragma unroll
+                for (int e = 0; e < VAE_GPU_AMD_NACC; e++) {
+                    acc[i][j][e] = 0.0f;
+                }
+            }
+        }
+    }
+
+    __device__ __forceinline__ void step(int stage) {
+        const int lane = vae_gpu_amd_lane(), k0 = vae_gpu_amd_k0(lane);
+        const T * as = reinterpret_cast<const T *>(vae_gpu_conv_smem + stage * C::A_BYTES) +
+                       (wm * C::WM + lane % 16) * C::LDA + k0;
+        const T * bs = reinterpret_cast<const T *>(vae_gpu_conv_smem + C::B_BASE + stage * C::B_BYTES) +
+                       k0 * C::LDB + wn * C::WN + lane % 16;
+#pragma unroll
+        for (int kk = 0; kk < C::BK; kk += 16) {
+            unsigned b[NJ][KL / 2];
+#pragma unroll
+            for (int j = 0; j < NJ; j++) {
+                T e[KL];
+#pragma unroll
+                for (int q = 0; q < KL; q++) {
+                    e[q] = bs[(kk + q) * C::LDB + j * 16];
+                }
+                memcpy(b[j], e, sizeof(e));
+            }
+#pragma unroll
+            for (int i = 0; i < MI; i++) {
+                unsigned a[KL / 2];
+                memcpy(a, as + i * 16 * C::LDA + kk, sizeof(a));
+#pragma unroll
+                for (int j = 0; j < NJ; j++) {
+                    vae_gpu_amd_mma(acc[i][j], a, b[j], T());
+                }
+            }
+        }
+    }
+
+    // one row of fragments at a time through the warp's f32 staging rows, as the PTX version
+    __device__ __forceinline__ void store(const vae_gpu_conv_params & p, int m0, int n0, int phase) {
+        const int lane = vae_gpu_amd_lane();
+        float *   st   = reinterpret_cast<float *>(vae_gpu_conv_smem) + (int) threadIdx.x / C::W * 16 * C::LDC;
+#pragma unroll
+        for (int i = 0; i < MI; i++) {
+#pragma unroll
+            for (int j = 0; j < NJ; j++) {
+#pragma unroll
+                for (int v = 0; v < VAE_GPU_AMD_NACC; v++) {
+                    st[vae_gpu_amd_row(lane, v) * C::LDC + j * 16 + lane % 16] = acc[i][j][v];
+                }
+            }
+            vae_gpu_warp_sync();
+            vae_gpu_conv_store_rows<C>(p, st, m0 + wm * C::WM + i * 16, n0 + wn * C::WN, phase);
+            vae_gpu_warp_sync();
+        }
+    }
+};
+#endif
 
 // fp32 on CUDA cores: each thread 8 rows (strided by TY, so that a warp's A reads fall in
 // different banks) x NV float4 columns (strided by 4 TX)
@@ -465,27 +554,30 @@ template <class C> __device__ __forceinline__ void vae_gpu_conv_tile(const vae_g
         if (s < nk) {
             ld.load(p, s);
         }
-        vae_gpu_ptx_cp_commit();
+        vae_gpu_cp_commit();
     }
     int rs = 0, ws = C::STAGES - 1;   // the stages of slices kb and kb + STAGES - 1
     for (int kb = 0; kb < nk; kb++) {
-        vae_gpu_ptx_cp_wait<C::STAGES - 2>();
+        vae_gpu_cp_wait<C::STAGES - 2>();
         // slice kb is in; every warp is done with slice kb - 1, whose stage ws the next load reuses
         __syncthreads();
         if (kb + C::STAGES - 1 < nk) {
             ld.load(p, ws);
         }
-        vae_gpu_ptx_cp_commit();
+        vae_gpu_cp_commit();
         mm.step(rs);
         rs = rs == C::STAGES - 1 ? 0 : rs + 1;
         ws = ws == C::STAGES - 1 ? 0 : ws + 1;
     }
-    vae_gpu_ptx_cp_wait<0>();
+    vae_gpu_cp_wait<0>();
     __syncthreads();
     mm.store(p, m0, n0, phase);
 }
 
-#if defined(__CUDA_ARCH__)
+#if defined(__HIP_DEVICE_COMPILE__) || defined(VAE_GPU_EMU_GFX)
+// AMD: 64 KB of LDS per workgroup, no opt-in
+#define VAE_GPU_CONV_SMEM_OPTIN 65536
+#elif defined(__CUDA_ARCH__)
 // the most shared memory a block may opt in to on the arch being compiled (the CUDA programming
 // guide's table of compute capabilities); the resource gate (kernels/meson.build) holds every
 // tile configuration to it
@@ -500,13 +592,14 @@ template <class C> __device__ __forceinline__ void vae_gpu_conv_tile(const vae_g
 
 template <class C>
 static __global__ void __launch_bounds__(C::THREADS, VAE_GPU_CONV_MINB(C)) vae_gpu_conv_kernel(const vae_gpu_conv_params p) {
-#if defined(__CUDA_ARCH__)
+#if defined(VAE_GPU_CONV_SMEM_OPTIN)
     static_assert(C::SMEM <= VAE_GPU_CONV_SMEM_OPTIN, "resource gate: this conv tile needs more shared memory than "
                                                       "the arch being compiled allows a block");
 #endif
-    // the sm_75 build of the tf32 and bf16 kernels: never launched (vae_gpu_conv refuses them)
-    if constexpr (C::SM80 && !VAE_GPU_CONV_SM80) {
-        __trap();
+    // the sm_75 build of the tf32 and bf16 kernels, and an AMD tensor tile built for the other
+    // warp width: never launched (vae_gpu_conv refuses them, or picks by the device's warp size)
+    if constexpr ((C::SM80 && !VAE_GPU_CONV_SM80) || (C::TC && C::W != VAE_GPU_WARP)) {
+        vae_gpu_trap();
     } else {
         vae_gpu_conv_tile<C>(p);
     }
@@ -538,43 +631,58 @@ struct vae_gpu_conv_variant {
     cudaError_t (*launch)(vae_gpu_conv_params, cudaStream_t);
 };
 
-#define VAE_GPU_CONV_VARIANT(name, T, BM, BN, BK, WGM, WGN, MINB, TC) \
-    { name, vae_gpu_conv_launch<vae_gpu_conv_cfg<T, BM, BN, BK, WGM, WGN, MINB, TC>> }
+#define VAE_GPU_CONV_VARIANT(name, T, BM, BN, BK, WGM, WGN, MINB, TC, W) \
+    { name, vae_gpu_conv_launch<vae_gpu_conv_cfg<T, BM, BN, BK, WGM, WGN, MINB, TC, W>> }
 
 // per precision: 8 warps of 64x32, 4 warps of 64x64 (more registers, fewer shared-memory reads
 // per mma), then the narrow tiles for few output channels or few pixels
 static const vae_gpu_conv_variant vae_gpu_conv_fp32_variants[] = {
-    VAE_GPU_CONV_VARIANT("simt-f32 128x128x16", float, 128, 128, 16, 2, 4, 2, false),
-    VAE_GPU_CONV_VARIANT("simt-f32 128x64x16", float, 128, 64, 16, 2, 4, 2, false),
-    VAE_GPU_CONV_VARIANT("simt-f32 64x64x16", float, 64, 64, 16, 2, 2, 4, false),
-};
-static const vae_gpu_conv_variant vae_gpu_conv_tf32_variants[] = {
-    VAE_GPU_CONV_VARIANT("mma-tf32 128x128x16 8w", float, 128, 128, 16, 2, 4, 2, true),
-    VAE_GPU_CONV_VARIANT("mma-tf32 128x128x16 4w", float, 128, 128, 16, 2, 2, 2, true),
-    VAE_GPU_CONV_VARIANT("mma-tf32 128x64x16", float, 128, 64, 16, 2, 2, 4, true),
-    VAE_GPU_CONV_VARIANT("mma-tf32 64x64x16", float, 64, 64, 16, 2, 2, 4, true),
-};
-static const vae_gpu_conv_variant vae_gpu_conv_fp16_variants[] = {
-    VAE_GPU_CONV_VARIANT("mma-f16 128x128x32 8w", __half, 128, 128, 32, 2, 4, 2, true),
-    VAE_GPU_CONV_VARIANT("mma-f16 128x128x32 4w", __half, 128, 128, 32, 2, 2, 2, true),
-    VAE_GPU_CONV_VARIANT("mma-f16 128x64x32", __half, 128, 64, 32, 2, 2, 4, true),
-    VAE_GPU_CONV_VARIANT("mma-f16 64x64x32", __half, 64, 64, 32, 2, 2, 4, true),
-};
-static const vae_gpu_conv_variant vae_gpu_conv_bf16_variants[] = {
-    VAE_GPU_CONV_VARIANT("mma-bf16 128x128x32 8w", __nv_bfloat16, 128, 128, 32, 2, 4, 2, true),
-    VAE_GPU_CONV_VARIANT("mma-bf16 128x128x32 4w", __nv_bfloat16, 128, 128, 32, 2, 2, 2, true),
-    VAE_GPU_CONV_VARIANT("mma-bf16 128x64x32", __nv_bfloat16, 128, 64, 32, 2, 2, 4, true),
-    VAE_GPU_CONV_VARIANT("mma-bf16 64x64x32", __nv_bfloat16, 64, 64, 32, 2, 2, 4, true),
+    VAE_GPU_CONV_VARIANT("simt-f32 128x128x16", float, 128, 128, 16, 2, 4, 2, false, 32),
+    VAE_GPU_CONV_VARIANT("simt-f32 128x64x16", float, 128, 64, 16, 2, 4, 2, false, 32),
+    VAE_GPU_CONV_VARIANT("simt-f32 64x64x16", float, 64, 64, 16, 2, 2, 4, false, 32),
 };
 
-// the variants of precision p (n of them), or NULL
-static const vae_gpu_conv_variant * vae_gpu_conv_table(enum vae_precision p, int * n) {
+// the tensor-core tiles of a 16-bit storage type T (named tn) in warps of W lanes
+#define VAE_GPU_CONV_MMA16(tn, T, W)                                                       \
+    {                                                                                      \
+        VAE_GPU_CONV_VARIANT("mma-" tn " 128x128x32 8w", T, 128, 128, 32, 2, 4, 2, true, W), \
+        VAE_GPU_CONV_VARIANT("mma-" tn " 128x128x32 4w", T, 128, 128, 32, 2, 2, 2, true, W), \
+        VAE_GPU_CONV_VARIANT("mma-" tn " 128x64x32", T, 128, 64, 32, 2, 2, 4, true, W),      \
+        VAE_GPU_CONV_VARIANT("mma-" tn " 64x64x32", T, 64, 64, 32, 2, 2, 4, true, W),        \
+    }
+static const vae_gpu_conv_variant vae_gpu_conv_fp16_variants[] = VAE_GPU_CONV_MMA16("f16", __half, 32);
+static const vae_gpu_conv_variant vae_gpu_conv_bf16_variants[] = VAE_GPU_CONV_MMA16("bf16", __nv_bfloat16, 32);
+
+#if defined(VAE_GPU_AMD)
+// AMD: the same tiles in waves of 64 for CDNA; no tf32 (RDNA has none; CDNA3's xf32 is not used)
+static const vae_gpu_conv_variant vae_gpu_conv_fp16_w64_variants[] = VAE_GPU_CONV_MMA16("f16", __half, 64);
+static const vae_gpu_conv_variant vae_gpu_conv_bf16_w64_variants[] = VAE_GPU_CONV_MMA16("bf16", __nv_bfloat16, 64);
+#else
+static const vae_gpu_conv_variant vae_gpu_conv_tf32_variants[] = {
+    VAE_GPU_CONV_VARIANT("mma-tf32 128x128x16 8w", float, 128, 128, 16, 2, 4, 2, true, 32),
+    VAE_GPU_CONV_VARIANT("mma-tf32 128x128x16 4w", float, 128, 128, 16, 2, 2, 2, true, 32),
+    VAE_GPU_CONV_VARIANT("mma-tf32 128x64x16", float, 128, 64, 16, 2, 2, 4, true, 32),
+    VAE_GPU_CONV_VARIANT("mma-tf32 64x64x16", float, 64, 64, 16, 2, 2, 4, true, 32),
+};
+#endif
+
+// the variants of precision p (n of them) on a device of warp width `warp`, or NULL
+static const vae_gpu_conv_variant * vae_gpu_conv_table(enum vae_precision p, int warp, int * n) {
 #define VAE_GPU_CONV_TABLE(t) (*n = (int) (sizeof(t) / sizeof(t[0])), t)
     switch (p) {
         case VAE_PRECISION_FP32: return VAE_GPU_CONV_TABLE(vae_gpu_conv_fp32_variants);
-        case VAE_PRECISION_TF32: return VAE_GPU_CONV_TABLE(vae_gpu_conv_tf32_variants);
+#if defined(VAE_GPU_AMD)
+        case VAE_PRECISION_FP16:
+            return warp == 64 ? VAE_GPU_CONV_TABLE(vae_gpu_conv_fp16_w64_variants)
+                              : VAE_GPU_CONV_TABLE(vae_gpu_conv_fp16_variants);
+        case VAE_PRECISION_BF16:
+            return warp == 64 ? VAE_GPU_CONV_TABLE(vae_gpu_conv_bf16_w64_variants)
+                              : VAE_GPU_CONV_TABLE(vae_gpu_conv_bf16_variants);
+#else
+        case VAE_PRECISION_TF32: return (void) warp, VAE_GPU_CONV_TABLE(vae_gpu_conv_tf32_variants);
         case VAE_PRECISION_FP16: return VAE_GPU_CONV_TABLE(vae_gpu_conv_fp16_variants);
         case VAE_PRECISION_BF16: return VAE_GPU_CONV_TABLE(vae_gpu_conv_bf16_variants);
+#endif
         default:                 return *n = 0, nullptr;
     }
 #undef VAE_GPU_CONV_TABLE
@@ -646,13 +754,18 @@ extern "C" void vae_gpu_conv_pack(const float * w, int cout, int cin, int k, int
 
 extern "C" int vae_gpu_conv_variants(enum vae_precision p, int cc) {
     int n = 0;
-    vae_gpu_conv_table(p, &n);
+    vae_gpu_conv_table(p, 32, &n);   // (as many in waves of 64)
+#if defined(VAE_GPU_AMD)
+    (void) cc;   // every AMD target with a matrix path has bf16
+    return n;
+#else
     return (p == VAE_PRECISION_TF32 || p == VAE_PRECISION_BF16) && cc < 80 ? 0 : n;
+#endif
 }
 
 extern "C" const char * vae_gpu_conv_variant_name(enum vae_precision p, int variant) {
     int                          n = 0;
-    const vae_gpu_conv_variant * t = vae_gpu_conv_table(p, &n);
+    const vae_gpu_conv_variant * t = vae_gpu_conv_table(p, 32, &n);
     return variant >= 0 && variant < n ? t[variant].name : nullptr;
 }
 
@@ -680,13 +793,16 @@ extern "C" cudaError_t vae_gpu_conv(const struct vae_gpu_conv_args * a, enum vae
         (long long) (a->kt - 1) * x.h * x.w > room || (long long) a->kt * ks * ks * x.cp > room) {
         return cudaErrorInvalidValue;
     }
-    int         dev = 0, major = 0, minor = 0;
+    int         dev = 0, major = 0, minor = 0, warp = 0;
     cudaError_t err = cudaGetDevice(&dev);
     if (err == cudaSuccess) {
         err = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev);
     }
     if (err == cudaSuccess) {
         err = cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev);
+    }
+    if (err == cudaSuccess) {
+        err = cudaDeviceGetAttribute(&warp, cudaDevAttrWarpSize, dev);
     }
     if (err != cudaSuccess) {
         return err;
@@ -713,5 +829,5 @@ extern "C" cudaError_t vae_gpu_conv(const struct vae_gpu_conv_args * a, enum vae
     q.K      = a->kt * (int) (ks * ks) * x.cp;
     q.act    = a->act;
     int n = 0;
-    return vae_gpu_conv_table(p, &n)[a->variant].launch(q, s);
+    return vae_gpu_conv_table(p, warp, &n)[a->variant].launch(q, s);
 }

@@ -11,6 +11,8 @@
 
 #include "vae-gpu-common.cuh"
 
+#include <cmath>
+
 #define VAE_GPU_GN_THREADS 256
 #define VAE_GPU_GN_TILE    1024   // most channels one statistics block covers
 #define VAE_GPU_GN_CHUNK   16384  // about the elements one statistics block reads
@@ -40,27 +42,27 @@ static bool vae_gpu_gn_groups_ok(struct vae_gpu_act x, int groups) {
 // the sum over the warp, the same in every lane
 static __device__ __forceinline__ float vae_gpu_gn_warp_sum(float v) {
 #pragma unroll
-    for (int o = 16; o > 0; o >>= 1) {
-        v += __shfl_xor_sync(0xffffffffu, v, o);
+    for (int o = VAE_GPU_WARP / 2; o > 0; o >>= 1) {
+        v += vae_gpu_shfl_xor(v, o, VAE_GPU_WARP);
     }
     return v;
 }
 
 // the sum over the block, the same in every thread
 static __device__ double vae_gpu_gn_block_sum(double v) {
-    __shared__ double sm[VAE_GPU_GN_THREADS / 32];
+    __shared__ double sm[VAE_GPU_GN_THREADS / VAE_GPU_WARP];
 #pragma unroll
-    for (int o = 16; o > 0; o >>= 1) {
-        v += __shfl_xor_sync(0xffffffffu, v, o);
+    for (int o = VAE_GPU_WARP / 2; o > 0; o >>= 1) {
+        v += vae_gpu_shfl_xor(v, o, VAE_GPU_WARP);
     }
     __syncthreads();  // the previous call's readers are done with sm
-    if (threadIdx.x % 32 == 0) {
-        sm[threadIdx.x / 32] = v;
+    if (threadIdx.x % VAE_GPU_WARP == 0) {
+        sm[threadIdx.x / VAE_GPU_WARP] = v;
     }
     __syncthreads();
     double s = 0.0;
 #pragma unroll
-    for (int w = 0; w < VAE_GPU_GN_THREADS / 32; w++) {
+    for (int w = 0; w < VAE_GPU_GN_THREADS / VAE_GPU_WARP; w++) {
         s += sm[w];
     }
     return s;
@@ -79,7 +81,7 @@ static __global__ void __launch_bounds__(VAE_GPU_GN_THREADS)
     const int              G     = cp / VEC;
     const int              TS    = pl.tile_ch / VEC;  // vectors of a pixel per whole tile
     const size_t           total = nblocks * groups;  // partials of each kind
-    const int              t = threadIdx.x, lane = t % 32;
+    const int              t = threadIdx.x, lane = t % VAE_GPU_WARP;
     for (size_t b = blockIdx.x; b < nblocks; b += gridDim.x) {
         const size_t i     = b / pl.nb;
         const size_t slot  = b - i * pl.nb;  // chunk * tiles + tile
@@ -125,11 +127,11 @@ static __global__ void __launch_bounds__(VAE_GPU_GN_THREADS)
         __syncthreads();
         // one warp per group: the entries of its real channels in this tile, [lo, hi) of the block
         const int lo = tile * pl.tile_ch, hi = min(c, lo + S * VEC);
-        for (int gr = t / 32; gr < groups; gr += VAE_GPU_GN_THREADS / 32) {
+        for (int gr = t / VAE_GPU_WARP; gr < groups; gr += VAE_GPU_GN_THREADS / VAE_GPU_WARP) {
             const int a0 = max(gr * cpg, lo), nch = min((gr + 1) * cpg, hi) - a0;  // nch <= 0: none
             const int ne = nch > 0 ? nch * R : 0;
             float     n = 0.0f, nm = 0.0f;
-            for (int e = lane; e < ne; e += 32) {
+            for (int e = lane; e < ne; e += VAE_GPU_WARP) {
                 const int   rr = e / nch, j = rr * S * VEC + a0 - lo + (e - rr * nch);
                 const float nj = (float) sm_cnt[j / VEC];
                 if (nj > 0.0f) {
@@ -141,7 +143,7 @@ static __global__ void __launch_bounds__(VAE_GPU_GN_THREADS)
             nm               = vae_gpu_gn_warp_sum(nm);
             const float mean = n > 0.0f ? nm / n : 0.0f;
             float       m2   = 0.0f;
-            for (int e = lane; e < ne; e += 32) {
+            for (int e = lane; e < ne; e += VAE_GPU_WARP) {
                 const int   rr = e / nch, j = rr * S * VEC + a0 - lo + (e - rr * nch);
                 const float nj = (float) sm_cnt[j / VEC];
                 if (nj > 0.0f) {
@@ -226,7 +228,7 @@ extern "C" size_t vae_gpu_group_norm_scratch(struct vae_gpu_act x, int groups) {
 extern "C" cudaError_t vae_gpu_group_norm_stats(struct vae_gpu_act x, int groups, float eps, float * stats,
                                                 void * scratch, enum vae_precision p, cudaStream_t s) {
     if (!vae_gpu_act_ok(x) || !vae_gpu_gn_groups_ok(x, groups) || !vae_gpu_precision_ok(p) || !stats ||
-        !scratch || !(eps >= 0.0f) || !isfinite(eps)) {
+        !scratch || !(eps >= 0.0f) || !std::isfinite(eps)) {
         return cudaErrorInvalidValue;
     }
     cudaError_t err;

@@ -16,7 +16,7 @@
 
 // 16 bytes global -> shared address dst, zeros when !valid; asynchronous from sm_80 on (L1: keep
 // in L1, for activations that neighbouring taps read again)
-template <bool L1> __device__ __forceinline__ void vae_gpu_ptx_cp16(unsigned dst, const void * src, bool valid) {
+template <bool L1> __device__ __forceinline__ void vae_gpu_cp16(unsigned dst, const void * src, bool valid) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
     const int n = valid ? 16 : 0;   // bytes read; the rest of the 16 are zeroed
     if (L1) {
@@ -31,14 +31,14 @@ template <bool L1> __device__ __forceinline__ void vae_gpu_ptx_cp16(unsigned dst
 #endif
 }
 
-__device__ __forceinline__ void vae_gpu_ptx_cp_commit() {
+__device__ __forceinline__ void vae_gpu_cp_commit() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
     asm volatile("cp.async.commit_group;\n" ::: "memory");
 #endif
 }
 
 // wait until at most N committed groups are pending
-template <int N> __device__ __forceinline__ void vae_gpu_ptx_cp_wait() {
+template <int N> __device__ __forceinline__ void vae_gpu_cp_wait() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
     asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
 #endif

@@ -9,8 +9,9 @@
 
 #define VAE_GPU_RMS_THREADS 256
 #define VAE_GPU_RMS_PIXELS  16  // about the pixels each lane group normalizes (amortizes the gamma staging)
+#define VAE_GPU_RMS_LANES   32  // the most lanes per pixel: a warp (or half a wave64)
 
-// lp lanes per pixel (a power of two <= 32); a warp takes 32 / lp pixels at a time
+// lp lanes per pixel (a power of two <= VAE_GPU_RMS_LANES); a warp takes VAE_GPU_WARP / lp pixels at a time
 template <typename T>
 static __global__ void __launch_bounds__(VAE_GPU_RMS_THREADS)
     vae_gpu_rms_norm_kernel(const T * x, T * y, size_t npx, int c, int cp, int lp, float sqrt_c,
@@ -24,10 +25,10 @@ static __global__ void __launch_bounds__(VAE_GPU_RMS_THREADS)
     const vae_gpu_vec<T> * xv    = reinterpret_cast<const vae_gpu_vec<T> *>(x);
     vae_gpu_vec<T> *       yv    = reinterpret_cast<vae_gpu_vec<T> *>(y);
     const int              G     = cp / VEC;
-    const int              lane  = threadIdx.x % 32;
-    const int              ppw   = 32 / lp;
-    const size_t           warp  = (blockIdx.x * (size_t) blockDim.x + threadIdx.x) / 32;
-    const size_t           warps = (size_t) gridDim.x * blockDim.x / 32;
+    const int              lane  = threadIdx.x % VAE_GPU_WARP;
+    const int              ppw   = VAE_GPU_WARP / lp;
+    const size_t           warp  = (blockIdx.x * (size_t) blockDim.x + threadIdx.x) / VAE_GPU_WARP;
+    const size_t           warps = (size_t) gridDim.x * blockDim.x / VAE_GPU_WARP;
     // the loop bound is the same for the whole warp, so every lane takes part in the shuffles
     for (size_t base = warp * ppw; base < npx; base += warps * ppw) {
         const size_t p  = base + lane / lp;
@@ -44,7 +45,7 @@ static __global__ void __launch_bounds__(VAE_GPU_RMS_THREADS)
             }
         }
         for (int o = lp / 2; o > 0; o >>= 1) {  // xor partners stay inside the pixel's lane group
-            ss += __shfl_xor_sync(0xffffffffu, ss, o);
+            ss += vae_gpu_shfl_xor(ss, o, VAE_GPU_WARP);
         }
         const float norm  = sqrtf(ss);
         const float scale = sqrt_c / (norm < 1e-12f ? 1e-12f : norm);  // a NaN norm stays NaN
@@ -68,7 +69,7 @@ static cudaError_t vae_gpu_rms_norm_launch(struct vae_gpu_act x, struct vae_gpu_
                                            enum vae_act act, cudaStream_t s) {
     const int G  = x.cp / (16 / sizeof(T));
     int       lp = 1;
-    while (lp < G && lp < 32) {
+    while (lp < G && lp < VAE_GPU_RMS_LANES) {
         lp *= 2;
     }
     const size_t npx    = (size_t) x.n * x.h * x.w;

@@ -66,6 +66,7 @@ enum cudaFuncAttribute {
 
 enum cudaDeviceAttr {
     cudaDevAttrMaxSharedMemoryPerBlock      = 8,
+    cudaDevAttrWarpSize                     = 10,
     cudaDevAttrMultiProcessorCount          = 16,
     cudaDevAttrComputeCapabilityMajor       = 75,
     cudaDevAttrComputeCapabilityMinor       = 76,

@@ -41,6 +41,7 @@ struct dim3 {
 
 struct alignas(8) float2 { float x, y; };
 struct alignas(16) float4 { float x, y, z, w; };
+struct alignas(8) uint2 { unsigned x, y; };
 struct alignas(16) uint4 { unsigned x, y, z, w; };
 struct alignas(16) int4 { int x, y, z, w; };
 static inline float2 make_float2(float x, float y) { return { x, y }; }
@@ -207,7 +208,7 @@ static inline void vae_emu_pipeline_memcpy_async(const char * file, int line, vo
 #define VAE_EMU_SM80 (__CUDA_ARCH__ >= 800)
 
 // cp.async.ca/cg 16 bytes (src-size 16 or 0); before sm_80 a plain store
-template <bool L1> static inline void vae_gpu_ptx_cp16(unsigned dst, const void * src, bool valid) {
+template <bool L1> static inline void vae_gpu_cp16(unsigned dst, const void * src, bool valid) {
     void * d = vae_emu_shared_at(dst, 16, "cp.async", 0);
     if (VAE_EMU_SM80) {
         vae_emu_async_copy(d, src, valid ? 16 : 0, 16, "cp.async", 0);
@@ -220,13 +221,13 @@ template <bool L1> static inline void vae_gpu_ptx_cp16(unsigned dst, const void 
     }
 }
 
-static inline void vae_gpu_ptx_cp_commit() {
+static inline void vae_gpu_cp_commit() {
     if (VAE_EMU_SM80) {
         vae_emu_async_commit();
     }
 }
 
-template <int N> static inline void vae_gpu_ptx_cp_wait() {
+template <int N> static inline void vae_gpu_cp_wait() {
     if (VAE_EMU_SM80) {
         vae_emu_async_wait(N);
     }

@@ -55,7 +55,7 @@ bug missing-syncthreads-attn $attn - "no \"S complete\" __syncthreads: the softm
     '            __syncthreads(); // S complete, the K tile free' \
     '            // S complete, the K tile free'
 bug missing-wait-group $conv - "no cp.async.wait_group before a stage is used (only the final wait<0> remains)" \
-    $'        vae_gpu_ptx_cp_wait<C::STAGES - 2>();\n' \
+    $'        vae_gpu_cp_wait<C::STAGES - 2>();\n' \
     ''
 bug halo-off-by-one $conv - "halo test ix > w instead of ix >= w: the column past the right edge is read, not zero" \
     '(unsigned) ix >= (unsigned) p.w' \
