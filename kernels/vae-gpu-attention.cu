@@ -350,16 +350,19 @@ static cudaError_t vae_gpu_attention_tc_run(const T * qkv, T * y, int n, int N, 
 }
 
 // the largest tile set whose shared memory fits the device's opt-in limit (the launcher checks
-// that the smallest one does), in NW warps
+// that the smallest one does), in NW warps. AMD: at most 32 queries, as the O accumulators of 64
+// spill registers there (and 64 KB of LDS seldom holds them)
 template <typename T, int NW>
 static cudaError_t vae_gpu_attention_tc_launch(const T * qkv, T * y, int n, int N, int D, float sl2, int smem_max,
                                                cudaStream_t s) {
+#if !defined(VAE_GPU_AMD)
     if (vae_gpu_attn_tiles<64, 64, NW>::smem(D) <= (size_t) smem_max) {
         return vae_gpu_attention_tc_run<T, 64, 64, NW>(qkv, y, n, N, D, sl2, s);
     }
     if (vae_gpu_attn_tiles<64, 32, NW>::smem(D) <= (size_t) smem_max) {
         return vae_gpu_attention_tc_run<T, 64, 32, NW>(qkv, y, n, N, D, sl2, s);
     }
+#endif
     if (vae_gpu_attn_tiles<32, 32, NW>::smem(D) <= (size_t) smem_max) {
         return vae_gpu_attention_tc_run<T, 32, 32, NW>(qkv, y, n, N, D, sl2, s);
     }
