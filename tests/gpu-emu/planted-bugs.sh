@@ -46,8 +46,8 @@ bug() {
 conv=kernels/vae-gpu-conv.cu
 attn=kernels/vae-gpu-attention.cu
 bug fragment-row $conv - "ldmatrix A rows: lane % 8 instead of lane % 16 (rows 8-15 of each m16 fragment read rows 0-7)" \
-    '(wm * C::WM + lane % 16) * C::LDA' \
-    '(wm * C::WM + lane % 8) * C::LDA'
+    '((wm * C::WM + lane % 16) * C::LDA + lane / 16 * C::VEC)' \
+    '((wm * C::WM + lane % 8) * C::LDA + lane / 16 * C::VEC)'
 bug missing-syncthreads-conv $conv - "no __syncthreads between the cp.async wait and the next stage's load/mma" \
     $'        __syncthreads();\n        if (kb + C::STAGES - 1 < nk) {' \
     $'        if (kb + C::STAGES - 1 < nk) {'
@@ -73,8 +73,8 @@ bug k-tail $conv - "the last partial K slice is skipped: nk = K / BK rounds down
     'const int nk = (p.K + C::BK - 1) / C::BK;' \
     'const int nk = p.K / C::BK;'
 bug m-tail $conv - "tensor-core epilogue drops its m < M bound: rows past M are written" \
-    $'                if (m < p.M && n < p.cout_p) {\n                    float v[C::VEC];' \
-    $'                if (n < p.cout_p) {\n                    float v[C::VEC];'
+    $'        if (m < p.M && n < p.cout_p) {\n            float v[C::VEC];' \
+    $'        if (n < p.cout_p) {\n            float v[C::VEC];'
 bug pack-coefficient kernels/vae-gpu-frame-pack.cu - "I420/NV12 U uses kr instead of kb: 128 + cs (B - Y) / (2 (1 - kr))" \
     'vae_gpu_pack_chroma(cs, mean[2], luma, kb)' \
     'vae_gpu_pack_chroma(cs, mean[2], luma, kr)'
