@@ -8,9 +8,10 @@
 // with inaccessible pages on both sides, its end flush with the page after it, so the first
 // byte past it faults; the fault handler names the kernel, block, thread and allocation.
 // Shared memory is refilled with 0xff (NaN) bytes for every block, so a read of what the block
-// did not write shows. The emulated device (__CUDA_ARCH__ at build time) sets the
-// shared-memory limits. Where the kernels are compiled with -fsanitize=thread (test-gpu-emu-race),
-// every access they make to shared memory also goes through the race checker below.
+// did not write shows. The emulated device (__CUDA_ARCH__, or VAE_GPU_EMU_GFX for an AMD one, at
+// build time) sets the shared-memory limits, the wave size and the properties. Where the kernels
+// are compiled with -fsanitize=thread (test-gpu-emu-race), every access they make to shared memory
+// also goes through the race checker below.
 
 #include "gpu-emu.h"
 
@@ -30,14 +31,46 @@
 #include <string>
 #include <vector>
 
-#define EMU_SM        (__CUDA_ARCH__ / 10)
-#define EMU_SMEM_48K  (48 * 1024)
 #define EMU_STACK     (256 * 1024)   // per fiber, committed as touched
 #define EMU_MAX_THREADS 1024
 
+#if VAE_EMU_AMD
+// the AMD GPU as HIP describes it (hipDeviceProp_t): a product with that gfx target, the target's
+// numbers as major.minor, gcnArchName with the features HIP appends on CDNA; a workgroup has 64 KB
+// of LDS, all of it without an attribute and none beyond
+#if VAE_GPU_EMU_GFX == 1100
+#define EMU_AMD_PRODUCT "AMD Radeon RX 7900 XTX"
+#define EMU_AMD_ARCH    "gfx1100"
+#elif VAE_GPU_EMU_GFX == 1151
+#define EMU_AMD_PRODUCT "AMD Radeon 8060S Graphics"
+#define EMU_AMD_ARCH    "gfx1151"
+#elif VAE_GPU_EMU_GFX == 1200
+#define EMU_AMD_PRODUCT "AMD Radeon RX 9060 XT"
+#define EMU_AMD_ARCH    "gfx1200"
+#elif VAE_GPU_EMU_GFX == 1201
+#define EMU_AMD_PRODUCT "AMD Radeon RX 9070 XT"
+#define EMU_AMD_ARCH    "gfx1201"
+#elif VAE_GPU_EMU_GFX == 942
+#define EMU_AMD_PRODUCT "AMD Instinct MI300X"
+#define EMU_AMD_ARCH    "gfx942"
+#define EMU_AMD_FEATURES ":sramecc+:xnack-"
+#else
+#define EMU_AMD_PRODUCT "AMD Instinct MI250X"
+#define EMU_AMD_ARCH    "gfx90a"
+#define EMU_AMD_FEATURES ":sramecc+:xnack-"
+#endif
+#ifndef EMU_AMD_FEATURES
+#define EMU_AMD_FEATURES ""
+#endif
+#define EMU_SMEM_DEFAULT (64 * 1024)
+static size_t emu_smem_optin() { return 64 * 1024; }
+#else
+#define EMU_SM           (__CUDA_ARCH__ / 10)
+#define EMU_SMEM_DEFAULT (48 * 1024)   // a block's shared memory without the attribute (and static at most)
 static size_t emu_smem_optin() {
     return EMU_SM >= 90 ? 232448 : EMU_SM >= 86 ? 101376 : EMU_SM >= 80 ? 166912 : 65536;
 }
+#endif
 
 // ---- fibers ------------------------------------------------------------------------------------
 
@@ -114,7 +147,7 @@ static struct {
     emu_shared                        dyn;
     std::map<const void *, emu_shared> statics;
     size_t                            static_bytes;
-    std::vector<unsigned char>        exchange;   // per warp: two buffers of 32 lanes x 64 bytes
+    std::vector<unsigned char>        exchange;   // per warp: two buffers of VAE_EMU_WARP lanes x 64 bytes
     std::mt19937                      rng;
     // the race checker's stamps: the last one given, that of the block's last barrier, of each
     // warp's last __syncwarp
@@ -285,7 +318,7 @@ extern "C" void * vae_emu_static_smem(const void * key, const char * name, size_
         return it->second.base;
     }
     E.static_bytes += bytes;
-    if (E.static_bytes > EMU_SMEM_48K || E.static_bytes + E.cfg->smem > emu_smem_optin()) {
+    if (E.static_bytes > EMU_SMEM_DEFAULT || E.static_bytes + E.cfg->smem > emu_smem_optin()) {
         vae_emu_fail(E.cfg->file, E.cfg->line, "static shared memory of %zu bytes (and %zu dynamic) exceeds the limit",
                      E.static_bytes, E.cfg->smem);
     }
@@ -471,7 +504,7 @@ static void emu_race_thread(uint16_t t, char * s, size_t n) {
             me, write ? "writes" : "reads", s ? (long long) (p - s->base) : -1LL,
             s == &E.dyn ? "dynamic shared memory" : "static __shared__ array", s && s->name ? s->name : "?",
             s ? s->bytes : (size_t) 0, here, other, u_wrote ? "wrote" : "read", there,
-            t / 32 == u / 32 ? " (nor a __syncwarp: one warp)" : "", where);
+            t / VAE_EMU_WARP == u / VAE_EMU_WARP ? " (nor a __syncwarp: one warp)" : "", where);
     fflush(stderr);
     _exit(3);
 }
@@ -481,10 +514,10 @@ extern "C" void vae_emu_race_access(const void * p, size_t bytes, bool write, co
     if (!E.cur || off >= vae_emu_race_span) {
         return;
     }
-    const uint16_t t = (uint16_t) (E.cur - E.fibers.data()), w = t / 32;
+    const uint16_t t = (uint16_t) (E.cur - E.fibers.data()), w = t / VAE_EMU_WARP;
     const uint32_t ep = E.epoch, s = E.warp_stamp[w], at = emu_race_at(pc);
     // the access of thread u at stamp us is ordered before this one
-    auto ordered = [&](uint16_t u, uint32_t us) { return us < ep || u == t || (u / 32 == w && us < s); };
+    auto ordered = [&](uint16_t u, uint32_t us) { return us < ep || u == t || (u / VAE_EMU_WARP == w && us < s); };
     const size_t end = off + std::min(bytes, vae_emu_race_span - off);
     for (size_t i = off; i < end; i++) {
         emu_race_cell & c = emu_race_shadow[i];
@@ -494,7 +527,7 @@ extern "C" void vae_emu_race_access(const void * p, size_t bytes, bool write, co
         }
         if (write) {
             if (c.r_s >= ep) {   // reads since the barrier: one by a thread other than t, not ordered before t?
-                const bool first = c.r_warp == EMU_RACE_WARPS ? c.r_t / 32 != w
+                const bool first = c.r_warp == EMU_RACE_WARPS ? c.r_t / VAE_EMU_WARP != w
                                                               : c.r_warp != w || (c.r_s == s && c.r_t != t);
                 if (first || ((c.r_warp == EMU_RACE_WARPS || c.r_s == s) && c.r_t2 != EMU_RACE_NONE)) {
                     emu_race_report(i, true, t, at, first ? c.r_t : c.r_t2, false, first ? k.r : k.r2);
@@ -596,8 +629,8 @@ extern "C" void vae_emu_syncthreads(const char * file, int line) {
 static void emu_release_warp(int w, bool orders) {
     const char * file = nullptr;
     int          line = 0;
-    for (int l = 0; l < 32 && w * 32 + l < E.nthreads; l++) {
-        emu_fiber & f = E.fibers[w * 32 + l];
+    for (int l = 0; l < VAE_EMU_WARP && w * VAE_EMU_WARP + l < E.nthreads; l++) {
+        emu_fiber & f = E.fibers[w * VAE_EMU_WARP + l];
         if (file && (f.line != line || strcmp(f.file, file) != 0)) {
             vae_emu_fail(f.file, f.line, "a warp collective here while lane 0 waits at the one of %s:%d", file, line);
         }
@@ -613,13 +646,14 @@ static void emu_release_warp(int w, bool orders) {
 }
 
 // a barrier of the warp: every lane of the warp must be live and reach the same call site
-static void emu_warp_barrier(unsigned mask, const char * file, int line, bool orders) {
-    emu_fiber * f = E.cur;
-    const int   w = f->w.lane >= 0 ? (int) (f - E.fibers.data()) / 32 : 0;
-    const int   lanes = std::min(32, E.nthreads - w * 32);
-    const unsigned full = lanes == 32 ? 0xffffffffu : (1u << lanes) - 1;
+static void emu_warp_barrier(vae_emu_mask_t mask, const char * file, int line, bool orders) {
+    emu_fiber *          f     = E.cur;
+    const int            w     = f->w.lane >= 0 ? (int) (f - E.fibers.data()) / VAE_EMU_WARP : 0;
+    const int            lanes = std::min(VAE_EMU_WARP, E.nthreads - w * VAE_EMU_WARP);
+    const vae_emu_mask_t full  = (vae_emu_mask_t) (lanes == 64 ? ~0ull : (1ull << lanes) - 1);
     if ((mask & full) != full) {
-        vae_emu_fail(file, line, "warp collective with mask 0x%08x: the emulator needs every lane of the warp", mask);
+        vae_emu_fail(file, line, "warp collective with mask 0x%0*llx: the emulator needs every lane of the warp (%d)",
+                     VAE_EMU_WARP / 4, (unsigned long long) mask, VAE_EMU_WARP);
     }
     if (E.warp_live[w] != lanes) {
         vae_emu_fail(file, line, "warp collective after %d lane(s) of the warp exited", lanes - E.warp_live[w]);
@@ -633,17 +667,17 @@ static void emu_warp_barrier(unsigned mask, const char * file, int line, bool or
     emu_yield();
 }
 
-extern "C" void vae_emu_syncwarp(const char * file, int line, unsigned mask) {
+extern "C" void vae_emu_syncwarp(const char * file, int line, vae_emu_mask_t mask) {
     emu_warp_barrier(mask, file, line, true);
 }
 
 // two buffers per warp, used in turn: a lane writes buffer b for exchange k + 2 only after every
 // lane of its warp has passed exchange k + 1, so has read exchange k (before its next collective)
-extern "C" const unsigned char * vae_emu_warp_exchange(unsigned mask, const void * mine, size_t bytes,
+extern "C" const unsigned char * vae_emu_warp_exchange(vae_emu_mask_t mask, const void * mine, size_t bytes,
                                                        const char * file, int line) {
     emu_fiber *     f = E.cur;
-    const int       w = (int) (f - E.fibers.data()) / 32;
-    unsigned char * x = E.exchange.data() + ((size_t) w * 2 + (f->exchanges++ & 1)) * 32 * 64;
+    const int       w = (int) (f - E.fibers.data()) / VAE_EMU_WARP;
+    unsigned char * x = E.exchange.data() + ((size_t) w * 2 + (f->exchanges++ & 1)) * VAE_EMU_WARP * 64;
     memcpy(x + f->w.lane * 64, mine, bytes);
     emu_warp_barrier(mask, file, line, false);
     return x;
@@ -659,7 +693,7 @@ static void emu_fiber_main() {
     f->open.clear();
     f->groups.clear();
     E.live--;
-    const int w = (int) (f - E.fibers.data()) / 32;
+    const int w = (int) (f - E.fibers.data()) / VAE_EMU_WARP;
     E.warp_live[w]--;
     if (E.warp_wait[w] > 0) {
         vae_emu_fail(f->file ? f->file : "?", f->line, "a thread exited while its warp waits at a collective");
@@ -714,8 +748,8 @@ static void emu_run_block(unsigned bx, unsigned by, unsigned bz, const char * ho
     E.live       = E.nthreads;
     E.bar_wait   = 0;
     emu_race_barrier();
-    for (int w = 0; w < (E.nthreads + 31) / 32; w++) {
-        E.warp_live[w] = std::min(32, E.nthreads - w * 32);
+    for (int w = 0; w < (E.nthreads + VAE_EMU_WARP - 1) / VAE_EMU_WARP; w++) {
+        E.warp_live[w] = std::min(VAE_EMU_WARP, E.nthreads - w * VAE_EMU_WARP);
         E.warp_wait[w] = 0;
     }
     for (int t = 0; t < E.nthreads; t++) {
@@ -724,7 +758,7 @@ static void emu_run_block(unsigned bx, unsigned by, unsigned bz, const char * ho
         f.w.bid       = { bx, by, bz };
         f.w.bdim      = { b.x, b.y, b.z };
         f.w.gdim      = { g.x, g.y, g.z };
-        f.w.lane      = t % 32;
+        f.w.lane      = t % VAE_EMU_WARP;
         f.state       = EMU_RUN;
         f.file        = nullptr;
         f.line        = 0;
@@ -869,10 +903,11 @@ static void emu_run_launch(vae_emu_cfg cfg, const std::function<void()> & body) 
     if (E.fibers.size() < (size_t) E.nthreads) {
         E.fibers.resize((size_t) E.nthreads);   // (before any fiber runs: stacks keep their place)
     }
-    E.warp_live.assign((size_t) (E.nthreads + 31) / 32, 0);
-    E.warp_wait.assign((size_t) (E.nthreads + 31) / 32, 0);
-    E.warp_stamp.assign((size_t) (E.nthreads + 31) / 32, 0);
-    E.exchange.assign((size_t) (E.nthreads + 31) / 32 * 2 * 32 * 64, 0);
+    const size_t warps = (size_t) (E.nthreads + VAE_EMU_WARP - 1) / VAE_EMU_WARP;
+    E.warp_live.assign(warps, 0);
+    E.warp_wait.assign(warps, 0);
+    E.warp_stamp.assign(warps, 0);
+    E.exchange.assign(warps * 2 * VAE_EMU_WARP * 64, 0);
     if (cfg.smem && !emu_smem_make(&E.dyn, 0, cfg.smem, EMU_WINDOW_STEP, "dynamic")) {
         vae_emu_fail(cfg.file, cfg.line, "out of host memory for shared memory");
     }
@@ -930,7 +965,7 @@ void vae_emu_launch(const vae_emu_cfg & cfg, const void * fn, std::function<void
         return;
     }
     auto         it    = ctx->attr.find(fn);
-    const size_t limit = it != ctx->attr.end() ? (size_t) it->second : EMU_SMEM_48K;
+    const size_t limit = it != ctx->attr.end() ? (size_t) it->second : EMU_SMEM_DEFAULT;
     if (threads == 0 || threads > EMU_MAX_THREADS || b.z > 64 || g.x == 0 || g.y == 0 || g.z == 0 ||
         g.y > 65535 || g.z > 65535) {
         emu_err(cudaErrorInvalidConfiguration);
@@ -981,14 +1016,21 @@ cudaError_t cudaGetDeviceProperties(struct cudaDeviceProp * p, int d) {
         return emu_err(cudaErrorInvalidDevice);
     }
     memset(p, 0, sizeof(*p));
+#if VAE_EMU_AMD
+    snprintf(p->name, sizeof(p->name), "%s (%s, emulated)", EMU_AMD_PRODUCT, EMU_AMD_ARCH);
+    snprintf(p->gcnArchName, sizeof(p->gcnArchName), "%s%s", EMU_AMD_ARCH, EMU_AMD_FEATURES);
+    p->major = VAE_GPU_EMU_GFX >= 1000 ? VAE_GPU_EMU_GFX / 100 : 9;
+    p->minor = VAE_GPU_EMU_GFX >= 1000 ? VAE_GPU_EMU_GFX / 10 % 10 : VAE_GPU_EMU_GFX == 942 ? 4 : 0;
+#else
     snprintf(p->name, sizeof(p->name), "gpu-emu sm_%d", EMU_SM);
+    p->major = EMU_SM / 10;
+    p->minor = EMU_SM % 10;
+#endif
     p->totalGlobalMem         = (size_t) 8 << 30;
-    p->sharedMemPerBlock      = EMU_SMEM_48K;
+    p->sharedMemPerBlock      = EMU_SMEM_DEFAULT;
     p->sharedMemPerBlockOptin = emu_smem_optin();
-    p->major                  = EMU_SM / 10;
-    p->minor                  = EMU_SM % 10;
     p->multiProcessorCount    = 4;
-    p->warpSize               = 32;
+    p->warpSize               = VAE_EMU_WARP;
     return cudaSuccess;
 }
 
@@ -1004,6 +1046,7 @@ cudaError_t cudaDeviceGetAttribute(int * v, enum cudaDeviceAttr a, int d) {
         case cudaDevAttrComputeCapabilityMajor:       *v = p.major; break;
         case cudaDevAttrComputeCapabilityMinor:       *v = p.minor; break;
         case cudaDevAttrMaxSharedMemoryPerBlockOptin: *v = (int) p.sharedMemPerBlockOptin; break;
+        case cudaDevAttrWarpSize:                     *v = p.warpSize; break;
         default:                                      return emu_err(cudaErrorInvalidValue);
     }
     return cudaSuccess;

@@ -6,6 +6,8 @@
 // are defined here on top of a few entry points of gpu-emu.cc. Warp collectives exchange each
 // lane's operands through the warp and compute what the instruction's fragment table says each
 // lane receives. Source positions are passed along so that a failure names the call site.
+// The device is an NVIDIA one (__CUDA_ARCH__) or, with VAE_GPU_EMU_GFX, an AMD one (AMD mode,
+// README.md here): its wave size, its matrix instruction (vae_gpu_amd_mma) and no PTX.
 
 #pragma once
 
@@ -20,6 +22,35 @@
 #include <tuple>
 #include <type_traits>
 #include <utility>
+
+// ---- the emulated device ----------------------------------------------------------------------
+// VAE_GPU_EMU_GFX=n: the AMD GPU gfx<n> (90: gfx90a), else the NVIDIA one of __CUDA_ARCH__.
+// VAE_EMU_WARP: its wave size; vae_emu_mask_t: the lane masks of the warp collectives (HIP's are
+// 64-bit on every AMD target, CUDA's 32-bit). VAE_EMU_AMD_ISA: the AMD matrix instruction family,
+// 11 (RDNA3/3.5 WMMA), 12 (RDNA4 WMMA) or 9 (CDNA2/3 MFMA).
+#if defined(VAE_GPU_EMU_GFX)
+#if defined(__CUDA_ARCH__)
+#error "gpu-emu: VAE_GPU_EMU_GFX (an AMD device) and __CUDA_ARCH__ (an NVIDIA one) are both defined"
+#endif
+#define VAE_EMU_AMD 1
+#if VAE_GPU_EMU_GFX == 1100 || VAE_GPU_EMU_GFX == 1151
+#define VAE_EMU_AMD_ISA 11
+#define VAE_EMU_WARP    32
+#elif VAE_GPU_EMU_GFX == 1200 || VAE_GPU_EMU_GFX == 1201
+#define VAE_EMU_AMD_ISA 12
+#define VAE_EMU_WARP    32
+#elif VAE_GPU_EMU_GFX == 942 || VAE_GPU_EMU_GFX == 90
+#define VAE_EMU_AMD_ISA 9
+#define VAE_EMU_WARP    64
+#else
+#error "gpu-emu: VAE_GPU_EMU_GFX must be 1100, 1151, 1200, 1201, 942 or 90 (gfx90a)"
+#endif
+typedef unsigned long long vae_emu_mask_t;
+#else
+#define VAE_EMU_AMD  0
+#define VAE_EMU_WARP 32
+typedef unsigned vae_emu_mask_t;
+#endif
 
 #define __global__
 #define __device__
@@ -68,10 +99,10 @@ extern "C" {
 void     vae_emu_syncthreads(const char * file, int line);
 // __syncwarp: the warp barrier that orders memory between its lanes (the other collectives converge
 // the warp and order none, as in CUDA's memory model)
-void     vae_emu_syncwarp(const char * file, int line, unsigned mask = 0xffffffffu);
-// every live lane of the warp deposits `bytes` (<= 64); returns the 32 deposits, lane l's at
-// 64 l, readable until this lane's next warp collective
-const unsigned char * vae_emu_warp_exchange(unsigned mask, const void * mine, size_t bytes, const char * file,
+void     vae_emu_syncwarp(const char * file, int line, vae_emu_mask_t mask = ~(vae_emu_mask_t) 0);
+// every live lane of the warp deposits `bytes` (<= 64); returns the VAE_EMU_WARP deposits, lane
+// l's at 64 l, readable until this lane's next warp collective
+const unsigned char * vae_emu_warp_exchange(vae_emu_mask_t mask, const void * mine, size_t bytes, const char * file,
                                             int line);
 void *   vae_emu_dyn_smem(const char * name);
 void *   vae_emu_static_smem(const void * key, const char * name, size_t bytes, size_t align);
@@ -97,33 +128,44 @@ template <typename T> static inline const T & vae_emu_lane(const unsigned char *
     return *(const T *) (all + 64 * l);
 }
 
-template <typename T> static inline T vae_emu_shfl_xor(const char * file, int line, unsigned mask, T v, int lm,
-                                                       int width = 32) {
+// the lane mask's type: HIP's *_sync functions refuse one that is not 64-bit on every AMD target
+// (a static_assert in amd_warp_sync_functions.h), as a 32-bit 0xffffffff would leave half a wave64 out
+static const vae_emu_mask_t vae_emu_wave_lanes = (vae_emu_mask_t) (VAE_EMU_WARP == 64 ? ~0ull : 0xffffffffull);
+
+template <typename M> static inline vae_emu_mask_t vae_emu_mask(M mask) {
+    static_assert(!VAE_EMU_AMD || (std::is_integral<M>::value && sizeof(M) == 8),
+                  "gpu-emu (AMD mode): the mask of a *_sync function must be a 64-bit integer, as in HIP");
+    return (vae_emu_mask_t) mask;
+}
+
+template <typename M, typename T> static inline T vae_emu_shfl_xor(const char * file, int line, M mask, T v, int lm,
+                                                                   int width = VAE_EMU_WARP) {
     static_assert(sizeof(T) <= 64, "shuffle of a large type");
-    const unsigned char * all  = vae_emu_warp_exchange(mask, &v, sizeof(T), file, line);
+    const unsigned char * all  = vae_emu_warp_exchange(vae_emu_mask(mask), &v, sizeof(T), file, line);
     const int             lane = vae_emu_now->lane, src = lane ^ lm;
     return src / width == lane / width ? vae_emu_lane<T>(all, src) : v;
 }
 #define __shfl_xor_sync(...) vae_emu_shfl_xor(__FILE__, __LINE__, __VA_ARGS__)
 
-template <typename T> static inline T vae_emu_shfl(const char * file, int line, unsigned mask, T v, int src,
-                                                   int width = 32) {
-    const unsigned char * all = vae_emu_warp_exchange(mask, &v, sizeof(T), file, line);
+template <typename M, typename T> static inline T vae_emu_shfl(const char * file, int line, M mask, T v, int src,
+                                                               int width = VAE_EMU_WARP) {
+    const unsigned char * all = vae_emu_warp_exchange(vae_emu_mask(mask), &v, sizeof(T), file, line);
     return vae_emu_lane<T>(all, vae_emu_now->lane / width * width + src % width);
 }
 #define __shfl_sync(...) vae_emu_shfl(__FILE__, __LINE__, __VA_ARGS__)
 
-static inline unsigned vae_emu_ballot(const char * file, int line, unsigned mask, int p) {
-    const unsigned char * all = vae_emu_warp_exchange(mask, &p, sizeof(p), file, line);
-    unsigned              b   = 0;
-    for (int l = 0; l < 32; l++) {
-        b |= (mask >> l & 1) && vae_emu_lane<int>(all, l) ? 1u << l : 0u;
+template <typename M> static inline vae_emu_mask_t vae_emu_ballot(const char * file, int line, M mask, int p) {
+    const vae_emu_mask_t  m   = vae_emu_mask(mask);
+    const unsigned char * all = vae_emu_warp_exchange(m, &p, sizeof(p), file, line);
+    vae_emu_mask_t        b   = 0;
+    for (int l = 0; l < VAE_EMU_WARP; l++) {
+        b |= (m >> l & 1) && vae_emu_lane<int>(all, l) ? (vae_emu_mask_t) 1 << l : 0;
     }
     return b;
 }
 #define __ballot_sync(...) vae_emu_ballot(__FILE__, __LINE__, __VA_ARGS__)
 #define __any_sync(m, p)   (vae_emu_ballot(__FILE__, __LINE__, m, p) != 0)
-#define __all_sync(m, p)   (vae_emu_ballot(__FILE__, __LINE__, m, p) == (m))
+#define __all_sync(m, p)   (vae_emu_ballot(__FILE__, __LINE__, m, p) == (vae_emu_mask(m) & vae_emu_wave_lanes))
 
 // ---- math ----------------------------------------------------------------------------------------
 
@@ -189,6 +231,15 @@ static inline __nv_bfloat16 __float2bfloat16_rn(float v) {
 }
 
 inline __nv_bfloat16::operator float() const { return __bfloat162float(*this); }
+
+// the 16-bit element h (0: low half) of a packed operand word, or the word itself as a tf32 one
+static inline float vae_emu_b16(unsigned w, int h, __half) { return __half2float({ (uint16_t) (w >> 16 * h) }); }
+static inline float vae_emu_b16(unsigned w, int, float) { return __uint_as_float(w); }
+static inline float vae_emu_b16(unsigned w, int h, __nv_bfloat16) {
+    return __bfloat162float({ (uint16_t) (w >> 16 * h) });
+}
+
+#if !VAE_EMU_AMD   // NVIDIA only: AMD has no cp.async, ldmatrix, mma.sync, nor nvcuda::wmma
 
 // ---- shared memory and asynchronous copies -------------------------------------------------------
 
@@ -266,11 +317,6 @@ static inline unsigned vae_gpu_ptx_tf32(unsigned x) {
     return (x + 0x1000u) & 0xffffe000u;
 }
 
-static inline float vae_emu_b16(unsigned w, int h, __half) { return __half2float({ (uint16_t) (w >> 16 * h) }); }
-static inline float vae_emu_b16(unsigned w, int, float) { return __uint_as_float(w); }
-static inline float vae_emu_b16(unsigned w, int h, __nv_bfloat16) {
-    return __bfloat162float({ (uint16_t) (w >> 16 * h) });
-}
 
 // the operands of one lane of an m16n8 mma
 struct vae_emu_mma_regs {
@@ -480,6 +526,10 @@ static inline void mma_sync(fragment<accumulator, 16, 16, 16, float> & d, const 
 }
 }   // namespace wmma
 }   // namespace nvcuda
+
+#else   // VAE_EMU_AMD
+#include "gpu-emu-amd.h"
+#endif
 
 // ---- launches ------------------------------------------------------------------------------------
 // tests/gpu-emu/cu2cc.py turns `k<<<grid, block, smem, s>>>(args)` into
