@@ -77,9 +77,9 @@ __device__ __host__ __forceinline__ vae_gpu_bf16 __float2bfloat16_rn(float v) {
 // shared-memory accesses before it are seen after it; vae_gpu_trap(): the kernel stops with an error
 // vae_gpu_smem_addr(p): the shared-memory address of generic pointer p (vae_gpu_cp16's dst)
 #if defined(VAE_GPU_EMU)
-#define vae_gpu_shfl_xor(v, o, width) __shfl_xor_sync(0xffffffffu, v, o, width)
+#define vae_gpu_shfl_xor(v, o, width) __shfl_xor_sync(vae_emu_wave_lanes, v, o, width)
 #define vae_gpu_warp_sync()           __syncwarp()
-#define vae_gpu_smem_addr(p)          ((unsigned) __cvta_generic_to_shared(p))
+#define vae_gpu_smem_addr(p)          vae_emu_cvta_shared((const void *) (p), __FILE__, __LINE__)
 #define vae_gpu_trap()                __trap()
 #elif defined(__HIP__)
 #define vae_gpu_shfl_xor(v, o, width) __shfl_xor(v, o, width)

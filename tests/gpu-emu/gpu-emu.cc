@@ -1042,7 +1042,6 @@ cudaError_t cudaDeviceGetAttribute(int * v, enum cudaDeviceAttr a, int d) {
     switch (a) {
         case cudaDevAttrMaxSharedMemoryPerBlock:      *v = (int) p.sharedMemPerBlock; break;
         case cudaDevAttrMultiProcessorCount:          *v = p.multiProcessorCount; break;
-        case cudaDevAttrWarpSize:                     *v = p.warpSize; break;
         case cudaDevAttrComputeCapabilityMajor:       *v = p.major; break;
         case cudaDevAttrComputeCapabilityMinor:       *v = p.minor; break;
         case cudaDevAttrMaxSharedMemoryPerBlockOptin: *v = (int) p.sharedMemPerBlockOptin; break;
