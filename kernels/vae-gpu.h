@@ -7,7 +7,13 @@
 
 #pragma once
 
-#include <cuda_runtime_api.h>
+// ---- [hip-build] the runtime and the host vendor functions: HIP's (vae-gpu-hip.h), else CUDA's
+#if defined(__HIP__) || defined(VAE_GPU_HIP)
+#include "vae-gpu-hip.h"
+#else
+#include "vae-gpu-cuda.h"
+#endif
+// ---- [hip-build] end
 
 #if defined(VAE_GPU_EMU) && defined(__cplusplus)
 #include "gpu-emu.h"
