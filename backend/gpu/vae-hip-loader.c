@@ -165,8 +165,9 @@ static void * vae_hip_sym(void * lib, const char * const * names, const char * s
             return fn;
         }
     }
-    snprintf(vae_hip_error, sizeof(vae_hip_error), "%s has no %s (HIP runtime older than this build's headers, "
-             "HIP %d.%d)", soname, names[0], HIP_VERSION_MAJOR, HIP_VERSION_MINOR);
+    snprintf(vae_hip_error, sizeof(vae_hip_error),
+             "%s has no %s (not a HIP runtime, or one older than this build's headers, HIP %d.%d)", soname, names[0],
+             HIP_VERSION_MAJOR, HIP_VERSION_MINOR);
     return NULL;
 }
 
