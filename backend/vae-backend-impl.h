@@ -45,4 +45,6 @@ struct vae_backend {
 // implemented by each built backend
 // bf16 where oneDNN's effective ISA has AVX512-BF16 (or AMX) and bf16 is asked; else fp32
 vae_backend_t * vae_backend_cpu_init(enum vae_precision precision, char * err, size_t err_size);
+// the GPU backend (backend/gpu), compiled once per vendor
 vae_backend_t * vae_backend_cuda_init(int device, enum vae_precision precision, char * err, size_t err_size);
+vae_backend_t * vae_backend_hip_init(int device, enum vae_precision precision, char * err, size_t err_size);

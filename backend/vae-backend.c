@@ -12,6 +12,11 @@ bool vae_backend_is_built(enum vae_backend_type type) {
         return true;
     }
 #endif
+#ifdef VAE_HAVE_HIP
+    if (type == VAE_BACKEND_HIP) {
+        return true;
+    }
+#endif
     return type == VAE_BACKEND_CPU;
 }
 
@@ -32,13 +37,19 @@ const char * vae_precision_name(enum vae_precision p) {
 vae_backend_t * vae_backend_init(enum vae_backend_type type, int device, enum vae_precision precision, char * err,
                                  size_t err_size) {
     if (!vae_backend_is_built(type)) {
-        snprintf(err, err_size, "the %s backend is not built into this plugin (built: cpu%s)",
-                 vae_backend_type_name(type), vae_backend_is_built(VAE_BACKEND_CUDA) ? ", cuda" : "");
+        snprintf(err, err_size, "the %s backend is not built into this plugin (built: cpu%s%s)",
+                 vae_backend_type_name(type), vae_backend_is_built(VAE_BACKEND_CUDA) ? ", cuda" : "",
+                 vae_backend_is_built(VAE_BACKEND_HIP) ? ", hip" : "");
         return NULL;
     }
 #ifdef VAE_HAVE_CUDA
     if (type == VAE_BACKEND_CUDA) {
         return vae_backend_cuda_init(device, precision, err, err_size);
+    }
+#endif
+#ifdef VAE_HAVE_HIP
+    if (type == VAE_BACKEND_HIP) {
+        return vae_backend_hip_init(device, precision, err, err_size);
     }
 #endif
     if (device != 0 && device != -1) {

@@ -118,6 +118,17 @@
  * Without a GPU or a driver, backend auto decodes on the CPU (logged at INFO level) and
  * backend cuda fails with an error that names the cause.
  *
+ * ## HIP
+ *
+ * With #GstVaeDecode:backend hip, or auto when no CUDA GPU is found and the HIP backend is
+ * built and finds an AMD GPU, the decoder runs on the AMD GPU of #GstVaeDecode:device-id
+ * (RDNA3/3.5, RDNA4, CDNA2/3: the targets the plugin was built for) at
+ * #GstVaeDecode:precision: auto is bf16, which every such target has; fp16 and fp32 work
+ * too, tf32 is refused (no AMD target has it). The output is system memory. The HIP runtime
+ * (libamdhip64 of ROCm) is loaded when the backend starts, so the plugin loads without it;
+ * without the runtime or an AMD GPU, backend auto decodes on the CPU and backend hip fails
+ * with an error that names the cause.
+ *
  * ## Errors
  *
  * Latents that hold NaN or Inf, latent caps whose channel count does not match the model, and
@@ -385,8 +396,8 @@ gst_vae_backend_get_type (void)
 {
   static GType type = 0;
   static GEnumValue values[] = {
-    {GST_VAE_BACKEND_AUTO, "CUDA when it is built and a GPU is present, else "
-          "the CPU", "auto"},
+    {GST_VAE_BACKEND_AUTO, "CUDA, then HIP, when it is built and a GPU is "
+          "present, else the CPU", "auto"},
     {GST_VAE_BACKEND_CPU, "CPU (oneDNN; fp32, bf16 with AVX512-BF16 or AMX)",
         "cpu"},
     {GST_VAE_BACKEND_CUDA, "CUDA (NVIDIA GPUs)", "cuda"},
@@ -595,20 +606,28 @@ gst_vae_decode_start (GstBaseTransform * trans)
   else if (!gst_vae_decode_load_model (self))
     goto failed;
 
-  /* auto: CUDA when it is built and starts, else the CPU (whose only device is the default) */
+  /* auto: the first GPU backend that is built and starts (CUDA, then HIP), else the CPU
+   * (whose only device is the default) */
   if (backend_type == GST_VAE_BACKEND_AUTO) {
+    static const enum vae_backend_type gpus[] = { VAE_BACKEND_CUDA,
+      VAE_BACKEND_HIP
+    };
+    guint i;
+
     type = VAE_BACKEND_CPU;
-    if (vae_backend_is_built (VAE_BACKEND_CUDA)) {
-      self->backend = gst_vae_decode_open_backend (self, VAE_BACKEND_CUDA,
-          device, precision, err, sizeof (err));
+    for (i = 0; i < G_N_ELEMENTS (gpus) && self->backend == NULL; i++) {
+      if (!vae_backend_is_built (gpus[i]))
+        continue;
+      self->backend = gst_vae_decode_open_backend (self, gpus[i], device,
+          precision, err, sizeof (err));
       if (self->backend != NULL)
-        type = VAE_BACKEND_CUDA;
-      else if (g_str_has_prefix (err, "no CUDA device"))
-        GST_INFO_OBJECT (self, "backend auto: decoding on the cpu (cuda: %s)",
-            err);
+        type = gpus[i];
+      else if (g_str_has_prefix (err, "no "))   /* no device, driver or runtime */
+        GST_INFO_OBJECT (self, "backend auto: not on %s (%s)",
+            vae_backend_type_name (gpus[i]), err);
       else
-        GST_WARNING_OBJECT (self, "backend auto: the cuda backend did not "
-            "start (%s); decoding on the cpu", err);
+        GST_WARNING_OBJECT (self, "backend auto: the %s backend did not "
+            "start (%s)", vae_backend_type_name (gpus[i]), err);
     }
     if (self->backend == NULL)
       self->backend = gst_vae_decode_open_backend (self, VAE_BACKEND_CPU, -1,
@@ -1810,10 +1829,12 @@ gst_vae_decode_class_init (GstVaeDecodeClass * klass)
    * GstVaeDecode:backend:
    *
    * Where the decoder runs. auto takes CUDA when the CUDA backend is built and starts (a
-   * GPU and a driver are present), and otherwise the CPU, logging why at INFO level (at
-   * WARNING level when a GPU is there but the backend refused, e.g. the precision). Every
-   * backend is listed; one that this build lacks is described as not built, and asking
-   * for it is an error, as is asking for cuda without a GPU ("no CUDA device").
+   * GPU and a driver are present), else HIP the same way (an AMD GPU and the HIP runtime),
+   * and otherwise the CPU, logging why at INFO level (at WARNING level when a GPU is there
+   * but the backend refused, e.g. the precision). Every backend is listed; one that this
+   * build lacks is described as not built, and asking for it is an error, as is asking for
+   * cuda without a GPU ("no CUDA device") or hip without an AMD GPU or the HIP runtime
+   * ("no HIP device", "no HIP runtime").
    */
   g_object_class_install_property (gobject_class, PROP_BACKEND,
       g_param_spec_enum ("backend", "Backend", "Device backend",
@@ -1821,22 +1842,23 @@ gst_vae_decode_class_init (GstVaeDecodeClass * klass)
   /**
    * GstVaeDecode:device-id:
    *
-   * The GPU of the CUDA backend. -1 takes the CUDA context the pipeline shares (another
-   * CUDA element's or the application's `gst.cuda.context`), else device 0; a number
-   * takes that device, and a shared context only if it is of that device. The CPU has
-   * only the default device.
+   * The GPU of the CUDA or HIP backend. CUDA: -1 takes the CUDA context the pipeline
+   * shares (another CUDA element's or the application's `gst.cuda.context`), else device
+   * 0; a number takes that device, and a shared context only if it is of that device.
+   * HIP: -1 is device 0. The CPU has only the default device.
    */
   g_object_class_install_property (gobject_class, PROP_DEVICE_ID,
       g_param_spec_int ("device-id", "Device id",
-          "GPU of the CUDA backend (-1 = the pipeline's CUDA context, else 0)",
+          "GPU of the CUDA or HIP backend (-1 = the pipeline's CUDA context, "
+          "else 0)",
           -1, G_MAXINT16, DEFAULT_DEVICE_ID, flags));
   /**
    * GstVaeDecode:precision:
    *
    * Compute precision: how activations are stored and multiplied. Accumulation, norm
    * statistics and softmax stay in fp32 at every precision. auto is bf16 on GPUs that
-   * have it (compute capability 8.0 and up), fp16 on older ones. A GPU that lacks the
-   * precision asked for refuses to start, naming it. The CPU backend computes in fp32, and
+   * have it (compute capability 8.0 and up, every AMD target), fp16 on older ones. A GPU
+   * that lacks the precision asked for refuses to start, naming it (tf32 on AMD GPUs). The CPU backend computes in fp32, and
    * its convolutions in bf16 when bf16 is asked for and the CPU has AVX512-BF16 or AMX; a
    * WARNING message on the bus says so when it computes in another precision than the one
    * asked for. The precision in effect is logged at INFO level.

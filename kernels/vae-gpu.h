@@ -8,7 +8,12 @@
 
 #pragma once
 
-#include <cuda_runtime_api.h>
+// the runtime and the host vendor functions: HIP's (vae-gpu-hip.h), else CUDA's
+#if defined(__HIP__) || defined(VAE_GPU_HIP)
+#include "vae-gpu-hip.h"
+#else
+#include "vae-gpu-cuda.h"
+#endif
 
 // VAE_GPU_AMD: the kernels are for AMD GPUs (a HIP build, or the emulator of one); in their device
 // code, one matrix family (vae-gpu-amdgcn.cuh). The host side of a HIP build serves every target

@@ -21,7 +21,8 @@
 // precision's 64x64 tiles (VAE_GPU_CONV_VARIANT, unless set) instead of the timing of every tile
 // variant at prepare; no raw decode. About 65 s on two CPU cores.
 //
-// Without a CUDA backend in the build, or without a GPU, it exits 77 (skipped).
+// Without a CUDA backend in the build, or without a GPU, it exits 77 (skipped). Built with
+// VAE_TEST_HIP, it is test-hip-decode: the same on the HIP backend (AMD GPUs).
 
 #include "vae-test-data.h"
 #include "vae-test-gpu.h"
@@ -438,8 +439,8 @@ static void test_small(void) {
 
 int main(int argc, char ** argv) {
     setvbuf(stdout, NULL, _IOLBF, 0);   // the lines between the failed checks (stderr)
-    if (!vae_backend_is_built(VAE_BACKEND_CUDA)) {
-        printf("skip: this build has no CUDA backend\n");
+    if (!vae_backend_is_built(GPU_BACKEND)) {
+        printf("skip: this build has no %s backend\n", vae_backend_type_name(GPU_BACKEND));
         return TEST_SKIP;
     }
     small          = argc > 1 && strcmp(argv[1], "small") == 0;

@@ -36,6 +36,9 @@
 //
 // `test-cuda-ops [WORD]` runs the sections whose name contains WORD; VAE_TEST_SEED=n draws
 // other data. Without a CUDA backend in the build, or without a GPU, it exits 77 (skipped).
+// Built with VAE_TEST_HIP, it is test-hip-ops: the same on the HIP backend (AMD GPUs), without
+// the sections that call the CUDA runtime itself (device frames, contexts: the element gives HIP
+// frames in system memory only).
 
 #include "vae-backend.h"
 #include "vae-test.h"
@@ -50,7 +53,7 @@
 #include <string.h>
 #include <time.h>
 
-#ifdef VAE_HAVE_CUDA
+#ifdef GPU_TEST_CUDA_RUNTIME
 #include <cuda_runtime_api.h>   // device frames: cudaMalloc, cudaMemset, cudaMemcpy
 #endif
 
@@ -973,7 +976,7 @@ static void frame_buf_free(struct frame_buf * fb) {
     }
 }
 
-#ifdef VAE_HAVE_CUDA
+#ifdef GPU_TEST_CUDA_RUNTIME
 static const bool have_device_frames = true;
 #else
 static const bool have_device_frames = false;   // the build gives tests no CUDA runtime headers
@@ -985,7 +988,7 @@ static bool read_frame_to(vae_backend_t * b, struct vae_graph * g, int n, struct
     if (!device) {
         return vae_backend_graph_read_frame(b, g, n, &fb->f, err, err_size);
     }
-#ifdef VAE_HAVE_CUDA
+#ifdef GPU_TEST_CUDA_RUNTIME
     struct vae_frame f  = fb->f;
     void *           d[3] = { NULL, NULL, NULL };
     bool             ok = true;
@@ -1266,15 +1269,15 @@ static void reuse_on(vae_backend_t * b) {
 static void test_reuse_errors(void) {
     rng_seed(7000);
     char            err[512] = "";
-    vae_backend_t * b        = vae_backend_init(VAE_BACKEND_CUDA, 99, VAE_PRECISION_FP32, err, sizeof(err));
-    CHECK(b == NULL, "cuda device 99 accepted");
+    vae_backend_t * b        = vae_backend_init(GPU_BACKEND, 99, VAE_PRECISION_FP32, err, sizeof(err));
+    CHECK(b == NULL, "device 99 accepted");
     CHECK_ERR_HAS(err, "99");
     printf("device 99: %s \"%s\"\n", b ? "FAIL, accepted" : "refused:", err);
     vae_backend_free(b);
 
     // auto: bf16 where the GPU has it, else fp16; device -1: the current context or device 0
-    b = vae_backend_init(VAE_BACKEND_CUDA, -1, VAE_PRECISION_AUTO, err, sizeof(err));
-    CHECK(b != NULL, "cuda device -1, precision auto: %s", err);
+    b = vae_backend_init(GPU_BACKEND, -1, VAE_PRECISION_AUTO, err, sizeof(err));
+    CHECK(b != NULL, "device -1, precision auto: %s", err);
     if (b) {
         const enum vae_precision want = gpu[VAE_PRECISION_BF16] ? VAE_PRECISION_BF16 : VAE_PRECISION_FP16;
         CHECK(vae_backend_precision(b) == want, "precision auto gave %s, not %s",
@@ -1293,7 +1296,7 @@ static void test_reuse_errors(void) {
 
 // ---- contexts and the runtime's error slot ------------------------------------------------------
 
-#ifdef VAE_HAVE_CUDA
+#ifdef GPU_TEST_CUDA_RUNTIME
 // driver entry points through the runtime, as the backend finds them (tests do not link libcuda);
 // the CUDA 12.0 signatures
 typedef int (*ctx_create_fn)(void ** ctx, unsigned flags, int device);
@@ -1443,8 +1446,8 @@ int main(int argc, char ** argv) {
     const char * seed   = getenv("VAE_TEST_SEED");
     g_salt              = seed ? strtoull(seed, NULL, 10) : 0;
     g_rng_grid          = true;   // (see the top: data every precision stores exactly)
-    if (!vae_backend_is_built(VAE_BACKEND_CUDA)) {
-        printf("skip: this build has no CUDA backend\n");
+    if (!vae_backend_is_built(GPU_BACKEND)) {
+        printf("skip: this build has no %s backend\n", vae_backend_type_name(GPU_BACKEND));
         return TEST_SKIP;
     }
     setenv("VAE_GPU_POISON", "1", 1);   // unwritten activations read as NaN
@@ -1481,7 +1484,7 @@ int main(int argc, char ** argv) {
         { "nan", test_nan },
         { "read_frame", test_frames },
         { "reuse, errors", test_reuse_errors },
-#ifdef VAE_HAVE_CUDA
+#ifdef GPU_TEST_CUDA_RUNTIME
         { "contexts, packed weights, stale errors", test_contexts },
 #endif
     };

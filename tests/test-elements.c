@@ -1670,6 +1670,93 @@ GST_START_TEST (test_cuda_no_device)
 
 GST_END_TEST;
 
+/* ---- HIP --------------------------------------------------------------------------------- */
+
+/* backend=hip with device-id 0 to the error it gives, which must start with `expected` */
+static void
+expect_hip_refused (const gchar * expected)
+{
+  GstElement *e = make_decoder ();
+  GstBus *bus = gst_bus_new ();
+  gchar *model = shared_path (TAEF2_MODEL);
+  gchar *needle = g_strdup_printf ("Could not start the hip backend: %s",
+      expected);
+
+  gst_element_set_bus (e, bus);
+  g_object_set (e, "model-file", model, NULL);
+  gst_util_set_object_arg (G_OBJECT (e), "backend", "hip");
+  fail_unless_equals_int (gst_element_set_state (e, GST_STATE_PAUSED),
+      GST_STATE_CHANGE_FAILURE);
+  expect_error (bus, needle);
+  gst_bus_set_flushing (bus, TRUE);
+  gst_element_set_state (e, GST_STATE_NULL);
+  gst_object_unref (e);
+  gst_object_unref (bus);
+  g_free (needle);
+  g_free (model);
+}
+
+/* the HIP runtime missing (VAE_HIP_LIBRARY names a file that is not there, as on a machine
+ * without ROCm): backend=hip is refused naming it, and auto decodes on the CPU, in system
+ * memory, the frames of backend=cpu */
+GST_START_TEST (test_hip_no_runtime)
+{
+  GstBuffer *cpu[TAEF2_FRAMES], *out[TAEF2_FRAMES];
+  GstCaps *caps;
+  gint i;
+
+  if (!vae_backend_is_built (VAE_BACKEND_HIP)) {
+    g_printerr ("test_hip_no_runtime: skipped, the HIP backend is not built "
+        "(test_backend_not_built covers it)\n");
+    return;
+  }
+  g_setenv ("VAE_HIP_LIBRARY", "/nonexistent/libamdhip64.so", TRUE);
+  expect_hip_refused ("no HIP runtime: libamdhip64.so could not be loaded: "
+      "/nonexistent/libamdhip64.so: cannot open shared object file");
+  gst_caps_unref (taef2_decode ("backend=cpu", NULL, cpu));
+  caps = taef2_decode ("backend=auto", NULL, out);
+  fail_if (caps_have_cuda (caps));
+  for (i = 0; i < TAEF2_FRAMES; i++) {
+    GstMapInfo map;
+
+    fail_unless (gst_buffer_map (cpu[i], &map, GST_MAP_READ));
+    fail_unless (gst_buffer_get_size (out[i]) == map.size
+        && gst_buffer_memcmp (out[i], 0, map.data, map.size) == 0,
+        "frame %d of backend=auto is not backend=cpu's", i);
+    gst_buffer_unmap (cpu[i], &map);
+    gst_buffer_unref (cpu[i]);
+    gst_buffer_unref (out[i]);
+  }
+  gst_caps_unref (caps);
+  g_unsetenv ("VAE_HIP_LIBRARY");
+}
+
+GST_END_TEST;
+
+/* without an AMD GPU (the runtime found or not), backend=hip is refused naming the cause */
+GST_START_TEST (test_hip_no_device)
+{
+  char err[512] = "";
+  vae_backend_t *b;
+
+  if (!vae_backend_is_built (VAE_BACKEND_HIP)) {
+    g_printerr ("test_hip_no_device: skipped, the HIP backend is not built\n");
+    return;
+  }
+  b = vae_backend_init (VAE_BACKEND_HIP, 0, VAE_PRECISION_AUTO, err,
+      sizeof (err));
+  if (b != NULL) {
+    g_printerr ("test_hip_no_device: skipped, there is a HIP device\n");
+    vae_backend_free (b);
+    return;
+  }
+  fail_unless (g_str_has_prefix (err, "no HIP "), "hip: %s", err);
+  g_printerr ("test_hip_no_device: %s\n", err);
+  expect_hip_refused (err);
+}
+
+GST_END_TEST;
+
 /* CUDA memory out of the CUDA backend at fp32 (preferred when downstream takes anything),
  * every format through the pitched rows of GStreamer's CUDA pool: the CPU's frames within
  * a level */
@@ -2901,6 +2988,13 @@ vaedecode_suite (void)
   tcase_add_test (tc, test_cuda_system_memory);
   tcase_add_test (tc, test_cuda_tiled_memory);
   tcase_add_test (tc, test_cuda_precision);
+
+  /* HIP without its runtime (the no-device case: test-hip-ops and test-hip-decode skip on it) */
+  tc = tcase_create ("hip");
+  tcase_set_timeout (tc, 300);
+  suite_add_tcase (s, tc);
+  tcase_add_test (tc, test_hip_no_runtime);
+  tcase_add_test (tc, test_hip_no_device);
   return s;
 }
 

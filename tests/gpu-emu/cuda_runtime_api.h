@@ -2,7 +2,7 @@
 // constants and functions that the CUDA backend, the kernels' launchers and the CUDA tests call,
 // implemented on the host in gpu-emu.cc. It stands in for the toolkit's header of the same name
 // when a build defines VAE_GPU_EMU and puts this folder first on the include path, so that
-// backend/cuda and tests/test-cuda-*.c compile unchanged without a CUDA toolkit. Plain C. With
+// backend/gpu and tests/test-cuda-*.c compile unchanged without a CUDA toolkit. Plain C. With
 // VAE_GPU_EMU_GFX (AMD mode) the device is an AMD GPU as HIP describes it (gcnArchName too).
 
 #pragma once

@@ -1,16 +1,19 @@
-// The CUDA backend: the same graphs as the CPU backend on an NVIDIA GPU, in NHWC with channels
-// padded to 16 (kernels/vae-kernels.h), at fp32, tf32, fp16 or bf16 storage with f32 accumulation.
+// The GPU backend: the same graphs as the CPU backend on an NVIDIA GPU (CUDA) or an AMD GPU (HIP),
+// from this one source compiled once per vendor against the vendor header kernels/vae-gpu.h
+// (CUDA spelling; the HIP build renames its external names, so both live in one library), in
+// NHWC with channels padded to 16 (kernels/vae-kernels.h), at fp32, tf32, fp16 or bf16 storage
+// with f32 accumulation.
 // Every activation lives in one device arena planned from tensor lifetimes at prepare
 // (vae-plan.c), so the peak is known before the first frame; converted weights are shared by the
 // graphs of one backend (the steps of a stream). All work goes to one stream. Each convolution's
 // tile configuration is chosen at prepare by timing every variant on the layer's real shape, and
 // the choice is remembered for that shape. The first compute of a graph runs its launches
-// directly; the second records them into a CUDA graph that later computes replay (except a
-// compute that starts a replicating causal conv's history, which differs from the next ones).
-// The backend runs in one CUDA context: the one current on the thread that created it (a
-// GstCudaContext the element pushed), else the device's primary context, and makes it current
-// around every call, so any thread may call it. The CUDA runtime is linked statically and finds
-// the driver at run time: without a GPU or driver, init fails with a message and nothing else.
+// directly; the second records them into a graph that later computes replay (except a compute
+// that starts a replicating causal conv's history, which differs from the next ones). Where it
+// runs (a CUDA context, a HIP device) is the vendor header's vae_gpu_place, made current around
+// every call, so any thread may call it. Neither runtime is needed to load the plugin: CUDA's is
+// linked statically and finds the driver at run time, HIP's is loaded at run time
+// (vae-hip-loader.c): without a GPU or runtime, init fails with a message and nothing else.
 
 #include "vae-backend-impl.h"
 #include "vae-kernels.h"
@@ -20,17 +23,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define CUDA_ALIGN      256
-#define CUDA_TIME_RUNS  3   // timed runs of each conv variant at prepare
-
-// driver entry points, found through the runtime (the plugin does not link libcuda)
-typedef int (*cuda_ctx_get_fn)(void ** ctx);
-typedef int (*cuda_ctx_push_fn)(void * ctx);
-typedef int (*cuda_ctx_pop_fn)(void ** ctx);
+#define GPU_ALIGN      256
+#define GPU_TIME_RUNS  3   // timed runs of each conv variant at prepare
 
 // a converted parameter shared by the graphs that use it: packed conv weights (k > 0) or an f32
 // vector padded with zeros to `count` elements (k == 0)
-struct cuda_weights {
+struct gpu_weights {
     const float *         src;            // the model's tensor: its data and name (the pair identifies it: a
     const char *          name;           //   model may free its data once graphs are prepared)
     int                   k, kt;
@@ -38,37 +36,35 @@ struct cuda_weights {
     size_t                count;
     void *                data;
     int                   refs;
-    struct cuda_weights * next;
+    struct gpu_weights * next;
 };
 
 // the conv variant chosen for a layer shape
-struct cuda_choice {
+struct gpu_choice {
     int                  key[9];
     int                  variant;
-    struct cuda_choice * next;
+    struct gpu_choice * next;
 };
 
-struct cuda_context {
-    void *                ctx;            // the CUcontext everything runs in
-    int                   device, cc;     // cc: compute capability, major * 10 + minor
+struct gpu_context {
+    struct vae_gpu_place  place;          // the device (and CUDA context) everything runs in
+    int                   device, cc;     // cc: as vae_gpu_conv_variants takes it (vae_gpu_device_info)
     size_t                total_bytes;
     cudaStream_t          stream;
-    cuda_ctx_push_fn      push;
-    cuda_ctx_pop_fn       pop;
-    struct cuda_weights * weights;
-    struct cuda_choice *  choices;
+    struct gpu_weights * weights;
+    struct gpu_choice *  choices;
     char                  name[320];
 };
 
 // what one node needs at run time
-struct cuda_node {
+struct gpu_node {
     struct vae_gpu_act    act;            // its output
-    struct cuda_weights * w, *bias, *gamma, *beta;
+    struct gpu_weights * w, *bias, *gamma, *beta;
     int                   variant;        // convolutions
     bool                  convert;        // inputs: converted to the activation layout (not only statistics)
 };
 
-struct cuda_graph {
+struct gpu_graph {
     void *             mem;              // one allocation: arena, scratch, statistics, input staging
     size_t             mem_bytes;
     size_t             arena_bytes;
@@ -77,7 +73,7 @@ struct cuda_graph {
     float **           in_dev;           // per input: f32 NCHW on the device
     float **           in_host;          // per input: pinned f32 NCHW
     size_t *           in_floats;
-    struct cuda_node * nodes;
+    struct gpu_node * nodes;
     void *             stage;            // what read_frame and read_output stage for the host (grows, kept)
     size_t             stage_bytes;
     int                computes;         // so far: the first runs directly, the second captures
@@ -96,17 +92,17 @@ struct vae_state {
     char     error[200];  // why the last reset failed (state_reset returns nothing): computes refuse it
 };
 
-#define CUDA_TRY(call, what)                                                                       \
+#define GPU_TRY(call, what)                                                                       \
     do {                                                                                           \
         cudaError_t e_ = (call);                                                                   \
         if (e_ != cudaSuccess) {                                                                   \
-            snprintf(err, err_size, "CUDA error %s: %s (%s)", what, cudaGetErrorString(e_),      \
+            snprintf(err, err_size, VAE_GPU_VENDOR " error %s: %s (%s)", what, cudaGetErrorString(e_), \
                      cudaGetErrorName(e_));                                                        \
             return false;                                                                          \
         }                                                                                          \
     } while (0)
 
-static bool cuda_env(const char * name) {
+static bool gpu_env(const char * name) {
     const char * v = getenv(name);
     return v && v[0] == '1';
 }
@@ -114,36 +110,32 @@ static bool cuda_env(const char * name) {
 // ---- context ----------------------------------------------------------------------------------
 
 // makes the backend's context current (false, with a message, when the driver refuses: then
-// nothing is pushed and cuda_leave must not be called); drops an error that an earlier call on
+// nothing is pushed and gpu_leave must not be called); drops an error that an earlier call on
 // this thread left in the runtime's last-error slot, so that the launchers' cudaGetLastError
 // blames no op of ours for it (every call made inside is checked where it is made)
-static bool cuda_enter(struct cuda_context * ctx, char * err, size_t err_size) {
-    const int r = ctx->push(ctx->ctx);
-    if (r != 0) {
-        snprintf(err, err_size, "could not make the CUDA context of device %d current (cuCtxPushCurrent: error %d)",
-                 ctx->device, r);
+static bool gpu_enter(struct gpu_context * ctx, char * err, size_t err_size) {
+    if (!vae_gpu_place_enter(&ctx->place, err, err_size)) {
         return false;
     }
-    cudaGetLastError();
+    (void) cudaGetLastError();
     return true;
 }
 
-static void cuda_leave(struct cuda_context * ctx) {
-    void * popped;
-    ctx->pop(&popped);
+static void gpu_leave(struct gpu_context * ctx) {
+    vae_gpu_place_leave(&ctx->place);
 }
 
-static const char * cuda_get_name(vae_backend_t * backend) {
-    return ((struct cuda_context *) backend->context)->name;
+static const char * gpu_get_name(vae_backend_t * backend) {
+    return ((struct gpu_context *) backend->context)->name;
 }
 
-static void cuda_free(vae_backend_t * backend) {
-    struct cuda_context * ctx = backend->context;
-    if (cuda_enter(ctx, NULL, 0)) {
+static void gpu_free(vae_backend_t * backend) {
+    struct gpu_context * ctx = backend->context;
+    if (gpu_enter(ctx, NULL, 0)) {
         cudaStreamDestroy(ctx->stream);
-        cuda_leave(ctx);
+        gpu_leave(ctx);
     }
-    for (struct cuda_choice * c = ctx->choices, *next; c; c = next) {
+    for (struct gpu_choice * c = ctx->choices, *next; c; c = next) {
         next = c->next;
         free(c);
     }
@@ -153,33 +145,33 @@ static void cuda_free(vae_backend_t * backend) {
 
 // ---- shapes -----------------------------------------------------------------------------------
 
-static struct vae_gpu_act cuda_act_of(const struct vae_tensor * t) {
+static struct vae_gpu_act gpu_act_of(const struct vae_tensor * t) {
     struct vae_gpu_act a = { NULL, (int) t->ne[0], (int) t->ne[1], vae_gpu_cpad((int) t->ne[1]), (int) t->ne[2],
                              (int) t->ne[3] };
     return a;
 }
 
-static size_t cuda_act_bytes(const struct vae_gpu_act * a, enum vae_precision p) {
+static size_t gpu_act_bytes(const struct vae_gpu_act * a, enum vae_precision p) {
     return (size_t) a->n * a->h * a->w * a->cp * vae_gpu_elem_bytes(p);
 }
 
-static size_t cuda_state_bytes_of(const struct vae_tensor * t, enum vae_precision p) {
-    struct vae_gpu_act a = cuda_act_of(t->src[0]);
+static size_t gpu_state_bytes_of(const struct vae_tensor * t, enum vae_precision p) {
+    struct vae_gpu_act a = gpu_act_of(t->src[0]);
     a.n                  = (int) t->src[1]->ne[2] - 1;
-    return cuda_act_bytes(&a, p);
+    return gpu_act_bytes(&a, p);
 }
 
-static size_t cuda_align(size_t n) {
-    return (n + CUDA_ALIGN - 1) / CUDA_ALIGN * CUDA_ALIGN;
+static size_t gpu_align(size_t n) {
+    return (n + GPU_ALIGN - 1) / GPU_ALIGN * GPU_ALIGN;
 }
 
 // ---- weights ----------------------------------------------------------------------------------
 
-static void cuda_weights_put(struct cuda_context * ctx, struct cuda_weights * w) {
+static void gpu_weights_put(struct gpu_context * ctx, struct gpu_weights * w) {
     if (!w || --w->refs > 0) {
         return;
     }
-    for (struct cuda_weights ** p = &ctx->weights; *p; p = &(*p)->next) {
+    for (struct gpu_weights ** p = &ctx->weights; *p; p = &(*p)->next) {
         if (*p == w) {
             *p = w->next;
             break;
@@ -189,27 +181,27 @@ static void cuda_weights_put(struct cuda_context * ctx, struct cuda_weights * w)
     free(w);
 }
 
-// the device bytes of a converted parameter (cuda_weights_get's k and count)
-static size_t cuda_weights_bytes(int k, size_t count, enum vae_precision p) {
+// the device bytes of a converted parameter (gpu_weights_get's k and count)
+static size_t gpu_weights_bytes(int k, size_t count, enum vae_precision p) {
     return k ? count * vae_gpu_elem_bytes(p) : count * sizeof(float);
 }
 
 // conv weights packed for (k, kt, up) when k > 0, else an f32 vector of `count` elements (the
 // tensor's, then zeros): found among those already on the device, or converted and uploaded on
 // the backend's stream (the legacy default stream is not ordered with it)
-static struct cuda_weights * cuda_weights_get(vae_backend_t * backend, const struct vae_tensor * w, int k, int kt,
+static struct gpu_weights * gpu_weights_get(vae_backend_t * backend, const struct vae_tensor * w, int k, int kt,
                                               bool up, size_t count, char * err, size_t err_size) {
-    struct cuda_context * ctx = backend->context;
-    for (struct cuda_weights * e = ctx->weights; e; e = e->next) {
+    struct gpu_context * ctx = backend->context;
+    for (struct gpu_weights * e = ctx->weights; e; e = e->next) {
         if (e->src == w->data && e->name == w->name && e->k == k && e->kt == kt && e->up == up && e->count == count) {
             e->refs++;
             return e;
         }
     }
     const int    cout  = (int) w->ne[0], cin = k ? (int) w->ne[1] : 0;
-    const size_t bytes = cuda_weights_bytes(k, count, backend->precision);
+    const size_t bytes = gpu_weights_bytes(k, count, backend->precision);
     void *       host  = calloc(1, bytes ? bytes : 1);
-    struct cuda_weights * e = calloc(1, sizeof(*e));
+    struct gpu_weights * e = calloc(1, sizeof(*e));
     cudaError_t           ce = host && e ? cudaSuccess : cudaErrorMemoryAllocation;
     if (ce == cudaSuccess) {
         if (k) {
@@ -249,8 +241,8 @@ static struct cuda_weights * cuda_weights_get(vae_backend_t * backend, const str
 
 // ---- convolutions -----------------------------------------------------------------------------
 
-static struct vae_gpu_conv_args cuda_conv_args(struct cuda_graph * cg, const struct vae_tensor * t, const void * hist) {
-    const struct cuda_node * node = &cg->nodes[t->index];
+static struct vae_gpu_conv_args gpu_conv_args(struct gpu_graph * cg, const struct vae_tensor * t, const void * hist) {
+    const struct gpu_node * node = &cg->nodes[t->index];
     struct vae_gpu_conv_args a    = { 0 };
     a.x        = cg->nodes[t->src[0]->index].act;
     a.hist     = hist;
@@ -266,11 +258,11 @@ static struct vae_gpu_conv_args cuda_conv_args(struct cuda_graph * cg, const str
     return a;
 }
 
-// the fastest of the n variants of conv a, each timed over CUDA_TIME_RUNS runs after a warm-up on
+// the fastest of the n variants of conv a, each timed over GPU_TIME_RUNS runs after a warm-up on
 // the arena (whose contents do not matter yet); a causal conv's state does not exist yet, so it
 // reads zeros of the state's size (state_bytes). After a failure a->variant is the variant that
 // failed (-1: none had started)
-static cudaError_t cuda_time_variants(struct cuda_context * ctx, struct vae_gpu_conv_args * a, enum vae_precision p,
+static cudaError_t gpu_time_variants(struct gpu_context * ctx, struct vae_gpu_conv_args * a, enum vae_precision p,
                                       int n, size_t state_bytes, int * fastest) {
     void *      hist  = NULL;
     cudaEvent_t start = NULL, stop = NULL;
@@ -293,7 +285,7 @@ static cudaError_t cuda_time_variants(struct cuda_context * ctx, struct vae_gpu_
         if (e == cudaSuccess) {
             e = cudaEventRecord(start, ctx->stream);
         }
-        for (int r = 0; r < CUDA_TIME_RUNS && e == cudaSuccess; r++) {
+        for (int r = 0; r < GPU_TIME_RUNS && e == cudaSuccess; r++) {
             e = vae_gpu_conv(a, p, ctx->stream);
         }
         if (e == cudaSuccess) {
@@ -323,11 +315,11 @@ static cudaError_t cuda_time_variants(struct cuda_context * ctx, struct vae_gpu_
 
 // the fastest variant for this conv's shape: remembered, or timed now on the arena (whose
 // contents do not matter yet); VAE_GPU_CONV_VARIANT=v forces variant v (tests cover each)
-static bool cuda_choose_variant(vae_backend_t * backend, struct cuda_graph * cg, const struct vae_tensor * t,
+static bool gpu_choose_variant(vae_backend_t * backend, struct gpu_graph * cg, const struct vae_tensor * t,
                                 char * err, size_t err_size) {
-    struct cuda_context *    ctx  = backend->context;
-    struct cuda_node *       node = &cg->nodes[t->index];
-    struct vae_gpu_conv_args a    = cuda_conv_args(cg, t, NULL);
+    struct gpu_context *    ctx  = backend->context;
+    struct gpu_node *       node = &cg->nodes[t->index];
+    struct vae_gpu_conv_args a    = gpu_conv_args(cg, t, NULL);
     const int                n    = vae_gpu_conv_variants(backend->precision, ctx->cc);
     const char *             env  = getenv("VAE_GPU_CONV_VARIANT");
     if (env && env[0]) {
@@ -340,7 +332,7 @@ static bool cuda_choose_variant(vae_backend_t * backend, struct cuda_graph * cg,
         return true;
     }
     const int key[9] = { a.x.n, a.x.cp, a.x.h, a.x.w, a.y.cp, a.k, a.kt, a.up, a.residual != NULL };
-    for (struct cuda_choice * c = ctx->choices; c; c = c->next) {
+    for (struct gpu_choice * c = ctx->choices; c; c = c->next) {
         if (memcmp(c->key, key, sizeof(key)) == 0) {
             node->variant = c->variant;
             return true;
@@ -348,16 +340,16 @@ static bool cuda_choose_variant(vae_backend_t * backend, struct cuda_graph * cg,
     }
     node->variant = 0;
     if (n > 1) {
-        const size_t      state = a.kt > 1 ? cuda_state_bytes_of(t, backend->precision) : 0;
-        const cudaError_t e     = cuda_time_variants(ctx, &a, backend->precision, n, state, &node->variant);
+        const size_t      state = a.kt > 1 ? gpu_state_bytes_of(t, backend->precision) : 0;
+        const cudaError_t e     = gpu_time_variants(ctx, &a, backend->precision, n, state, &node->variant);
         if (e != cudaSuccess) {
-            snprintf(err, err_size, "CUDA error timing %s for %s: %s (%s)",
+            snprintf(err, err_size, VAE_GPU_VENDOR " error timing %s for %s: %s (%s)",
                      a.variant >= 0 ? vae_gpu_conv_variant_name(backend->precision, a.variant) : "the conv variants",
                      t->name ? t->name : "a convolution", cudaGetErrorString(e), cudaGetErrorName(e));
             return false;
         }
     }
-    struct cuda_choice * c = calloc(1, sizeof(*c));
+    struct gpu_choice * c = calloc(1, sizeof(*c));
     if (c) {
         memcpy(c->key, key, sizeof(key));
         c->variant   = node->variant;
@@ -369,18 +361,18 @@ static bool cuda_choose_variant(vae_backend_t * backend, struct cuda_graph * cg,
 
 // ---- prepare ----------------------------------------------------------------------------------
 
-static void cuda_graph_release(vae_backend_t * backend, struct vae_graph * g) {
-    struct cuda_context * ctx = backend->context;
-    struct cuda_graph *   cg  = g->backend_data;
+static void gpu_graph_release(vae_backend_t * backend, struct vae_graph * g) {
+    struct gpu_context * ctx = backend->context;
+    struct gpu_graph *   cg  = g->backend_data;
     // (a context that cannot be made current any more keeps what it holds)
-    if (cuda_enter(ctx, NULL, 0)) {
+    if (gpu_enter(ctx, NULL, 0)) {
         cudaStreamSynchronize(ctx->stream);
         for (int i = 0; cg->nodes && i < g->n_nodes; i++) {
-            struct cuda_node * node = &cg->nodes[i];
-            cuda_weights_put(ctx, node->w);
-            cuda_weights_put(ctx, node->bias);
-            cuda_weights_put(ctx, node->gamma);
-            cuda_weights_put(ctx, node->beta);
+            struct gpu_node * node = &cg->nodes[i];
+            gpu_weights_put(ctx, node->w);
+            gpu_weights_put(ctx, node->bias);
+            gpu_weights_put(ctx, node->gamma);
+            gpu_weights_put(ctx, node->beta);
         }
         for (int i = 0; cg->in_host && i < g->n_inputs; i++) {
             cudaFreeHost(cg->in_host[i]);
@@ -390,7 +382,7 @@ static void cuda_graph_release(vae_backend_t * backend, struct vae_graph * g) {
         }
         cudaFree(cg->mem);
         cudaFree(cg->stage);
-        cuda_leave(ctx);
+        gpu_leave(ctx);
     }
     free(cg->in_dev);
     free(cg->in_host);
@@ -403,7 +395,7 @@ static void cuda_graph_release(vae_backend_t * backend, struct vae_graph * g) {
 
 // what GroupNorm node t takes its statistics over: x, or with statistics over all frames (i[1] = 1)
 // x as one frame of all its pixels, which NHWC frames already are in memory
-static struct vae_gpu_act cuda_gn_stats_act(struct vae_gpu_act x, const struct vae_tensor * t) {
+static struct vae_gpu_act gpu_gn_stats_act(struct vae_gpu_act x, const struct vae_tensor * t) {
     if (t->i[1] == 1) {
         x.h *= x.n;
         x.n = 1;
@@ -411,19 +403,19 @@ static struct vae_gpu_act cuda_gn_stats_act(struct vae_gpu_act x, const struct v
     return x;
 }
 
-// a parameter a node reads on the device: cuda_weights_get's arguments and where it goes
-struct cuda_param {
+// a parameter a node reads on the device: gpu_weights_get's arguments and where it goes
+struct gpu_param {
     const struct vae_tensor * w;
     int                       k, kt;
     bool                      up;
     size_t                    count;
-    struct cuda_weights **    slot;
+    struct gpu_weights **    slot;
 };
 
 // the parameters of node i (at most 2: conv weights and bias, or gamma and beta); their number
-static int cuda_node_params(const struct vae_graph * g, struct cuda_graph * cg, int i, struct cuda_param out[2]) {
+static int gpu_node_params(const struct vae_graph * g, struct gpu_graph * cg, int i, struct gpu_param out[2]) {
     const struct vae_tensor * t    = g->nodes[i];
-    struct cuda_node *        node = &cg->nodes[i];
+    struct gpu_node *        node = &cg->nodes[i];
     const size_t              cp   = (size_t) node->act.cp;
     int                       n    = 0;
     switch (t->op) {
@@ -434,32 +426,32 @@ static int cuda_node_params(const struct vae_graph * g, struct cuda_graph * cg, 
             const int                 k  = (int) w->ne[w->n_dims - 1];
             const int                 kt = t->op == VAE_OP_CAUSAL_CONV3D ? (int) w->ne[2] : 1;
             const bool                up = t->op == VAE_OP_UPSAMPLE_CONV2D;
-            out[n++] = (struct cuda_param) { w, k, kt, up, vae_gpu_conv_packed_count((int) w->ne[0], (int) w->ne[1], k, kt, up),
+            out[n++] = (struct gpu_param) { w, k, kt, up, vae_gpu_conv_packed_count((int) w->ne[0], (int) w->ne[1], k, kt, up),
                                              &node->w };
             if (t->src[2]) {
-                out[n++] = (struct cuda_param) { t->src[2], 0, 0, false, cp, &node->bias };
+                out[n++] = (struct gpu_param) { t->src[2], 0, 0, false, cp, &node->bias };
             }
             break;
         }
         case VAE_OP_GROUP_NORM:
-            out[n++] = (struct cuda_param) { t->src[1], 0, 0, false, cp, &node->gamma };
-            out[n++] = (struct cuda_param) { t->src[2], 0, 0, false, cp, &node->beta };
+            out[n++] = (struct gpu_param) { t->src[1], 0, 0, false, cp, &node->gamma };
+            out[n++] = (struct gpu_param) { t->src[2], 0, 0, false, cp, &node->beta };
             break;
         case VAE_OP_RMS_NORM:
-            out[n++] = (struct cuda_param) { t->src[1], 0, 0, false, cp, &node->gamma };
+            out[n++] = (struct gpu_param) { t->src[1], 0, 0, false, cp, &node->gamma };
             break;
         case VAE_OP_TIME_CONV: // (f32 [Cout, Cin, kt] as PyTorch has it, read through the cache)
-            out[n++] = (struct cuda_param) { t->src[1], 0, 0, false, (size_t) (t->ne[1] * t->src[1]->ne[1] * t->src[1]->ne[2]),
+            out[n++] = (struct gpu_param) { t->src[1], 0, 0, false, (size_t) (t->ne[1] * t->src[1]->ne[1] * t->src[1]->ne[2]),
                                              &node->w };
             if (t->src[2]) {
-                out[n++] = (struct cuda_param) { t->src[2], 0, 0, false, cp, &node->bias };
+                out[n++] = (struct gpu_param) { t->src[2], 0, 0, false, cp, &node->bias };
             }
             break;
         case VAE_OP_DEPTHWISE_CONV2D: { // (f32 filters [C, k, k]: the kernel reads them through the cache)
             const size_t count = (size_t) (t->ne[1] * t->src[1]->ne[2] * t->src[1]->ne[3]);
-            out[n++]           = (struct cuda_param) { t->src[1], 0, 0, false, count, &node->w };
+            out[n++]           = (struct gpu_param) { t->src[1], 0, 0, false, count, &node->w };
             if (t->src[2]) {
-                out[n++] = (struct cuda_param) { t->src[2], 0, 0, false, cp, &node->bias };
+                out[n++] = (struct gpu_param) { t->src[2], 0, 0, false, cp, &node->bias };
             }
             break;
         }
@@ -472,24 +464,24 @@ static int cuda_node_params(const struct vae_graph * g, struct cuda_graph * cg, 
 // the device bytes of every node's parameters as converted (packed convolutions are padded, and
 // sub-pixel folded for an upsampling conv: up to 1.8 times their tensor's size); those already on
 // the device count too, since the graph needs them
-static size_t cuda_params_bytes(const struct vae_graph * g, struct cuda_graph * cg, enum vae_precision p) {
+static size_t gpu_params_bytes(const struct vae_graph * g, struct gpu_graph * cg, enum vae_precision p) {
     size_t bytes = 0;
     for (int i = 0; i < g->n_nodes; i++) {
-        struct cuda_param prm[2];
-        for (int j = cuda_node_params(g, cg, i, prm) - 1; j >= 0; j--) {
-            bytes += cuda_align(cuda_weights_bytes(prm[j].k, prm[j].count, p));
+        struct gpu_param prm[2];
+        for (int j = gpu_node_params(g, cg, i, prm) - 1; j >= 0; j--) {
+            bytes += gpu_align(gpu_weights_bytes(prm[j].k, prm[j].count, p));
         }
     }
     return bytes;
 }
 
 // the parameters every node reads, on the device
-static bool cuda_prepare_weights(vae_backend_t * backend, struct vae_graph * g, char * err, size_t err_size) {
+static bool gpu_prepare_weights(vae_backend_t * backend, struct vae_graph * g, char * err, size_t err_size) {
     for (int i = 0; i < g->n_nodes; i++) {
-        struct cuda_param prm[2];
-        const int         n = cuda_node_params(g, g->backend_data, i, prm);
+        struct gpu_param prm[2];
+        const int         n = gpu_node_params(g, g->backend_data, i, prm);
         for (int j = 0; j < n; j++) {
-            *prm[j].slot = cuda_weights_get(backend, prm[j].w, prm[j].k, prm[j].kt, prm[j].up, prm[j].count, err, err_size);
+            *prm[j].slot = gpu_weights_get(backend, prm[j].w, prm[j].k, prm[j].kt, prm[j].up, prm[j].count, err, err_size);
             if (!*prm[j].slot) {
                 return false;
             }
@@ -498,15 +490,15 @@ static bool cuda_prepare_weights(vae_backend_t * backend, struct vae_graph * g, 
     return true;
 }
 
-static size_t cuda_memory(vae_backend_t * backend) {
-    return ((struct cuda_context *) backend->context)->total_bytes;
+static size_t gpu_memory(vae_backend_t * backend) {
+    return ((struct gpu_context *) backend->context)->total_bytes;
 }
 
-static bool cuda_graph_prepare(vae_backend_t * backend, struct vae_graph * g, size_t max_bytes, char * err,
+static bool gpu_graph_prepare(vae_backend_t * backend, struct vae_graph * g, size_t max_bytes, char * err,
                                size_t err_size) {
-    struct cuda_context *  ctx  = backend->context;
+    struct gpu_context *  ctx  = backend->context;
     const enum vae_precision p  = backend->precision;
-    struct cuda_graph *    cg   = calloc(1, sizeof(*cg));
+    struct gpu_graph *    cg   = calloc(1, sizeof(*cg));
     struct vae_plan_node * plan = calloc((size_t) g->n_nodes, sizeof(*plan));
     if (cg) {
         cg->nodes     = calloc((size_t) g->n_nodes, sizeof(*cg->nodes));
@@ -524,7 +516,7 @@ static bool cuda_graph_prepare(vae_backend_t * backend, struct vae_graph * g, si
         return false;
     }
     g->backend_data = cg;
-    cg->no_graph    = cuda_env("VAE_GPU_NO_GRAPHS");
+    cg->no_graph    = gpu_env("VAE_GPU_NO_GRAPHS");
 
     // the plan: norms and tanh-clamp in place, a conv over its residual (each output element
     // reads its residual and is written by the same thread); inputs used only as GroupNorm
@@ -532,8 +524,8 @@ static bool cuda_graph_prepare(vae_backend_t * backend, struct vae_graph * g, si
     size_t scratch = 0, stats = 0, staging = 0;
     for (int i = 0; i < g->n_nodes; i++) {
         const struct vae_tensor * t = g->nodes[i];
-        cg->nodes[i].act            = cuda_act_of(t);
-        plan[i].bytes               = cuda_act_bytes(&cg->nodes[i].act, p);
+        cg->nodes[i].act            = gpu_act_of(t);
+        plan[i].bytes               = gpu_act_bytes(&cg->nodes[i].act, p);
         if ((t->op == VAE_OP_CONV2D || t->op == VAE_OP_CAUSAL_CONV3D) && t->src[3] && t->src[0] != t->src[3]) {
             plan[i].heir_of = t->src[3];
         } else if (t->op == VAE_OP_TANH_CLAMP || t->op == VAE_OP_GROUP_NORM || t->op == VAE_OP_RMS_NORM) {
@@ -546,29 +538,29 @@ static bool cuda_graph_prepare(vae_backend_t * backend, struct vae_graph * g, si
             }
         }
         if (t->op == VAE_OP_GROUP_NORM && !t->src[3]) {
-            const size_t n = vae_gpu_group_norm_scratch(cuda_gn_stats_act(cg->nodes[t->src[0]->index].act, t), t->i[0]);
+            const size_t n = vae_gpu_group_norm_scratch(gpu_gn_stats_act(cg->nodes[t->src[0]->index].act, t), t->i[0]);
             scratch        = n > scratch ? n : scratch;
             stats = (size_t) t->ne[0] * 2 * (size_t) t->i[0] > stats ? (size_t) t->ne[0] * 2 * (size_t) t->i[0] : stats;
         } else if (t->op == VAE_OP_ATTENTION) {
-            const size_t n = vae_gpu_attention_scratch(cuda_act_of(t->src[0]), p);
+            const size_t n = vae_gpu_attention_scratch(gpu_act_of(t->src[0]), p);
             scratch        = n > scratch ? n : scratch;
         } else if (t->op == VAE_OP_INPUT) {
             cg->in_floats[t->i[0]] = (size_t) t->ne[0] * t->ne[1] * t->ne[2] * t->ne[3];
-            staging += cuda_align(cg->in_floats[t->i[0]] * sizeof(float));
+            staging += gpu_align(cg->in_floats[t->i[0]] * sizeof(float));
         }
     }
     if (g->output->op == VAE_OP_INPUT) {
         cg->nodes[g->output->index].convert = true;
     }
-    if (!vae_plan_arena(g, plan, CUDA_ALIGN, &cg->arena_bytes)) {
+    if (!vae_plan_arena(g, plan, GPU_ALIGN, &cg->arena_bytes)) {
         free(plan);
-        cuda_graph_release(backend, g);
+        gpu_graph_release(backend, g);
         snprintf(err, err_size, "out of host memory planning %d nodes", g->n_nodes);
         return false;
     }
-    cg->mem_bytes = cg->arena_bytes + cuda_align(scratch) + cuda_align(stats * sizeof(float)) + staging;
+    cg->mem_bytes = cg->arena_bytes + gpu_align(scratch) + gpu_align(stats * sizeof(float)) + staging;
 
-    const size_t need  = cg->mem_bytes + cuda_params_bytes(g, cg, p);
+    const size_t need  = cg->mem_bytes + gpu_params_bytes(g, cg, p);
     const size_t limit = vae_backend_limit(backend, max_bytes);
     if (need > limit) {
         snprintf(err, err_size,
@@ -577,13 +569,13 @@ static bool cuda_graph_prepare(vae_backend_t * backend, struct vae_graph * g, si
                  (long long) g->input->ne[3], need / 1048576.0, limit / 1048576.0,
                  max_bytes ? "memory limit" : "of this GPU's memory");
         free(plan);
-        cuda_graph_release(backend, g);
+        gpu_graph_release(backend, g);
         return false;
     }
 
-    if (!cuda_enter(ctx, err, err_size)) {
+    if (!gpu_enter(ctx, err, err_size)) {
         free(plan);
-        cuda_graph_release(backend, g);
+        gpu_graph_release(backend, g);
         return false;
     }
     bool        ok = true;
@@ -592,7 +584,7 @@ static bool cuda_graph_prepare(vae_backend_t * backend, struct vae_graph * g, si
         snprintf(err, err_size, "out of device memory: decoding [%lld, %lld, %lld, %lld] needs %.1f MiB of activations "
                  "(%s)", (long long) g->input->ne[0], (long long) g->input->ne[1], (long long) g->input->ne[2],
                  (long long) g->input->ne[3], cg->mem_bytes / 1048576.0, cudaGetErrorString(ce));
-        cudaGetLastError(); // (clear it: an allocation failure does not break the context)
+        (void) cudaGetLastError(); // (clear it: an allocation failure does not break the context)
         ok = false;
     }
     if (ok) {
@@ -602,12 +594,12 @@ static bool cuda_graph_prepare(vae_backend_t * backend, struct vae_graph * g, si
         }
         uint8_t * at = base + cg->arena_bytes;
         cg->scratch  = at;
-        at += cuda_align(scratch);
+        at += gpu_align(scratch);
         cg->stats = (float *) at;
-        at += cuda_align(stats * sizeof(float));
+        at += gpu_align(stats * sizeof(float));
         for (int i = 0; i < g->n_inputs; i++) {
             cg->in_dev[i] = (float *) at;
-            at += cuda_align(cg->in_floats[i] * sizeof(float));
+            at += gpu_align(cg->in_floats[i] * sizeof(float));
             ce = cudaHostAlloc((void **) &cg->in_host[i], cg->in_floats[i] * sizeof(float), cudaHostAllocDefault);
             if (ce != cudaSuccess) {
                 snprintf(err, err_size, "could not pin %.1f MiB of host memory for input %d: %s",
@@ -618,27 +610,27 @@ static bool cuda_graph_prepare(vae_backend_t * backend, struct vae_graph * g, si
         }
     }
     free(plan);
-    ok = ok && cuda_prepare_weights(backend, g, err, err_size);
+    ok = ok && gpu_prepare_weights(backend, g, err, err_size);
     for (int i = 0; ok && i < g->n_nodes; i++) {
         const enum vae_op op = g->nodes[i]->op;
         if (op == VAE_OP_CONV2D || op == VAE_OP_UPSAMPLE_CONV2D || op == VAE_OP_CAUSAL_CONV3D) {
-            ok = cuda_choose_variant(backend, cg, g->nodes[i], err, err_size);
+            ok = gpu_choose_variant(backend, cg, g->nodes[i], err, err_size);
         }
     }
     if (ok) {
         // zeros, or NaN bytes under VAE_GPU_POISON=1 so that an element no kernel writes shows
-        ce = cudaMemsetAsync(cg->mem, cuda_env("VAE_GPU_POISON") ? 0xff : 0, cg->mem_bytes, ctx->stream);
+        ce = cudaMemsetAsync(cg->mem, gpu_env("VAE_GPU_POISON") ? 0xff : 0, cg->mem_bytes, ctx->stream);
         if (ce == cudaSuccess) {
             ce = cudaStreamSynchronize(ctx->stream);
         }
         if (ce != cudaSuccess) {
-            snprintf(err, err_size, "CUDA error preparing the graph: %s", cudaGetErrorString(ce));
+            snprintf(err, err_size, VAE_GPU_VENDOR " error preparing the graph: %s", cudaGetErrorString(ce));
             ok = false;
         }
     }
-    cuda_leave(ctx);
+    gpu_leave(ctx);
     if (!ok) {
-        cuda_graph_release(backend, g);
+        gpu_graph_release(backend, g);
         return false;
     }
     g->arena_bytes = cg->mem_bytes;
@@ -649,9 +641,9 @@ static bool cuda_graph_prepare(vae_backend_t * backend, struct vae_graph * g, si
 // ---- state ------------------------------------------------------------------------------------
 
 // every slot to zeros; a failure is kept in st->error for the next compute to report
-static bool cuda_state_clear(struct cuda_context * ctx, vae_state_t * st) {
+static bool gpu_state_clear(struct gpu_context * ctx, vae_state_t * st) {
     st->error[0] = '\0';
-    if (!cuda_enter(ctx, st->error, sizeof(st->error))) {
+    if (!gpu_enter(ctx, st->error, sizeof(st->error))) {
         return false;
     }
     cudaError_t e = cudaSuccess;
@@ -662,19 +654,19 @@ static bool cuda_state_clear(struct cuda_context * ctx, vae_state_t * st) {
     if (e == cudaSuccess) {
         e = cudaStreamSynchronize(ctx->stream);
     }
-    cuda_leave(ctx);
+    gpu_leave(ctx);
     if (e != cudaSuccess) {
-        snprintf(st->error, sizeof(st->error), "CUDA error clearing the streaming state: %s (%s)", cudaGetErrorString(e),
+        snprintf(st->error, sizeof(st->error), VAE_GPU_VENDOR " error clearing the streaming state: %s (%s)", cudaGetErrorString(e),
                  cudaGetErrorName(e));
     }
     return e == cudaSuccess;
 }
 
-static void cuda_state_reset(vae_backend_t * backend, vae_state_t * st) {
-    cuda_state_clear(backend->context, st);
+static void gpu_state_reset(vae_backend_t * backend, vae_state_t * st) {
+    gpu_state_clear(backend->context, st);
 }
 
-static size_t cuda_state_bytes(vae_backend_t * backend, const vae_state_t * st) {
+static size_t gpu_state_bytes(vae_backend_t * backend, const vae_state_t * st) {
     size_t n = 0;
     (void) backend;
     for (int i = 0; i < st->n_slots; i++) {
@@ -683,14 +675,14 @@ static size_t cuda_state_bytes(vae_backend_t * backend, const vae_state_t * st) 
     return n;
 }
 
-static void cuda_state_free(vae_backend_t * backend, vae_state_t * st) {
-    struct cuda_context * ctx = backend->context;
-    if (cuda_enter(ctx, NULL, 0)) {
+static void gpu_state_free(vae_backend_t * backend, vae_state_t * st) {
+    struct gpu_context * ctx = backend->context;
+    if (gpu_enter(ctx, NULL, 0)) {
         cudaStreamSynchronize(ctx->stream);
         for (int i = 0; st->data && i < st->n_slots; i++) {
             cudaFree(st->data[i]);
         }
-        cuda_leave(ctx);
+        gpu_leave(ctx);
     }
     free(st->data);
     free(st->bytes);
@@ -698,8 +690,8 @@ static void cuda_state_free(vae_backend_t * backend, vae_state_t * st) {
     free(st);
 }
 
-static vae_state_t * cuda_state_new(vae_backend_t * backend, const struct vae_graph * g, char * err, size_t err_size) {
-    struct cuda_context * ctx = backend->context;
+static vae_state_t * gpu_state_new(vae_backend_t * backend, const struct vae_graph * g, char * err, size_t err_size) {
+    struct gpu_context * ctx = backend->context;
     struct vae_state *    st  = calloc(1, sizeof(*st));
     bool                  ok  = st && (st->bytes = calloc((size_t) g->n_states, sizeof(size_t))) &&
               (st->data = calloc((size_t) g->n_states, sizeof(void *))) &&
@@ -715,27 +707,27 @@ static vae_state_t * cuda_state_new(vae_backend_t * backend, const struct vae_gr
     for (int i = 0; i < g->n_nodes; i++) {
         const struct vae_tensor * t = g->nodes[i];
         if (t->op == VAE_OP_CAUSAL_CONV3D) {
-            st->bytes[t->i[0]] = cuda_state_bytes_of(t, backend->precision);
+            st->bytes[t->i[0]] = gpu_state_bytes_of(t, backend->precision);
         }
     }
-    if (!cuda_enter(ctx, err, err_size)) {
-        cuda_state_free(backend, st);
+    if (!gpu_enter(ctx, err, err_size)) {
+        gpu_state_free(backend, st);
         return NULL;
     }
     cudaError_t ce = cudaSuccess;
     for (int i = 0; ce == cudaSuccess && i < st->n_slots; i++) {
         ce = cudaMalloc(&st->data[i], st->bytes[i] ? st->bytes[i] : 1);
     }
-    cuda_leave(ctx);
+    gpu_leave(ctx);
     if (ce != cudaSuccess) {
         snprintf(err, err_size, "out of device memory for the streaming state of %d causal ops: %s", g->n_states,
                  cudaGetErrorString(ce));
-        cuda_state_free(backend, st);
+        gpu_state_free(backend, st);
         return NULL;
     }
-    if (!cuda_state_clear(ctx, st)) {
+    if (!gpu_state_clear(ctx, st)) {
         snprintf(err, err_size, "%s", st->error);
-        cuda_state_free(backend, st);
+        gpu_state_free(backend, st);
         return NULL;
     }
     return st;
@@ -745,7 +737,7 @@ static vae_state_t * cuda_state_new(vae_backend_t * backend, const struct vae_gr
 
 // before a replicating causal conv's first run since the reset: its slot gets kt - 1 copies of
 // the input's first frame
-static cudaError_t cuda_state_replicate(struct cuda_context * ctx, struct cuda_graph * cg, const struct vae_tensor * t,
+static cudaError_t gpu_state_replicate(struct gpu_context * ctx, struct gpu_graph * cg, const struct vae_tensor * t,
                                         vae_state_t * state, enum vae_precision p) {
     const struct vae_gpu_act * x     = &cg->nodes[t->src[0]->index].act;
     const size_t               frame = (size_t) x->h * x->w * x->cp * vae_gpu_elem_bytes(p);
@@ -758,7 +750,7 @@ static cudaError_t cuda_state_replicate(struct cuda_context * ctx, struct cuda_g
 }
 
 // whether a compute of g on state would replicate a first frame (such a compute is not recorded)
-static bool cuda_state_priming(const struct vae_graph * g, const vae_state_t * state) {
+static bool gpu_state_priming(const struct vae_graph * g, const vae_state_t * state) {
     for (int i = 0; state && i < g->n_nodes; i++) {
         const struct vae_tensor * t = g->nodes[i];
         if (t->op == VAE_OP_CAUSAL_CONV3D && t->i[1] && !state->written[t->i[0]]) {
@@ -770,7 +762,7 @@ static bool cuda_state_priming(const struct vae_graph * g, const vae_state_t * s
 
 // after a causal conv: its slot keeps the last kt - 1 frames of [state, input], frame by frame in
 // increasing order (a shift within the slot never overwrites a frame it still has to move)
-static cudaError_t cuda_state_update(struct cuda_context * ctx, struct cuda_graph * cg, const struct vae_tensor * t,
+static cudaError_t gpu_state_update(struct gpu_context * ctx, struct gpu_graph * cg, const struct vae_tensor * t,
                                      vae_state_t * state, enum vae_precision p) {
     const struct vae_gpu_act * x     = &cg->nodes[t->src[0]->index].act;
     const int                  keep  = (int) t->src[1]->ne[2] - 1;
@@ -788,10 +780,10 @@ static cudaError_t cuda_state_update(struct cuda_context * ctx, struct cuda_grap
 }
 
 // every launch of one compute, in order, on the stream
-static cudaError_t cuda_launch(vae_backend_t * backend, struct vae_graph * g, vae_state_t * state,
+static cudaError_t gpu_launch(vae_backend_t * backend, struct vae_graph * g, vae_state_t * state,
                                const struct vae_tensor ** failed) {
-    struct cuda_context *    ctx = backend->context;
-    struct cuda_graph *      cg  = g->backend_data;
+    struct gpu_context *    ctx = backend->context;
+    struct gpu_graph *      cg  = g->backend_data;
     const enum vae_precision p   = backend->precision;
     const cudaStream_t       s   = ctx->stream;
     cudaError_t              e   = cudaSuccess;
@@ -800,7 +792,7 @@ static cudaError_t cuda_launch(vae_backend_t * backend, struct vae_graph * g, va
     }
     for (int i = 0; i < g->n_nodes && e == cudaSuccess; i++) {
         const struct vae_tensor *  t    = g->nodes[i];
-        struct cuda_node *         node = &cg->nodes[i];
+        struct gpu_node *         node = &cg->nodes[i];
         const struct vae_gpu_act   y    = node->act;
         const struct vae_gpu_act * x    = t->src[0] ? &cg->nodes[t->src[0]->index].act : NULL;
         *failed                         = t;
@@ -821,7 +813,7 @@ static cudaError_t cuda_launch(vae_backend_t * backend, struct vae_graph * g, va
                     e = vae_gpu_group_norm_apply(*x, y, t->i[0], cg->in_dev[t->src[3]->i[0]], false, node->gamma->data,
                                                  node->beta->data, t->act, p, s);
                 } else { // (over all frames: one set of statistics for every pixel)
-                    e = vae_gpu_group_norm_stats(cuda_gn_stats_act(*x, t), t->i[0], t->f[0], cg->stats, cg->scratch, p,
+                    e = vae_gpu_group_norm_stats(gpu_gn_stats_act(*x, t), t->i[0], t->f[0], cg->stats, cg->scratch, p,
                                                  s);
                     if (e == cudaSuccess) {
                         e = vae_gpu_group_norm_apply(*x, y, t->i[0], cg->stats, t->i[1] != 1, node->gamma->data,
@@ -853,13 +845,13 @@ static cudaError_t cuda_launch(vae_backend_t * backend, struct vae_graph * g, va
             case VAE_OP_UPSAMPLE_CONV2D:
             case VAE_OP_CAUSAL_CONV3D: {
                 const bool                     causal = t->op == VAE_OP_CAUSAL_CONV3D;
-                const struct vae_gpu_conv_args a      = cuda_conv_args(cg, t, causal ? state->data[t->i[0]] : NULL);
+                const struct vae_gpu_conv_args a      = gpu_conv_args(cg, t, causal ? state->data[t->i[0]] : NULL);
                 if (causal && t->i[1] && !state->written[t->i[0]]) {
-                    e = cuda_state_replicate(ctx, cg, t, state, p);
+                    e = gpu_state_replicate(ctx, cg, t, state, p);
                 }
                 e = e == cudaSuccess ? vae_gpu_conv(&a, p, s) : e;
                 if (e == cudaSuccess && causal) {
-                    e = cuda_state_update(ctx, cg, t, state, p);
+                    e = gpu_state_update(ctx, cg, t, state, p);
                 }
                 break;
             }
@@ -870,16 +862,16 @@ static cudaError_t cuda_launch(vae_backend_t * backend, struct vae_graph * g, va
     return e;
 }
 
-static bool cuda_graph_compute(vae_backend_t * backend, struct vae_graph * g, vae_state_t * state,
+static bool gpu_graph_compute(vae_backend_t * backend, struct vae_graph * g, vae_state_t * state,
                                const float * const * inputs, char * err, size_t err_size) {
-    struct cuda_context * ctx = backend->context;
-    struct cuda_graph *   cg  = g->backend_data;
+    struct gpu_context * ctx = backend->context;
+    struct gpu_graph *   cg  = g->backend_data;
     for (int i = 0; i < g->n_nodes; i++) {
         const struct vae_tensor * t = g->nodes[i];
         if (t->op == VAE_OP_CAUSAL_CONV3D &&
-            (t->i[0] >= state->n_slots || state->bytes[t->i[0]] != cuda_state_bytes_of(t, backend->precision))) {
+            (t->i[0] >= state->n_slots || state->bytes[t->i[0]] != gpu_state_bytes_of(t, backend->precision))) {
             snprintf(err, err_size, "the state given has no slot %d of %zu bytes for %s", t->i[0],
-                     cuda_state_bytes_of(t, backend->precision), t->name);
+                     gpu_state_bytes_of(t, backend->precision), t->name);
             return false;
         }
     }
@@ -890,12 +882,12 @@ static bool cuda_graph_compute(vae_backend_t * backend, struct vae_graph * g, va
     for (int i = 0; i < g->n_inputs; i++) {
         memcpy(cg->in_host[i], inputs[i], cg->in_floats[i] * sizeof(float));
     }
-    if (!cuda_enter(ctx, err, err_size)) {
+    if (!gpu_enter(ctx, err, err_size)) {
         return false;
     }
     const struct vae_tensor * failed   = NULL;
     cudaError_t               e        = cudaSuccess;
-    const bool                priming  = cuda_state_priming(g, state); // (launched directly, not recorded)
+    const bool                priming  = gpu_state_priming(g, state); // (launched directly, not recorded)
     if (cg->exec && cg->exec_state != state) { // (recorded with another state's buffers)
         cudaGraphExecDestroy(cg->exec);
         cg->exec = NULL;
@@ -905,7 +897,7 @@ static bool cuda_graph_compute(vae_backend_t * backend, struct vae_graph * g, va
         cudaGraph_t graph = NULL;
         e = cudaStreamBeginCapture(ctx->stream, cudaStreamCaptureModeThreadLocal);
         if (e == cudaSuccess) {
-            const cudaError_t launched = cuda_launch(backend, g, state, &failed);
+            const cudaError_t launched = gpu_launch(backend, g, state, &failed);
             e = cudaStreamEndCapture(ctx->stream, &graph);
             if (launched != cudaSuccess) {
                 e = launched;
@@ -918,7 +910,7 @@ static bool cuda_graph_compute(vae_backend_t * backend, struct vae_graph * g, va
             cudaGraphDestroy(graph);
         }
         if (e != cudaSuccess) {
-            cudaGetLastError();
+            (void) cudaGetLastError();
             cg->exec     = NULL;
             cg->no_graph = true;
         }
@@ -929,13 +921,13 @@ static bool cuda_graph_compute(vae_backend_t * backend, struct vae_graph * g, va
         e = cudaGraphLaunch(cg->exec, ctx->stream);
         failed = NULL;
     } else {
-        e = cuda_launch(backend, g, state, &failed);
+        e = gpu_launch(backend, g, state, &failed);
     }
     if (e == cudaSuccess) {
         e = cudaStreamSynchronize(ctx->stream);
         failed = NULL;
     }
-    cuda_leave(ctx);
+    gpu_leave(ctx);
     cg->computes++;
     for (int i = 0; e == cudaSuccess && i < g->n_nodes; i++) {
         if (g->nodes[i]->op == VAE_OP_CAUSAL_CONV3D) {
@@ -943,7 +935,7 @@ static bool cuda_graph_compute(vae_backend_t * backend, struct vae_graph * g, va
         }
     }
     if (e != cudaSuccess) {
-        snprintf(err, err_size, "CUDA error running the decoder%s%s%s: %s (%s)", failed ? " at " : "",
+        snprintf(err, err_size, VAE_GPU_VENDOR " error running the decoder%s%s%s: %s (%s)", failed ? " at " : "",
                  failed ? vae_op_name(failed->op) : "", failed && failed->name ? failed->name : "",
                  cudaGetErrorString(e), cudaGetErrorName(e));
         return false;
@@ -954,7 +946,7 @@ static bool cuda_graph_compute(vae_backend_t * backend, struct vae_graph * g, va
 // ---- output -----------------------------------------------------------------------------------
 
 // bytes of the planes of a frame in a tight layout, and the offsets of each plane in it
-static size_t cuda_frame_layout(const struct vae_frame * f, size_t offsets[3], int strides[3]) {
+static size_t gpu_frame_layout(const struct vae_frame * f, size_t offsets[3], int strides[3]) {
     const int w = f->width, h = f->height, cw = (w + 1) / 2, ch = (h + 1) / 2;
     memset(strides, 0, 3 * sizeof(int));
     offsets[0] = offsets[1] = offsets[2] = 0;
@@ -974,7 +966,7 @@ static size_t cuda_frame_layout(const struct vae_frame * f, size_t offsets[3], i
 
 // cg->stage with room for `bytes`: kept between reads and grown when too small (a cudaFree on
 // every read would synchronize the whole device)
-static cudaError_t cuda_stage(struct cuda_graph * cg, size_t bytes) {
+static cudaError_t gpu_stage(struct gpu_graph * cg, size_t bytes) {
     if (bytes <= cg->stage_bytes) {
         return cudaSuccess;
     }
@@ -988,16 +980,16 @@ static cudaError_t cuda_stage(struct cuda_graph * cg, size_t bytes) {
     return e;
 }
 
-static bool cuda_graph_read_frame(vae_backend_t * backend, struct vae_graph * g, int n, const struct vae_frame * dst,
+static bool gpu_graph_read_frame(vae_backend_t * backend, struct vae_graph * g, int n, const struct vae_frame * dst,
                                   char * err, size_t err_size) {
-    struct cuda_context *      ctx = backend->context;
-    struct cuda_graph *        cg  = g->backend_data;
+    struct gpu_context *      ctx = backend->context;
+    struct gpu_graph *        cg  = g->backend_data;
     const struct vae_gpu_act * out = &cg->nodes[g->output->index].act;
     if (dst->width != out->w || dst->height != out->h) {
         snprintf(err, err_size, "the frame is %dx%d but the decoder gives %dx%d", dst->width, dst->height, out->w, out->h);
         return false;
     }
-    if (!cuda_enter(ctx, err, err_size)) {
+    if (!gpu_enter(ctx, err, err_size)) {
         return false;
     }
     cudaError_t e = cudaSuccess;
@@ -1007,9 +999,9 @@ static bool cuda_graph_read_frame(vae_backend_t * backend, struct vae_graph * g,
         // packed on the device into tight staging planes, then copied row by row into dst's
         struct vae_frame dev = *dst;
         size_t           offsets[3];
-        const size_t     bytes = cuda_frame_layout(dst, offsets, dev.strides);
+        const size_t     bytes = gpu_frame_layout(dst, offsets, dev.strides);
         const int        n_planes = dst->format == VAE_PIXEL_I420 ? 3 : dst->format == VAE_PIXEL_NV12 ? 2 : 1;
-        e = cuda_stage(cg, bytes);
+        e = gpu_stage(cg, bytes);
         for (int i = 0; i < n_planes && e == cudaSuccess; i++) {
             dev.planes[i] = (uint8_t *) cg->stage + offsets[i];
         }
@@ -1026,24 +1018,24 @@ static bool cuda_graph_read_frame(vae_backend_t * backend, struct vae_graph * g,
     if (e == cudaSuccess) {
         e = cudaStreamSynchronize(ctx->stream);
     }
-    cuda_leave(ctx);
-    CUDA_TRY(e, "writing a frame");
+    gpu_leave(ctx);
+    GPU_TRY(e, "writing a frame");
     return true;
 }
 
-static bool cuda_graph_read_output(vae_backend_t * backend, struct vae_graph * g, int first, int count, float * dst,
+static bool gpu_graph_read_output(vae_backend_t * backend, struct vae_graph * g, int first, int count, float * dst,
                                    char * err, size_t err_size) {
-    struct cuda_context *      ctx   = backend->context;
-    struct cuda_graph *        cg    = g->backend_data;
+    struct gpu_context *      ctx   = backend->context;
+    struct gpu_graph *        cg    = g->backend_data;
     const struct vae_gpu_act * out   = &cg->nodes[g->output->index].act;
     const size_t               bytes = (size_t) count * out->c * out->h * out->w * sizeof(float);
     if (count == 0) {
         return true;
     }
-    if (!cuda_enter(ctx, err, err_size)) {
+    if (!gpu_enter(ctx, err, err_size)) {
         return false;
     }
-    cudaError_t e = cuda_stage(cg, bytes);
+    cudaError_t e = gpu_stage(cg, bytes);
     if (e == cudaSuccess) {
         e = vae_gpu_to_nchw_f32(*out, first, count, cg->stage, backend->precision, ctx->stream);
     }
@@ -1053,136 +1045,78 @@ static bool cuda_graph_read_output(vae_backend_t * backend, struct vae_graph * g
     if (e == cudaSuccess) {
         e = cudaStreamSynchronize(ctx->stream);
     }
-    cuda_leave(ctx);
-    CUDA_TRY(e, "reading the output");
+    gpu_leave(ctx);
+    GPU_TRY(e, "reading the output");
     return true;
 }
 
-static const struct vae_backend_i cuda_backend_i = {
-    /* .get_name          = */ cuda_get_name,
-    /* .free              = */ cuda_free,
-    /* .graph_prepare     = */ cuda_graph_prepare,
-    /* .memory            = */ cuda_memory,
-    /* .state_new         = */ cuda_state_new,
-    /* .state_reset       = */ cuda_state_reset,
-    /* .state_bytes       = */ cuda_state_bytes,
-    /* .state_free        = */ cuda_state_free,
-    /* .graph_compute     = */ cuda_graph_compute,
-    /* .graph_read_frame  = */ cuda_graph_read_frame,
-    /* .graph_read_output = */ cuda_graph_read_output,
-    /* .graph_release     = */ cuda_graph_release,
+static const struct vae_backend_i gpu_backend_i = {
+    /* .get_name          = */ gpu_get_name,
+    /* .free              = */ gpu_free,
+    /* .graph_prepare     = */ gpu_graph_prepare,
+    /* .memory            = */ gpu_memory,
+    /* .state_new         = */ gpu_state_new,
+    /* .state_reset       = */ gpu_state_reset,
+    /* .state_bytes       = */ gpu_state_bytes,
+    /* .state_free        = */ gpu_state_free,
+    /* .graph_compute     = */ gpu_graph_compute,
+    /* .graph_read_frame  = */ gpu_graph_read_frame,
+    /* .graph_read_output = */ gpu_graph_read_output,
+    /* .graph_release     = */ gpu_graph_release,
 };
 
 // ---- init -------------------------------------------------------------------------------------
 
-static bool cuda_entry(const char * symbol, void ** fn, char * err, size_t err_size) {
-    enum cudaDriverEntryPointQueryResult q;
-    cudaError_t e = cudaGetDriverEntryPointByVersion(symbol, fn, 12000, cudaEnableDefault, &q);
-    if (e != cudaSuccess || q != cudaDriverEntryPointSuccess || !*fn) {
-        snprintf(err, err_size, "the CUDA driver has no %s: %s", symbol, cudaGetErrorString(e));
-        return false;
-    }
-    return true;
-}
-
-// the context to run in (see the top of this file) and its device
-static bool cuda_init_context(struct cuda_context * ctx, int device, char * err, size_t err_size) {
-    int n = 0;
-    cudaError_t e = cudaGetDeviceCount(&n);
-    if (e == cudaErrorInsufficientDriver) {
-        snprintf(err, err_size, "no CUDA device: no NVIDIA driver was found (libcuda.so.1), or it is older than the "
-                 "CUDA %d.%d runtime of this build", CUDART_VERSION / 1000, CUDART_VERSION % 1000 / 10);
-        cudaGetLastError();
-        return false;
-    }
-    if (e != cudaSuccess || n == 0) {
-        snprintf(err, err_size, "no CUDA device: %s", e != cudaSuccess ? cudaGetErrorString(e) : "none found");
-        cudaGetLastError();
-        return false;
-    }
-    if (device >= n) {
-        snprintf(err, err_size, "no CUDA device %d: this machine has %d (0..%d)", device, n, n - 1);
-        return false;
-    }
-    cuda_ctx_get_fn get;
-    if (!cuda_entry("cuCtxGetCurrent", (void **) &get, err, err_size) ||
-        !cuda_entry("cuCtxPushCurrent", (void **) &ctx->push, err, err_size) ||
-        !cuda_entry("cuCtxPopCurrent", (void **) &ctx->pop, err, err_size)) {
-        return false;
-    }
-    void * current = NULL;
-    get(&current);
-    if (current) {
-        CUDA_TRY(cudaGetDevice(&ctx->device), "reading the current context's device");
-        if (device >= 0 && device != ctx->device) {
-            snprintf(err, err_size, "a CUDA context of device %d is current on this thread, but device %d was asked for",
-                     ctx->device, device);
-            return false;
-        }
-        ctx->ctx = current;
-        return true;
-    }
-    ctx->device = device < 0 ? 0 : device;
-    CUDA_TRY(cudaSetDevice(ctx->device), "selecting the device");
-    CUDA_TRY(cudaFree(NULL), "starting the device"); // (makes the primary context current)
-    get(&ctx->ctx);
-    if (!ctx->ctx) {
-        snprintf(err, err_size, "CUDA device %d has no context after starting", ctx->device);
-        return false;
-    }
-    return true;
-}
-
 vae_backend_t * vae_backend_cuda_init(int device, enum vae_precision precision, char * err, size_t err_size) {
-    struct cuda_context * ctx     = calloc(1, sizeof(*ctx));
-    vae_backend_t *       backend = calloc(1, sizeof(*backend));
+    struct gpu_context * ctx     = calloc(1, sizeof(*ctx));
+    vae_backend_t *      backend = calloc(1, sizeof(*backend));
     if (!ctx || !backend) {
         free(ctx);
         free(backend);
         snprintf(err, err_size, "out of host memory");
         return NULL;
     }
-    if (!cuda_init_context(ctx, device, err, err_size)) {
+    if (!vae_gpu_place_init(&ctx->place, device, err, err_size)) {
         free(ctx);
         free(backend);
         return NULL;
     }
-    struct cudaDeviceProp prop;
-    cudaError_t           e = cudaGetDeviceProperties(&prop, ctx->device);
+    ctx->device = ctx->place.device;
+    struct vae_gpu_device_info info;
+    cudaError_t                e = vae_gpu_device_query(ctx->device, &info);
     if (e != cudaSuccess) {
-        snprintf(err, err_size, "could not read CUDA device %d: %s", ctx->device, cudaGetErrorString(e));
+        snprintf(err, err_size, "could not read " VAE_GPU_VENDOR " device %d: %s", ctx->device, cudaGetErrorString(e));
         free(ctx);
         free(backend);
         return NULL;
     }
-    ctx->cc          = prop.major * 10 + prop.minor;
-    ctx->total_bytes = prop.totalGlobalMem;
+    ctx->cc          = info.cc;
+    ctx->total_bytes = info.total_bytes;
     if (precision == VAE_PRECISION_AUTO) {
         precision = ctx->cc >= 80 ? VAE_PRECISION_BF16 : VAE_PRECISION_FP16;
     }
-    if (vae_gpu_conv_variants(precision, ctx->cc) == 0) {
-        snprintf(err, err_size, "%s needs a GPU of compute capability 8.0 or newer; CUDA device %d (%s) has %d.%d",
-                 vae_precision_name(precision), ctx->device, prop.name, prop.major, prop.minor);
+    if (!vae_gpu_device_has(&info, ctx->device, precision, vae_gpu_conv_variants(precision, ctx->cc), err, err_size)) {
         free(ctx);
         free(backend);
         return NULL;
     }
-    if (!cuda_enter(ctx, err, err_size)) {
+    if (!gpu_enter(ctx, err, err_size)) {
         free(ctx);
         free(backend);
         return NULL;
     }
     e = cudaStreamCreateWithFlags(&ctx->stream, cudaStreamNonBlocking);
-    cuda_leave(ctx);
+    gpu_leave(ctx);
     if (e != cudaSuccess) {
-        snprintf(err, err_size, "could not create a CUDA stream on device %d: %s", ctx->device, cudaGetErrorString(e));
+        snprintf(err, err_size, "could not create a " VAE_GPU_VENDOR " stream on device %d: %s", ctx->device,
+                 cudaGetErrorString(e));
         free(ctx);
         free(backend);
         return NULL;
     }
-    snprintf(ctx->name, sizeof(ctx->name), "cuda (device %d: %s, sm_%d, %.0f GiB, %s)", ctx->device, prop.name, ctx->cc,
-             prop.totalGlobalMem / 1073741824.0, vae_precision_name(precision));
-    backend->iface     = &cuda_backend_i;
+    snprintf(ctx->name, sizeof(ctx->name), VAE_GPU_BACKEND " (device %d: %s, %s, %.0f GiB, %s)", ctx->device, info.name,
+             info.arch, info.total_bytes / 1073741824.0, vae_precision_name(precision));
+    backend->iface     = &gpu_backend_i;
     backend->context   = ctx;
     backend->precision = precision;
     return backend;
