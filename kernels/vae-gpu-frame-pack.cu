@@ -2,15 +2,15 @@
 // pixels in device planes (for encoders and sinks that take GPU memory), with the bytes that the
 // host's vae_frame_pack (backend/vae-frame-pack.c) would give for the same values, so a frame never
 // depends on where it was packed. That file is compiled with -ffp-contract=off; here every
-// operation is an IEEE single operation in its order (__fmul_rn and friends, which nvcc never fuses
-// into an FMA). The per-pixel functions are __host__ __device__ so that a host build of them can be
+// operation is an IEEE single operation in its order (__fmul_rn and friends, which nvcc and HIP's
+// clang never fuse into an FMA). The per-pixel functions are __host__ __device__ so that a host build of them can be
 // compared byte for byte with vae_frame_pack.
 
 #include "vae-gpu-common.cuh"
 
 // rounded IEEE single operations, never contracted (host code: -ffp-contract=off)
 static __host__ __device__ inline float vae_gpu_pack_add(float a, float b) {
-#ifdef __CUDA_ARCH__
+#if defined(__CUDA_ARCH__) || defined(__HIP_DEVICE_COMPILE__)
     return __fadd_rn(a, b);
 #else
     return a + b;
@@ -18,7 +18,7 @@ static __host__ __device__ inline float vae_gpu_pack_add(float a, float b) {
 }
 
 static __host__ __device__ inline float vae_gpu_pack_sub(float a, float b) {
-#ifdef __CUDA_ARCH__
+#if defined(__CUDA_ARCH__) || defined(__HIP_DEVICE_COMPILE__)
     return __fsub_rn(a, b);
 #else
     return a - b;
@@ -26,7 +26,7 @@ static __host__ __device__ inline float vae_gpu_pack_sub(float a, float b) {
 }
 
 static __host__ __device__ inline float vae_gpu_pack_mul(float a, float b) {
-#ifdef __CUDA_ARCH__
+#if defined(__CUDA_ARCH__) || defined(__HIP_DEVICE_COMPILE__)
     return __fmul_rn(a, b);
 #else
     return a * b;
@@ -34,7 +34,7 @@ static __host__ __device__ inline float vae_gpu_pack_mul(float a, float b) {
 }
 
 static __host__ __device__ inline float vae_gpu_pack_div(float a, float b) {
-#ifdef __CUDA_ARCH__
+#if defined(__CUDA_ARCH__) || defined(__HIP_DEVICE_COMPILE__)
     return __fdiv_rn(a, b);
 #else
     return a / b;

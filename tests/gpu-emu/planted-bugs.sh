@@ -11,7 +11,9 @@
 # (read from meson.build here), then, for a bug in a kernel they do not reach, the extra section of
 # test-cuda-ops that does (named in the table). A bug whose extra is `race` (a race that changes no
 # output) runs test-gpu-emu-race and its sections instead (read from meson.build too), as the
-# pristine tree does when such a bug is selected. A run stops at its first failed check or emulator
+# pristine tree does when such a bug is selected. A bug whose extra is an AMD device (gfx1100,
+# gfx1200, gfx942: a bug in the kernels' AMD paths) runs that emulated device's build and sections
+# (test-gpu-emu-gfxN, the emu_words of meson.build) instead, likewise. A run stops at its first failed check or emulator
 # report, which the table shows. The pristine tree runs first and must pass; the slow extra
 # sections run there for at most EXTRA_CAP seconds each (a bug's failing case must be one the
 # pristine run passed, or the table says so).
@@ -36,7 +38,7 @@ die() {
     exit 2
 }
 
-# ---- the bugs: name, file, extra section ("-": none; race: test-gpu-emu-race), what it changes, the old and new text ----
+# ---- the bugs: name, file, extra section ("-": none; race: test-gpu-emu-race; gfxN: test-gpu-emu-gfxN), what it changes, the old and new text ----
 
 names=() files=() extras=() whats=() olds=() news=()
 bug() {
@@ -91,6 +93,25 @@ bug missing-syncthreads-gn-sum $gn race "no __syncthreads before a block sum wri
 bug missing-syncthreads-gn-loop $gn race "no __syncthreads at the end of the statistics' grid-stride loop: the next block overwrites entries still read" \
     $'        __syncthreads();  // the shared entries are rewritten for the next block\n' \
     ''
+amd=kernels/vae-gpu-amdgcn.cuh
+bug amd-acc-row-gfx11 $amd gfx1100 "gfx11 accumulator rows read as gfx12's (8 (lane / 16) + v instead of 2v + lane / 16)" \
+    'int vae_gpu_amd_row(int lane, int v) { return 2 * v + lane / 16; }' \
+    'int vae_gpu_amd_row(int lane, int v) { return lane / 16 * 8 + v; }'
+bug amd-acc-row-cdna $amd gfx942 "MFMA accumulator rows transposed within a lane group (4v + lane / 16)" \
+    'int vae_gpu_amd_row(int lane, int v) { return lane / 16 * 4 + v; }' \
+    'int vae_gpu_amd_row(int lane, int v) { return v * 4 + lane / 16; }'
+bug amd-replication $conv gfx1100 "gfx11 conv A rows from lane, not lane % 16: lanes 16-31 load other rows than the instruction replicates" \
+    '(wm * C::WM + lane % 16) * C::LDA + k0;' \
+    '(wm * C::WM + lane) * C::LDA + k0;'
+bug amd-b-k0 $conv gfx942 "AMD conv B fragment without its k offset: lane groups 1-3 read the k of group 0" \
+    '                       k0 * C::LDB + wn * C::WN + lane % 16;' \
+    '                       wn * C::WN + lane % 16;'
+bug amd-missing-warp-sync $conv gfx1200 "AMD conv epilogue reads the staged rows without the warp barrier after writing them" \
+    $'                    st[vae_gpu_amd_row(lane, v) * C::LDC + j * 16 + lane % 16] = acc[i][j][v];\n                }\n            }\n            vae_gpu_warp_sync();\n' \
+    $'                    st[vae_gpu_amd_row(lane, v) * C::LDC + j * 16 + lane % 16] = acc[i][j][v];\n                }\n            }\n'
+bug wave64-reduction $attn gfx942 "attention's row max reduced from offset 16, a literal warp of 32: half a wave64 each" \
+    $'    for (int o = W / 2; o > 0; o /= 2) {\n        v = fmaxf(' \
+    $'    for (int o = 16; o > 0; o /= 2) {\n        v = fmaxf('
 
 # ---- copy, configure, build ------------------------------------------------------------------------
 
@@ -106,7 +127,7 @@ done
 meson setup "$build" "$tree" -Dcuda=disabled > "$work/setup.log" 2>&1 || die "meson setup failed: $work/setup.log"
 emu_exe=$build/tests/gpu-emu/test-gpu-emu
 exe=$emu_exe
-build_emu() {   # [-race]: test-gpu-emu-race
+build_emu() {   # [-race]: test-gpu-emu-race; -gfxN: test-gpu-emu-gfxN
     ninja -C "$build" "tests/gpu-emu/test-gpu-emu${1:-}" > "$work/build.log" 2>&1
 }
 build_emu || die "the pristine tree does not build test-gpu-emu: $(tail -5 "$work/build.log")"
@@ -118,6 +139,9 @@ sections=$(python3 -c "import re,sys; t=open(sys.argv[1]).read(); m=re.search(r\
 # test-gpu-emu-race's: the arguments after race_exe of its test()
 race_sections=$(python3 -c "import re,sys; t=open(sys.argv[1]).read(); m=re.search(r\"test\\('test-gpu-emu-race'.*?args : \\[race_exe, ([^]]*)\\]\", t, re.S); print(' '.join(re.findall(r\"'([^']+)'\", m.group(1))) if m else '')" "$src/tests/gpu-emu/meson.build")
 [ -n "$race_sections" ] || die "cannot read test-gpu-emu-race's sections from tests/gpu-emu/meson.build"
+# the AMD builds': emu_words
+amd_sections=$(python3 -c "import re,sys; t=open(sys.argv[1]).read(); m=re.search(r\"emu_words = \\[([^]]*)\\]\", t); print(' '.join(re.findall(r\"'([^']+)'\", m.group(1))) if m else '')" "$src/tests/gpu-emu/meson.build")
+[ -n "$amd_sections" ] || die "cannot read emu_words from tests/gpu-emu/meson.build"
 
 fail_re=': FAIL|check failed|^gpu-emu: '
 # run_section LOG CAP WORD: 0 passed, 1 failed (first failure in LOG), 3 still running at CAP seconds
@@ -177,6 +201,17 @@ for i in "${!names[@]}"; do
 done
 [ ${#sel[@]} -gt 0 ] || die "no bug's name contains '$only'"
 for word in $(for i in "${sel[@]}"; do echo "${extras[$i]}"; done | grep -v '^-$' | sort -u); do
+    case $word in gfx*)
+        build_emu "-$word" || die "the pristine tree does not build test-gpu-emu-$word: $(tail -5 "$work/build.log")"
+        exe=$emu_exe-$word
+        for w in $amd_sections; do
+            run_section "$work/pristine-$word.log" 600 "$w" ||
+                die "the pristine tree fails test-gpu-emu-$word: $(first_failure "$work/pristine-$word.log")"
+        done
+        exe=$emu_exe
+        echo "pristine: test-gpu-emu-$word ($amd_sections) passes"
+        continue
+    esac
     if [ "$word" = race ]; then
         build_emu -race || die "the pristine tree does not build test-gpu-emu-race: $(tail -5 "$work/build.log")"
         exe=$emu_exe-race
@@ -222,6 +257,8 @@ for i in "${sel[@]}"; do
     caught=missed how="passed every check" where= words=$sections exe=$emu_exe race=
     if [ "$extra" = race ]; then
         words=$race_sections exe=$emu_exe-race race=-race
+    elif [ "${extra#gfx}" != "$extra" ]; then
+        words=$amd_sections exe=$emu_exe-$extra race=-$extra
     elif [ "$extra" != - ]; then
         words="$words $extra"
     fi
@@ -231,7 +268,7 @@ for i in "${sel[@]}"; do
         rc=$?
         if [ $rc -eq 1 ]; then
             caught=CAUGHT how=$(first_failure "$log") where=$word
-            [ -n "$race" ] && where="$word (test-gpu-emu-race)"
+            [ -n "$race" ] && where="$word (test-gpu-emu$race)"
             [ "$word" = "$extra" ] && where="$word (extra section)"
             # a failing case of an extra section must be one that the pristine run passed
             label=${how%%: FAIL*}
