@@ -15,7 +15,9 @@
 
 // A fragment of a 16x16x16 step: lane l holds, of A, row l % 16 and of B, column l % 16, each over
 // the KL consecutive k from vae_gpu_amd_k0(l); of D, NACC f32 of column l % 16, element v in row
-// vae_gpu_amd_row(l, v). (gfx11 wants A and B replicated in lanes 16..31.)
+// vae_gpu_amd_row(l, v). (gfx11 wants A and B replicated in lanes 16..31. On gfx12 the hardware's
+// own k order within a lane is 8 (e / 4) + 4 (l / 16) + e % 4, per AMD's matrix instruction
+// calculator: the k here are a relabelling of those, the same for A and B, so the sum is the same.)
 #if defined(VAE_GPU_AMD_WMMA11)
 #define VAE_GPU_AMD_KL   16
 #define VAE_GPU_AMD_NACC 8
