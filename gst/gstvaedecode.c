@@ -124,10 +124,10 @@
  * built and finds an AMD GPU, the decoder runs on the AMD GPU of #GstVaeDecode:device-id
  * (RDNA3/3.5, RDNA4, CDNA2/3: the targets the plugin was built for) at
  * #GstVaeDecode:precision: auto is bf16, which every such target has; fp16 and fp32 work
- * too, tf32 is refused (no AMD target has it). The output is system memory. The HIP runtime
- * (libamdhip64 of ROCm) is loaded when the backend starts, so the plugin loads without it;
- * without the runtime or an AMD GPU, backend auto decodes on the CPU and backend hip fails
- * with an error that names the cause.
+ * too, tf32 is refused (RDNA has none; CDNA3's xf32 is not used). The output is system
+ * memory. The HIP runtime (libamdhip64 of ROCm) is loaded when the backend starts, so the
+ * plugin loads without it; without the runtime or an AMD GPU, backend auto decodes on the
+ * CPU and backend hip fails with an error that names the cause.
  *
  * ## Errors
  *
@@ -176,6 +176,13 @@
  * ]| the same decode on the GPU, the frames handed to NVENC in CUDA memory without leaving
  * the GPU. `nvh264enc` (GStreamer 1.22's nvcodec plugin) takes NV12, I420, RGBA and BGRA in
  * CUDA memory; the newer `nvcudah264enc` of 1.22 takes only NV12 and Y444 there.
+ * |[
+ * gst-launch-1.0 filesrc location=wan21_cheesecake.latent ! latentparse \
+ *     ! vaedecode backend=hip device-id=0 model-file=wan_2.1_vae.safetensors \
+ *     latent-space=normalized ! video/x-raw,format=I420 ! x264enc ! mp4mux \
+ *     ! filesink location=cheesecake.mp4
+ * ]| the same decode on an AMD GPU (e.g. a Ryzen AI Max, gfx1151) at bf16, the frames in
+ * system memory.
  *
  * Since: 0.1
  */
@@ -1858,8 +1865,8 @@ gst_vae_decode_class_init (GstVaeDecodeClass * klass)
    * Compute precision: how activations are stored and multiplied. Accumulation, norm
    * statistics and softmax stay in fp32 at every precision. auto is bf16 on GPUs that
    * have it (compute capability 8.0 and up, every AMD target), fp16 on older ones. A GPU
-   * that lacks the precision asked for refuses to start, naming it (tf32 on AMD GPUs). The CPU backend computes in fp32, and
-   * its convolutions in bf16 when bf16 is asked for and the CPU has AVX512-BF16 or AMX; a
+   * that lacks the precision asked for refuses to start, naming it (tf32 on AMD GPUs). The
+   * CPU backend computes in fp32, and its convolutions in bf16 when bf16 is asked for and the CPU has AVX512-BF16 or AMX; a
    * WARNING message on the bus says so when it computes in another precision than the one
    * asked for. The precision in effect is logged at INFO level.
    */
