@@ -109,9 +109,9 @@ bug amd-b-k0 $conv gfx942 "AMD conv B fragment without its k offset: lane groups
 bug amd-missing-warp-sync $conv gfx1200 "AMD conv epilogue reads the staged rows without the warp barrier after writing them" \
     $'                    st[vae_gpu_amd_row(lane, v) * C::LDC + j * 16 + lane % 16] = acc[i][j][v];\n                }\n            }\n            vae_gpu_warp_sync();\n' \
     $'                    st[vae_gpu_amd_row(lane, v) * C::LDC + j * 16 + lane % 16] = acc[i][j][v];\n                }\n            }\n'
-bug wave64-reduction $attn gfx942 "attention's row max reduced from offset 16, a literal warp of 32: half a wave64 each" \
-    $'    for (int o = W / 2; o > 0; o /= 2) {\n        v = fmaxf(' \
-    $'    for (int o = 16; o > 0; o /= 2) {\n        v = fmaxf('
+bug wave64-reduction $gn gfx942 "GroupNorm's warp sum from offset 16, a literal warp of 32: each half of a wave64 sums its own lanes" \
+    $'    for (int o = VAE_GPU_WARP / 2; o > 0; o >>= 1) {\n        v += vae_gpu_shfl_xor(v, o, VAE_GPU_WARP);\n    }\n    return v;' \
+    $'    for (int o = 16; o > 0; o >>= 1) {\n        v += vae_gpu_shfl_xor(v, o, VAE_GPU_WARP);\n    }\n    return v;'
 
 # ---- copy, configure, build ------------------------------------------------------------------------
 
