@@ -132,9 +132,9 @@ build_emu() {   # [-race]: test-gpu-emu-race; -gfxN: test-gpu-emu-gfxN
 }
 build_emu || die "the pristine tree does not build test-gpu-emu: $(tail -5 "$work/build.log")"
 
-# test-gpu-emu's own sections: the emu_words of every build and the `words +=` of sm_86 in its
-# meson.build (word=v: on conv variant v)
-sections=$(python3 -c "import re,sys; t=open(sys.argv[1]).read(); m=re.search(r\"emu_words = \\[([^]]*)\\].*?if sm == '86'\\s*words \\+= \\[([^]]*)\\]\", t, re.S); print(' '.join(re.findall(r\"'([^']+)'\", m.group(1) + m.group(2))) if m else '')" "$src/tests/gpu-emu/meson.build")
+# test-gpu-emu's own sections: the emu_words of every build and sm_86's own in its meson.build's
+# emu_devices (word=v: on conv variant v)
+sections=$(python3 -c "import re,sys; t=open(sys.argv[1]).read(); m=re.search(r\"emu_words = \\[([^]]*)\\].*?\\['', '-D__CUDA_ARCH__=860',\\s*\\[([^]]*)\\]\", t, re.S); print(' '.join(re.findall(r\"'([^']+)'\", m.group(1) + m.group(2))) if m else '')" "$src/tests/gpu-emu/meson.build")
 [ -n "$sections" ] || die "cannot read test-gpu-emu's sections from tests/gpu-emu/meson.build"
 # test-gpu-emu-race's: the arguments after race_exe of its test()
 race_sections=$(python3 -c "import re,sys; t=open(sys.argv[1]).read(); m=re.search(r\"test\\('test-gpu-emu-race'.*?args : \\[race_exe, ([^]]*)\\]\", t, re.S); print(' '.join(re.findall(r\"'([^']+)'\", m.group(1))) if m else '')" "$src/tests/gpu-emu/meson.build")
