@@ -307,6 +307,9 @@ struct _GstVaeDecode
   GstClockTime latency;         /* ours, from the caps (object lock) */
   gboolean discont;             /* the next frame stamped is DISCONT */
   gboolean caps_error;          /* set_caps failed and said why */
+  GstCaps *refused_caps;        /* the caps that failed, with an error posted: the pad offers
+                                 * a refused sticky CAPS event again with every buffer */
+  gboolean image_latents;       /* images (video=FALSE) into a causal video decoder */
   gint cancel;                  /* (atomic) a flush or the way to READY: stop the decode */
 };
 
@@ -684,6 +687,7 @@ gst_vae_decode_stop (GstBaseTransform * trans)
   GstVaeDecode *self = GST_VAE_DECODE (trans);
 
   gst_vae_decode_clear_stream (self);
+  gst_clear_caps (&self->refused_caps);
   /* the backend first: it runs in the CUDA context */
   g_clear_pointer (&self->backend, vae_backend_free);
   g_clear_pointer (&self->model, vae_model_free);
@@ -961,6 +965,29 @@ gst_vae_decode_channels_error (GstVaeDecode * self, const GstLatentInfo * info,
   g_free (hint);
 }
 
+/* video latents ([B, C, T, H, W]: the caps' video=TRUE) given to an image decoder: merging
+ * them into images would be silent garbage; name the video decoders that take this many channels */
+static void
+gst_vae_decode_video_error (GstVaeDecode * self, const GstLatentInfo * info)
+{
+  GString *names = g_string_new (NULL);
+  gint f;
+
+  for (f = VAE_FAMILY_AUTO + 1; f < VAE_FAMILY_COUNT; f++)
+    if (vae_family_is_video (f)
+        && vae_family_latent_channels (f) == info->channels)
+      g_string_append_printf (names, "%s%s", names->len ? ", " : "",
+          vae_family_name (f));
+  GST_ELEMENT_ERROR (self, STREAM, WRONG_TYPE,
+      ("These are video latents ([B, C, T, H, W], %d channels), but the %s "
+          "decoder in '%s' decodes images. %s%s%s", info->channels,
+          vae_family_name (self->model->family), self->loaded_file,
+          names->len ? "Decode them with a video decoder that takes "
+          "them: " : "No video decoder takes latents of this many channels.",
+          names->str, names->len ? "." : ""), (NULL));
+  g_string_free (names, TRUE);
+}
+
 /* the time of frame n at the caps' frame rate (which must not be 0/1) */
 static GstClockTime
 gst_vae_decode_frame_time (GstVaeDecode * self, guint64 n)
@@ -980,7 +1007,7 @@ gst_vae_decode_set_caps (GstBaseTransform * trans, GstCaps * incaps,
   enum vae_space space;
   gint patch, channels, scale, tile;
   GstClockTime latency;
-  gboolean latency_changed;
+  gboolean latency_changed, video;
   gchar *why;
 
   self->caps_error = TRUE;      /* until these caps are taken */
@@ -989,6 +1016,18 @@ gst_vae_decode_set_caps (GstBaseTransform * trans, GstCaps * incaps,
         ("Invalid latent caps: %s (%" GST_PTR_FORMAT ").", why, incaps), (NULL));
     g_free (why);
     return FALSE;
+  }
+  /* video: the caps' hint (latentparse: a 5-D tensor) */
+  self->image_latents = FALSE;
+  if (gst_structure_get_boolean (gst_caps_get_structure (incaps, 0), "video",
+          &video)) {
+    if (video && !vae_family_is_video (self->model->family)) {
+      gst_vae_decode_video_error (self, &info);
+      return FALSE;
+    }
+    /* images into a video decoder: each a clip of its own (as ComfyUI and
+     * diffusers decode Qwen-Image's and Wan's images), never one video */
+    self->image_latents = !video && self->model->frames_per_latent > 1;
   }
   /* the property names the space when set, else the caps, else the decoder's own; the
    * space's patch sets the channels and the frame size */
@@ -1475,6 +1514,18 @@ gst_vae_decode_submit_input_buffer (GstBaseTransform * trans,
   self->stream_latents = k + 1;
   self->frames_in++;
   self->done_latents++;
+  /* image latents into a causal video decoder: each is a one-frame stream, decoded now */
+  if (self->image_latents) {
+    self->stream_latents = 0;
+    if (!vae_session_drain (self->session, err, sizeof (err))) {
+      if (gst_vae_decode_interrupted (self))
+        return GST_FLOW_FLUSHING;
+      GST_ELEMENT_ERROR (self, STREAM, DECODE,
+          ("Could not decode latent frame %" G_GUINT64_FORMAT ": %s",
+              self->frames_in - 1, err), (NULL));
+      return GST_FLOW_ERROR;
+    }
+  }
   return GST_FLOW_OK;
 }
 
@@ -1532,7 +1583,13 @@ gst_vae_decode_sink_event (GstBaseTransform * trans, GstEvent * event)
 
       gst_vae_decode_drain (self);
       gst_event_parse_caps (event, &caps);
+      /* one error per cause */
+      if (self->refused_caps && gst_caps_is_equal (caps, self->refused_caps)) {
+        gst_event_unref (event);
+        return FALSE;
+      }
       if (!gst_vae_decode_choose_model (self, caps)) {
+        gst_caps_replace (&self->refused_caps, caps);
         gst_event_unref (event);
         return FALSE;
       }
@@ -1544,6 +1601,9 @@ gst_vae_decode_sink_event (GstBaseTransform * trans, GstEvent * event)
         GST_ELEMENT_ERROR (self, CORE, NEGOTIATION,
             ("Could not negotiate: downstream takes no raw video for latents "
                 "%" GST_PTR_FORMAT, caps), (NULL));
+      /* (a downstream that took none may take them after a reconfigure) */
+      gst_caps_replace (&self->refused_caps, !ret && self->caps_error ? caps :
+          NULL);
       gst_caps_unref (caps);
       return ret;
     }

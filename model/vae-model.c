@@ -31,6 +31,29 @@ static const char * family_names[VAE_FAMILY_COUNT] = {
     [VAE_FAMILY_SEEDVR2] = "seedvr2",
 };
 
+// latent channels, and video (1) or image (0), per family
+static const struct {
+    int  channels;
+    bool video;
+} family_io[VAE_FAMILY_COUNT] = {
+    [VAE_FAMILY_TAESD] = { 4, 0 },    [VAE_FAMILY_TAESDXL] = { 4, 0 },     [VAE_FAMILY_TAESD3] = { 16, 0 },
+    [VAE_FAMILY_TAEF1] = { 16, 0 },   [VAE_FAMILY_TAEF2] = { 32, 0 },      [VAE_FAMILY_WAN21] = { 16, 1 },
+    [VAE_FAMILY_TAEW21] = { 16, 1 },  [VAE_FAMILY_TAEW22] = { 48, 1 },     [VAE_FAMILY_TAEHV] = { 16, 1 },
+    [VAE_FAMILY_TAEHV1_5] = { 32, 1 }, [VAE_FAMILY_TAELTX2] = { 128, 1 }, [VAE_FAMILY_TAECVX] = { 16, 1 },
+    [VAE_FAMILY_SD1] = { 4, 0 },      [VAE_FAMILY_SD2] = { 4, 0 },         [VAE_FAMILY_SDXL] = { 4, 0 },
+    [VAE_FAMILY_SD3] = { 16, 0 },     [VAE_FAMILY_FLUX1] = { 16, 0 },      [VAE_FAMILY_FLUX2] = { 32, 0 },
+    [VAE_FAMILY_WAN22] = { 48, 1 },   [VAE_FAMILY_TAEW22_SUPER] = { 48, 1 }, [VAE_FAMILY_TAEHV1_5_SUPER] = { 32, 1 },
+    [VAE_FAMILY_SVD] = { 4, 1 },      [VAE_FAMILY_SEEDVR2] = { 16, 1 },
+};
+
+int vae_family_latent_channels(enum vae_family family) {
+    return family < VAE_FAMILY_COUNT ? family_io[family].channels : 0;
+}
+
+bool vae_family_is_video(enum vae_family family) {
+    return family < VAE_FAMILY_COUNT && family_io[family].video;
+}
+
 #define FLUX2_BN_EPS 1e-4f   // FLUX.2's BatchNorm over the patchified latent (MODELS.md A.6)
 #define MODEL_MAX_INDEX 1000 // block numbers in names: real decoders stay far below
 

@@ -102,6 +102,11 @@ struct vae_model {
 
 const char *     vae_family_name(enum vae_family family);  // "taef2", ...
 enum vae_family  vae_family_from_name(const char * name);   // VAE_FAMILY_COUNT when unknown
+// what every file of a family takes and gives, known before any file is read: the latent channels
+// in the decoder's own space, and whether it decodes video (several frames per latent frame, or
+// SVD's clips) rather than independent images
+int              vae_family_latent_channels(enum vae_family family);
+bool             vae_family_is_video(enum vae_family family);
 
 // load a decoder (safetensors or a torch.save .pth); family AUTO detects it, any other value is checked against the file
 struct vae_model * vae_model_load(const char * path, enum vae_family family, char * err, size_t err_size);

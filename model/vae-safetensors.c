@@ -179,18 +179,35 @@ bool vae_dtype_to_f32(enum vae_dtype dtype, const void * src, float * dst, size_
 //
 
 // what a file whose first 8 bytes are no header length is, when it is a format often taken for
-// safetensors (PyTorch checkpoints above all); NULL otherwise
-static const char * st_foreign_kind(const uint8_t prefix[8]) {
-    if (memcmp(prefix, "PK\x03\x04", 4) == 0) {
-        return "a zip archive, as PyTorch's torch.save writes .pth, .pt and .ckpt files";
+// safetensors: PyTorch checkpoints and GGUF (with how to convert them), or a picture, video or
+// sound given by mistake (magic numbers from each format's specification); NULL otherwise
+struct st_foreign {
+    const char * magic;
+    int          at, len;  // where the magic lies in the first 8 bytes
+    const char * kind;
+    bool         convert;  // weights in another format: converting them makes a safetensors file
+};
+
+static const struct st_foreign * st_foreign_kind(const uint8_t prefix[8]) {
+    static const struct st_foreign kinds[] = {
+        { "PK\x03\x04", 0, 4, "a zip archive, as PyTorch's torch.save writes .pth, .pt and .ckpt files", true },
+        { "GGUF", 0, 4, "a GGUF file", true },
+        { "\x89PNG\r\n\x1a\n", 0, 8, "a PNG image", false },
+        { "\xff\xd8\xff", 0, 3, "a JPEG image", false },
+        { "GIF8", 0, 4, "a GIF image", false },
+        { "ftyp", 4, 4, "an MP4 or QuickTime file (ISO base media)", false },
+        { "\x1a\x45\xdf\xa3", 0, 4, "a Matroska or WebM file", false },
+        { "RIFF", 0, 4, "a RIFF file (WAV sound, AVI video or WebP image)", false },
+        { "OggS", 0, 4, "an Ogg file", false },
+    };
+    static const struct st_foreign pickle = { "\x80", 0, 1, "a Python pickle, as older PyTorch .pth, .pt and .ckpt "
+                                                            "files are", true };
+    for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++) {
+        if (memcmp(prefix + kinds[i].at, kinds[i].magic, (size_t) kinds[i].len) == 0) {
+            return &kinds[i];
+        }
     }
-    if (prefix[0] == 0x80 && prefix[1] >= 2 && prefix[1] <= 5) {
-        return "a Python pickle, as older PyTorch .pth, .pt and .ckpt files are";
-    }
-    if (memcmp(prefix, "GGUF", 4) == 0) {
-        return "a GGUF file";
-    }
-    return NULL;
+    return prefix[0] == 0x80 && prefix[1] >= 2 && prefix[1] <= 5 ? &pickle : NULL;
 }
 
 bool vae_st_prefix_parse(const uint8_t prefix[8], uint64_t * header_len, char * err, size_t err_size) {
@@ -205,9 +222,13 @@ bool vae_st_prefix_parse(const uint8_t prefix[8], uint64_t * header_len, char * 
         st_set_err(err, err_size, "header length is 0 (a header is at least \"{}\")");
         return false;
     }
-    if (n > VAE_ST_MAX_HEADER_LEN && st_foreign_kind(prefix)) {
-        st_set_err(err, err_size, "this is %s, not safetensors, the only format read here: convert it "
-                   "(safetensors.torch.save_file of its state dict)", st_foreign_kind(prefix));
+    // (each of these magics read as a length is above the limit, unless a zip's bytes 4-7 are zero)
+    const struct st_foreign * foreign = st_foreign_kind(prefix);
+    if (n > VAE_ST_MAX_HEADER_LEN && foreign) {
+        st_set_err(err, err_size, foreign->convert ? "this is %s, not safetensors, the only format read here: convert "
+                                                     "it (safetensors.torch.save_file of its state dict)"
+                                                   : "this is %s, not a safetensors file",
+                   foreign->kind);
         return false;
     }
     if (n > VAE_ST_MAX_HEADER_LEN) {

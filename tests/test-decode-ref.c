@@ -5,7 +5,9 @@
 
 #include "vae-test-data.h"
 
+#include <dirent.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 // decode a latent file with a model; returns the output [N, 3, 8h, 8w] (caller frees)
@@ -239,6 +241,43 @@ static void test_session(void) {
     vae_model_free(m);
 }
 
+// vae_family_latent_channels and vae_family_is_video (what the element names before it has a file)
+// agree with every decoder file of tests/data and ../shared/models as loaded
+static void test_family_table(void) {
+    const char * dirs[] = { data_dir, path_in(shared_dir, "models") };
+    bool         seen[VAE_FAMILY_COUNT] = { false };
+    int          n_seen = 0;
+    for (size_t d = 0; d < sizeof(dirs) / sizeof(dirs[0]); d++) {
+        DIR *           dir = opendir(dirs[d]);
+        struct dirent * e;
+        CHECK(dir != NULL, "no directory %s", dirs[d]);
+        while (dir && (e = readdir(dir)) != NULL) {
+            if (strstr(e->d_name, ".latent") || strstr(e->d_name, ".expected.") || e->d_name[0] == '.') {
+                continue;
+            }
+            char path[4096];
+            snprintf(path, sizeof(path), "%s/%s", dirs[d], e->d_name);
+            struct vae_model * m = vae_model_load(path, VAE_FAMILY_AUTO, err, sizeof(err));
+            if (m == NULL) {
+                continue; // not a decoder (an encoder, a malformed fixture)
+            }
+            const bool video = m->frames_per_latent > 1 || m->clip_calls;
+            CHECK(vae_family_latent_channels(m->family) == m->latent_channels && vae_family_is_video(m->family) == video,
+                  "%s (%s): the table says %d channels, %s; the file %d, %s", e->d_name, vae_family_name(m->family),
+                  vae_family_latent_channels(m->family), vae_family_is_video(m->family) ? "video" : "image",
+                  m->latent_channels, video ? "video" : "image");
+            n_seen += !seen[m->family];
+            seen[m->family] = true;
+            vae_model_free(m);
+        }
+        if (dir) {
+            closedir(dir);
+        }
+    }
+    printf("family table: checked against files of %d families\n", n_seen);
+    CHECK(n_seen >= 15, "only %d families among the fixtures", n_seen);
+}
+
 int main(void) {
     if (!test_data_init()) {
         return 1;
@@ -248,6 +287,7 @@ int main(void) {
     test_load_errors();
     test_latent_space();
     test_session();
+    test_family_table();
     vae_backend_free(cpu);
     return vae_test_summary();
 }

@@ -181,6 +181,19 @@ expect_error (GstBus * bus, const gchar * needle)
   gst_message_unref (msg);
 }
 
+/* no (further) error on the bus: one error per cause */
+static void
+expect_no_error (GstBus * bus)
+{
+  GstMessage *msg = gst_bus_pop_filtered (bus, GST_MESSAGE_ERROR);
+  GError *error = NULL;
+
+  if (msg == NULL)
+    return;
+  gst_message_parse_error (msg, &error, NULL);
+  fail ("an error more: %s", error->message);
+}
+
 /* the next warning on the bus must mention needle, with no error before it */
 static void
 expect_warning (GstBus * bus, const gchar * needle)
@@ -372,10 +385,12 @@ GST_START_TEST (test_wrong_channel_count)
   fail_unless_equals_int (gst_harness_push (h, buf),
       GST_FLOW_NOT_NEGOTIATED);
   expect_error (bus, "The latents have 16 channels but the taesd decoder");
+  expect_no_error (bus);
   harness_teardown (h, bus);
 }
 
 GST_END_TEST;
+
 
 GST_START_TEST (test_nan_latent)
 {
@@ -821,6 +836,62 @@ GST_START_TEST (test_wan_discont)
   fail_unless (progress_messages (bus, &latents, &frames) > 0);
   fail_unless_equals_uint64 (latents, 2);
   fail_unless_equals_uint64 (frames, 5);
+  harness_teardown (h, bus);
+}
+
+GST_END_TEST;
+
+/* image latents (video=false: a [B, C, H, W] file, Qwen-Image's batches) into a causal video
+ * decoder: each is a one-frame clip, decoded as it comes, equal to that latent decoded alone,
+ * never frames of one video (1 + 4 frames); video latents into an image decoder are refused,
+ * naming the video decoders that take them */
+GST_START_TEST (test_latents_of_the_wrong_kind)
+{
+  GstBus *bus;
+  GstHarness *h = model_harness (WAN_MODEL, NULL, &bus), *alone;
+  GstBuffer *out[2], *ref;
+  gint t;
+
+  gst_harness_set_src_caps_str (h, WAN_CAPS ", video=(boolean)false");
+  for (t = 0; t < 2; t++) {
+    fail_unless_equals_int (gst_harness_push (h,
+            video_latent_buffer ("wan21_b4.latent", t, FALSE)), GST_FLOW_OK);
+    /* decoded at once, not held for the next latent */
+    fail_unless_equals_int (gst_harness_buffers_received (h), t + 1);
+    out[t] = gst_harness_pull (h);
+  }
+  fail_unless (gst_harness_push_event (h, gst_event_new_eos ()));
+  fail_unless_equals_int (gst_harness_buffers_received (h), 2);
+  expect_no_error (bus);
+  harness_teardown (h, bus);
+
+  alone = model_harness (WAN_MODEL, NULL, &bus);
+  gst_harness_set_src_caps_str (alone, WAN_CAPS);
+  fail_unless_equals_int (gst_harness_push (alone,
+          video_latent_buffer ("wan21_b4.latent", 1, FALSE)), GST_FLOW_OK);
+  ref = gst_harness_pull (alone);
+  fail_unless_equals_int (gst_buffer_get_size (ref),
+      gst_buffer_get_size (out[1]));
+  {
+    GstMapInfo map;
+
+    gst_buffer_map (ref, &map, GST_MAP_READ);
+    fail_unless (gst_buffer_memcmp (out[1], 0, map.data, map.size) == 0,
+        "image 1 differs from its latent decoded alone");
+    gst_buffer_unmap (ref, &map);
+  }
+  gst_buffer_unref (ref);
+  for (t = 0; t < 2; t++)
+    gst_buffer_unref (out[t]);
+  harness_teardown (alone, bus);
+
+  h = decoder_harness (NULL, &bus);
+  gst_harness_set_src_caps_str (h, LATENT_CAPS ", video=(boolean)true");
+  fail_unless_equals_int (gst_harness_push (h, latent_buffer (0)),
+      GST_FLOW_NOT_NEGOTIATED);
+  expect_error (bus, "decodes images. Decode them with a video decoder that "
+      "takes them: svd.");
+  expect_no_error (bus);
   harness_teardown (h, bus);
 }
 
@@ -2899,13 +2970,16 @@ GST_START_TEST (test_sink_template_space)
 GST_END_TEST;
 
 /* a PyTorch checkpoint given as the model is read as one (model/vae-pth.c), not as
- * safetensors: a damaged zip archive, or one in the legacy pickle format, says what it is */
+ * safetensors: a damaged zip archive, or one in the legacy pickle format, says what it is; so
+ * do a picture and a video given as the model */
 GST_START_TEST (test_pytorch_checkpoint)
 {
   const gchar *magic[][2] = {
     {"PK\003\004\024\000\000\000", "no end-of-central-directory record: "
           "the zip archive is truncated or damaged"},
     {"\200\002}q\000(X\010", "a bare pickle: the legacy PyTorch format"},
+    {"\211PNG\r\n\032\n", "this is a PNG image, not a safetensors file"},
+    {"\000\000\000\040ftyp", "this is an MP4 or QuickTime file"},
   };
   guint i;
 
@@ -2943,6 +3017,7 @@ vaedecode_suite (void)
   tcase_add_test (tc, test_chunks_timestamps_eos);
   tcase_add_test (tc, test_flush);
   tcase_add_test (tc, test_wrong_channel_count);
+  tcase_add_test (tc, test_latents_of_the_wrong_kind);
   tcase_add_test (tc, test_nan_latent);
   tcase_add_test (tc, test_wrong_buffer_size);
   tcase_add_test (tc, test_bad_model_files);

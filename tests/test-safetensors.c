@@ -590,6 +590,26 @@ static void test_bad_files(void) {
     put_u64le(raw, 0);
     CHECK(!vae_st_prefix_parse(raw, &n, err, sizeof(err)), "prefix 0");
     CHECK_ERR_HAS(err, "header length is 0");
+    // the first 8 bytes of files often given by mistake (as real files begin: a 16-byte WAV fmt
+    // chunk's RIFF size, an mp4's 32-byte ftyp box, a JFIF JPEG, a torch.save zip) are named
+    static const struct {
+        const char * bytes, *kind;
+    } foreign[] = {
+        { "\x89PNG\r\n\x1a\n", "this is a PNG image, not a safetensors file" },
+        { "\xff\xd8\xff\xe0\x00\x10JF", "this is a JPEG image, not a safetensors file" },
+        { "\x00\x00\x00\x20" "ftyp", "this is an MP4 or QuickTime file (ISO base media), not a safetensors file" },
+        { "RIFF\x24\x08\x00\x00", "this is a RIFF file (WAV sound, AVI video or WebP image), not a safetensors" },
+        { "\x1a\x45\xdf\xa3\x9f\x42\x86\x81", "this is a Matroska or WebM file" },
+        { "GIF89a\x01\x00", "this is a GIF image" },
+        { "OggS\x00\x02\x00\x00", "this is an Ogg file" },
+        { "PK\x03\x04\x14\x00\x00\x00", "this is a zip archive, as PyTorch's torch.save writes .pth" },
+        { "GGUF\x03\x00\x00\x00", "this is a GGUF file, not safetensors, the only format read here: convert it" },
+    };
+    for (size_t i = 0; i < sizeof(foreign) / sizeof(foreign[0]); i++) {
+        CHECK(!vae_st_prefix_parse((const uint8_t *) foreign[i].bytes, &n, err, sizeof(err)), "%s accepted",
+              foreign[i].kind);
+        CHECK_ERR_HAS(err, foreign[i].kind);
+    }
 
     // vae_st_header_parse bounds and the UINT64_MAX tensor it does accept
     CHECK(vae_st_header_parse((const uint8_t *) "{}", 0, err, sizeof(err)) == NULL, "empty header buffer");
