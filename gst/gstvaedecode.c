@@ -305,6 +305,8 @@ struct _GstVaeDecode
   GstClockTime ts_base;         /* frame n is at ts_base + n frames (NONE: the next latent's) */
   guint64 ts_frames;            /* frames stamped since ts_base */
   GstClockTime latency;         /* ours, from the caps (object lock) */
+  GstClockTime position;        /* the end of the last frame pushed (object lock; NONE:
+                                 * none since the start or a flush) */
   gboolean discont;             /* the next frame stamped is DISCONT */
   gboolean caps_error;          /* set_caps failed and said why */
   GstCaps *refused_caps;        /* the caps that failed, with an error posted: the pad offers
@@ -669,6 +671,7 @@ gst_vae_decode_start (GstBaseTransform * trans)
   self->total_latents = self->total_frames = 0;
   GST_OBJECT_LOCK (self);
   self->latency = 0;
+  self->position = GST_CLOCK_TIME_NONE;
   GST_OBJECT_UNLOCK (self);
   return TRUE;
 
@@ -1385,6 +1388,12 @@ gst_vae_decode_generate_output (GstBaseTransform * trans, GstBuffer ** outbuf)
   }
   GST_BUFFER_PTS (*outbuf) = stamp.pts;
   GST_BUFFER_DURATION (*outbuf) = stamp.duration;
+  if (GST_CLOCK_TIME_IS_VALID (stamp.pts)) {
+    GST_OBJECT_LOCK (self);
+    self->position = stamp.pts + (GST_CLOCK_TIME_IS_VALID (stamp.duration) ?
+        stamp.duration : 0);
+    GST_OBJECT_UNLOCK (self);
+  }
   if (stamp.discont)
     GST_BUFFER_FLAG_SET (*outbuf, GST_BUFFER_FLAG_DISCONT);
   if (vae_session_frames_ready (self->session) == 0)
@@ -1631,6 +1640,9 @@ gst_vae_decode_sink_event (GstBaseTransform * trans, GstEvent * event)
       self->discont = TRUE;
       /* after a seek, what is left of the input is not known */
       self->total_latents = self->total_frames = 0;
+      GST_OBJECT_LOCK (self);
+      self->position = GST_CLOCK_TIME_NONE;
+      GST_OBJECT_UNLOCK (self);
       break;
     default:
       break;
@@ -1638,7 +1650,44 @@ gst_vae_decode_sink_event (GstBaseTransform * trans, GstEvent * event)
   return GST_BASE_TRANSFORM_CLASS (parent_class)->sink_event (trans, event);
 }
 
-/* LATENCY: upstream's plus the frames a chunk holds back; CONTEXT: the CUDA context */
+/* POSITION downstream of us: the end of the last frame pushed, in TIME or in frames
+ * (DEFAULT) at the caps' rate. The base class answers the input's position, which runs a
+ * step of decoding ahead (minutes on a long video at a large chunk-frames). FALSE where it
+ * is not ours to answer. */
+static gboolean
+gst_vae_decode_query_position (GstVaeDecode * self, GstQuery * query)
+{
+  GstBaseTransform *trans = GST_BASE_TRANSFORM (self);
+  GstFormat format;
+  GstClockTime pos;
+  gint64 value;
+
+  gst_query_parse_position (query, &format, NULL);
+  if (format != GST_FORMAT_TIME && format != GST_FORMAT_DEFAULT)
+    return FALSE;
+  GST_OBJECT_LOCK (self);
+  if (trans->segment.format != GST_FORMAT_TIME
+      || (format == GST_FORMAT_DEFAULT && self->in_info.fps_n <= 0)) {
+    GST_OBJECT_UNLOCK (self);
+    return FALSE;
+  }
+  /* (frames before a seek's target are decoded and dropped by the sink) */
+  pos = self->position;
+  if (!GST_CLOCK_TIME_IS_VALID (pos) || pos < trans->segment.start)
+    pos = trans->segment.start;
+  if (GST_CLOCK_TIME_IS_VALID (trans->segment.stop))
+    pos = MIN (pos, trans->segment.stop);
+  value = gst_segment_to_stream_time (&trans->segment, GST_FORMAT_TIME, pos);
+  if (format == GST_FORMAT_DEFAULT && value >= 0)
+    value = gst_util_uint64_scale (value, self->in_info.fps_n,
+        GST_SECOND * self->in_info.fps_d);
+  GST_OBJECT_UNLOCK (self);
+  gst_query_set_position (query, format, value);
+  return TRUE;
+}
+
+/* LATENCY: upstream's plus the frames a chunk holds back; POSITION: of the frames pushed;
+ * CONTEXT: the CUDA context */
 static gboolean
 gst_vae_decode_query (GstBaseTransform * trans, GstPadDirection direction,
     GstQuery * query)
@@ -1646,6 +1695,10 @@ gst_vae_decode_query (GstBaseTransform * trans, GstPadDirection direction,
   GstVaeDecode *self = GST_VAE_DECODE (trans);
   GstClockTime min, max, ours;
   gboolean live;
+
+  if (direction == GST_PAD_SRC && GST_QUERY_TYPE (query) == GST_QUERY_POSITION
+      && gst_vae_decode_query_position (self, query))
+    return TRUE;
 
 #ifdef HAVE_GST_CUDA
   if (GST_QUERY_TYPE (query) == GST_QUERY_CONTEXT

@@ -841,6 +841,40 @@ GST_START_TEST (test_wan_discont)
 
 GST_END_TEST;
 
+/* POSITION on the source pad is that of the frames pushed (what progressreport and
+ * gst-launch-1.0 show), not the input's, which runs a whole chunk ahead; in TIME and in frames */
+GST_START_TEST (test_position)
+{
+  GstBus *bus;
+  GstHarness *h = model_harness (WAN_MODEL, "chunk-frames=4", &bus);
+  GstPad *src = gst_element_get_static_pad (h->element, "src");
+  gint64 pos = -1;
+  gint t;
+
+  gst_harness_set_src_caps_str (h, WAN_CAPS);
+  fail_unless (gst_pad_query_position (src, GST_FORMAT_TIME, &pos));
+  fail_unless_equals_int64 (pos, 0);
+  for (t = 0; t < 3; t++)
+    fail_unless_equals_int (gst_harness_push (h,
+            video_latent_buffer ("wan21_b4.latent", t, TRUE)), GST_FLOW_OK);
+  /* latent 0 is decoded alone (1 frame), latents 1 and 2 wait for their chunk */
+  fail_unless_equals_int (gst_harness_buffers_received (h), 1);
+  fail_unless (gst_pad_query_position (src, GST_FORMAT_TIME, &pos));
+  fail_unless_equals_int64 (pos, frame_time (1));
+  fail_unless (gst_pad_query_position (src, GST_FORMAT_DEFAULT, &pos));
+  fail_unless_equals_int64 (pos, 1);
+  fail_unless (gst_harness_push_event (h, gst_event_new_eos ()));
+  fail_unless_equals_int (gst_harness_buffers_received (h), 9);
+  fail_unless (gst_pad_query_position (src, GST_FORMAT_TIME, &pos));
+  fail_unless_equals_int64 (pos, frame_time (9));
+  fail_unless (gst_pad_query_position (src, GST_FORMAT_DEFAULT, &pos));
+  fail_unless_equals_int64 (pos, 9);
+  gst_object_unref (src);
+  harness_teardown (h, bus);
+}
+
+GST_END_TEST;
+
 /* image latents (video=false: a [B, C, H, W] file, Qwen-Image's batches) into a causal video
  * decoder: each is a one-frame clip, decoded as it comes, equal to that latent decoded alone,
  * never frames of one video (1 + 4 frames); video latents into an image decoder are refused,
@@ -3018,6 +3052,7 @@ vaedecode_suite (void)
   tcase_add_test (tc, test_flush);
   tcase_add_test (tc, test_wrong_channel_count);
   tcase_add_test (tc, test_latents_of_the_wrong_kind);
+  tcase_add_test (tc, test_position);
   tcase_add_test (tc, test_nan_latent);
   tcase_add_test (tc, test_wrong_buffer_size);
   tcase_add_test (tc, test_bad_model_files);
