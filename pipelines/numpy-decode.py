@@ -13,7 +13,9 @@ model file; it returns the frames as uint8 [frames, H, W, 3].
 reads the latent tensor of a safetensors `.latent` file (ComfyUI's SaveLatent) into numpy,
 decodes it and saves the frames with numpy.save. Needs python3-gi, gir1.2-gst-plugins-base-1.0
 and python3-numpy (Debian), and the plugin where GStreamer finds it (the build tree is used when
-the script runs from a checkout).
+the script runs from a checkout). Run as a script by an interpreter that lacks them (a pyenv or
+venv `python3` first on the PATH), it runs itself again under Debian's /usr/bin/python3, which
+has them once those packages are installed.
 """
 
 import json
@@ -22,9 +24,46 @@ import struct
 import sys
 import threading
 
-import numpy as np
+SYSTEM_PYTHON = "/usr/bin/python3"
+PACKAGES = "python3-gi python3-numpy gir1.2-gst-plugins-base-1.0"
 
-import gi
+
+def _missing_imports():
+    """Why numpy or GStreamer's introspection cannot be imported here, or None."""
+    try:
+        import numpy  # noqa: F401
+        import gi
+
+        for ns in ("Gst", "GstApp", "GstVideo"):
+            gi.require_version(ns, "1.0")
+        from gi.repository import Gst, GstApp, GstVideo  # noqa: F401
+    except (ImportError, ValueError) as e:
+        return str(e)
+    return None
+
+
+def _use_an_interpreter_that_has_them():
+    """As a script: go on here if numpy and gi import, else run again under /usr/bin/python3 (a
+    pyenv or venv python3 found first on the PATH has neither), else say what to install."""
+    why = _missing_imports()
+    if why is None:
+        return
+    here = os.path.realpath(sys.executable) if sys.executable else ""
+    if os.access(SYSTEM_PYTHON, os.X_OK) and os.path.realpath(SYSTEM_PYTHON) != here \
+            and not os.environ.get("VAE_NUMPY_DECODE_REEXEC"):
+        os.environ["VAE_NUMPY_DECODE_REEXEC"] = "1"  # (once: no loop if that one lacks them too)
+        os.execv(SYSTEM_PYTHON, [SYSTEM_PYTHON, os.path.abspath(__file__)] + sys.argv[1:])
+    sys.exit(f"numpy-decode.py: {why} (interpreter {sys.executable or '?'}).\n"
+             f"It needs numpy and GStreamer's Python bindings: on Debian/Ubuntu "
+             f"`sudo apt-get install {PACKAGES}`, then run it with {SYSTEM_PYTHON}.")
+
+
+if __name__ == "__main__":
+    _use_an_interpreter_that_has_them()
+
+import numpy as np  # noqa: E402  (after the interpreter check)
+
+import gi  # noqa: E402
 
 gi.require_version("Gst", "1.0")
 gi.require_version("GstApp", "1.0")

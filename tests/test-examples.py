@@ -6,6 +6,7 @@ appsink to numpy) must give the same RGB bytes, frame for frame, and pipelines/n
 latents (images) and the TAEHV fixture (a causal video: 4 latent frames, 13 frames)."""
 
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -52,7 +53,14 @@ def free_port():
         return s.getsockname()[1]
 
 
-def case(name, model, latent, props, n_frames, W, H):
+def describe_python(exe):
+    """what the PATH's python3 is: its real path and whether numpy and gi import there"""
+    r = subprocess.run([exe, "-c", "import sys; print(sys.executable)\ntry:\n import numpy, gi\n print('has numpy and gi')"
+                        "\nexcept ImportError as e:\n print('lacks', e.name)"], capture_output=True, text=True, timeout=60)
+    return " ".join(r.stdout.split())
+
+
+def case(name, model, latent, props, n_frames, W, H, path_python=None):
     with tempfile.TemporaryDirectory() as tmp:
         ref = local_frames(model, latent, props, tmp)
         check(ref is not None and ref.size == n_frames * H * W * 3,
@@ -70,6 +78,15 @@ def case(name, model, latent, props, n_frames, W, H):
                   f"{'the same bytes' if same else 'NOT the bytes'} of the local pipeline")
         else:
             check(False, f"numpy-decode.py {name} ran")
+        if path_python:
+            out2 = os.path.join(tmp, "np-path.npy")
+            if run([path_python, os.path.join(src, "pipelines", "numpy-decode.py"), model, latent, out2, *props]):
+                got = np.load(out2)
+                same = got.shape == ref.shape and np.array_equal(got, ref)
+                check(same, f"python3 pipelines/numpy-decode.py {name} (python3 = {path_python}): "
+                      f"{'the same bytes' if same else 'NOT the bytes'} of the local pipeline")
+            else:
+                check(False, f"python3 pipelines/numpy-decode.py {name} ran (python3 = {path_python})")
 
         net = os.path.join(tmp, "net")
         if run([os.path.join(src, "pipelines", "network-decode.sh"), model, latent, net, str(free_port()), *props]):
@@ -83,8 +100,12 @@ def case(name, model, latent, props, n_frames, W, H):
             check(False, f"network-decode.sh {name} ran")
 
 
+# the python3 a user's shell finds (here it may be pyenv's, without numpy or gi)
+path_python = shutil.which("python3")
+if path_python:
+    print(f"python3 on the PATH: {path_python} ({describe_python(path_python)})")
 case("taef2 (real weights, 2 images)", os.path.join(shared, "models", "taef2_decoder.safetensors"),
-     os.path.join(shared, "reference", "taef2", "small.latent"), [], 2, 192, 128)
+     os.path.join(shared, "reference", "taef2", "small.latent"), [], 2, 192, 128, path_python)
 case("taehv (Wan 2.1 fixture, 4 latent frames)", os.path.join(data, "taew21_nf32.safetensors"),
      os.path.join(data, "taew21_nf32.latent"), [], 13, 56, 40)
 print(f"{failed} failed")
