@@ -148,5 +148,22 @@ else
     [ -f "$tmp/wan.log" ] && grep -o 'caps = video/x-h264.*' "$tmp/wan.log" | head -1
 fi
 
+# Ctrl-C on an mp4 example run with -e (as every example that writes a container is): the EOS it
+# sends ends the decode, the muxer finishes the file, and the file plays with exactly the frames
+# decoded so far (the count vaedecode's warning gives; all 61 where the decode finished first)
+timeout -s INT 5 gst-launch-1.0 -e filesrc location="$shared/media/wan21_cheesecake.latent" ! latentparse \
+    ! vaedecode model-file="$data/wan21_b4.orig.safetensors" latent-space=normalized \
+    ! video/x-raw,format=I420 ! x264enc ! mp4mux ! filesink location="$tmp/stopped.mp4" >"$tmp/out" 2>&1
+pushed=$(grep -o 'the [0-9]* frames decoded were pushed' "$tmp/out" | grep -o '[0-9]*')
+pushed=${pushed:-61}
+gst-discoverer-1.0 "$tmp/stopped.mp4" >"$tmp/disc" 2>&1
+want=$(printf '0:00:0%d.%09d' $((pushed / 16)) $((pushed % 16 * 62500000)))
+if grep -qF "Duration: $want" "$tmp/disc" && grep -qF 'H.264' "$tmp/disc" && grep -qF 'Width: 512' "$tmp/disc"; then
+    ok "Ctrl-C with -e: a playable mp4 of the $pushed frames decoded ($want)"
+else
+    bad "Ctrl-C with -e: want a playable mp4 of $pushed frames ($want); discoverer says:"; cat "$tmp/disc"
+    tail -5 "$tmp/out"
+fi
+
 echo "$passed passed, $failed failed"
 [ $failed -eq 0 ]
