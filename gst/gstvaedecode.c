@@ -64,6 +64,12 @@
  * flush start afresh. With framerate 0/1 the latent buffer's DURATION is split evenly
  * between its frames.
  *
+ * Image latents (caps with `video=false`: latentparse's [B, C, H, W] files, such as
+ * Qwen-Image's batches) given to a causal video decoder are decoded as independent
+ * one-frame clips, each as it comes, as ComfyUI and diffusers decode them; video latents
+ * (`video=true`: [B, C, T, H, W] files) given to an image decoder are refused, naming the
+ * video decoders that take that many channels.
+ *
  * A latent buffer flagged DISCONT in the middle of a video stream ends that stream: the
  * frames of the latents already taken are decoded and pushed, and the buffer becomes latent
  * frame 0 of a new stream (latentparse flags the first latent frame of each batch item so).
@@ -90,6 +96,10 @@
  * frame durations for the video decoders, to upstream's latency. SVD with chunk-frames 0
  * holds the whole clip: no frame comes before the stream ends (EOS, or a DISCONT latent
  * buffer), a latency the query cannot state (it adds nothing); not for live pipelines.
+ *
+ * The POSITION query on the source pad answers the end of the last frame pushed, in TIME
+ * and in frames (DEFAULT); DURATION comes from upstream (latentparse): progressreport and
+ * gst-launch-1.0's position line follow the decode.
  *
  * After each decode step that gave frames (the drain at the end of a stream included), the
  * element posts an element message named `vaedecode-progress`, unless
@@ -161,15 +171,17 @@
  *     ! videoconvert ! pngenc ! multifilesink location=frame-%02d.png
  * ]| decodes the two latent frames of a TAEF2 latent file into two 832x480 PNG files.
  * |[
- * gst-launch-1.0 filesrc location=../shared/media/wan21_cheesecake.latent ! latentparse \
- *     ! vaedecode model-file=wan_2.1_vae.safetensors latent-space=normalized \
+ * gst-launch-1.0 -e filesrc location=../shared/media/wan21_cheesecake.latent ! latentparse \
+ *     ! vaedecode model-file=wan_2.1_vae.safetensors latent-space=normalized ! progressreport \
  *     ! video/x-raw,format=I420 ! x264enc ! mp4mux ! filesink location=cheesecake.mp4
  * ]| decodes 16 normalized Wan 2.1 latent frames (64x40) into 61 frames of 512x320 at 16 fps
  * with the Wan 2.1 VAE (ComfyUI's `wan_2.1_vae.safetensors`, or the diffusers `vae/` file);
  * `tests/data/wan21_b4.orig.safetensors`, a random-weight model of the same shape, runs the
- * same pipeline in seconds. `pipelines/wan-to-mp4.sh` wraps it.
+ * same pipeline in seconds. `pipelines/wan-to-mp4.sh` wraps it. progressreport prints the
+ * position of the frames decoded and the video's duration as they come; `-e` makes Ctrl-C
+ * end the stream, so that mp4mux writes a playable file of the frames decoded so far.
  * |[
- * gst-launch-1.0 filesrc location=wan21_cheesecake.latent ! latentparse \
+ * gst-launch-1.0 -e filesrc location=wan21_cheesecake.latent ! latentparse \
  *     ! vaedecode backend=cuda model-file=wan_2.1_vae.safetensors latent-space=normalized \
  *     ! "video/x-raw(memory:CUDAMemory),format=NV12" ! nvh264enc ! h264parse \
  *     ! mp4mux ! filesink location=cheesecake.mp4
@@ -177,7 +189,7 @@
  * the GPU. `nvh264enc` (GStreamer 1.22's nvcodec plugin) takes NV12, I420, RGBA and BGRA in
  * CUDA memory; the newer `nvcudah264enc` of 1.22 takes only NV12 and Y444 there.
  * |[
- * gst-launch-1.0 filesrc location=wan21_cheesecake.latent ! latentparse \
+ * gst-launch-1.0 -e filesrc location=wan21_cheesecake.latent ! latentparse \
  *     ! vaedecode backend=hip device-id=0 model-file=wan_2.1_vae.safetensors \
  *     latent-space=normalized ! video/x-raw,format=I420 ! x264enc ! mp4mux \
  *     ! filesink location=cheesecake.mp4
