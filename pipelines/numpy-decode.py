@@ -165,7 +165,7 @@ def main(argv):
         return 2
     model, path, dest = argv[1:4]
     here = os.path.dirname(os.path.abspath(__file__))
-    build = os.path.join(here, "..", "build", "gst")
+    build = os.path.normpath(os.path.join(here, "..", "build", "gst"))  # (logical: a symlinked checkout)
     if os.path.isdir(build):
         os.environ["GST_PLUGIN_PATH"] = build + os.pathsep + os.environ.get("GST_PLUGIN_PATH", "")
     lat = read_latent(path)
