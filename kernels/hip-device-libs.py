@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-# The device libraries the HIP build links (README "HIP backend"): a folder of links to the
+# The device libraries the HIP build links (docs/gpu.md, "HIP backend"): a folder of links to the
 # installed ones, plus the ISA-version file of every target they lack. Debian 12's
 # rocm-device-libs (ROCm 5.2) stop at gfx940/gfx1036, and clang links oclc_isa_version_<target>.bc
 # for each --offload-arch; that file holds one constant, the target's version as
