@@ -23,7 +23,16 @@ struct vae_backend_i {
     size_t (*state_bytes)(vae_backend_t * backend, const vae_state_t * state);
     void (*state_free)(vae_backend_t * backend, vae_state_t * state);
     // run every node; inputs[i] is host f32 [N, C, H, W] for input number i; a state is given
-    // when g->n_states > 0 and must match the shapes of its slots (the backend checks)
+    // when g->n_states > 0 and must match the shapes of its slots (the backend checks).
+    // Cancellation (the idea of ggml's abort_callback, as data): g->cancel, NULL or a flag that
+    // another thread sets, is read with vae_graph_cancelled before every node (and inside a node
+    // that loops long where the backend can: the CPU's attention between its blocks of rows). Once
+    // it reads nonzero the compute launches nothing more, waits for what it already started, and
+    // returns false with the message VAE_BACKEND_INTERRUPTED. What the compute writes (its
+    // activations and output, the state slots it reached) is then undefined, nothing else is
+    // touched, and the backend stays usable: the next compute is exact. A backend that submits
+    // the whole graph as one unit (a replayed CUDA graph) can read the flag only before the
+    // submission, so it must keep such units short (backend/gpu: 0.1 s).
     bool (*graph_compute)(vae_backend_t * backend, struct vae_graph * g, vae_state_t * state,
                           const float * const * inputs, char * err, size_t err_size);
     // convert frame n of the 3-channel output to 8-bit pixels in dst
@@ -41,6 +50,12 @@ struct vae_backend {
     void *                       context;
     enum vae_precision           precision;   // in effect (never AUTO)
 };
+
+// whether g's cancel flag is set; an acquire load, so that what the setting thread wrote before
+// its (release or sequentially consistent) store is seen too
+static inline bool vae_graph_cancelled(const struct vae_graph * g) {
+    return g->cancel && __atomic_load_n(g->cancel, __ATOMIC_ACQUIRE) != 0;
+}
 
 // implemented by each built backend
 // bf16 where oneDNN's effective ISA has AVX512-BF16 (or AMX) and bf16 is asked; else fp32

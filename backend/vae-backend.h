@@ -92,7 +92,14 @@ struct vae_graph {
     void *               backend_data;     // set by graph_prepare
     size_t               peak_bytes;       // device memory the prepared graph holds
     size_t               arena_bytes;      // the part of it that is activations (weights may be shared)
+    const int *          cancel;           // NULL, or a flag another thread may set (with an atomic store):
+                                           //   nonzero stops a compute of this graph between two nodes,
+                                           //   which then fails with VAE_BACKEND_INTERRUPTED (see
+                                           //   vae_backend_graph_compute); set by whoever builds the graph
 };
+
+// the message of a compute stopped by its graph's cancel flag
+#define VAE_BACKEND_INTERRUPTED "interrupted"
 
 struct vae_graph *  vae_graph_new(void);
 void                vae_graph_free(struct vae_graph * g);
@@ -219,7 +226,11 @@ void          vae_backend_state_reset(vae_backend_t * backend, vae_state_t * sta
 size_t        vae_backend_state_bytes(vae_backend_t * backend, const vae_state_t * state);
 void          vae_backend_state_free(vae_backend_t * backend, vae_state_t * state);
 // run the graph on host f32 input [N, C, H, W]; state: NULL when g->n_states == 0, else read
-// and updated. A graph with one input only.
+// and updated. A graph with one input only. When g->cancel is set (by another thread, at any
+// time) the compute stops before its next node (a GPU: with at most the nodes already running on
+// the device finished first) and fails with the message VAE_BACKEND_INTERRUPTED: the output is
+// then undefined and the state part-way (reset it before its stream goes on); the backend itself
+// is unharmed, and the next compute of any graph gives the exact result.
 bool vae_backend_graph_compute(vae_backend_t * backend, struct vae_graph * g, vae_state_t * state,
                                const float * input, char * err, size_t err_size);
 // the same for a graph of g->n_inputs inputs: inputs[i] for input number i

@@ -79,6 +79,9 @@ void vae_session_free(struct vae_session * s) {
 
 static struct vae_graph * session_graph(struct vae_session * s, int n, bool first, char * err, size_t err_size) {
     struct vae_graph * g = vae_model_build_graph(s->model, n, s->h, s->w, first, err, err_size);
+    if (g) {
+        g->cancel = s->cfg.cancel; // (the backend reads it between nodes)
+    }
     if (g && !vae_backend_graph_prepare(s->backend, g, s->cfg.max_bytes, err, err_size)) {
         vae_graph_free(g);
         return NULL;

@@ -32,12 +32,14 @@ struct vae_session_config {
                                                // they do not fit in max_bytes. Families with global
                                                // statistics (AutoencoderKL) only; exact (see vae-tile.c)
     const int *    cancel;                     // NULL, or a flag another thread may set (read
-                                               // atomically): nonzero stops a tiled decode between
-                                               // its tiles, the push or drain failing with
-                                               // VAE_SESSION_INTERRUPTED
+                                               // atomically): nonzero stops a decode between two
+                                               // nodes of its graph (given to the backend as the
+                                               // graph's cancel flag) or two tiles, the push or
+                                               // drain failing with VAE_SESSION_INTERRUPTED; then
+                                               // vae_session_reset before the stream goes on
 };
 
-#define VAE_SESSION_INTERRUPTED "interrupted"
+#define VAE_SESSION_INTERRUPTED VAE_BACKEND_INTERRUPTED
 
 // whether a session could take this configuration, as far as it is known: channels 0 and width 0
 // leave the latents' channels and size unchecked (before caps). The same refusals as

@@ -77,6 +77,9 @@ static int tv_crop(const struct vae_tiled_video * t, const struct vae_causal_ste
 }
 
 static struct vae_graph * tv_prepare(struct vae_tiled_video * t, struct vae_graph * g, char * err, size_t err_size) {
+    if (g) {
+        g->cancel = t->cancel; // (a tile's compute stops between its nodes too)
+    }
     return vae_tile_prepare(t->backend, g, t->max_bytes, &t->graph_peak, err, err_size);
 }
 

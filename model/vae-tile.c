@@ -159,6 +159,9 @@ void vae_tile_release(vae_backend_t * backend, struct vae_graph * g) {
 }
 
 static struct vae_graph * tile_prepare(struct vae_tiled * t, struct vae_graph * g, char * err, size_t err_size) {
+    if (g) {
+        g->cancel = t->cancel; // (a tile's compute stops between its nodes too)
+    }
     return vae_tile_prepare(t->backend, g, t->max_bytes, &t->graph_peak, err, err_size);
 }
 

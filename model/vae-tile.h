@@ -16,8 +16,9 @@ struct vae_tiled * vae_tiled_new(const struct vae_model * model, vae_backend_t *
                                  size_t max_bytes, char * err, size_t err_size);
 void               vae_tiled_free(struct vae_tiled * t);
 // decode one latent frame [z, h, w] (the decoder's own space); the result stays until the next.
-// cancel (NULL, or a flag another thread may set) is read before each tile: nonzero stops the
-// decode with the message VAE_SESSION_INTERRUPTED.
+// cancel (NULL, or a flag another thread may set) is read before each tile and, by the backend,
+// before each node of a tile's graph: nonzero stops the decode with the message
+// VAE_SESSION_INTERRUPTED.
 const float *      vae_tiled_decode(struct vae_tiled * t, const float * latent, const int * cancel, char * err,
                                     size_t err_size);
 // host buffers and the largest prepared graph together

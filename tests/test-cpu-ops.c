@@ -2068,7 +2068,7 @@ static void test_attention_case(int N, int C, int H, int W, float qk_mag, float 
         scratch[i] = i < ns ? NAN : 1234.5f;
     }
     float * yb = blocked_out(&pl, ne_y);
-    vae_cpu_attention(blocked_in(&pl, x, ne), yb, ne, scratch);
+    vae_cpu_attention(blocked_in(&pl, x, ne), yb, ne, scratch, NULL);
 
     char label[160];
     snprintf(label, sizeof(label), "attention(n=%d,c=%d,h=%d,w=%d,max|logit|=%.3g,max|v|=%g%s)", N, C, H, W,

@@ -14,7 +14,8 @@
 // all frames and time_conv, graphs of several inputs, small
 // decoders and an attention block, NaN propagation, read_frame bytes in every pixel format (host
 // frames; device frames where the build gives this program the CUDA runtime), graph reuse, and
-// the refusals (device number, memory limit, a state of other shapes); a large conv in two
+// the refusals (device number, memory limit, a state of other shapes), the cancel flag (a set
+// flag stops a compute before it launches anything, replayed or direct); a large conv in two
 // contexts of one device, a backend whose context is gone, the packed weights in the memory
 // count, and an error left in the runtime's last-error slot by another call.
 //
@@ -1294,6 +1295,69 @@ static void test_reuse_errors(void) {
     }
 }
 
+// ---- cancellation ------------------------------------------------------------------------------
+
+// a compute whose graph has its cancel flag set launches nothing (the output keeps the last
+// compute's), fails with VAE_BACKEND_INTERRUPTED, and the next compute with the flag clear is
+// exact: on a replayed graph (a short compute with a flag is recorded; the flag is read before
+// the replay) and launched directly (VAE_GPU_NO_GRAPHS=1; the flag is read before every node).
+// A flag set part-way through a decode: test-cancel (test-gpu-emu-cancel on the emulator).
+static void cancel_on(vae_backend_t * b) {
+    struct pool        pl = { 0 };
+    char               err[512];
+    const char *       pn = vae_precision_name(vae_backend_precision(b));
+    struct vae_graph * g  = small_net(&pl, 1, 4, 8, 6);
+    const size_t       n  = out_count(g);
+    const float *      in = rnd(&pl, (size_t) 4 * 8 * 6, -1, 1), *in2 = rnd(&pl, (size_t) 4 * 8 * 6, -1, 1);
+    float *            kept = pool_add(&pl, xmalloc(n * sizeof(float)));
+    int                flag = 0;
+    g->cancel               = &flag;
+    for (int k = 0; k < 2; k++) {
+        const char * how = k == 0 ? "replayed" : "launched directly";
+        // (read at prepare; the emulator is slower than the 0.1 s under which a graph with a
+        // cancel flag is recorded)
+        setenv(k == 0 ? "VAE_GPU_REPLAY_MAX_S" : "VAE_GPU_NO_GRAPHS", k == 0 ? "1000" : "1", 1);
+        bool ok = vae_backend_graph_prepare(b, g, 0, err, sizeof(err));
+        unsetenv("VAE_GPU_REPLAY_MAX_S");
+        unsetenv("VAE_GPU_NO_GRAPHS");
+        CHECK(ok, "[%s] prepare: %s", pn, err);
+        // (k = 0: the first compute runs directly, the second records the graph, the third replays it)
+        float * o1 = ok ? compute_read(b, &pl, g, in, 0, 1) : NULL;
+        float * o2 = ok ? compute_read(b, &pl, g, in2, 0, 1) : NULL;
+        float * o3 = ok ? compute_read(b, &pl, g, in, 0, 1) : NULL;
+        if (!o1 || !o2 || !o3) {
+            vae_backend_graph_release(b, g);
+            continue;
+        }
+        __atomic_store_n(&flag, 1, __ATOMIC_RELEASE);
+        err[0] = 0;
+        ok     = vae_backend_graph_compute(b, g, NULL, in2, err, sizeof(err));
+        CHECK(!ok && strcmp(err, VAE_BACKEND_INTERRUPTED) == 0, "[%s] %s with the flag set: %s \"%s\"", pn, how,
+              ok ? "computed" : "failed", err);
+        const bool read = vae_backend_graph_read_output(b, g, 0, 1, kept, err, sizeof(err));
+        CHECK(read && same_floats(kept, o3, n), "[%s] %s with the flag set: the output changed", pn, how);
+        __atomic_store_n(&flag, 0, __ATOMIC_RELEASE);
+        float * o4 = compute_read(b, &pl, g, in2, 0, 1);
+        CHECK(same_floats(o1, o3, n) && o4 && same_floats(o2, o4, n), "[%s] %s: the computes after the stop differ",
+              pn, how);
+        printf("[%s] %s with the cancel flag set: %s \"%s\", output untouched: %s, the next compute exact: %s\n", pn,
+               how, ok ? "FAIL, computed" : "failed", err, read && same_floats(kept, o3, n) ? "yes" : "NO",
+               o4 && same_floats(o2, o4, n) ? "yes" : "NO");
+        vae_backend_graph_release(b, g);
+    }
+    vae_graph_free(g);
+    pool_free(&pl);
+}
+
+static void test_cancel(void) {
+    rng_seed(7100);
+    for (int i = 0; i < N_PRECISIONS; i++) {
+        if (gpu[precisions[i]]) {
+            cancel_on(gpu[precisions[i]]);
+        }
+    }
+}
+
 // ---- contexts and the runtime's error slot ------------------------------------------------------
 
 #ifdef GPU_TEST_CUDA_RUNTIME
@@ -1484,6 +1548,7 @@ int main(int argc, char ** argv) {
         { "nan", test_nan },
         { "read_frame", test_frames },
         { "reuse, errors", test_reuse_errors },
+        { "cancel", test_cancel },
 #ifdef GPU_TEST_CUDA_RUNTIME
         { "contexts, packed weights, stale errors", test_contexts },
 #endif

@@ -14,6 +14,9 @@
 // All activations live in one arena whose offsets are planned from tensor lifetimes at prepare
 // time, so the peak is known before the first frame. Converted weights are shared by every graph
 // of the backend that uses the same tensor in the same layout (the steps of one stream).
+// A graph's cancel flag is read before every node and between the attention's blocks of query
+// rows; a oneDNN primitive, once started, runs to its end (the longest node bounds how soon a
+// compute stops).
 
 #include "vae-backend-impl.h"
 #include "vae-cpu.h"
@@ -847,7 +850,8 @@ static bool cpu_graph_compute(vae_backend_t * backend, struct vae_graph * g, vae
             return false;
         }
     }
-    for (int i = 0; i < g->n_nodes; i++) {
+    bool stopped = false;
+    for (int i = 0; i < g->n_nodes && !(stopped = stopped || vae_graph_cancelled(g)); i++) {
         const struct vae_tensor * t = g->nodes[i];
         float *                   y = cpu_node_data(cg, t);
         const float *             x = t->src[0] ? cpu_node_data(cg, t->src[0]) : NULL;
@@ -869,8 +873,8 @@ static bool cpu_graph_compute(vae_backend_t * backend, struct vae_graph * g, vae
             case VAE_OP_RMS_NORM:
                 vae_cpu_rms_norm(x, y, t->ne, cg->nodes[i].params, t->act);
                 break;
-            case VAE_OP_ATTENTION:
-                vae_cpu_attention(x, y, t->src[0]->ne, cg->scratch);
+            case VAE_OP_ATTENTION: // (the longest node at large sizes: it reads the flag between its row blocks)
+                stopped = !vae_cpu_attention(x, y, t->src[0]->ne, cg->scratch, g->cancel);
                 break;
             case VAE_OP_FRAME_SPLIT:
                 if (!cg->nodes[i].view) {
@@ -908,7 +912,10 @@ static bool cpu_graph_compute(vae_backend_t * backend, struct vae_graph * g, vae
         snprintf(err, err_size, "oneDNN stream failed: %s", dnnl_status2str(st));
         return false;
     }
-    return true;
+    if (stopped) {
+        snprintf(err, err_size, "%s", VAE_BACKEND_INTERRUPTED);
+    }
+    return !stopped;
 }
 
 static bool cpu_graph_read_frame(vae_backend_t * backend, struct vae_graph * g, int n, const struct vae_frame * dst,

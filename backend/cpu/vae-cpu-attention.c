@@ -75,7 +75,7 @@ static double attn_softmax_row(float * row, int64_t n) {
     return s;
 }
 
-void vae_cpu_attention(const float * qkv, float * y, const int64_t ne_qkv[4], float * scratch) {
+bool vae_cpu_attention(const float * qkv, float * y, const int64_t ne_qkv[4], float * scratch, const int * cancel) {
     const int64_t L = vae_cpu_block();
     const int64_t N = ne_qkv[0], C = ne_qkv[1] / 3, HW = ne_qkv[2] * ne_qkv[3], R = attn_rows(HW);
     const int64_t CB3 = vae_cpu_blocks(3 * C), CB = vae_cpu_blocks(C);
@@ -105,6 +105,9 @@ void vae_cpu_attention(const float * qkv, float * y, const int64_t ne_qkv[4], fl
         float * dst = y + n * CB * HW * L;
         for (int64_t r0 = 0; r0 < HW; r0 += R) {
             const int64_t m = HW - r0 < R ? HW - r0 : R;
+            if (cancel && __atomic_load_n(cancel, __ATOMIC_ACQUIRE)) {
+                return false;
+            }
             attn_sgemm('N', 'N', m, HW, C, scale, q + r0 * C, C, k, HW, s, HW);
 #pragma omp parallel for
             for (int64_t r = 0; r < m; r++) {
@@ -123,4 +126,5 @@ void vae_cpu_attention(const float * qkv, float * y, const int64_t ne_qkv[4], fl
             }
         }
     }
+    return true;
 }

@@ -58,9 +58,11 @@ void vae_cpu_rms_norm(const float * x, float * y, const int64_t ne[4], const flo
 
 // single-head attention within each frame over its H*W positions: qkv [N, 3C, H, W] -> y [N, C, H, W],
 // both blocked; q, k, v are channels [0, C), [C, 2C), [2C, 3C); y = softmax(q k^T / sqrt(C)) v, exact,
-// without an (HW)^2 buffer. scratch holds vae_cpu_attention_scratch(ne_qkv) floats.
+// without an (HW)^2 buffer. scratch holds vae_cpu_attention_scratch(ne_qkv) floats. cancel: NULL,
+// or a flag read (acquire) before each block of query rows: set, the op stops there and returns
+// false, y part-written; true when it ran to the end.
 size_t vae_cpu_attention_scratch(const int64_t ne_qkv[4]);
-void   vae_cpu_attention(const float * qkv, float * y, const int64_t ne_qkv[4], float * scratch);
+bool   vae_cpu_attention(const float * qkv, float * y, const int64_t ne_qkv[4], float * scratch, const int * cancel);
 
 // [N, C, H, W] -> [N*s, C/s, H, W]: frame s*t+j of y = channels [j*C/s, (j+1)*C/s) of frame t of x; blocked
 void vae_cpu_frame_split(const float * x, float * y, const int64_t ne_x[4], int s);

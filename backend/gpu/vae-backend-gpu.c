@@ -14,6 +14,14 @@
 // every call, so any thread may call it. Neither runtime is needed to load the plugin: CUDA's is
 // linked statically and finds the driver at run time, HIP's is loaded at run time
 // (vae-hip-loader.c): without a GPU or runtime, init fails with a message and nothing else.
+// Cancellation: a graph with a cancel flag (vae_graph.cancel) is launched directly a node at a
+// time, one node ahead of the device: before launching node i the host waits for node i - 2 to
+// finish (an event after each node), then reads the flag; set, it launches nothing more, waits
+// for node i - 1, and the compute fails as interrupted, so it stops within about two nodes' time.
+// A recorded graph is one submission that nothing can stop once launched: the flag is read only
+// before it, so such a graph is recorded only when its last direct compute took at most
+// GPU_REPLAY_MAX_S, 0.1 s (VAE_GPU_REPLAY_MAX_S=s at prepare: another bound), which keeps
+// replays for small frames, where the launches cost most.
 
 #include "vae-backend-impl.h"
 #include "vae-kernels.h"
@@ -22,9 +30,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define GPU_ALIGN      256
 #define GPU_TIME_RUNS  3   // timed runs of each conv variant at prepare
+#define GPU_REPLAY_MAX_S 0.1   // a graph with a cancel flag: the longest compute that is replayed
+                               //   as one submission (which a cancel cannot stop); VAE_GPU_REPLAY_MAX_S
 
 // a converted parameter shared by the graphs that use it: packed conv weights (k > 0) or an f32
 // vector padded with zeros to `count` elements (k == 0)
@@ -51,6 +62,7 @@ struct gpu_context {
     int                   device, cc;     // cc: as vae_gpu_conv_variants takes it (vae_gpu_device_info)
     size_t                total_bytes;
     cudaStream_t          stream;
+    cudaEvent_t           fence[2];       // after nodes of even and odd index (computes with a cancel flag)
     struct gpu_weights * weights;
     struct gpu_choice *  choices;
     char                  name[320];
@@ -77,6 +89,8 @@ struct gpu_graph {
     void *             stage;            // what read_frame and read_output stage for the host (grows, kept)
     size_t             stage_bytes;
     int                computes;         // so far: the first runs directly, the second captures
+    double             direct_s;         // seconds of the last direct compute that ran to its end (-1: none)
+    double             replay_max_s;     // with a cancel flag, recorded only when direct_s is at most this
     cudaGraphExec_t    exec;
     const void *       exec_state;       // the state the recorded graph reads and writes
     bool               no_graph;         // recording failed or VAE_GPU_NO_GRAPHS=1: launch directly
@@ -132,6 +146,11 @@ static const char * gpu_get_name(vae_backend_t * backend) {
 static void gpu_free(vae_backend_t * backend) {
     struct gpu_context * ctx = backend->context;
     if (gpu_enter(ctx, NULL, 0)) {
+        for (int i = 0; i < 2; i++) {
+            if (ctx->fence[i]) {
+                cudaEventDestroy(ctx->fence[i]);
+            }
+        }
         cudaStreamDestroy(ctx->stream);
         gpu_leave(ctx);
     }
@@ -517,6 +536,8 @@ static bool gpu_graph_prepare(vae_backend_t * backend, struct vae_graph * g, siz
     }
     g->backend_data = cg;
     cg->no_graph    = gpu_env("VAE_GPU_NO_GRAPHS");
+    cg->direct_s    = -1.0;
+    cg->replay_max_s = getenv("VAE_GPU_REPLAY_MAX_S") ? atof(getenv("VAE_GPU_REPLAY_MAX_S")) : GPU_REPLAY_MAX_S;
 
     // the plan: norms and tanh-clamp in place, a conv over its residual (each output element
     // reads its residual and is written by the same thread); inputs used only as GroupNorm
@@ -779,14 +800,17 @@ static cudaError_t gpu_state_update(struct gpu_context * ctx, struct gpu_graph *
     return e;
 }
 
-// every launch of one compute, in order, on the stream
-static cudaError_t gpu_launch(vae_backend_t * backend, struct vae_graph * g, vae_state_t * state,
-                               const struct vae_tensor ** failed) {
+// every launch of one compute, in order, on the stream. checked (never while the stream is being
+// recorded): one node ahead of the device, the cancel flag read before each node (see the top);
+// *stopped tells that it was set, and nothing after that node was launched
+static cudaError_t gpu_launch(vae_backend_t * backend, struct vae_graph * g, vae_state_t * state, bool checked,
+                               const struct vae_tensor ** failed, bool * stopped) {
     struct gpu_context *    ctx = backend->context;
     struct gpu_graph *      cg  = g->backend_data;
     const enum vae_precision p   = backend->precision;
     const cudaStream_t       s   = ctx->stream;
     cudaError_t              e   = cudaSuccess;
+    *stopped                     = false;
     for (int i = 0; i < g->n_inputs && e == cudaSuccess; i++) {
         e = cudaMemcpyAsync(cg->in_dev[i], cg->in_host[i], cg->in_floats[i] * sizeof(float), cudaMemcpyHostToDevice, s);
     }
@@ -796,6 +820,13 @@ static cudaError_t gpu_launch(vae_backend_t * backend, struct vae_graph * g, vae
         const struct vae_gpu_act   y    = node->act;
         const struct vae_gpu_act * x    = t->src[0] ? &cg->nodes[t->src[0]->index].act : NULL;
         *failed                         = t;
+        if (checked && i >= 2) { // (fence[i & 1] follows node i - 2)
+            e = cudaEventSynchronize(ctx->fence[i & 1]);
+        }
+        if (checked && e == cudaSuccess && vae_graph_cancelled(g)) {
+            *stopped = true;
+            break;
+        }
         switch (t->op) {
             case VAE_OP_INPUT:
                 if (node->convert) {
@@ -858,8 +889,17 @@ static cudaError_t gpu_launch(vae_backend_t * backend, struct vae_graph * g, vae
             default:
                 return cudaErrorNotSupported;
         }
+        if (checked && e == cudaSuccess) {
+            e = cudaEventRecord(ctx->fence[i & 1], s);
+        }
     }
     return e;
+}
+
+static double gpu_seconds(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double) ts.tv_sec + 1e-9 * (double) ts.tv_nsec;
 }
 
 static bool gpu_graph_compute(vae_backend_t * backend, struct vae_graph * g, vae_state_t * state,
@@ -888,16 +928,19 @@ static bool gpu_graph_compute(vae_backend_t * backend, struct vae_graph * g, vae
     const struct vae_tensor * failed   = NULL;
     cudaError_t               e        = cudaSuccess;
     const bool                priming  = gpu_state_priming(g, state); // (launched directly, not recorded)
+    // with a cancel flag, only a compute short enough to wait for is recorded (see the top)
+    const bool                short_enough = !g->cancel || (cg->direct_s >= 0 && cg->direct_s <= cg->replay_max_s);
+    bool                      stopped  = false;
     if (cg->exec && cg->exec_state != state) { // (recorded with another state's buffers)
         cudaGraphExecDestroy(cg->exec);
         cg->exec = NULL;
     }
-    if (!cg->exec && !cg->no_graph && cg->computes > 0 && !priming) {
+    if (!cg->exec && !cg->no_graph && cg->computes > 0 && !priming && short_enough) {
         // record once; a failure to record only costs the replay
         cudaGraph_t graph = NULL;
         e = cudaStreamBeginCapture(ctx->stream, cudaStreamCaptureModeThreadLocal);
         if (e == cudaSuccess) {
-            const cudaError_t launched = gpu_launch(backend, g, state, &failed);
+            const cudaError_t launched = gpu_launch(backend, g, state, false, &failed, &stopped);
             e = cudaStreamEndCapture(ctx->stream, &graph);
             if (launched != cudaSuccess) {
                 e = launched;
@@ -917,18 +960,29 @@ static bool gpu_graph_compute(vae_backend_t * backend, struct vae_graph * g, vae
         cg->exec_state = state;
         e              = cudaSuccess;
     }
-    if (cg->exec && !priming) {
+    const double start  = gpu_seconds();
+    const bool   replay = cg->exec && !priming;
+    if (replay && vae_graph_cancelled(g)) {
+        stopped = true;
+    } else if (replay) {
         e = cudaGraphLaunch(cg->exec, ctx->stream);
         failed = NULL;
     } else {
-        e = gpu_launch(backend, g, state, &failed);
+        e = gpu_launch(backend, g, state, g->cancel != NULL, &failed, &stopped);
     }
-    if (e == cudaSuccess) {
+    if (e == cudaSuccess) { // (stopped: what was launched before the flag finishes first)
         e = cudaStreamSynchronize(ctx->stream);
         failed = NULL;
     }
     gpu_leave(ctx);
     cg->computes++;
+    if (!replay && !stopped && e == cudaSuccess) {
+        cg->direct_s = gpu_seconds() - start;
+    }
+    if (stopped && e == cudaSuccess) {
+        snprintf(err, err_size, "%s", VAE_BACKEND_INTERRUPTED);
+        return false;
+    }
     for (int i = 0; e == cudaSuccess && i < g->n_nodes; i++) {
         if (g->nodes[i]->op == VAE_OP_CAUSAL_CONV3D) {
             state->written[g->nodes[i]->i[0]] = true;
@@ -1106,14 +1160,26 @@ vae_backend_t * vae_backend_cuda_init(int device, enum vae_precision precision, 
         return NULL;
     }
     e = cudaStreamCreateWithFlags(&ctx->stream, cudaStreamNonBlocking);
-    gpu_leave(ctx);
+    for (int i = 0; i < 2 && e == cudaSuccess; i++) {
+        e = cudaEventCreate(&ctx->fence[i]);
+    }
     if (e != cudaSuccess) {
         snprintf(err, err_size, "could not create a " VAE_GPU_VENDOR " stream on device %d: %s", ctx->device,
                  cudaGetErrorString(e));
+        for (int i = 0; i < 2; i++) {
+            if (ctx->fence[i]) {
+                cudaEventDestroy(ctx->fence[i]);
+            }
+        }
+        if (ctx->stream) {
+            cudaStreamDestroy(ctx->stream);
+        }
+        gpu_leave(ctx);
         free(ctx);
         free(backend);
         return NULL;
     }
+    gpu_leave(ctx);
     snprintf(ctx->name, sizeof(ctx->name), VAE_GPU_BACKEND " (device %d: %s, %s, %.0f GiB, %s)", ctx->device, info.name,
              info.arch, info.total_bytes / 1073741824.0, vae_precision_name(precision));
     backend->iface     = &gpu_backend_i;
