@@ -13,9 +13,11 @@
 //   causal state; after the reset the stream decodes as a fresh one
 //
 // `test-cancel [cpu|cuda]`: the backend (cpu by default). tests/gpu-emu builds it against the
-// emulated CUDA backend (test-gpu-emu-cancel), with latents small enough for the emulator; the
-// GPU backend launches a graph with a cancel flag a node at a time and reads the flag between
-// nodes (backend/gpu/vae-backend-gpu.c).
+// emulated CUDA backend (test-gpu-emu-cancel), with latents sized for the emulator (a real GPU
+// decodes them too fast for this test); the GPU backend launches a graph with a cancel flag a
+// node at a time and reads the flag between nodes (backend/gpu/vae-backend-gpu.c).
+// VAE_TEST_CANCEL_KL=n (the KL latent size) and VAE_TEST_CANCEL_AFTER=s (the delay before the
+// flag) are for measurements.
 
 #include "vae-test-data.h"
 
