@@ -59,6 +59,17 @@ vae_backend_t * vae_backend_init(enum vae_backend_type type, int device, enum va
     return vae_backend_cpu_init(precision, err, err_size);
 }
 
+const char * vae_backend_bytes_str(char buf[32], double bytes) {
+    if (bytes >= 1048576.0) {
+        snprintf(buf, 32, "%.1f MiB", bytes / 1048576.0);
+    } else if (bytes >= 1024.0) {
+        snprintf(buf, 32, "%.1f KiB", bytes / 1024.0);
+    } else {
+        snprintf(buf, 32, "%.0f bytes", bytes);
+    }
+    return buf;
+}
+
 size_t vae_backend_limit(vae_backend_t * backend, size_t max_bytes) {
     return max_bytes ? max_bytes : backend->iface->memory(backend);
 }

@@ -220,6 +220,9 @@ bool vae_backend_graph_prepare(vae_backend_t * backend, struct vae_graph * g, si
 // vae_backend_graph_prepare counts it (the CPU: 7/8 of what is available now; a GPU: its memory),
 // for the checks of graphs and causal state together
 size_t vae_backend_limit(vae_backend_t * backend, size_t max_bytes);
+// a size for a message: "2.3 MiB", "97.7 KiB" below 1 MiB (a limit of 100000 bytes is not "0.1 MiB"),
+// "512 bytes" below 1 KiB; written into buf, which is returned
+const char * vae_backend_bytes_str(char buf[32], double bytes);
 typedef struct vae_state vae_state_t;
 vae_state_t * vae_backend_state_new(vae_backend_t * backend, const struct vae_graph * g, char * err, size_t err_size);
 void          vae_backend_state_reset(vae_backend_t * backend, vae_state_t * state);   // back to the start

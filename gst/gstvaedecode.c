@@ -84,10 +84,13 @@
  * how many latent frames came and how many frames are missing. After a flush (a seek) the
  * totals are unknown until announced again.
  *
- * A flush, or the state change to READY, interrupts a decode between its steps: a tiled
- * frame between two tiles (tens of milliseconds on the CPU for 64-pixel tiles), otherwise
- * at the end of the chunk being decoded. The frames of the interrupted step are dropped,
- * without an error.
+ * A flush, or the state change to READY, interrupts a decode within its step: the backend
+ * reads a cancel flag before every node of the decode graph (the CPU backend also between
+ * blocks of an attention's rows; a GPU backend before every kernel launch, or before a
+ * replayed CUDA graph, which it records only for steps under 0.1 s), and a tiled decode
+ * before every tile. On the CPU this takes tens of milliseconds at most, but a single
+ * convolution runs to its end once started. The frames of the interrupted step are
+ * dropped, without an error.
  *
  * ## Latency and messages
  *
@@ -558,7 +561,16 @@ gst_vae_decode_choose_model (GstVaeDecode * self, GstCaps * caps)
   gchar *path, *why, *warning, *error;
   GstStructure *s;
 
-  if (self->model_dirs == NULL || !gst_caps_is_fixed (caps))
+  /* neither a model-file nor a model path (said here rather than in start() where an
+   * autoplugger tries us: see there) */
+  if (self->loaded_file == NULL && self->model_dirs == NULL) {
+    GST_ELEMENT_ERROR (self, RESOURCE, NOT_FOUND,
+        ("No model file: set the model-file property to a decoder "
+            "(.safetensors or .pth), or model-dir or the " GST_VAE_MODEL_PATH_ENV
+            " environment variable to directories of decoders."), (NULL));
+    return FALSE;
+  }
+  if (self->model_dirs == NULL || caps == NULL || !gst_caps_is_fixed (caps))
     return TRUE;
   path = gst_vae_model_path_choose (self->model_dirs,
       gst_caps_get_structure (caps, 0), &why, &warning, &error);
@@ -617,14 +629,19 @@ gst_vae_decode_start (GstBaseTransform * trans)
   precision = (enum vae_precision) self->precision;
   GST_OBJECT_UNLOCK (self);
 
-  if (self->loaded_file == NULL && self->model_dirs == NULL) {
-    GST_ELEMENT_ERROR (self, RESOURCE, NOT_FOUND,
-        ("No model file: set the model-file property to a decoder "
-            "(.safetensors or .pth), or model-dir or the " GST_VAE_MODEL_PATH_ENV
-            " environment variable to directories of decoders."), (NULL));
+  /* No model at all: an error that fails the state change, except where an autoplugger
+   * (decodebin2, parsebin) tries us in locked state. It would keep the error to itself (the
+   * application would see "missing plug-in", the reason in the debug details only): there
+   * the caps are refused with it once we are plugged (see the CAPS event). */
+  if (self->loaded_file == NULL && self->model_dirs == NULL
+      && !gst_element_is_locked_state (GST_ELEMENT (self))) {
+    gst_vae_decode_choose_model (self, NULL);
     goto failed;
   }
-  if (self->loaded_file == NULL)
+  if (self->loaded_file == NULL && self->model_dirs == NULL)
+    GST_INFO_OBJECT (self, "no model-file nor model path: the caps will be "
+        "refused");
+  else if (self->loaded_file == NULL)
     GST_INFO_OBJECT (self, "no model-file: the decoder will be chosen from "
         "the model path when the latents' caps come");
   else if (!gst_vae_decode_load_model (self))
@@ -1610,6 +1627,17 @@ gst_vae_decode_sink_event (GstBaseTransform * trans, GstEvent * event)
         return FALSE;
       }
       if (!gst_vae_decode_choose_model (self, caps)) {
+        /* An autoplugger (decodebin2, parsebin) tries us in locked state and sends upstream's
+         * sticky events itself; it keeps our error to itself, and the application would see
+         * "missing plug-in" with the reason in the debug details only. Taken for now: once we
+         * are plugged, upstream pushes its caps again (its sticky event did not reach us
+         * through its own pad), and they are refused then, with the error on the bus. */
+        if (gst_element_is_locked_state (GST_ELEMENT (self))) {
+          GST_DEBUG_OBJECT (self, "being autoplugged: the caps are refused "
+              "when they come again");
+          gst_event_unref (event);
+          return TRUE;
+        }
         gst_caps_replace (&self->refused_caps, caps);
         gst_event_unref (event);
         return FALSE;

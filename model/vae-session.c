@@ -220,8 +220,9 @@ struct vae_session * vae_session_new(const struct vae_model * model, vae_backend
         // each graph fits; with the causal state of a decoder that can tile, the whole must too
         const size_t limit = vae_backend_limit(backend, c->max_bytes);
         if (ok && s->state && session_can_tile(model) && vae_session_peak_bytes(s) > limit) {
-            snprintf(err, err_size, "whole frames need %.1f MiB with the causal state, above the %.1f MiB %s",
-                     vae_session_peak_bytes(s) / 1048576.0, limit / 1048576.0,
+            char a[32], b[32];
+            snprintf(err, err_size, "whole frames need %s with the causal state, above the %s %s",
+                     vae_backend_bytes_str(a, (double) vae_session_peak_bytes(s)), vae_backend_bytes_str(b, (double) limit),
                      c->max_bytes ? "memory limit" : "of memory available");
             ok = false;
         }

@@ -100,7 +100,9 @@ static struct tv_buf * tv_acquire(struct vae_tiled_video * t, size_t n, bool dry
     }
     float * data = b && !dry ? malloc(n * sizeof(float)) : NULL;
     if (!b || (!dry && !data)) {
-        snprintf(err, err_size, "out of host memory for the tiled activations (%.1f MiB more)", n * 4 / 1048576.0);
+        char b[32];
+        snprintf(err, err_size, "out of host memory for the tiled activations (%s more)",
+                 vae_backend_bytes_str(b, (double) n * 4));
         return NULL;
     }
     *b      = (struct tv_buf) { data, n, 1 };

@@ -134,9 +134,11 @@ bool vae_tile_cancelled(const int * cancel, char * err, size_t err_size) {
 
 bool vae_tile_fits(vae_backend_t * backend, size_t peak, int tile, size_t max_bytes, char * err, size_t err_size) {
     const size_t limit = vae_backend_limit(backend, max_bytes);
+    char         a[32], b[32];
     if (peak > limit) {
-        snprintf(err, err_size, "decoding in %d-pixel tiles needs %.1f MiB, above the %.1f MiB %s", tile,
-                 peak / 1048576.0, limit / 1048576.0, max_bytes ? "memory limit" : "of memory available");
+        snprintf(err, err_size, "decoding in %d-pixel tiles needs %s, above the %s %s", tile,
+                 vae_backend_bytes_str(a, (double) peak), vae_backend_bytes_str(b, (double) limit),
+                 max_bytes ? "memory limit" : "of memory available");
     }
     return peak <= limit;
 }
@@ -321,8 +323,9 @@ struct vae_tiled * vae_tiled_new(const struct vae_model * model, vae_backend_t *
         t->crop_y = malloc(t->crop_y_floats * sizeof(float));
         ok        = t->buf[0] && t->buf[1] && t->out && t->crop && t->crop_r && t->crop_y;
         if (!ok) {
-            snprintf(err, err_size, "out of host memory for the %.1f MiB of tiled activations",
-                     vae_tiled_peak_bytes(t) / 1048576.0);
+            char b[32];
+            snprintf(err, err_size, "out of host memory for the %s of tiled activations",
+                     vae_backend_bytes_str(b, (double) vae_tiled_peak_bytes(t)));
         }
     }
     ok = ok && vae_tile_fits(backend, vae_tiled_peak_bytes(t), tile, max_bytes, err, err_size);

@@ -1492,13 +1492,14 @@ static void test_prepare_and_reuse(void) {
     const float *      in  = rnd(&pl, nin, -1, 1);
     const float *      in2 = rnd(&pl, nin, -1, 1);
 
-    // too little memory: refused with both sizes in MiB, nothing left prepared
+    // too little memory: refused with both sizes (below 1 MiB in KiB), nothing left prepared
     err[0]  = 0;
     bool ok = vae_backend_graph_prepare(B, g, 4096, err, sizeof(err));
     CHECK(!ok, "prepare with max_bytes=4096 succeeded");
-    CHECK_ERR_HAS(err, "MiB");
+    CHECK_ERR_HAS(err, "KiB of activations and weights, above the 4.0 KiB memory limit");
     CHECK(g->backend_data == NULL, "a refused prepare left backend_data set");
-    printf("prepare(max_bytes=4096): %s \"%s\"\n", !ok && strstr(err, "MiB") ? "OK refused:" : "FAIL", err);
+    printf("prepare(max_bytes=4096): %s \"%s\"\n", !ok && strstr(err, "above the 4.0 KiB") ? "OK refused:" : "FAIL",
+           err);
 
     ok = vae_backend_graph_prepare(B, g, 0, err, sizeof(err));
     CHECK(ok, "prepare: %s", err);
@@ -1519,7 +1520,8 @@ static void test_prepare_and_reuse(void) {
     err[0] = 0;
     ok     = vae_backend_graph_prepare(B, g, peak - 1, err, sizeof(err));
     CHECK(!ok, "prepare with max_bytes = peak_bytes - 1 succeeded");
-    CHECK_ERR_HAS(err, "MiB");
+    char limit_str[32];
+    CHECK_ERR_HAS(err, vae_backend_bytes_str(limit_str, (double) (peak - 1)));
     vae_backend_graph_release(B, g);
 
     // prepare again after release: same results

@@ -584,10 +584,12 @@ static bool gpu_graph_prepare(vae_backend_t * backend, struct vae_graph * g, siz
     const size_t need  = cg->mem_bytes + gpu_params_bytes(g, cg, p);
     const size_t limit = vae_backend_limit(backend, max_bytes);
     if (need > limit) {
+        char a[32], b[32];
         snprintf(err, err_size,
-                 "decoding [%lld, %lld, %lld, %lld] needs %.1f MiB of activations and weights, above the %.1f MiB %s",
+                 "decoding [%lld, %lld, %lld, %lld] needs %s of activations and weights, above the %s %s",
                  (long long) g->input->ne[0], (long long) g->input->ne[1], (long long) g->input->ne[2],
-                 (long long) g->input->ne[3], need / 1048576.0, limit / 1048576.0,
+                 (long long) g->input->ne[3], vae_backend_bytes_str(a, (double) need),
+                 vae_backend_bytes_str(b, (double) limit),
                  max_bytes ? "memory limit" : "of this GPU's memory");
         free(plan);
         gpu_graph_release(backend, g);
