@@ -145,6 +145,7 @@ struct _GstLatentParse
 
   /* stream state */
   gboolean pull;                /* sink pad in pull mode: each frame is read plane by plane */
+  gboolean pull_deferred;       /* pull mode: the loop reads the header (see sink_activate_mode) */
   GstAdapter *adapter;          /* push mode: the bytes not used yet */
   guint64 offset;               /* push mode: stream bytes flushed from the adapter */
   gint64 upstream_size;         /* pull mode: the stream's length, -1 if unknown */
@@ -235,14 +236,35 @@ gst_latent_parse_max_size (GstLatentParse * self)
   return max;
 }
 
-/* the stream ended after `got` bytes, short of what the current state needs. Once frames
- * went out, the stream ends there as at an EOS (a WARNING; vaedecode decodes what came and
- * says how many frames are missing): TRUE. Before any, an ERROR: FALSE. */
+/* the latent frames of the whole stream */
+static guint64
+gst_latent_parse_total_latents (GstLatentParse * self)
+{
+  return (guint64) self->batch * self->frames_per_item;
+}
+
+/* the stream ended after `got` bytes, short of what the current state needs. Where upstream
+ * holds more (`stopped`: an EOS sent to the source, as gst-launch-1.0 -e does on Ctrl-C or
+ * an application with gst_element_send_event, makes it end the stream early), the file is not
+ * truncated: the stream ends there as at an EOS, with an INFO message that says so: TRUE. In
+ * a truncated file, once frames went out, the stream ends there too (a WARNING; vaedecode
+ * decodes what came and says how many frames are missing): TRUE. Before any, an ERROR:
+ * FALSE. */
 static gboolean
-gst_latent_parse_truncated (GstLatentParse * self, guint64 got)
+gst_latent_parse_truncated (GstLatentParse * self, guint64 got,
+    gboolean stopped)
 {
   const guint64 tensor_start = self->data_start + self->tensor_offset;
 
+  if (self->state >= STATE_DATA && stopped) {
+    GST_ELEMENT_INFO (self, STREAM, FAILED,
+        ("The latent stream was stopped (EOS) after %" G_GUINT64_FORMAT
+            " of %" G_GUINT64_FORMAT " latent frames.", self->frames_out,
+            gst_latent_parse_total_latents (self)),
+        ("upstream ended the stream at byte %" G_GUINT64_FORMAT " of the "
+            "file's %" G_GINT64_FORMAT, got, self->upstream_size));
+    return TRUE;
+  }
   if (self->state >= STATE_DATA && self->frames_out > 0) {
     GST_ELEMENT_WARNING (self, STREAM, FORMAT,
         ("Truncated latent file: tensor '%s' needs %" G_GUINT64_FORMAT
@@ -335,7 +357,6 @@ gst_latent_parse_check_size (GstLatentParse * self,
   return TRUE;
 }
 
-/* check the tensor and fix the stream's caps; FALSE after posting an error */
 /* whether downstream took these caps */
 static gboolean
 gst_latent_parse_peer_has_caps (GstLatentParse * self, GstCaps * caps)
@@ -402,16 +423,44 @@ gst_latent_parse_caps (GstLatentParse * self, const struct vae_st_header *hdr)
   return caps;
 }
 
-static gboolean
+/* a weights file's tensor to name as an example (one of a layer's weights), or NULL where
+ * the file does not hold weights */
+static const gchar *
+gst_latent_parse_weights_example (const struct vae_st_header *hdr)
+{
+  static const gchar *const suffixes[] = { ".weight", ".bias" };
+  guint k;
+  gint i;
+
+  if (hdr->n_tensors < 2)
+    return NULL;
+  for (k = 0; k < G_N_ELEMENTS (suffixes); k++)
+    for (i = 0; i < hdr->n_tensors; i++)
+      if (g_str_has_suffix (hdr->tensors[i].name, suffixes[k]))
+        return hdr->tensors[i].name;
+  return NULL;
+}
+
+/* check the tensor and fix the stream's geometry; the caps to push, or NULL after posting an
+ * error */
+static GstCaps *
 gst_latent_parse_setup (GstLatentParse * self, const struct vae_st_header *hdr)
 {
   const struct vae_st_tensor *t = gst_latent_find_tensor (hdr,
       self->tensor_name);
+  const gchar *weight;
   gint64 c, h, w, tf;
-  GstCaps *caps;
   GString *names;
   gint i;
 
+  /* a decoder's (or any model's) weights file given as latents */
+  if (t == NULL && (weight = gst_latent_parse_weights_example (hdr))) {
+    GST_ELEMENT_ERROR (self, STREAM, WRONG_TYPE,
+        ("Not a latent file: it holds model weights (%d tensors such as "
+            "'%s'), not latents: give it to vaedecode's model-file.",
+            hdr->n_tensors, weight), (NULL));
+    return NULL;
+  }
   if (t == NULL) {
     names = g_string_new (NULL);
     for (i = 0; i < hdr->n_tensors && i < 8; i++)
@@ -422,19 +471,19 @@ gst_latent_parse_setup (GstLatentParse * self, const struct vae_st_header *hdr)
             "tensor-name.", self->tensor_name, hdr->n_tensors, names->str,
             hdr->n_tensors > 8 ? ", ..." : ""), (NULL));
     g_string_free (names, TRUE);
-    return FALSE;
+    return NULL;
   }
   if (!vae_dtype_is_float (t->dtype)) {
     GST_ELEMENT_ERROR (self, STREAM, FORMAT,
         ("Latent tensor '%s' is %s; latents must be F32, F16 or BF16.",
             t->name, vae_dtype_name (t->dtype)), (NULL));
-    return FALSE;
+    return NULL;
   }
   if (t->n_dims != 4 && t->n_dims != 5) {
     GST_ELEMENT_ERROR (self, STREAM, FORMAT,
         ("Latent tensor '%s' has %d dimensions; expected [B, C, H, W] or "
             "[B, C, T, H, W].", t->name, t->n_dims), (NULL));
-    return FALSE;
+    return NULL;
   }
   c = t->shape[1];
   tf = t->n_dims == 5 ? t->shape[2] : 1;
@@ -443,7 +492,7 @@ gst_latent_parse_setup (GstLatentParse * self, const struct vae_st_header *hdr)
   if (t->shape[0] < 1 || c < 1 || tf < 1 || h < 1 || w < 1) {
     GST_ELEMENT_ERROR (self, STREAM, FORMAT,
         ("Latent tensor '%s' is empty (a dimension is 0).", t->name), (NULL));
-    return FALSE;
+    return NULL;
   }
   if (c > GST_LATENT_MAX_DIM || h > GST_LATENT_MAX_DIM
       || w > GST_LATENT_MAX_DIM || t->shape[0] > G_MAXINT
@@ -453,7 +502,7 @@ gst_latent_parse_setup (GstLatentParse * self, const struct vae_st_header *hdr)
             " channels of %" G_GINT64_FORMAT "x%" G_GINT64_FORMAT
             " (each at most %d).", t->name, c, w, h, GST_LATENT_MAX_DIM),
         (NULL));
-    return FALSE;
+    return NULL;
   }
 
   self->info.dtype = t->dtype;
@@ -476,47 +525,31 @@ gst_latent_parse_setup (GstLatentParse * self, const struct vae_st_header *hdr)
   self->tensor_offset = t->offset;
   self->tensor_bytes = t->nbytes;
   if (!gst_latent_parse_check_size (self, t))
-    return FALSE;
+    return NULL;
   GST_INFO_OBJECT (self, "tensor '%s': %" G_GINT64_FORMAT " x %d frames of "
       "%" G_GINT64_FORMAT " x %" G_GINT64_FORMAT " x %" G_GINT64_FORMAT " %s%s, "
       "%s mode", t->name, t->shape[0], self->frames_per_item, c, h, w,
       vae_dtype_name (t->dtype), self->video ? " (video)" : "",
       self->pull ? "pull" : "push");
+  return gst_latent_parse_caps (self, hdr);
+}
+
+/* push the stream's caps (taking them); FALSE after posting an error */
+static gboolean
+gst_latent_parse_push_caps (GstLatentParse * self, GstCaps * caps)
+{
+  gboolean ok;
 
   /* (a sticky event is stored whatever downstream says: whether the peer took the caps
    * tells) */
-  caps = gst_latent_parse_caps (self, hdr);
   gst_pad_push_event (self->srcpad, gst_event_new_caps (gst_caps_ref (caps)));
-  if (!gst_latent_parse_peer_has_caps (self, caps)) {
-    /* (vaedecode says why before this; an element that refuses quietly does not) */
+  ok = gst_latent_parse_peer_has_caps (self, caps);
+  /* (vaedecode says why before this; an element that refuses quietly does not) */
+  if (!ok)
     GST_ELEMENT_ERROR (self, CORE, NEGOTIATION,
         ("Downstream does not take the latent caps %" GST_PTR_FORMAT ".",
             caps), (NULL));
-    gst_caps_unref (caps);
-    return FALSE;
-  }
   gst_caps_unref (caps);
-  return TRUE;
-}
-
-/* parse the header_len header bytes and set up the stream; FALSE after posting an error */
-static gboolean
-gst_latent_parse_header (GstLatentParse * self, const guint8 * json)
-{
-  char err[VAE_ERR_SIZE] = "";
-  struct vae_st_header *hdr =
-      vae_st_header_parse (json, self->header_len, err, sizeof (err));
-  gboolean ok;
-
-  if (hdr == NULL) {
-    GST_ELEMENT_ERROR (self, STREAM, FORMAT,
-        ("Malformed latent file header: %s", err), (NULL));
-    return FALSE;
-  }
-  ok = gst_latent_parse_setup (self, hdr);
-  vae_st_header_free (hdr);
-  if (ok)
-    self->state = STATE_DATA;
   return ok;
 }
 
@@ -536,6 +569,45 @@ gst_latent_parse_plane_offset (GstLatentParse * self, gint c)
       self->plane_bytes;
 }
 
+/* parse the header_len header bytes and set up the stream; FALSE after posting an error */
+static gboolean
+gst_latent_parse_header (GstLatentParse * self, const guint8 * json)
+{
+  char err[VAE_ERR_SIZE] = "";
+  struct vae_st_header *hdr =
+      vae_st_header_parse (json, self->header_len, err, sizeof (err));
+  GstCaps *caps;
+
+  if (hdr == NULL) {
+    GST_ELEMENT_ERROR (self, STREAM, FORMAT,
+        ("Malformed latent file header: %s", err), (NULL));
+    return FALSE;
+  }
+  caps = gst_latent_parse_setup (self, hdr);
+  vae_st_header_free (hdr);
+  if (caps == NULL)
+    return FALSE;
+  self->state = STATE_DATA;
+  /* Pull mode: a file that ends before its first whole frame (a partial download) is refused
+   * before the caps go out. Once they are out, decodebin plugs and exposes the decoder, and
+   * then playbin waits for a frame that never comes: our error (the element is dropped)
+   * only reaches its debug details. */
+  if (self->pull && self->upstream_size >= 0
+      && gst_latent_parse_item_start (self) +
+      gst_latent_parse_plane_offset (self, self->info.channels - 1) +
+      self->plane_bytes > (guint64) self->upstream_size) {
+    gst_latent_parse_truncated (self, self->upstream_size, FALSE);
+    gst_caps_unref (caps);
+    self->state = STATE_HEADER;
+    return FALSE;
+  }
+  if (!gst_latent_parse_push_caps (self, caps)) {
+    self->state = STATE_HEADER;
+    return FALSE;
+  }
+  return TRUE;
+}
+
 /* pull mode: read size bytes at offset into dest; a short read is a truncated stream */
 static GstFlowReturn
 gst_latent_parse_pull (GstLatentParse * self, guint64 offset, gsize size,
@@ -553,11 +625,17 @@ gst_latent_parse_pull (GstLatentParse * self, guint64 offset, gsize size,
       return GST_FLOW_OK;
     got = offset + n;
   } else if (ret == GST_FLOW_EOS) {
+    /* upstream ends the stream before the end of the file: not a truncated file but an EOS
+     * sent to the source (in pull mode basesrc takes one as "end here") */
+    if (self->upstream_size >= 0
+        && offset + size <= (guint64) self->upstream_size)
+      return gst_latent_parse_truncated (self, offset, TRUE) ? GST_FLOW_EOS :
+          GST_FLOW_CUSTOM_ERROR;
     got = self->upstream_size >= 0 ? (guint64) self->upstream_size : offset;
   } else {
     return ret;
   }
-  return gst_latent_parse_truncated (self, got) ? GST_FLOW_EOS :
+  return gst_latent_parse_truncated (self, got, FALSE) ? GST_FLOW_EOS :
       GST_FLOW_CUSTOM_ERROR;
 }
 
@@ -1043,9 +1121,19 @@ gst_latent_parse_sink_event (GstPad * pad, GstObject * parent,
       /* after a fatal flow error (posted already) the EOS still goes on: the stream ends
        * for downstream and for an application that missed the error, as after a source's
        * fatal error. (Downstream may have asked for no more: then nothing is missing.) */
-      if (self->state != STATE_DONE && self->last_flow == GST_FLOW_OK)
-        gst_latent_parse_truncated (self,
-            self->offset + gst_adapter_available (self->adapter));
+      if (self->state != STATE_DONE && self->last_flow == GST_FLOW_OK) {
+        const guint64 got = self->offset +
+            gst_adapter_available (self->adapter);
+        gint64 size = -1;
+
+        /* an upstream that holds more (filesrc ! queue: an EOS sent to the source) stopped
+         * the stream; one that does not tell its size or holds no more was cut short */
+        if (self->state >= STATE_DATA)
+          gst_pad_peer_query_duration (self->sinkpad, GST_FORMAT_BYTES, &size);
+        self->upstream_size = size;
+        gst_latent_parse_truncated (self, got, size > 0
+            && got < (guint64) size);
+      }
       if (self->state >= STATE_DATA)
         gst_latent_parse_push_segment (self);
       break;
@@ -1078,7 +1166,7 @@ gst_latent_parse_pull_header (GstLatentParse * self)
     return GST_FLOW_CUSTOM_ERROR;
   if (self->upstream_size >= 0
       && self->data_start > (guint64) self->upstream_size) {
-    gst_latent_parse_truncated (self, self->upstream_size);
+    gst_latent_parse_truncated (self, self->upstream_size, FALSE);
     return GST_FLOW_CUSTOM_ERROR;
   }
   json = g_malloc (self->header_len);
@@ -1089,7 +1177,46 @@ gst_latent_parse_pull_header (GstLatentParse * self)
   return ret;
 }
 
-/* pull mode's streaming thread: one frame per call (the header was read at activation) */
+/* pull mode: the header, the caps downstream (which the decoder checks) and whether the first
+ * frame is all there (gst_latent_parse_header); in the state change to PAUSED, or where an
+ * autoplugger plugs us, in the streaming thread (see sink_activate_mode) */
+static GstFlowReturn
+gst_latent_parse_pull_start (GstLatentParse * self)
+{
+  GstFlowReturn ret = gst_latent_parse_pull_header (self);
+
+  if (ret < GST_FLOW_OK && ret != GST_FLOW_CUSTOM_ERROR
+      && ret != GST_FLOW_FLUSHING)
+    GST_ELEMENT_FLOW_ERROR (self, ret);
+  return ret;
+}
+
+/* An autoplugger (decodebin2, parsebin) tries an element in locked state, holding its sink
+ * pad's stream lock, and filters out its error messages (dropping them once it keeps the
+ * element) until it unlocks it: the streaming thread starts when the stream lock is released,
+ * just before that, so it waits for the unlock before it says anything. FLUSHING when the pad
+ * is deactivated meanwhile. */
+static GstFlowReturn
+gst_latent_parse_wait_autoplugged (GstLatentParse * self)
+{
+  const gint64 end = g_get_monotonic_time () + 2 * G_TIME_SPAN_SECOND;
+
+  while (gst_element_is_locked_state (GST_ELEMENT (self))
+      && g_get_monotonic_time () < end) {
+    gboolean flushing;
+
+    GST_OBJECT_LOCK (self->sinkpad);
+    flushing = GST_PAD_IS_FLUSHING (self->sinkpad);
+    GST_OBJECT_UNLOCK (self->sinkpad);
+    if (flushing)
+      return GST_FLOW_FLUSHING;
+    g_usleep (500);
+  }
+  return GST_FLOW_OK;
+}
+
+/* pull mode's streaming thread: one frame per call (the header was read at activation, or is
+ * read by the first call) */
 static void
 gst_latent_parse_loop (GstPad * pad)
 {
@@ -1097,8 +1224,14 @@ gst_latent_parse_loop (GstPad * pad)
   GstFlowReturn ret = GST_FLOW_EOS;
   GstEvent *event;
 
-  if (self->state == STATE_DATA && !gst_latent_parse_past_stop (self))
+  if (self->pull_deferred) {
+    self->pull_deferred = FALSE;
+    ret = gst_latent_parse_wait_autoplugged (self);
+    if (ret == GST_FLOW_OK)
+      ret = gst_latent_parse_pull_start (self);
+  } else if (self->state == STATE_DATA && !gst_latent_parse_past_stop (self)) {
     ret = gst_latent_parse_frame (self);
+  }
   if (ret == GST_FLOW_OK)
     return;
 
@@ -1137,28 +1270,6 @@ gst_latent_parse_loop (GstPad * pad)
   gst_pad_push_event (self->srcpad, gst_event_new_eos ());
 }
 
-/* pull mode, in the state change to PAUSED: the header, the caps downstream (which the decoder
- * checks) and whether the first frame is all there. What is wrong there fails the state change
- * itself: posted later from the streaming thread, gst-launch-1.0 (1.22) may miss the error
- * (its bus sync handler quits a main loop that is not running yet) and wait forever. */
-static gboolean
-gst_latent_parse_pull_start (GstLatentParse * self)
-{
-  GstFlowReturn ret = gst_latent_parse_pull_header (self);
-
-  if (ret == GST_FLOW_OK && self->upstream_size >= 0
-      && gst_latent_parse_item_start (self) +
-      gst_latent_parse_plane_offset (self, self->info.channels - 1) +
-      self->plane_bytes > (guint64) self->upstream_size) {
-    gst_latent_parse_truncated (self, self->upstream_size);
-    ret = GST_FLOW_CUSTOM_ERROR;
-  }
-  if (ret < GST_FLOW_OK && ret != GST_FLOW_CUSTOM_ERROR
-      && ret != GST_FLOW_FLUSHING)
-    GST_ELEMENT_FLOW_ERROR (self, ret);
-  return ret == GST_FLOW_OK;
-}
-
 /* pull mode when upstream offers random access (filesrc): a frame's planes are read where
  * they lie, so only a frame is held whatever the item's size; else push mode */
 static gboolean
@@ -1186,11 +1297,23 @@ gst_latent_parse_sink_activate_mode (GstPad * pad, GstObject * parent,
     self->pull = mode == GST_PAD_MODE_PULL;
   if (mode != GST_PAD_MODE_PULL)
     return TRUE;
-  if (active)
-    return gst_latent_parse_pull_start (self)
-        && gst_pad_start_task (pad, (GstTaskFunction) gst_latent_parse_loop,
-        pad, NULL);
-  return gst_pad_stop_task (pad);
+  if (!active)
+    return gst_pad_stop_task (pad);
+
+  /* What is wrong with the file fails the state change itself: posted later from the
+   * streaming thread, gst-launch-1.0 (1.22) may miss the error (its bus sync handler quits a
+   * main loop that is not running yet) and wait forever. Not so where an autoplugger
+   * (decodebin, parsebin: playbin, gst-discoverer-1.0) tries us, in locked state: it keeps
+   * what we post to itself (the application would see "missing plug-in", with our reason
+   * in the debug details only), and pushing the caps from the state change plugs the
+   * decoder and makes playbin's callbacks take its lock while we hold our state lock, which
+   * playbin's own state change waits for (a deadlock). There the streaming thread reads the
+   * header, once we are plugged. */
+  self->pull_deferred = gst_element_is_locked_state (GST_ELEMENT (self));
+  if (!self->pull_deferred && gst_latent_parse_pull_start (self) != GST_FLOW_OK)
+    return FALSE;
+  return gst_pad_start_task (pad, (GstTaskFunction) gst_latent_parse_loop,
+      pad, NULL);
 }
 
 static GstStateChangeReturn

@@ -3,11 +3,16 @@
  *
  * The model path (gstvaemodelpath.h). Candidates are probed with vae_model_load, which reads
  * only a file's header and detects the family from its keys and shapes: weights are not read,
- * so a directory of checkpoints costs a header parse per file.
+ * so a directory of checkpoints costs a header parse per file. A file is taken only where
+ * its real path (links resolved) lies inside a model directory: a link in the model path to
+ * a file elsewhere is refused, as a workflow's vae-name with `..` among its path components.
+ * What was refused, and why, goes into the error that says no decoder fits.
  */
 
 #include "gstvaemodelpath.h"
 
+#include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "vae-model.h"
@@ -46,6 +51,50 @@ gst_vae_model_path_dirs (const gchar * model_dir)
   if (dirs[0] == NULL)
     g_clear_pointer (&dirs, g_strfreev);
   return dirs;
+}
+
+/* whether path's real path (its links resolved) lies inside one of dirs (resolved too); else
+ * why not in *why */
+static gboolean
+gst_vae_model_path_inside (gchar ** dirs, const gchar * path, gchar ** why)
+{
+  char *real = realpath (path, NULL);
+  gboolean inside = FALSE;
+  gint d;
+
+  if (real == NULL) {
+    *why = g_strdup_printf ("its real path cannot be found (%s)",
+        g_strerror (errno));
+    return FALSE;
+  }
+  for (d = 0; dirs[d] && !inside; d++) {
+    char *dir = realpath (dirs[d], NULL);
+    gsize n = dir ? strlen (dir) : 0;
+
+    /* (the root directory is the only one whose real path ends with '/') */
+    inside = dir != NULL && strncmp (real, dir, n) == 0
+        && (real[n] == '/' || (n > 0 && dir[n - 1] == '/'));
+    free (dir);
+  }
+  if (!inside)
+    *why = g_strdup_printf ("it is a link to %s, outside the model path", real);
+  free (real);
+  return inside;
+}
+
+/* whether `..` is one of the name's path components ('/' or '\\' separated: a name such as
+ * taef2..decoder.safetensors is a file name like any other) */
+static gboolean
+gst_vae_model_path_climbs (const gchar * name)
+{
+  gchar **parts = g_strsplit_set (name, "/\\", -1);
+  gboolean climbs = FALSE;
+  gint i;
+
+  for (i = 0; parts[i] && !climbs; i++)
+    climbs = g_str_equal (parts[i], "..");
+  g_strfreev (parts);
+  return climbs;
 }
 
 /* the file vae_name stands for in dir: the name itself, or for ComfyUI's names of the TAESD
@@ -100,14 +149,16 @@ gst_vae_model_path_compare (gconstpointer a, gconstpointer b)
 }
 
 /* the decoders of dirs, a file name in an earlier directory hiding the same in later ones;
- * what they are, for the messages, appended to found */
+ * what they are, for the messages, appended to found, and the files that are not, with
+ * why, to refused */
 static GArray *
-gst_vae_model_path_probe (gchar ** dirs, GString * found)
+gst_vae_model_path_probe (gchar ** dirs, GString * found, GString * refused)
 {
   GArray *cands = g_array_new (FALSE, TRUE, sizeof (GstVaeCandidate));
   GHashTable *seen = g_hash_table_new_full (g_str_hash, g_str_equal, g_free,
       NULL);
   char err[VAE_ERR_SIZE];
+  gchar *why = NULL;
   gint d;
 
   for (d = 0; dirs[d]; d++) {
@@ -135,9 +186,21 @@ gst_vae_model_path_probe (gchar ** dirs, GString * found)
         continue;
       }
       g_hash_table_add (seen, g_strdup (file));
-      m = vae_model_load (c.path, VAE_FAMILY_AUTO, err, sizeof (err));
+      m = NULL;
+      if (!gst_vae_model_path_inside (dirs, c.path, &why))
+        g_strlcpy (err, why, sizeof (err));
+      else
+        m = vae_model_load (c.path, VAE_FAMILY_AUTO, err, sizeof (err));
+      g_clear_pointer (&why, g_free);
       if (m == NULL) {
+        gchar *quoted = g_strdup_printf ("'%s': ", c.path);
+
         GST_DEBUG ("model path: %s is not a decoder: %s", c.path, err);
+        /* (the loader's errors start with the file's name, said already) */
+        g_string_append_printf (refused, "%s%s was refused: %s",
+            refused->len ? "; " : "", c.path, g_str_has_prefix (err, quoted) ?
+            err + strlen (quoted) : err);
+        g_free (quoted);
         g_free (c.path);
         continue;
       }
@@ -183,7 +246,9 @@ gst_vae_model_path_choose (gchar ** dirs, const GstStructure * s,
 {
   const gchar *vae_name = gst_structure_get_string (s, "vae-name");
   gchar *dirs_str = g_strjoinv (G_SEARCHPATH_SEPARATOR_S, dirs), *ret = NULL;
+  gchar *outside = NULL;
   GString *found = g_string_new (NULL), *fits = g_string_new (NULL);
+  GString *refused = g_string_new (NULL);
   const gchar *kind = "";
   GArray *cands;
   gboolean video;
@@ -192,14 +257,21 @@ gst_vae_model_path_choose (gchar ** dirs, const GstStructure * s,
 
   *why = *warning = *error = NULL;
   /* the workflow's VAE: a file name relative to the model path, never outside it */
-  if (vae_name && (g_path_is_absolute (vae_name)
-          || strstr (vae_name, "..") != NULL)) {
+  if (vae_name && (*vae_name == '\0' || g_path_is_absolute (vae_name)
+          || gst_vae_model_path_climbs (vae_name))) {
     *warning = g_strdup_printf ("The latents name the VAE '%s', which is not a "
         "file name in the model path; choosing by their channels.", vae_name);
     vae_name = NULL;
   }
   for (d = 0; vae_name && dirs[d] && ret == NULL; d++)
     ret = gst_vae_model_path_named (dirs[d], vae_name);
+  if (ret && !gst_vae_model_path_inside (dirs, ret, &outside)) {
+    *warning = g_strdup_printf ("The latents name the VAE '%s', which is %s "
+        "(%s); choosing by their channels.", vae_name, ret, outside);
+    g_clear_pointer (&ret, g_free);
+    g_free (outside);
+    vae_name = NULL;
+  }
   if (ret) {
     *why = g_strdup_printf ("the VAE '%s' of the latents' ComfyUI workflow",
         vae_name);
@@ -213,7 +285,7 @@ gst_vae_model_path_choose (gchar ** dirs, const GstStructure * s,
   gst_structure_get_int (s, "channels", &channels);
   if (gst_structure_get_boolean (s, "video", &video))
     kind = video ? " video" : " image";
-  cands = gst_vae_model_path_probe (dirs, found);
+  cands = gst_vae_model_path_probe (dirs, found, refused);
   for (i = 0; i < cands->len; i++) {
     GstVaeCandidate *c = &g_array_index (cands, GstVaeCandidate, i);
 
@@ -232,11 +304,18 @@ gst_vae_model_path_choose (gchar ** dirs, const GstStructure * s,
         "model path%s%s", channels, kind, *warning ? ". " : "",
         *warning ? *warning : "");
   } else if (n == 0) {
+    /* what is there, and what was refused and why (a file that is not a decoder, a
+     * malformed or malicious one, a link out of the model path) */
+    if (found->len == 0 && refused->len == 0)
+      g_string_append (found, "no .safetensors or .pth decoder");
+    else if (found->len == 0)
+      g_string_append_printf (found, "no decoder: %s", refused->str);
+    else if (refused->len)
+      g_string_append_printf (found, "; %s", refused->str);
     *error = g_strdup_printf ("%s%sNo decoder for %d-channel%s latents in the "
         "model path (%s), which holds %s. Put the decoder there, or set "
         "model-file.", *warning ? *warning : "", *warning ? " " : "",
-        channels, kind, dirs_str, found->len ? found->str :
-        "no .safetensors or .pth decoder");
+        channels, kind, dirs_str, found->str);
   } else {
     *error = g_strdup_printf ("%s%s%d decoders in the model path (%s) take "
         "%d-channel%s latents: %s. Set model-file to the one to use, or "
@@ -248,6 +327,7 @@ gst_vae_model_path_choose (gchar ** dirs, const GstStructure * s,
 done:
   g_string_free (found, TRUE);
   g_string_free (fits, TRUE);
+  g_string_free (refused, TRUE);
   g_free (dirs_str);
   return ret;
 }
