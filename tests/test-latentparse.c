@@ -614,6 +614,122 @@ GST_START_TEST (test_truncated)
 
 GST_END_TEST;
 
+/* a decoder's weights given as latents: said so, and where they belong, in both modes */
+GST_START_TEST (test_weights_file)
+{
+  const Shape s = { 1, 1, 1, 1, 1, FALSE };
+  gchar *path = g_build_filename (g_getenv ("VAE_TEST_DATA"),
+      "taef2_z32_w16.orig.safetensors", NULL), *data;
+  const gchar *needle = "Not a latent file: it holds model weights (79 tensors "
+      "such as '1.weight'), not latents: give it to vaedecode's model-file.";
+  GBytes *bytes;
+  GstHarness *h;
+  GstBus *bus;
+  gsize len;
+
+  fail_unless (g_file_get_contents (path, &data, &len, NULL), "%s", path);
+  bytes = g_bytes_new_take (data, len);
+  expect_pull_error (bytes, &s, NULL, GST_MESSAGE_ERROR, needle, 0);
+  h = push_harness (NULL, &bus);
+  push_range (h, bytes, 0, len);
+  expect_bus_message (bus, GST_MESSAGE_ERROR, needle);
+  harness_teardown (h, bus);
+  g_bytes_unref (bytes);
+  g_free (path);
+}
+
+GST_END_TEST;
+
+static gpointer
+send_eos (gpointer pipeline)
+{
+  gst_element_send_event (GST_ELEMENT (pipeline), gst_event_new_eos ());
+  return NULL;
+}
+
+/* An EOS sent to the pipeline (gst-launch-1.0 -e on Ctrl-C) while latentparse is midway
+ * through a file: upstream ends the stream early, which is not a truncated file. The frames
+ * pushed come out, then an INFO message says the stream was stopped after them; no warning.
+ * Pull mode (filesrc ! latentparse: the source's next range is EOS) and push mode
+ * (filesrc ! queue ! latentparse: the source pushes an EOS). */
+static void
+expect_stopped (const gchar * queue)
+{
+  const Shape s = { 40, 5, 1, 7, 9, FALSE };
+  guint64 size, k = 0;
+  gchar *path = write_latent (&s, &size), *desc, *needle;
+  GstElement *p, *sink;
+  GstMessage *msg;
+  GThread *thread = NULL;
+  GError *err = NULL;
+  GstBus *bus;
+
+  desc = g_strdup_printf ("filesrc location=%s blocksize=256 %s ! latentparse "
+      "name=parse ! appsink name=sink sync=false max-buffers=1", path, queue);
+  p = gst_parse_launch (desc, &err);
+  fail_unless (p != NULL && err == NULL, "%s", desc);
+  sink = gst_bin_get_by_name (GST_BIN (p), "sink");
+  bus = gst_element_get_bus (p);
+  gst_element_set_state (p, GST_STATE_PLAYING);
+  for (;;) {
+    GstSample *sample = gst_app_sink_try_pull_sample (GST_APP_SINK (sink),
+        10 * GST_SECOND);
+
+    if (sample == NULL)
+      break;
+    check_frame (gst_sample_get_buffer (sample), &s, k++);
+    gst_sample_unref (sample);
+    /* (sent from another thread: in push mode the source finishes its push first, which
+     * waits for the frames we take here) */
+    if (k == 3)
+      thread = g_thread_new ("eos", send_eos, p);
+  }
+  fail_unless (gst_app_sink_is_eos (GST_APP_SINK (sink)), "%s: no EOS", desc);
+  g_thread_join (thread);
+  fail_unless (k >= 3 && k < 40, "%s: %" G_GUINT64_FORMAT " frames", desc, k);
+
+  needle = g_strdup_printf ("The latent stream was stopped (EOS) after %"
+      G_GUINT64_FORMAT " of 40 latent frames.", k);
+  msg = gst_bus_pop_filtered (bus, GST_MESSAGE_INFO | GST_MESSAGE_WARNING |
+      GST_MESSAGE_ERROR);
+  fail_unless (msg != NULL, "%s: no message (wanted '%s')", desc, needle);
+  if (GST_MESSAGE_TYPE (msg) == GST_MESSAGE_INFO)
+    gst_message_parse_info (msg, &err, NULL);
+  else if (GST_MESSAGE_TYPE (msg) == GST_MESSAGE_WARNING)
+    gst_message_parse_warning (msg, &err, NULL);
+  else
+    gst_message_parse_error (msg, &err, NULL);
+  fail_unless (GST_MESSAGE_TYPE (msg) == GST_MESSAGE_INFO
+      && strcmp (err->message, needle) == 0, "%s: %s '%s', wanted the info "
+      "'%s'", desc, GST_MESSAGE_TYPE_NAME (msg), err->message, needle);
+  g_clear_error (&err);
+  gst_message_unref (msg);
+  msg = gst_bus_pop_filtered (bus, GST_MESSAGE_WARNING | GST_MESSAGE_ERROR);
+  fail_if (msg != NULL, "%s: a warning or an error besides", desc);
+
+  gst_element_set_state (p, GST_STATE_NULL);
+  gst_object_unref (bus);
+  gst_object_unref (sink);
+  gst_object_unref (p);
+  g_free (needle);
+  g_free (desc);
+  remove_latent (path);
+}
+
+GST_START_TEST (test_stopped_pull)
+{
+  expect_stopped ("");
+}
+
+GST_END_TEST;
+
+GST_START_TEST (test_stopped_push)
+{
+  expect_stopped ("! queue max-size-buffers=2 max-size-bytes=0 max-size-time=0");
+}
+
+GST_END_TEST;
+
 /* ---- seeking and duration ---------------------------------------------------------------- */
 
 /* what went by a pad since the last flush: its buffers and the segment's start */
@@ -854,6 +970,9 @@ latentparse_suite (void)
   tcase_add_test (tc, test_push_frames_as_they_arrive);
   tcase_add_test (tc, test_refuse_above_bound);
   tcase_add_test (tc, test_truncated);
+  tcase_add_test (tc, test_weights_file);
+  tcase_add_test (tc, test_stopped_pull);
+  tcase_add_test (tc, test_stopped_push);
   tcase_add_test (tc, test_seek);
   tcase_add_test (tc, test_seek_refused_in_push_mode);
   tcase_add_test (tc, test_seek_decoded);
