@@ -35,11 +35,18 @@
  * A file cut short inside its tensor (a partial download, a dropped connection) plays what
  * it holds: the whole frames go out, then a WARNING names the bytes that are missing and the
  * stream ends as at an EOS (vaedecode decodes every frame that came and warns how many are
- * missing). A stream that ends before its first whole frame, a malformed header, a missing
- * tensor or an unusable shape or dtype stops the pipeline with an error that names the cause;
- * frames pushed before stay pushed.
+ * missing). A stream that upstream ends early while the file holds more (an EOS sent to the
+ * source: gst-launch-1.0 -e on Ctrl-C) is not truncated: it ends there with an INFO message
+ * that says after how many of the latent frames. A stream that ends before its first whole
+ * frame, a malformed header, a missing tensor or an unusable shape or dtype stops the pipeline
+ * with an error that names the cause (a file of model weights is named as such); frames pushed
+ * before stay pushed.
  * In pull mode the header is read when the element goes to PAUSED, so its errors fail that
- * state change.
+ * state change; a file that ends before its first whole frame fails it before any caps go
+ * out. Where an autoplugger (decodebin, parsebin) tries the element, in locked state, the
+ * streaming thread reads the header once the element is plugged: the autoplugger would keep
+ * an error of the state change to itself, the application seeing "missing plug-in" with the
+ * cause in the debug details only.
  *
  * ## Auto-plugging
  *
@@ -257,12 +264,15 @@ gst_latent_parse_truncated (GstLatentParse * self, guint64 got,
   const guint64 tensor_start = self->data_start + self->tensor_offset;
 
   if (self->state >= STATE_DATA && stopped) {
-    GST_ELEMENT_INFO (self, STREAM, FAILED,
-        ("The latent stream was stopped (EOS) after %" G_GUINT64_FORMAT
-            " of %" G_GUINT64_FORMAT " latent frames.", self->frames_out,
-            gst_latent_parse_total_latents (self)),
-        ("upstream ended the stream at byte %" G_GUINT64_FORMAT " of the "
-            "file's %" G_GINT64_FORMAT, got, self->upstream_size));
+    gchar *text = g_strdup_printf ("The latent stream was stopped (EOS) after %"
+        G_GUINT64_FORMAT " of %" G_GUINT64_FORMAT " latent frames.",
+        self->frames_out, gst_latent_parse_total_latents (self));
+
+    /* (gst-launch-1.0 prints an INFO message's debug text alone) */
+    GST_ELEMENT_INFO (self, STREAM, FAILED, ("%s", text), ("%s Upstream ended "
+            "it before the end of its %" G_GINT64_FORMAT " bytes: an EOS sent "
+            "to the source, not a truncated file.", text, self->upstream_size));
+    g_free (text);
     return TRUE;
   }
   if (self->state >= STATE_DATA && self->frames_out > 0) {

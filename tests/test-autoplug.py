@@ -158,8 +158,8 @@ def hung(name):
     os._exit(1)
 
 
-def playbin(path):
-    p = Gst.ElementFactory.make('playbin')
+def playbin(path, factory='playbin'):
+    p = Gst.ElementFactory.make(factory)
     p.set_property('uri', Gst.filename_to_uri(path))
     p.set_property('video-sink', Gst.ElementFactory.make('fakesink'))
     p.set_property('audio-sink', Gst.ElementFactory.make('fakesink'))
@@ -167,11 +167,15 @@ def playbin(path):
 
 
 def autopluggers(path):
-    """playbin, uridecodebin and filesrc ! decodebin on the file"""
+    """playbin, uridecodebin, filesrc ! decodebin (latentparse in pull mode), filesrc ! queue !
+    decodebin (in push mode) and playbin3 (parsebin) on the file"""
     uri = Gst.filename_to_uri(path)
     return [('playbin', playbin(path)),
             ('uridecodebin', Gst.parse_launch('uridecodebin uri=%s ! fakesink' % uri)),
-            ('decodebin', Gst.parse_launch('filesrc location="%s" ! decodebin ! fakesink' % path))]
+            ('decodebin', Gst.parse_launch('filesrc location="%s" ! decodebin ! fakesink' % path)),
+            ('decodebin in push mode',
+             Gst.parse_launch('filesrc location="%s" ! queue ! decodebin ! fakesink' % path)),
+            ('playbin3', playbin(path, 'playbin3'))]
 
 
 def discoverer(path, timeout=30):
