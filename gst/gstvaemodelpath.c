@@ -77,7 +77,7 @@ gst_vae_model_path_inside (gchar ** dirs, const gchar * path, gchar ** why)
     free (dir);
   }
   if (!inside)
-    *why = g_strdup_printf ("it is a link to %s, outside the model path", real);
+    *why = g_strdup_printf ("it resolves to %s, outside the model path", real);
   free (real);
   return inside;
 }

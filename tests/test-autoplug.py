@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """Latent files in the autopluggers, as an application sees them (Debian's python3-gi): playbin,
-uridecodebin and decodebin (filesrc ! decodebin) read from their bus, gst-discoverer-1.0 run as a
-user runs it, with the decoder chosen from GST_VAE_MODEL_PATH.
+uridecodebin, decodebin (filesrc ! decodebin, and behind a queue: latentparse in push mode) and
+playbin3 (parsebin) read from their bus, gst-discoverer-1.0 run as a user runs it, with the decoder
+chosen from GST_VAE_MODEL_PATH.
 
 - Nothing hangs: a file that ends before its first whole frame ends in an ERROR within a second
   (it used to leave playbin PREROLLING for ever: latentparse pushed its caps before it found the
@@ -325,7 +326,7 @@ def test_policy():
     d = model_dir('link-out', links=[('evil.safetensors', os.path.join(outside, 'taef2_decoder.safetensors'))])
     os.environ['GST_VAE_MODEL_PATH'] = d
     o = run(playbin(FULL))
-    needle = '%s/evil.safetensors was refused: it is a link to %s/taef2_decoder.safetensors, outside the model path' % (d, outside)
+    needle = '%s/evil.safetensors was refused: it resolves to %s/taef2_decoder.safetensors, outside the model path' % (d, outside)
     if o.kind == 'error' and needle in o.error:
         ok('a link out of the model path is refused')
     else:
@@ -339,6 +340,19 @@ def test_policy():
         ok('a link inside the model path is taken')
     else:
         bad('a link inside the model path is taken', '%s, model %s' % (o, o.model))
+
+    # a workflow's vae-name that is such a link: refused, the latents' channels choose
+    d = model_dir('named-out', [('taef2.safetensors', DECODER)],
+                  links=[('evil.safetensors', os.path.join(outside, 'taef2_decoder.safetensors'))])
+    os.environ['GST_VAE_MODEL_PATH'] = d
+    o = run(playbin(comfy_latent(os.path.join(TMP, 'named-out.latent'), 'evil.safetensors')))
+    if o.kind == 'preroll' and o.model == os.path.join(d, 'taef2.safetensors') and any(
+            'resolves to %s/taef2_decoder.safetensors, outside the model path' % outside in w
+            for w in o.warnings):
+        ok("a vae-name that links out of the model path is refused")
+    else:
+        bad("a vae-name that links out of the model path is refused",
+            '%s, model %s, warnings %s' % (o, o.model, o.warnings))
 
     # a link in one model directory to a file in another
     d2 = model_dir('link-across', links=[('across.safetensors', os.path.join(outside, 'taef2_decoder.safetensors'))])
