@@ -13,7 +13,7 @@ DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recomme
     libgstreamer1.0-dev libgstreamer-plugins-base1.0-dev libgstreamer-plugins-bad1.0-dev gstreamer1.0-tools \
     gstreamer1.0-plugins-base gstreamer1.0-plugins-base-apps gstreamer1.0-plugins-good \
     gstreamer1.0-plugins-ugly gstreamer1.0-libav python3-gi python3-numpy gir1.2-gst-plugins-base-1.0 \
-    clang-19 clang-tools-19 lld-19 libamdhip64-dev rocm-device-libs >/dev/null
+    clang-19 clang-tools-19 llvm-19 lld-19 libamdhip64-dev rocm-device-libs >/dev/null
 [ -d build ] || meson setup build
 ninja -C build
 pipelines/decode-to-png.sh out
