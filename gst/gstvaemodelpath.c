@@ -224,14 +224,16 @@ gst_vae_model_path_probe (gchar ** dirs, GString * found, GString * refused)
 
 /* whether the candidate takes latents of s */
 static gboolean
-gst_vae_model_path_fits (const GstVaeCandidate * c, const GstStructure * s)
+gst_vae_model_path_fits (const GstVaeCandidate * c, const GstStructure * s,
+    gboolean images_to_video)
 {
   const gchar *space = gst_structure_get_string (s, "space");
   gboolean video;
   gint channels = 0;
 
   gst_structure_get_int (s, "channels", &channels);
-  if (gst_structure_get_boolean (s, "video", &video) && video != c->video)
+  if (gst_structure_get_boolean (s, "video", &video) && video != c->video
+      && !(images_to_video && !video))
     return FALSE;
   if (g_strcmp0 (space, "raw") == 0)
     return channels == c->channels[0];
@@ -252,7 +254,7 @@ gst_vae_model_path_choose (gchar ** dirs, const GstStructure * s,
   const gchar *kind = "";
   GArray *cands;
   gboolean video;
-  gint channels = 0, n = 0, d;
+  gint channels = 0, n = 0, d, pass;
   guint i;
 
   *why = *warning = *error = NULL;
@@ -286,17 +288,23 @@ gst_vae_model_path_choose (gchar ** dirs, const GstStructure * s,
   if (gst_structure_get_boolean (s, "video", &video))
     kind = video ? " video" : " image";
   cands = gst_vae_model_path_probe (dirs, found, refused);
-  for (i = 0; i < cands->len; i++) {
-    GstVaeCandidate *c = &g_array_index (cands, GstVaeCandidate, i);
+  /* images take an image decoder of their channels; where there is none, a causal video
+   * decoder of their channels decodes each as a one-frame clip (Qwen-Image's images and
+   * Wan's, with the Wan 2.1 VAE) */
+  for (pass = 0; pass < 2 && n == 0; pass++) {
+    for (i = 0; i < cands->len; i++) {
+      GstVaeCandidate *c = &g_array_index (cands, GstVaeCandidate, i);
 
-    if (gst_vae_model_path_fits (c, s)) {
-      g_string_append_printf (fits, "%s%s (%s)", n ? ", " : "", c->path,
-          vae_family_name (c->family));
-      if (n++ == 0)
-        ret = g_strdup (c->path);
+      if (gst_vae_model_path_fits (c, s, pass == 1)) {
+        g_string_append_printf (fits, "%s%s (%s)", n ? ", " : "", c->path,
+            vae_family_name (c->family));
+        if (n++ == 0)
+          ret = g_strdup (c->path);
+      }
     }
-    g_free (c->path);
   }
+  for (i = 0; i < cands->len; i++)
+    g_free (g_array_index (cands, GstVaeCandidate, i).path);
   g_array_unref (cands);
   /* (the warning is repeated: decodebin drops messages of an element it is setting up) */
   if (n == 1) {

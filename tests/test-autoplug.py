@@ -386,6 +386,26 @@ def test_policy():
             bad(name, '%s, model %s' % (o, o.model))
 
 
+def test_images_for_video():
+    """image latents ([B, 16, H, W], Qwen-Image's kind) from a model path that holds only a Wan 2.1
+    VAE: decoded by it (one-frame clips), not refused for want of an image decoder; beside a
+    16-channel image decoder, the image decoder"""
+    lat = safetensors(os.path.join(TMP, 'images16.latent'),
+                      {'latent_tensor': ('F32', [2, 16, 5, 7], 2 * 16 * 5 * 7 * 4)})
+    wan = os.path.join(DATA, 'wan21_b4.orig.safetensors')
+    img = os.path.join(DATA, 'taesd_z16_w16.comfy.safetensors')
+    for name, files, want in [('only a Wan VAE', [('wan_2.1_vae.safetensors', wan)], 'wan_2.1_vae'),
+                              ('a Wan VAE and an image decoder', [('wan_2.1_vae.safetensors', wan),
+                                                                  ('taef1_decoder.safetensors', img)],
+                               'taef1_decoder')]:
+        os.environ['GST_VAE_MODEL_PATH'] = model_dir('images-' + want + str(len(files)), files)
+        o = run(playbin(lat))
+        if o.kind == 'preroll' and o.model and want in o.model:
+            ok('image latents, %s: %s' % (name, os.path.basename(o.model)))
+        else:
+            bad('image latents, %s' % name, '%s, model %s' % (o, o.model))
+
+
 def main():
     if CYCLES:
         Gst.init(None)
@@ -394,7 +414,8 @@ def main():
     Gst.init(None)
     only = sys.argv[1:]
     try:
-        for t in [test_cut, test_refused_latents, test_refused_models, test_policy, test_cycles]:
+        for t in [test_cut, test_refused_latents, test_refused_models, test_policy, test_images_for_video,
+                  test_cycles]:
             if not only or t.__name__ in only:
                 t()
     finally:
