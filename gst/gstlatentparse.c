@@ -103,6 +103,7 @@
 
 #include "gstlatentparse.h"
 #include "gstlatentinfo.h"
+#include "gstvaedecode.h"
 
 #include <gst/base/gstadapter.h>
 
@@ -544,7 +545,21 @@ gst_latent_parse_setup (GstLatentParse * self, const struct vae_st_header *hdr)
   return gst_latent_parse_caps (self, hdr);
 }
 
-/* push the stream's caps (taking them); FALSE after posting an error */
+/* whether the element downstream is a vaedecode, which posts why it refuses caps */
+static gboolean
+gst_latent_parse_peer_says_why (GstLatentParse * self)
+{
+  GstPad *peer = gst_pad_get_peer (self->srcpad);
+  GstElement *parent = peer ? gst_pad_get_parent_element (peer) : NULL;
+  gboolean says = parent != NULL && GST_IS_VAE_DECODE (parent);
+
+  gst_clear_object (&parent);
+  gst_clear_object (&peer);
+  return says;
+}
+
+/* push the stream's caps (taking them); FALSE after an error was posted (by vaedecode when it
+ * is downstream: one error per cause) */
 static gboolean
 gst_latent_parse_push_caps (GstLatentParse * self, GstCaps * caps)
 {
@@ -554,8 +569,7 @@ gst_latent_parse_push_caps (GstLatentParse * self, GstCaps * caps)
    * tells) */
   gst_pad_push_event (self->srcpad, gst_event_new_caps (gst_caps_ref (caps)));
   ok = gst_latent_parse_peer_has_caps (self, caps);
-  /* (vaedecode says why before this; an element that refuses quietly does not) */
-  if (!ok)
+  if (!ok && !gst_latent_parse_peer_says_why (self))
     GST_ELEMENT_ERROR (self, CORE, NEGOTIATION,
         ("Downstream does not take the latent caps %" GST_PTR_FORMAT ".",
             caps), (NULL));

@@ -1,5 +1,5 @@
 #!/bin/bash
-# gst-launch-1.0 on bad input of every kind: each run must fail with an error, not a crash or a
+# gst-launch-1.0 on bad input of every kind: each run must fail with one error, not a crash or a
 # hang (status 1, or 255 when the pipeline already refuses to pause), and print the cause. Runs
 # are not retried: gst-launch-1.0 (1.22) misses an error posted from a streaming thread before its
 # main loop runs, so what can fail before the first frame fails the state change itself
@@ -19,6 +19,8 @@ expect_error() {
         bad "$name: exit status $rc (want 1 or 255; 124 = hang, >128 = crash)"; cat "$tmp/out"
     elif ! grep -qF -- "$needle" "$tmp/out"; then
         bad "$name: no '$needle' in:"; cat "$tmp/out"
+    elif [ "$(grep -c '^ERROR: from element' "$tmp/out")" != 1 ]; then
+        bad "$name: one error per cause, not $(grep -c '^ERROR: from element' "$tmp/out"):"; cat "$tmp/out"
     else
         ok "$name: $(grep -m1 -F -- "$needle" "$tmp/out")"
     fi
@@ -68,6 +70,13 @@ else
 fi
 expect_error "malformed latents" "Not a safetensors latent file" \
     filesrc location="$tmp/text.latent" ! latentparse ! vaedecode model-file="$model" ! $sink
+# a picture given as the latents or as the model is named as what it is (a PNG signature and a
+# few of an IHDR's bytes)
+printf '\211PNG\r\n\032\n\000\000\000\rIHDR\000\000\000\040' >"$tmp/picture.png"
+expect_error "a PNG as latents" "Not a safetensors latent file: this is a PNG image, not a safetensors file" \
+    filesrc location="$tmp/picture.png" ! latentparse ! vaedecode model-file="$model" ! $sink
+expect_error "a PNG as the model" "picture.png': this is a PNG image, not a safetensors file" \
+    filesrc location="$full" ! latentparse ! vaedecode model-file="$tmp/picture.png" ! $sink
 expect_error "zero-size latents" "is empty" \
     filesrc location="$tmp/empty.latent" ! latentparse ! vaedecode model-file="$model" ! $sink
 expect_error "absurd latent size" "absurd size" \
