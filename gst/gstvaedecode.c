@@ -1960,9 +1960,13 @@ gst_vae_decode_class_init (GstVaeDecodeClass * klass)
    * it; ComfyUI's `taesd`, `taef1`... are `<name>_decoder.safetensors` or `.pth`), else the
    * only `.safetensors` or `.pth` decoder (a `.pth` beside a `.safetensors` of the same name
    * is the same decoder: not counted twice) in the directories that takes their channel count and, where the
-   * caps say, is a video decoder or an image one. None or several is an error that names
-   * what the directories hold; a named VAE that is missing is a warning, and the choice goes
-   * by the channels. The choice is logged at INFO level and posted as an element message
+   * caps say, is a video decoder or an image one (image latents that no image decoder takes
+   * go to a causal video decoder of their channels, which decodes each as a one-frame clip).
+   * None or several is an error that names what the directories hold, and the files refused
+   * with the reason for each; a named VAE that is missing is a warning, and the choice goes
+   * by the channels. A file whose real path (links resolved) lies outside the directories is
+   * refused, and a `vae-name` with `..` as a path component or an absolute one is not
+   * looked up. The choice is logged at INFO level and posted as an element message
    * `vaedecode-model` (fields `file`, `family`, `reason`).
    */
   g_object_class_install_property (gobject_class, PROP_MODEL_DIR,
