@@ -2757,82 +2757,27 @@ kl_latent (gint n)
   return buf;
 }
 
-/* a 512x512 frame of the kl_sd fixture in 64-pixel tiles takes seconds on the CPU; a flush,
- * and then the way to READY, stop it between two tiles: the push returns FLUSHING within a
- * second, without an error. After the flush the element decodes again. */
-GST_START_TEST (test_interrupt_tiled_decode)
+/* a frame of n x n latents of the kl_sd fixture (with these properties) takes seconds on the
+ * CPU; a flush, and then the way to READY, stop it: the push returns FLUSHING within `limit`
+ * microseconds, without an error. After the flush the element decodes a small frame again. */
+static void
+interrupt_decode (const gchar * props, gint n, gint64 limit)
 {
   const gchar *how[] = { "flush", "READY" };
+  gchar *caps = g_strdup_printf ("video/x-latent, type=float32, channels=4, "
+      "width=%d, height=%d, framerate=16/1", n, n);
   GstBus *bus;
-  GstHarness *h = model_harness ("kl_sd.safetensors", "tile-size=64", &bus);
+  GstHarness *h = model_harness ("kl_sd.safetensors", props, &bus);
   GstSegment segment;
   guint k;
 
   gst_harness_set_sink_caps_str (h, "video/x-raw, format=RGB");
   for (k = 0; k < G_N_ELEMENTS (how); k++) {
-    PushJob job = { h, kl_latent (64), GST_FLOW_OK, 0, 0 };
+    PushJob job = { h, kl_latent (n), GST_FLOW_OK, 0, 0 };
     GThread *thread;
     gint64 asked;
 
-    gst_harness_set_src_caps_str (h, "video/x-latent, type=float32, "
-        "channels=4, width=64, height=64, framerate=16/1");
-    thread = g_thread_new ("push", (GThreadFunc) push_job, &job);
-    g_usleep (G_USEC_PER_SEC);
-    asked = g_get_monotonic_time ();
-    fail_if (g_atomic_int_get (&job.finished), "the decode ended before the %s: it is too "
-        "short for this test", how[k]);
-    if (k == 0)
-      fail_unless (gst_harness_push_event (h, gst_event_new_flush_start ()));
-    else
-      fail_unless_equals_int (gst_element_set_state (h->element,
-              GST_STATE_READY), GST_STATE_CHANGE_SUCCESS);
-    g_thread_join (thread);
-    GST_INFO ("%s: the push returned after %.3f s", how[k],
-        (job.done - asked) / 1e6);
-    fail_unless (job.done - asked < G_USEC_PER_SEC, "the %s took %.2f s to "
-        "stop the decode", how[k], (job.done - asked) / 1e6);
-    fail_unless_equals_int (job.ret, GST_FLOW_FLUSHING);
-    fail_unless_equals_int (gst_harness_buffers_received (h), k);
-    fail_if (gst_bus_pop_filtered (bus, GST_MESSAGE_ERROR) != NULL);
-    if (k > 0)
-      break;
-
-    /* after the flush, a small frame (4 tiles) decodes */
-    fail_unless (gst_harness_push_event (h, gst_event_new_flush_stop (TRUE)));
-    gst_segment_init (&segment, GST_FORMAT_TIME);
-    fail_unless (gst_harness_push_event (h, gst_event_new_segment (&segment)));
-    gst_harness_set_src_caps_str (h, "video/x-latent, type=float32, "
-        "channels=4, width=16, height=16, framerate=16/1");
-    fail_unless_equals_int (gst_harness_push (h, kl_latent (16)),
-        GST_FLOW_OK);
-    fail_unless_equals_int (gst_harness_buffers_received (h), 1);
-    gst_buffer_unref (gst_harness_pull (h));
-  }
-  harness_teardown (h, bus);
-}
-
-GST_END_TEST;
-
-/* one untiled 768x768 frame of the kl_sd fixture is a single decode step of seconds on the
- * CPU; a flush, and then the way to READY, stop it between two nodes of its graph (the
- * backend reads the cancel flag): the push returns FLUSHING within 0.5 s, without an error.
- * After the flush the element decodes again. */
-GST_START_TEST (test_interrupt_untiled_decode)
-{
-  const gchar *how[] = { "flush", "READY" };
-  GstBus *bus;
-  GstHarness *h = model_harness ("kl_sd.safetensors", NULL, &bus);
-  GstSegment segment;
-  guint k;
-
-  gst_harness_set_sink_caps_str (h, "video/x-raw, format=RGB");
-  for (k = 0; k < G_N_ELEMENTS (how); k++) {
-    PushJob job = { h, kl_latent (96), GST_FLOW_OK, 0, 0 };
-    GThread *thread;
-    gint64 asked;
-
-    gst_harness_set_src_caps_str (h, "video/x-latent, type=float32, "
-        "channels=4, width=96, height=96, framerate=16/1");
+    gst_harness_set_src_caps_str (h, caps);
     thread = g_thread_new ("push", (GThreadFunc) push_job, &job);
     /* (past the session's start: the graph's preparation is not interrupted) */
     g_usleep (G_USEC_PER_SEC);
@@ -2847,8 +2792,8 @@ GST_START_TEST (test_interrupt_untiled_decode)
     g_thread_join (thread);
     GST_INFO ("%s: the push returned after %.3f s", how[k],
         (job.done - asked) / 1e6);
-    fail_unless (job.done - asked < G_USEC_PER_SEC / 2, "the %s took %.2f s to "
-        "stop the decode", how[k], (job.done - asked) / 1e6);
+    fail_unless (job.done - asked < limit, "the %s took %.2f s to stop the "
+        "decode", how[k], (job.done - asked) / 1e6);
     fail_unless_equals_int (job.ret, GST_FLOW_FLUSHING);
     fail_unless_equals_int (gst_harness_buffers_received (h), k);
     fail_if (gst_bus_pop_filtered (bus, GST_MESSAGE_ERROR) != NULL);
@@ -2867,6 +2812,22 @@ GST_START_TEST (test_interrupt_untiled_decode)
     gst_buffer_unref (gst_harness_pull (h));
   }
   harness_teardown (h, bus);
+  g_free (caps);
+}
+
+/* a 512x512 frame in 64-pixel tiles: stopped between two tiles, within a second */
+GST_START_TEST (test_interrupt_tiled_decode)
+{
+  interrupt_decode ("tile-size=64", 64, G_USEC_PER_SEC);
+}
+
+GST_END_TEST;
+
+/* one untiled 768x768 frame, a single decode step: stopped between two nodes of its graph
+ * (the backend reads the cancel flag), within 0.5 s */
+GST_START_TEST (test_interrupt_untiled_decode)
+{
+  interrupt_decode (NULL, 96, G_USEC_PER_SEC / 2);
 }
 
 GST_END_TEST;

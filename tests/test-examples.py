@@ -70,23 +70,19 @@ def case(name, model, latent, props, n_frames, W, H, path_python=None):
         ref = ref.reshape(n_frames, H, W, 3)
         check(float(ref.std()) > 5, f"{name}: the frames are not flat (std {ref.std():.1f})")
 
-        out = os.path.join(tmp, "np.npy")
-        if run([sys.executable, os.path.join(src, "pipelines", "numpy-decode.py"), model, latent, out, *props]):
-            got = np.load(out)
-            same = got.shape == ref.shape and np.array_equal(got, ref)
-            check(same, f"numpy-decode.py {name}: {got.shape}, "
-                  f"{'the same bytes' if same else 'NOT the bytes'} of the local pipeline")
-        else:
-            check(False, f"numpy-decode.py {name} ran")
-        if path_python:
-            out2 = os.path.join(tmp, "np-path.npy")
-            if run([path_python, os.path.join(src, "pipelines", "numpy-decode.py"), model, latent, out2, *props]):
-                got = np.load(out2)
+        # numpy-decode.py under this interpreter, and under the python3 first on the PATH
+        for python, what in [(sys.executable, "numpy-decode.py"),
+                             (path_python, f"python3 pipelines/numpy-decode.py (python3 = {path_python})")]:
+            if not python:
+                continue
+            out = os.path.join(tmp, "np.npy")
+            if run([python, os.path.join(src, "pipelines", "numpy-decode.py"), model, latent, out, *props]):
+                got = np.load(out)
                 same = got.shape == ref.shape and np.array_equal(got, ref)
-                check(same, f"python3 pipelines/numpy-decode.py {name} (python3 = {path_python}): "
+                check(same, f"{what} {name}: {got.shape}, "
                       f"{'the same bytes' if same else 'NOT the bytes'} of the local pipeline")
             else:
-                check(False, f"python3 pipelines/numpy-decode.py {name} ran (python3 = {path_python})")
+                check(False, f"{what} {name} ran")
 
         net = os.path.join(tmp, "net")
         if run([os.path.join(src, "pipelines", "network-decode.sh"), model, latent, net, str(free_port()), *props]):
