@@ -1191,11 +1191,11 @@ static void reuse_on(vae_backend_t * b) {
     const size_t       nout = out_count(g), frame = nout / 3;
     const float *      in = rnd(&pl, (size_t) 3 * 4 * 16 * 9, -1, 1), *in2 = rnd(&pl, (size_t) 3 * 4 * 16 * 9, -1, 1);
 
-    // too little memory: refused with the sizes in MiB, nothing left prepared
+    // too little memory: refused with the sizes (below 1 MiB in KiB), nothing left prepared
     err[0]  = 0;
     bool ok = vae_backend_graph_prepare(b, g, 4096, err, sizeof(err));
     CHECK(!ok, "[%s] prepare with max_bytes=4096 succeeded", pn);
-    CHECK_ERR_HAS(err, "MiB");
+    CHECK_ERR_HAS(err, "KiB of activations and weights, above the 4.0 KiB memory limit");
     CHECK(g->backend_data == NULL, "[%s] a refused prepare left backend_data set", pn);
     printf("[%s] prepare(max_bytes=4096): %s \"%s\"\n", pn, !ok ? "refused:" : "FAIL, accepted", err);
 
@@ -1221,7 +1221,8 @@ static void reuse_on(vae_backend_t * b) {
     err[0] = 0;
     ok     = vae_backend_graph_prepare(b, g, peak - 1, err, sizeof(err));
     CHECK(!ok, "[%s] prepare with max_bytes = peak_bytes - 1 succeeded", pn);
-    CHECK_ERR_HAS(err, "MiB");
+    char limit_str[32];
+    CHECK_ERR_HAS(err, vae_backend_bytes_str(limit_str, (double) (peak - 1)));
     vae_backend_graph_release(b, g);
 
     // a second graph prepared at the same time does not disturb the first
