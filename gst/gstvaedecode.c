@@ -353,67 +353,22 @@ GST_ELEMENT_REGISTER_DEFINE (vaedecode, "vaedecode", GST_RANK_PRIMARY,
     GST_TYPE_VAE_DECODE);
 
 #define GST_TYPE_VAE_MODEL_FAMILY (gst_vae_model_family_get_type ())
+/* the values, nicks and descriptions come from the families' files in model/ */
 static GType
 gst_vae_model_family_get_type (void)
 {
   static GType type = 0;
-  static const GEnumValue values[] = {
-    {VAE_FAMILY_AUTO, "Detect from the file's keys and shapes", "auto"},
-    {VAE_FAMILY_TAESD, "TAESD, tiny decoder for SD 1.x/2.x latents (4 ch)",
-        "taesd"},
-    {VAE_FAMILY_TAESDXL, "TAESDXL, tiny decoder for SDXL latents (4 ch)",
-        "taesdxl"},
-    {VAE_FAMILY_TAESD3, "TAESD3, tiny decoder for SD3 latents (16 ch)",
-        "taesd3"},
-    {VAE_FAMILY_TAEF1, "TAEF1, tiny decoder for FLUX.1 latents (16 ch)",
-        "taef1"},
-    {VAE_FAMILY_TAEF2, "TAEF2, tiny decoder for FLUX.2 latents (32 ch)",
-        "taef2"},
-    {VAE_FAMILY_WAN21, "Wan 2.1 VAE: Wan 2.1, Wan 2.2-A14B, Qwen-Image (16 ch)",
-        "wan2.1"},
-    {VAE_FAMILY_TAEW21, "TAEHV tiny decoder for Wan 2.1 latents (16 ch)",
-        "taew2_1"},
-    {VAE_FAMILY_TAEW22,
-        "TAEHV tiny decoder for Wan 2.2-5B latents (48 ch, 16x spatial scale)",
-        "taew2_2"},
-    {VAE_FAMILY_TAEHV, "TAEHV tiny decoder for HunyuanVideo latents (16 ch; "
-          "raw z becomes z * 0.476986)", "taehv"},
-    {VAE_FAMILY_TAEHV1_5, "TAEHV tiny decoder for HunyuanVideo 1.5 latents "
-          "(32 ch, 16x spatial scale; raw z becomes z * 1.03682)", "taehv1_5"},
-    {VAE_FAMILY_TAELTX2, "TAEHV tiny decoder for LTX-2 latents (128 ch, 32x "
-          "spatial scale, 8 frames per latent frame)", "taeltx_2"},
-    {VAE_FAMILY_TAECVX, "TAEHV tiny decoder for CogVideoX latents (16 ch)",
-        "taecvx"},
-    {VAE_FAMILY_SD1,
-        "AutoencoderKL of SD 1.x (4 ch; normalized z = x / 0.18215)", "sd1"},
-    {VAE_FAMILY_SD2,
-        "AutoencoderKL of SD 2.x (4 ch; normalized z = x / 0.18215)", "sd2"},
-    {VAE_FAMILY_SDXL,
-        "AutoencoderKL of SDXL (4 ch; normalized z = x / 0.13025)", "sdxl"},
-    {VAE_FAMILY_SD3, "AutoencoderKL of SD3 and SD3.5 (16 ch; normalized "
-          "z = x / 1.5305 + 0.0609)", "sd3"},
-    {VAE_FAMILY_FLUX1, "AutoencoderKL of FLUX.1, also Z-Image, HiDream, "
-          "Lumina 2 (16 ch; normalized z = x / 0.3611 + 0.1159)", "flux1"},
-    {VAE_FAMILY_FLUX2, "AutoencoderKL of FLUX.2 (32 ch raw; normalized: 128 ch "
-          "at half the size, through the file's BatchNorm statistics and a 2x2 "
-          "unpatchify, 16x spatial scale)", "flux2"},
-    {VAE_FAMILY_WAN22, "Wan 2.2 VAE of TI2V-5B (48 ch, 16x spatial scale)",
-        "wan2.2"},
-    {VAE_FAMILY_TAEW22_SUPER, "TAEHV 'super' decoder for Wan 2.2-5B latents "
-          "(48 ch, 16x spatial scale)", "taew2_2_super"},
-    {VAE_FAMILY_TAEHV1_5_SUPER, "TAEHV 'super' decoder for HunyuanVideo 1.5 "
-          "latents (32 ch, 16x spatial scale; raw z becomes z * 1.03682)",
-        "taehv1_5_super"},
-    {VAE_FAMILY_SVD, "Stable Video Diffusion's temporal decoder (4 ch, scale "
-          "0.18215 as sd1; see chunk-frames)", "svd"},
-    {VAE_FAMILY_SEEDVR2, "SeedVR2's causal video VAE (16 ch; normalized "
-          "z = x / 0.9152)", "seedvr2"},
-    {0, NULL, NULL},
-  };
+  static GEnumValue values[VAE_FAMILY_COUNT + 1];
 
-  if (g_once_init_enter (&type))
+  if (g_once_init_enter (&type)) {
+    gint f;
+
+    for (f = 0; f < VAE_FAMILY_COUNT; f++)
+      values[f] = (GEnumValue) {
+      f, vae_family_description (f), vae_family_name (f)};
     g_once_init_leave (&type, g_enum_register_static ("GstVaeModelFamily",
             values));
+  }
   return type;
 }
 

@@ -10,11 +10,22 @@
 // (everything through the mid block, at latent resolution) runs on whole frames, and every later
 // 3x3 conv is a step that a tile runs with a 1-pixel border of its input, given the GroupNorm
 // statistics of the whole frame. The whole-frame graph is built from the same steps.
+//
+// The six variants: 4 latent channels (sd1, sd2, sdxl: one shape, told apart only by the
+// checkpoint around the decoder, MODELS.md §D.5), 16 (sd3, flux1: likewise), and FLUX.2's 32 with
+// the BatchNorm statistics of its 128-channel normalized latents. SVD's temporal decoder is an
+// AutoencoderKL too (vae-svd.c builds on this file's names and decoder).
 
-#include "vae-model.h"
+#include "vae-family.h"
+#include "vae-kl.h"
+#include "vae-weights.h"
 
+#include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+
+#define KL_FLUX2_BN_EPS 1e-4f   // FLUX.2's BatchNorm over the patchified latent (MODELS.md A.6)
 
 #define KL_GROUPS 32
 #define KL_EPS    1e-6f
@@ -189,7 +200,7 @@ struct vae_tensor * vae_kl_decoder(struct vae_builder * b, struct vae_tensor * x
     return x;                                                                           // [N, 3, H, W]
 }
 
-struct vae_graph * vae_kl_build(const struct vae_model * model, int n, int h, int w, char * err, size_t err_size) {
+static struct vae_graph * kl_build(const struct vae_model * model, int n, int h, int w, char * err, size_t err_size) {
     struct vae_builder b;
     if (!vae_builder_init(&b, model, err, err_size)) {
         return NULL;
@@ -197,3 +208,209 @@ struct vae_graph * vae_kl_build(const struct vae_model * model, int n, int h, in
     struct vae_tensor * x = vae_graph_input(b.g, n, model->latent_channels, h, w);     // [N, z, h, w]
     return vae_builder_finish(&b, vae_kl_decoder(&b, x, NULL));
 }
+
+int vae_kl_recognise(const struct vae_st_header * hdr, struct vae_naming * naming, char * err, size_t err_size) {
+    static const char * prefixes[] = { "", "first_stage_model.", "vae." };
+    for (size_t i = 0; i < sizeof(prefixes) / sizeof(prefixes[0]); i++) {
+        char key[96], svd[112];
+        snprintf(key, sizeof(key), "%sdecoder.up_blocks.0.resnets.0.norm1.weight", prefixes[i]);
+        snprintf(svd, sizeof(svd), "%sdecoder.up_blocks.0.resnets.0.spatial_res_block.norm1.weight", prefixes[i]);
+        naming->prefix = prefixes[i];
+        if (vae_st_header_find(hdr, key) || vae_st_header_find(hdr, svd)) {
+            naming->kind = VAE_KL_NAMING_DIFFUSERS;
+            snprintf(key, sizeof(key), "%sdecoder.up_blocks.", prefixes[i]);
+            const long most = vae_name_most_index(hdr, key, ".", err, err_size);
+            naming->count   = most + 1;
+            return most < -1 ? -1 : 1;
+        }
+        snprintf(key, sizeof(key), "%sdecoder.conv_in.weight", prefixes[i]);
+        const struct vae_st_tensor * in = vae_st_header_find(hdr, key);
+        if (in && in->n_dims == 4) {
+            naming->kind = VAE_KL_NAMING_LDM;
+            return 1;
+        }
+    }
+    return 0;
+}
+
+// diffusers' AutoencoderKL names -> LDM (MODELS.md A.4); up_blocks.I is up.(levels - 1 - I);
+// both attention namings (to_q.. and the older query..)
+static char * kl_diffusers_name(const char * key, long levels) {
+    static const char * attn[][2] = {
+        { "group_norm.", "norm." }, { "to_q.", "q." },   { "to_k.", "k." },     { "to_v.", "v." },
+        { "to_out.0.", "proj_out." }, { "query.", "q." }, { "key.", "k." }, { "value.", "v." },
+        { "proj_attn.", "proj_out." },
+    };
+    long         num, num2;
+    const char * rest, * rest2;
+    char *       name;
+    if (strncmp(key, "post_quant_conv.", 16) == 0 || strcmp(key, "bn.running_mean") == 0 ||
+        strcmp(key, "bn.running_var") == 0 || strncmp(key, "decoder.conv_in.", 16) == 0 ||
+        strncmp(key, "decoder.conv_out.", 17) == 0) {
+        return strdup(key);
+    }
+    if (strncmp(key, "decoder.conv_norm_out.", 22) == 0) {
+        name = malloc(strlen(key));
+        if (name) {
+            sprintf(name, "decoder.norm_out.%s", key + 22);
+        }
+        return name;
+    }
+    if ((name = vae_name_renumber(key, "decoder.mid_block.resnets.", "decoder.mid.block_", 1, 1, &num, &rest))) {
+        return name;
+    }
+    if (strncmp(key, "decoder.mid_block.attentions.0.", 31) == 0) {
+        for (size_t i = 0; i < sizeof(attn) / sizeof(attn[0]); i++) {
+            const size_t n = strlen(attn[i][0]);
+            if (strncmp(key + 31, attn[i][0], n) == 0) {
+                name = malloc(strlen(key) + 8);
+                if (name) {
+                    sprintf(name, "decoder.mid.attn_1.%s%s", attn[i][1], key + 31 + n);
+                }
+                return name;
+            }
+        }
+        return NULL;
+    }
+    if (strncmp(key, "decoder.up_blocks.", 18) != 0 || (num = vae_name_index(key + 18, &rest)) < 0 || num >= levels) {
+        return NULL;
+    }
+    char level[40];
+    snprintf(level, sizeof(level), "decoder.up.%ld.block.", levels - 1 - num);
+    if ((name = vae_name_renumber(rest, ".resnets.", level, 0, 1, &num2, &rest2))) {
+        return vae_name_replace(name, ".conv_shortcut.", ".nin_shortcut.");
+    }
+    if (strncmp(rest, ".upsamplers.0.conv.", 19) == 0) {
+        name = malloc(strlen(rest) + 40);
+        if (name) {
+            sprintf(name, "decoder.up.%ld.upsample.conv.%s", levels - 1 - num, rest + 19);
+        }
+        return name;
+    }
+    return NULL;
+}
+
+char * vae_kl_canonical_name(const char * key, const struct vae_naming * naming) {
+    if (naming->kind == VAE_KL_NAMING_DIFFUSERS) {
+        return kl_diffusers_name(key, naming->count);
+    }
+    if (strncmp(key, "decoder.post_quant_conv.", 24) == 0) { // BFL keeps it inside the decoder
+        return strdup(key + 8);
+    }
+    return strncmp(key, "decoder.", 8) == 0 || strncmp(key, "post_quant_conv.", 16) == 0 ||
+                   strcmp(key, "bn.running_mean") == 0 || strcmp(key, "bn.running_var") == 0
+               ? strdup(key)
+               : NULL;
+}
+
+bool vae_kl_prepare(struct vae_model * m, char * err, size_t err_size) {
+    static const char *       parts[] = { "q", "k", "v", "proj_out" };
+    const struct vae_weight * in      = vae_model_weight(m, "decoder.conv_in.weight");
+    if (!in) {
+        snprintf(err, err_size, "AutoencoderKL names but no 'decoder.conv_in.weight'");
+        return false;
+    }
+    m->latent_channels = (int) in->shape[1];
+    if (!vae_weights_join_attention(m, "AutoencoderKL", "decoder.mid.attn_1", parts, "qkv", err, err_size)) {
+        return false;
+    }
+    m->own_space = VAE_SPACE_RAW;
+    m->scale     = 1; // 2x per upsampling level (8 for the released decoders' four levels)
+    for (int l = 0; l < 16; l++) {
+        char name[64];
+        snprintf(name, sizeof(name), "decoder.up.%d.upsample.conv.weight", l);
+        m->scale *= vae_model_weight(m, name) ? 2 : 1;
+    }
+    m->out_scale  = 0.5f; // [-1, 1] -> [0, 1]
+    m->out_offset = 0.5f;
+    return true;
+}
+
+// the variant from the latent channels, FLUX.2's BatchNorm statistics and the checkpoint around
+// the decoder (MODELS.md §D.5); a named one where the file's shapes allow it
+static bool kl_prepare(struct vae_model * m, const struct vae_st_header * hdr, enum vae_family want, char * err,
+                       size_t err_size) {
+    if (!vae_kl_prepare(m, err, err_size)) {
+        return false;
+    }
+    const int                 z    = m->latent_channels;
+    const struct vae_weight * mean = vae_model_weight(m, "bn.running_mean");
+    const struct vae_weight * var  = vae_model_weight(m, "bn.running_var");
+    enum vae_family           found;
+    bool                      certain = true;
+    if (mean || var) {
+        found = VAE_FAMILY_FLUX2;
+        if (z != 32 || !mean || !var || mean->n_dims != 1 || var->n_dims != 1 || mean->shape[0] != 4 * z ||
+            var->shape[0] != 4 * z) {
+            snprintf(err, err_size,
+                     "a FLUX.2-style AutoencoderKL (with BatchNorm statistics) needs 32 latent channels and "
+                     "'bn.running_mean' and 'bn.running_var' of 128; the file has %d channels", z);
+            return false;
+        }
+        ((struct vae_weight *) mean)->aux = ((struct vae_weight *) var)->aux = true;
+    } else if (z == 4) {
+        certain = vae_name_has_prefix(hdr, "conditioner.embedders.1.") || vae_name_has_prefix(hdr, "cond_stage_model.");
+        found   = vae_name_has_prefix(hdr, "conditioner.embedders.1.")  ? VAE_FAMILY_SDXL
+                  : vae_name_has_prefix(hdr, "cond_stage_model.model.") ? VAE_FAMILY_SD2
+                                                                        : VAE_FAMILY_SD1;
+    } else if (z == 16) {
+        const bool flux = vae_name_has_prefix(hdr, "double_blocks.") ||
+                          vae_name_has_prefix(hdr, "model.diffusion_model.double_blocks.");
+        certain = flux || vae_name_has_prefix(hdr, "model.diffusion_model.joint_blocks.");
+        found   = flux ? VAE_FAMILY_FLUX1 : VAE_FAMILY_SD3;
+    } else {
+        snprintf(err, err_size,
+                 "an AutoencoderKL decoder with %d latent channels: not a variant this build knows (sd1/sd2/sdxl: 4, "
+                 "sd3/flux1: 16, flux2: 32 with BatchNorm statistics)", z);
+        return false;
+    }
+    // the variants that share shapes: sd1, sd2, sdxl; sd3, flux1
+    const int group_of[VAE_FAMILY_COUNT] = { [VAE_FAMILY_SD1] = 1, [VAE_FAMILY_SD2] = 1, [VAE_FAMILY_SDXL] = 1,
+                                             [VAE_FAMILY_SD3] = 2, [VAE_FAMILY_FLUX1] = 2, [VAE_FAMILY_FLUX2] = 3 };
+    const bool named = want != VAE_FAMILY_AUTO && group_of[want] == group_of[found];
+    m->family         = named ? want : found;
+    m->family_certain = certain || named;
+    return true;
+}
+
+// FLUX.2: x' = x * sqrt(var + eps) + mean over the 128 patchified channels
+static bool kl_flux2_affine(const struct vae_model * m, float * div, float * add, char * err, size_t err_size) {
+    const float * mean = vae_model_weight_data(m, vae_model_weight(m, "bn.running_mean"), err, err_size);
+    const float * var  = mean ? vae_model_weight_data(m, vae_model_weight(m, "bn.running_var"), err, err_size) : NULL;
+    if (!var) {
+        return false;
+    }
+    for (int c = 0; c < 4 * m->latent_channels; c++) {
+        div[c] = 1.0f / sqrtf(var[c] + KL_FLUX2_BN_EPS);
+        add[c] = mean[c];
+    }
+    return true;
+}
+
+// the diffusion model's x = (raw z - shift) * scale
+static const struct vae_variant kl_variants[] = {
+    { VAE_FAMILY_SD1, "sd1", "AutoencoderKL of SD 1.x (4 ch; normalized z = x / 0.18215)", 4, false, 0.18215f, 0.0f,
+      .same_shapes = "sd1 or sd2 0.18215, or sdxl 0.13025" },
+    { VAE_FAMILY_SD2, "sd2", "AutoencoderKL of SD 2.x (4 ch; normalized z = x / 0.18215)", 4, false, 0.18215f, 0.0f },
+    { VAE_FAMILY_SDXL, "sdxl", "AutoencoderKL of SDXL (4 ch; normalized z = x / 0.13025)", 4, false, 0.13025f, 0.0f },
+    { VAE_FAMILY_SD3, "sd3", "AutoencoderKL of SD3 and SD3.5 (16 ch; normalized z = x / 1.5305 + 0.0609)", 16, false,
+      1.5305f, 0.0609f, .same_shapes = "sd3 1.5305 and 0.0609, or flux1 0.3611 and 0.1159" },
+    { VAE_FAMILY_FLUX1, "flux1",
+      "AutoencoderKL of FLUX.1, also Z-Image, HiDream, Lumina 2 (16 ch; normalized z = x / 0.3611 + 0.1159)", 16,
+      false, 0.3611f, 0.1159f },
+    { VAE_FAMILY_FLUX2, "flux2",
+      "AutoencoderKL of FLUX.2 (32 ch raw; normalized: 128 ch at half the size, through the file's BatchNorm "
+      "statistics and a 2x2 unpatchify, 16x spatial scale)", 32, false, .affine = kl_flux2_affine, .patch = 2 },
+};
+
+const struct vae_family_desc vae_kl_family = {
+    /* .name           = */ "AutoencoderKL",
+    /* .keys           = */ "'decoder.conv_in.weight', 'decoder.up_blocks.0.resnets.0.norm1.weight'",
+    /* .style          = */ "AutoencoderKL",
+    /* .variants       = */ VAE_VARIANTS(kl_variants),
+    /* .recognise      = */ vae_kl_recognise,
+    /* .canonical_name = */ vae_kl_canonical_name,
+    /* .prepare        = */ kl_prepare,
+    /* .build          = */ kl_build,
+    /* .causal         = */ NULL,
+};

@@ -81,7 +81,12 @@ struct vae_weight {
     int32_t * rows;
 };
 
+struct vae_family_desc; // (vae-family.h)
+struct vae_variant;
+
 struct vae_model {
+    const struct vae_family_desc * desc;    // the family's file that loaded it
+    const struct vae_variant *     variant; // its model-family's entry there (set once prepared)
     enum vae_family     family;
     bool                family_certain;   // false when the file cannot tell (4 ch: taesd or taesdxl)
     int                 latent_channels;
@@ -107,6 +112,7 @@ enum vae_family  vae_family_from_name(const char * name);   // VAE_FAMILY_COUNT 
 // SVD's clips) rather than independent images
 int              vae_family_latent_channels(enum vae_family family);
 bool             vae_family_is_video(enum vae_family family);
+const char *     vae_family_description(enum vae_family family); // a line for users: what it decodes
 
 // load a decoder (safetensors or a torch.save .pth); family AUTO detects it, any other value is checked against the file
 struct vae_model * vae_model_load(const char * path, enum vae_family family, char * err, size_t err_size);
@@ -146,57 +152,10 @@ int vae_model_frames_of_latent(const struct vae_model * model, uint64_t k);
 struct vae_graph * vae_model_build_graph(const struct vae_model * model, int n, int h, int w, bool first, char * err,
                                          size_t err_size);
 
-// shared by the builders: the graph being built and the first error met
-struct vae_builder {
-    const struct vae_model * model;
-    struct vae_graph *       g;
-    char *                   err;
-    size_t                   err_size;
-    bool                     failed;
-    int                      n_slots;        // state slots numbered so far
-};
-
-// start a graph for model (false after a message); finish it with out as its output (NULL: the
-// build failed, the graph is freed)
-bool               vae_builder_init(struct vae_builder * b, const struct vae_model * model, char * err, size_t err_size);
-struct vae_graph * vae_builder_finish(struct vae_builder * b, struct vae_tensor * out);
-// the graph weight for the model tensor named by fmt, checked against shape (-1: any size; n_dims
-// of them), its data made (vae_model_weight_data); NULL after setting the builder's error
-struct vae_tensor * vae_builder_weight(struct vae_builder * b, int n_dims, const int64_t * shape, const char * fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-// the k x k conv `name` (`name.weight`, and `name.bias` when bias) on x, with residual r (or NULL),
-// applied to nearest2x(x) when upsample
-struct vae_tensor * vae_builder_conv2d(struct vae_builder * b, struct vae_tensor * x, const char * name, int k,
-                                       bool bias, struct vae_tensor * r, enum vae_act act, bool upsample);
-// the conv `name` (`name.weight` [Cout, Cin, kt, k, k] and `name.bias`) on x, adding r (or NULL): a
-// causal conv on the next state slot (replicating its first frame when replicate, as SeedVR2's),
-// or for kt = k = 1 the same 1x1 conv on each frame
-struct vae_tensor * vae_builder_conv3d(struct vae_builder * b, struct vae_tensor * x, const char * name, int kt, int k,
-                                       struct vae_tensor * r, bool replicate);
-// dimension d of the weight named name followed by suffix; 0 when there is none (the step lists:
-// a build with a missing weight names it)
-int                 vae_model_dim(const struct vae_model * model, const char * name, const char * suffix, int d);
-// fail the build with a message (returns NULL for convenience)
-struct vae_tensor * vae_builder_fail(struct vae_builder * b, const char * fmt, ...) __attribute__((format(printf, 2, 3)));
-
-// builders, one per family group (same contract as vae_model_build_graph)
-struct vae_graph * vae_taesd_build(const struct vae_model * model, int n, int h, int w, char * err, size_t err_size);
-struct vae_graph * vae_taehv_build(const struct vae_model * model, int n, int h, int w, char * err, size_t err_size);
-struct vae_graph * vae_taehv_super_build(const struct vae_model * model, int n, int h, int w, char * err,
-                                         size_t err_size);
-struct vae_graph * vae_kl_build(const struct vae_model * model, int n, int h, int w, char * err, size_t err_size);
-struct vae_graph * vae_svd_build(const struct vae_model * model, int n, int h, int w, char * err, size_t err_size);
-
-// the AutoencoderKL decoder from x [N, z, h, w] to its RGB output [N, 3, 8h, 8w] (scale 8 for
-// four levels) inside a build; block: NULL, or what follows every residual block (mid and up),
-// given the block's output and its name ("decoder.mid.block_1", "decoder.up.3.block.0", ...)
-typedef struct vae_tensor * (*vae_kl_block_fn)(struct vae_builder * b, struct vae_tensor * x, const char * name);
-struct vae_tensor * vae_kl_decoder(struct vae_builder * b, struct vae_tensor * x, vae_kl_block_fn block);
-
 // AutoencoderKL, layer-major, for the exact tiled decode (vae-tile.c): the head (post_quant_conv,
 // conv_in and the mid block, at latent resolution) runs on whole frames; every later 3x3 conv is a
 // step that a tile runs with a 1-pixel border of its input and the GroupNorm statistics of the
-// whole frame. Steps follow in execution order; vae_kl_build chains the same steps.
+// whole frame. Steps follow in execution order; the whole-frame graph chains the same steps.
 enum vae_kl_step_kind {
     VAE_KL_NORM_CONV,      // y = conv(SiLU(GN(x)))                 (a residual block's first half; the end)
     VAE_KL_NORM_CONV_RES,  // y = conv(SiLU(GN(x))) + shortcut(r)    (its second half; r = the block's input)
@@ -252,21 +211,6 @@ struct vae_graph * vae_model_causal_head_build(const struct vae_model * model, i
 // ops number their slots from 0
 struct vae_graph * vae_model_causal_step_build(const struct vae_model * model, const struct vae_causal_step * s,
                                                int h, int w, bool first, char * err, size_t err_size);
-// what a causal family gives for those (and for its whole-sequence graph, which chains its head
-// and steps: vae_model_build_graph): Wan 2.1/2.2 (vae-wan.c), SeedVR2 (vae-seedvr.c)
-struct vae_causal_family {
-    // the steps of model (at most max), in order
-    int (*steps)(const struct vae_model * model, struct vae_causal_step * steps, int max);
-    // x [N, z, h, w] -> the head's output [N, steps[0].cin, h, w], in the build b
-    struct vae_tensor * (*head)(struct vae_builder * b, struct vae_tensor * x);
-    // step s on x, r the activation of its residual slot (NULL: none) and stats the input holding
-    // the whole frame's statistics (NULL: each frame its own); first: the step that starts a stream
-    struct vae_tensor * (*step)(struct vae_builder * b, const struct vae_causal_step * s, struct vae_tensor * x,
-                                struct vae_tensor * r, struct vae_tensor * stats, bool first);
-};
-
-extern const struct vae_causal_family vae_wan_causal, vae_seedvr_causal;
-
 #ifdef __cplusplus
 }
 #endif

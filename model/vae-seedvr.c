@@ -10,17 +10,20 @@
 // upsampler makes of the first frame (remove_head), so that step computes the first only.
 // Names are upstream's state_dict ones (ema_vae.pth, and ComfyUI's safetensors of it); the loader
 // joins the attention's q, k, v into `to_qkv` and reorders the upscale convs' rows
-// (model_seedvr_upscale) so that frame_split and pixel_shuffle place them.
+// (seedvr_upscale) so that frame_split and pixel_shuffle place them.
 //
-// Everything after the mid block is a list of steps (vae_seedvr_steps: a ResNet block's two
+// Everything after the mid block is a list of steps (seedvr_steps: a ResNet block's two
 // halves, an Upsample3D, the output conv), each reaching one pixel. With the head they are
-// vae_seedvr_causal: the whole-sequence graph (vae-model.c) chains them, and the tiled decode
+// seedvr_causal_family: the whole-sequence graph (vae_causal_build) chains them, and the tiled decode
 // (vae-tile-video.c) runs them one frame at a time over tiles, giving each normalizing step the
 // GroupNorm statistics of its whole input frame.
 
-#include "vae-model.h"
+#include "vae-family.h"
+#include "vae-weights.h"
 
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #define SEEDVR_GROUPS 32     // norm_num_groups of s8_c16_t4_inflation_sd3.yaml
 #define SEEDVR_EPS    1e-6f
@@ -115,7 +118,7 @@ static void seedvr_resnet_steps(const struct vae_model * m, const char * name, s
     snprintf(s[1].name, sizeof(s[1].name), "%s", name);
 }
 
-static int vae_seedvr_steps(const struct vae_model * m, struct vae_causal_step * steps, int max) {
+static int seedvr_steps(const struct vae_model * m, struct vae_causal_step * steps, int max) {
     int n = 0;
     // up-blocks of resnets, each but the last ending in an Upsample3D
     for (int i = 0;; i++) {
@@ -191,8 +194,116 @@ static struct vae_tensor * seedvr_head(struct vae_builder * b, struct vae_tensor
     return x;
 }
 
-const struct vae_causal_family vae_seedvr_causal = {
-    /* .steps = */ vae_seedvr_steps,
+static const struct vae_causal_family seedvr_causal_family = {
+    /* .steps = */ seedvr_steps,
     /* .head  = */ seedvr_head,
     /* .step  = */ seedvr_step,
+};
+
+// diffusers-like names with 5-D convs, told from an AutoencoderKL's by the upscale convs
+static int seedvr_recognise(const struct vae_st_header * hdr, struct vae_naming * naming, char * err, size_t err_size) {
+    (void) naming, (void) err, (void) err_size;
+    return vae_st_header_find(hdr, "decoder.up_blocks.0.upsamplers.0.upscale_conv.weight") ||
+           vae_st_header_find(hdr, "decoder.up_blocks.0.upsamplers.0.upscale_conv.bias");
+}
+
+static char * seedvr_canonical_name(const char * key, const struct vae_naming * naming) {
+    (void) naming;
+    return strncmp(key, "decoder.", 8) == 0 ? strdup(key) : NULL;
+}
+
+// SeedVR2's `upscale_conv` w [C r, C, 1, 1, 1] (r = 8: 2x in time and space, 4: space) gives
+// channel ((2 i + j) zr + z) C + c to frame offset z and pixel offset (i, j) (einops
+// "b (x y z c) f h w -> b c (f z) (h x) (w y)"); its rows (and its bias's) become (z C + c) 4 + 2 i
+// + j, the order that frame_split(zr) then pixel_shuffle place
+static bool seedvr_upscale(struct vae_model * m, int block, char * err, size_t err_size) {
+    char name[96];
+    snprintf(name, sizeof(name), "decoder.up_blocks.%d.upsamplers.0.upscale_conv.weight", block);
+    struct vae_weight * w = (struct vae_weight *) vae_model_weight(m, name);
+    snprintf(name, sizeof(name), "decoder.up_blocks.%d.upsamplers.0.upscale_conv.bias", block);
+    struct vae_weight * b = (struct vae_weight *) vae_model_weight(m, name);
+    if (!w && !b) {
+        return true; // no upsampler (the last block), or one the build finds incomplete
+    }
+    const int64_t c = w && w->n_dims == 5 ? w->shape[1] : 0, n = w ? w->shape[0] : 0;
+    if (!w || !b || c < 1 || (n != 8 * c && n != 4 * c) || w->shape[2] != 1 || w->shape[3] != 1 || w->shape[4] != 1 ||
+        b->n_dims != 1 || b->shape[0] != n) {
+        snprintf(err, err_size, "seedvr2: tensor '%.*s' is missing or is not an upscale conv [8 C or 4 C, C, 1, 1, 1] "
+                 "with a bias", (int) strlen(name) - 5, name);
+        return false;
+    }
+    int32_t * rows[2] = { malloc((size_t) n * sizeof(int32_t)), malloc((size_t) n * sizeof(int32_t)) };
+    if (!rows[0] || !rows[1]) {
+        free(rows[0]);
+        free(rows[1]);
+        snprintf(err, err_size, "out of memory");
+        return false;
+    }
+    const int64_t zr = n / (4 * c);
+    for (int64_t k = 0; k < n; k++) {
+        const int64_t z = k / (4 * c), ch = k / 4 % c, i = k / 2 % 2, j = k % 2;
+        rows[0][k] = rows[1][k] = (int32_t) (((2 * i + j) * zr + z) * c + ch);
+    }
+    w->rows = rows[0];
+    b->rows = rows[1];
+    return true;
+}
+
+// SeedVR2 (MODELS.md §I): 16 latent channels, its attention's q, k, v joined, the upscale convs
+// reordered
+static bool seedvr_prepare(struct vae_model * m, const struct vae_st_header * hdr, enum vae_family want, char * err,
+                           size_t err_size) {
+    (void) hdr, (void) want;
+    static const char *       parts[] = { "to_q", "to_k", "to_v", "to_out.0" };
+    const struct vae_weight * in      = vae_model_weight(m, "decoder.conv_in.weight");
+    if (!in || in->n_dims != 5) {
+        snprintf(err, err_size, "SeedVR2-style names but no 5-D 'decoder.conv_in.weight' (a causal 3x3x3 conv)");
+        return false;
+    }
+    m->latent_channels = (int) in->shape[1];
+    if (m->latent_channels != 16) {
+        snprintf(err, err_size, "a SeedVR2-style decoder with %d latent channels: only 16 is known",
+                 m->latent_channels);
+        return false;
+    }
+    if (!vae_weights_join_attention(m, "seedvr2", "decoder.mid_block.attentions.0", parts, "to_qkv", err, err_size)) {
+        return false;
+    }
+    for (int i = 0; i <= VAE_NAME_MAX_INDEX; i++) {
+        char name[96];
+        snprintf(name, sizeof(name), "decoder.up_blocks.%d.resnets.0.norm1.weight", i);
+        if (!vae_model_weight(m, name)) {
+            break;
+        }
+        if (!seedvr_upscale(m, i, err, err_size)) {
+            return false;
+        }
+    }
+    m->own_space         = VAE_SPACE_RAW;
+    m->scale             = 8;
+    m->frames_per_latent = 4;
+    m->first_apart       = true; // the first step drops the frame its temporal upsamplers duplicate
+    m->out_scale         = 0.5f; // [-1, 1] -> [0, 1]
+    m->out_offset        = 0.5f;
+    m->family            = VAE_FAMILY_SEEDVR2;
+    m->family_certain    = true;
+    return true;
+}
+
+// raw latents; the diffusion model's are scaled by 0.9152 (configs_*b/main.yaml)
+static const struct vae_variant seedvr_variants[] = {
+    { VAE_FAMILY_SEEDVR2, "seedvr2", "SeedVR2's causal video VAE (16 ch; normalized z = x / 0.9152)", 16, true,
+      0.9152f, 0.0f },
+};
+
+const struct vae_family_desc vae_seedvr_family = {
+    /* .name           = */ "SeedVR2",
+    /* .keys           = */ "'decoder.up_blocks.0.upsamplers.0.upscale_conv.weight'",
+    /* .style          = */ NULL,
+    /* .variants       = */ VAE_VARIANTS(seedvr_variants),
+    /* .recognise      = */ seedvr_recognise,
+    /* .canonical_name = */ seedvr_canonical_name,
+    /* .prepare        = */ seedvr_prepare,
+    /* .build          = */ NULL,
+    /* .causal         = */ &seedvr_causal_family,
 };

@@ -12,6 +12,7 @@
 // then decodes the whole clip as one call (memory grows with the clip, refused past the limit).
 
 #include "vae-session.h"
+#include "vae-family.h"
 #include "vae-tile.h"
 
 #include <math.h>
@@ -89,9 +90,9 @@ static struct vae_graph * session_graph(struct vae_session * s, int n, bool firs
     return g;
 }
 
-// AutoencoderKL, or a family with causal steps (vae_model_causal_steps)
+// an AutoencoderKL (vae-tile.c tiles it), else a family with causal steps (vae_model_causal_steps)
 static bool session_is_kl(const struct vae_model * model) {
-    return model->family >= VAE_FAMILY_SD1 && model->family <= VAE_FAMILY_FLUX2;
+    return model->desc == &vae_kl_family;
 }
 
 static bool session_can_tile(const struct vae_model * model) {

@@ -12,13 +12,40 @@
 // (a channel map the loader makes, then frame and pixel moves), and a head of 12 channels that a
 // pixel shuffle unpatchifies (the loader reorders them into its order).
 //
-// Everything after the mid block is a list of steps (vae_wan_steps), each a conv or two that reach
-// one pixel. With the head they are vae_wan_causal: the whole-sequence graph (vae-model.c) chains
+// Everything after the mid block is a list of steps (wan_steps), each a conv or two that reach
+// one pixel. With the head they are wan_causal_family: the whole-sequence graph (vae_causal_build) chains
 // them, and the tiled decode (vae-tile-video.c) runs them one at a time over tiles of a frame.
+//
+// Files: the original names (`Wan2.1_VAE.pth`, ComfyUI's `wan_2.1_vae.safetensors`), canonical
+// here, or diffusers' AutoencoderKLWan (Qwen-Image's VAE has exactly its names), whose up-blocks
+// flatten into the original `upsamples` list (2.1) or nest (2.2).
 
-#include "vae-model.h"
+#include "vae-family.h"
+#include "vae-weights.h"
 
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+// Wan 2.1 (MODELS.md B.4) and Wan 2.2 (B.8) latent statistics: raw z = normalized x * std + mean
+const float vae_wan21_mean[16] = { -0.7571f, -0.7089f, -0.9113f, 0.1075f, -0.1745f, 0.9653f, -0.1517f, 1.5508f,
+                                      0.4134f,  -0.0715f, 0.5517f,  -0.3632f, -0.1922f, -0.9497f, 0.2503f, -0.2921f };
+const float vae_wan21_std[16]  = { 2.8184f, 1.4541f, 2.3275f, 2.6558f, 1.2196f, 1.7708f, 2.6052f, 2.0743f,
+                                      3.2687f, 2.1526f, 2.8652f, 1.5579f, 1.6382f, 1.1253f, 2.8251f, 1.9160f };
+const float vae_wan22_mean[48] = {
+    -0.2289f, -0.0052f, -0.1323f, -0.2339f, -0.2799f, 0.0174f,  0.1838f,  0.1557f,  -0.1382f, 0.0542f,
+    0.2813f,  0.0891f,  0.1570f,  -0.0098f, 0.0375f,  -0.1825f, -0.2246f, -0.1207f, -0.0698f, 0.5109f,
+    0.2665f,  -0.2108f, -0.2158f, 0.2502f,  -0.2055f, -0.0322f, 0.1109f,  0.1567f,  -0.0729f, 0.0899f,
+    -0.2799f, -0.1230f, -0.0313f, -0.1649f, 0.0117f,  0.0723f,  -0.2839f, -0.2083f, -0.0520f, 0.3748f,
+    0.0152f,  0.1957f,  0.1433f,  -0.2944f, 0.3573f,  -0.0548f, -0.1681f, -0.0667f,
+};
+const float vae_wan22_std[48] = {
+    0.4765f, 1.0364f, 0.4514f, 1.1677f, 0.5313f, 0.4990f, 0.4818f, 0.5013f, 0.8158f, 1.0344f, 0.5894f, 1.0901f,
+    0.6885f, 0.6165f, 0.8454f, 0.4978f, 0.5759f, 0.3523f, 0.7135f, 0.6804f, 0.5833f, 1.4146f, 0.8986f, 0.5659f,
+    0.7069f, 0.5338f, 0.4889f, 0.4917f, 0.4069f, 0.4999f, 0.6866f, 0.4093f, 0.5709f, 0.6065f, 0.6415f, 0.4944f,
+    0.5726f, 1.2042f, 0.5458f, 1.6887f, 0.3971f, 1.0600f, 0.3943f, 0.5537f, 0.5444f, 0.4089f, 0.7468f, 0.7744f,
+};
+
 
 // causal 3x3x3 conv `name` with bias on x, adding r
 static struct vae_tensor * wan_causal(struct vae_builder * b, struct vae_tensor * x, const char * name,
@@ -89,7 +116,7 @@ static struct vae_tensor * wan_resample(struct vae_builder * b, struct vae_tenso
 }
 
 // Wan 2.2's DupUp3D shortcut of up-block `block`, whose resample is `resample`, on the block's
-// input x: its channel map [ft Cout s, Cin, 1, 1] (vae-model.c), frame_split(ft), then a nearest
+// input x: its channel map [ft Cout s, Cin, 1, 1] (wan22_shortcut), frame_split(ft), then a nearest
 // 2x (s = 1) or pixel_shuffle (s = 4): [N, Cin, H, W] -> [N ft, Cout, 2H, 2W]
 static struct vae_tensor * wan_dup_up(struct vae_builder * b, struct vae_tensor * x, const char * block,
                                       const char * resample, bool first) {
@@ -163,7 +190,7 @@ static int wan_list_steps(const struct vae_model * m, struct vae_causal_step * s
     return n;
 }
 
-static int vae_wan_steps(const struct vae_model * m, struct vae_causal_step * steps, int max) {
+static int wan_steps(const struct vae_model * m, struct vae_causal_step * steps, int max) {
     const bool wan22 = m->family == VAE_FAMILY_WAN22;
     int        n     = 0;
     if (wan22) {
@@ -242,8 +269,245 @@ static struct vae_tensor * wan_head(struct vae_builder * b, struct vae_tensor * 
     return x;
 }
 
-const struct vae_causal_family vae_wan_causal = {
-    /* .steps = */ vae_wan_steps,
+static const struct vae_causal_family wan_causal_family = {
+    /* .steps = */ wan_steps,
     /* .head  = */ wan_head,
     /* .step  = */ wan_step,
+};
+
+enum wan_naming {
+    WAN_NAMING_ORIG,           // `conv2.*`, `decoder.conv1.*`, `decoder.upsamples.N.*` (canonical)
+    WAN_NAMING_DIFFUSERS,      // `post_quant_conv.*`, `decoder.up_blocks.I.resnets.J.*`, ...
+    WAN_NAMING_22_DIFFUSERS,   // the same with Wan 2.2's `decoder.up_blocks.I.upsampler.*` (is_residual)
+};
+
+// naming->count: the entries of the original `upsamples` list a diffusers up-block holds (its
+// resnets and the upsampler)
+static int wan_recognise(const struct vae_st_header * hdr, struct vae_naming * naming, char * err, size_t err_size) {
+    if (vae_st_header_find(hdr, "decoder.middle.0.residual.0.gamma")) {
+        naming->kind = WAN_NAMING_ORIG;
+        return 1;
+    }
+    if (!vae_st_header_find(hdr, "decoder.mid_block.resnets.0.norm1.gamma")) {
+        return 0;
+    }
+    naming->kind = vae_name_has_prefix(hdr, "decoder.up_blocks.0.upsampler.") ? WAN_NAMING_22_DIFFUSERS
+                                                                              : WAN_NAMING_DIFFUSERS;
+    const long most = vae_name_most_index(hdr, "decoder.up_blocks.", ".resnets.", err, err_size);
+    naming->count   = most + 2;
+    return most < -1 ? -1 : 1;
+}
+
+// diffusers' names inside a Wan residual block -> the original Sequential indices
+static char * wan_resblock_name(char * name) {
+    static const char * map[][2] = {
+        { ".norm1.", ".residual.0." }, { ".conv1.", ".residual.2." }, { ".norm2.", ".residual.3." },
+        { ".conv2.", ".residual.6." }, { ".conv_shortcut.", ".shortcut." },
+    };
+    for (size_t i = 0; name && i < sizeof(map) / sizeof(map[0]); i++) {
+        if (strstr(name, map[i][0])) {
+            return vae_name_replace(name, map[i][0], map[i][1]);
+        }
+    }
+    return name;
+}
+
+// Wan 2.2 diffusers up-block `num` (`rest` follows its number) -> the original nested names
+// `decoder.upsamples.I.upsamples.J`: the resnets, then the upsampler as entry per_block - 1
+static char * wan22_up_name(long num, const char * rest, long per_block) {
+    char         head[64];
+    long         j;
+    const char * after;
+    snprintf(head, sizeof(head), "decoder.upsamples.%ld.upsamples.", num);
+    char * name = vae_name_renumber(rest, ".resnets.", head, 0, 1, &j, &after);
+    if (name) {
+        return wan_resblock_name(name);
+    }
+    if (strncmp(rest, ".upsampler.", 11) == 0) {
+        name = malloc(strlen(head) + strlen(rest) + 24);
+        if (name) {
+            sprintf(name, "%s%ld.%s", head, per_block - 1, rest + 11);
+        }
+    }
+    return name;
+}
+
+static char * wan_canonical_name(const char * key, const struct vae_naming * naming) {
+    static const struct {
+        const char * from, * to;
+    } plain[] = {
+        { "post_quant_conv.", "conv2." },           { "decoder.conv_in.", "decoder.conv1." },
+        { "decoder.norm_out.", "decoder.head.0." }, { "decoder.conv_out.", "decoder.head.2." },
+        { "decoder.mid_block.attentions.0.", "decoder.middle.1." },
+    };
+    const long   per_block = naming->count;
+    long         num, num2;
+    const char * rest, * rest2;
+    char *       name;
+    if (naming->kind == WAN_NAMING_ORIG) {
+        return strncmp(key, "decoder.", 8) == 0 || strncmp(key, "conv2.", 6) == 0 ? strdup(key) : NULL;
+    }
+    for (size_t i = 0; i < sizeof(plain) / sizeof(plain[0]); i++) {
+        if ((name = vae_name_swap_head(key, plain[i].from, plain[i].to))) {
+            return name;
+        }
+    }
+    if ((name = vae_name_renumber(key, "decoder.mid_block.resnets.", "decoder.middle.", 0, 2, &num, &rest))) {
+        return wan_resblock_name(name);
+    }
+    if (strncmp(key, "decoder.up_blocks.", 18) != 0 || (num = vae_name_index(key + 18, &rest)) < 0 ||
+        num > VAE_NAME_MAX_INDEX) {
+        return NULL;
+    }
+    if (naming->kind == WAN_NAMING_22_DIFFUSERS) {
+        return wan22_up_name(num, rest, per_block);
+    }
+    if ((name = vae_name_renumber(rest, ".resnets.", "decoder.upsamples.", num * per_block, 1, &num2, &rest2))) {
+        return wan_resblock_name(name);
+    }
+    if (strncmp(rest, ".upsamplers.0.", 14) == 0) {
+        name = malloc(strlen(rest) + 32);
+        if (name) {
+            sprintf(name, "decoder.upsamples.%ld.%s", num * per_block + per_block - 1, rest + 14);
+        }
+        return name;
+    }
+    return NULL;
+}
+
+// Wan 2.2's head gives 3 x 2x2 channels whose patch order (channel 4c + 2j + i goes to row offset
+// i, column offset j; MODELS.md B.8) is the transpose of pixel_shuffle's: its rows are reordered
+// so that pixel_shuffle unpatchifies them
+// the head's row 4c + 2i + j is the file's 4c + 2j + i (Wan 2.2 unpatchifies in the other order)
+static int32_t wan22_head_row(int32_t k, int32_t n) {
+    (void) n;
+    return (k & ~3) | (k & 1) << 1 | (k >> 1 & 1);
+}
+
+static bool wan22_head(struct vae_model * m, char * err, size_t err_size) {
+    static const char * names[2] = { "decoder.head.2.weight", "decoder.head.2.bias" };
+    for (int i = 0; i < 2; i++) {
+        struct vae_weight * w = (struct vae_weight *) vae_model_weight(m, names[i]);
+        if (!w || w->n_dims < 1 || w->shape[0] != 12) {
+            snprintf(err, err_size, "wan2.2: tensor '%s' is missing or does not give 12 channels (RGB in 2x2 patches)",
+                     names[i]);
+            return false;
+        }
+        if (!vae_weights_reorder_rows(w, wan22_head_row, err, err_size)) {
+            return false;
+        }
+    }
+    return true;
+}
+
+// Wan 2.2 up-block I with a resample adds DupUp3D(Cin, Cout, ft, 2) of its input (MODELS.md B.8):
+// output channel o at time offset a and patch position p = 2i + j takes input channel
+// (o ft 4 + a 4 + p) / r, r = Cout ft 4 / Cin. It becomes the channel map
+// `decoder.upsamples.I.avg_shortcut.weight` [ft Cout s, Cin, 1, 1], row (a Cout + o) s + p, that
+// frame_split(ft) and then pixel_shuffle (s = 4) or, where p does not change the channel (4 | r),
+// a nearest 2x (s = 1) turn into the shortcut (wan_dup_up)
+static bool wan22_shortcut(struct vae_model * m, int block, char * err, size_t err_size) {
+    char name[96];
+    snprintf(name, sizeof(name), "decoder.upsamples.%d.upsamples.0.residual.0.gamma", block);
+    const int64_t cin = vae_model_weight(m, name)->shape[0];
+    int           j   = 1; // the resample follows the residual blocks
+    for (;; j++) {
+        snprintf(name, sizeof(name), "decoder.upsamples.%d.upsamples.%d.residual.0.gamma", block, j);
+        if (!vae_model_weight(m, name)) {
+            break;
+        }
+    }
+    snprintf(name, sizeof(name), "decoder.upsamples.%d.upsamples.%d.resample.1.weight", block, j);
+    const struct vae_weight * out = vae_model_weight(m, name);
+    if (!out) {
+        return true; // the last block: no resample, no shortcut
+    }
+    snprintf(name, sizeof(name), "decoder.upsamples.%d.upsamples.%d.time_conv.weight", block, j);
+    const int64_t ft = vae_model_weight(m, name) ? 2 : 1, cout = out->shape[0];
+    // (the temporal blocks keep their width: the first step's shortcut is then a plain nearest 2x)
+    if (cin < 1 || cout < 1 || cin > 65536 || cout > 65536 || (ft == 2 && cin != cout) || (cout * ft * 4) % cin != 0) {
+        snprintf(err, err_size, "wan2.2: up-block %d goes from %lld to %lld channels%s: not a DupUp3D shortcut this "
+                 "build knows", block, (long long) cin, (long long) cout, ft == 2 ? " with temporal upsampling" : "");
+        return false;
+    }
+    const int64_t r = cout * ft * 4 / cin, s = r % 4 == 0 ? 1 : 4, n = ft * cout * s;
+    snprintf(name, sizeof(name), "decoder.upsamples.%d.avg_shortcut.weight", block);
+    int32_t * rows = malloc((size_t) n * sizeof(*rows));
+    const struct vae_st_tensor * none[1] = { NULL };
+    if (vae_model_weight(m, name)) {
+        snprintf(err, err_size, "tensor '%s' is not part of a Wan 2.2 decoder (its shortcuts have no weights)", name);
+    } else if (!rows || !vae_weights_add(m, name, 4, (const int64_t[]) { n, cin, 1, 1 }, none, 0)) {
+        snprintf(err, err_size, "out of memory");
+    } else {
+        for (int64_t k = 0; k < n; k++) {
+            const int64_t p = k % s, o = k / s % cout, a = k / s / cout;
+            rows[k]         = (int32_t) ((o * ft * 4 + a * 4 + p) / r);
+        }
+        ((struct vae_weight *) vae_model_weight(m, name))->rows = rows;
+        return true;
+    }
+    free(rows);
+    return false;
+}
+
+static bool wan22_prepare(struct vae_model * m, char * err, size_t err_size) {
+    bool ok = wan22_head(m, err, err_size);
+    for (int i = 0; ok; i++) {
+        char name[96];
+        snprintf(name, sizeof(name), "decoder.upsamples.%d.upsamples.0.residual.0.gamma", i);
+        if (!vae_model_weight(m, name)) {
+            break;
+        }
+        ok = wan22_shortcut(m, i, err, err_size);
+    }
+    return ok;
+}
+
+// Wan 2.1, or Wan 2.2 where the up-blocks nest their entries (`decoder.upsamples.I.upsamples.J`)
+static bool wan_prepare(struct vae_model * m, const struct vae_st_header * hdr, enum vae_family want, char * err,
+                        size_t err_size) {
+    (void) hdr;
+    const struct vae_weight * post = vae_model_weight(m, "conv2.weight");
+    const struct vae_weight * in   = vae_model_weight(m, "decoder.conv1.weight");
+    if (!in || in->n_dims != 5 || (post && (post->n_dims != 5 || post->shape[1] != in->shape[1]))) {
+        snprintf(err, err_size, "Wan-style names but no 5-D 'decoder.conv1.weight' matching 'conv2.weight'");
+        return false;
+    }
+    const bool wan22   = vae_model_weight(m, "decoder.upsamples.0.upsamples.0.residual.0.gamma") != NULL;
+    m->latent_channels = (int) in->shape[1];
+    if (m->latent_channels != (wan22 ? 48 : 16)) {
+        snprintf(err, err_size, "a Wan 2.%d-style decoder with %d latent channels: only %d (Wan 2.%d) is known",
+                 wan22 ? 2 : 1, m->latent_channels, wan22 ? 48 : 16, wan22 ? 2 : 1);
+        return false;
+    }
+    m->own_space         = VAE_SPACE_RAW;
+    m->scale             = wan22 ? 16 : 8;
+    m->frames_per_latent = 4;
+    m->first_apart       = true;
+    m->out_scale         = 0.5f; // [-1, 1] -> [0, 1]
+    m->out_offset        = 0.5f;
+    m->family            = wan22 ? VAE_FAMILY_WAN22 : VAE_FAMILY_WAN21;
+    m->family_certain    = true;
+    (void) want; // (the loader refuses another)
+    return !wan22 || wan22_prepare(m, err, err_size);
+}
+
+// raw latents; the diffusion model's are normalized per channel (MODELS.md B.4, B.8)
+static const struct vae_variant wan_variants[] = {
+    { VAE_FAMILY_WAN21, "wan2.1", "Wan 2.1 VAE: Wan 2.1, Wan 2.2-A14B, Qwen-Image (16 ch)", 16, true,
+      .mean = vae_wan21_mean, .std = vae_wan21_std },
+    { VAE_FAMILY_WAN22, "wan2.2", "Wan 2.2 VAE of TI2V-5B (48 ch, 16x spatial scale)", 48, true,
+      .mean = vae_wan22_mean, .std = vae_wan22_std },
+};
+
+const struct vae_family_desc vae_wan_family = {
+    /* .name           = */ "Wan",
+    /* .keys           = */ "'decoder.middle.0.residual.0.gamma', 'decoder.mid_block.resnets.0.norm1.gamma'",
+    /* .style          = */ NULL,
+    /* .variants       = */ VAE_VARIANTS(wan_variants),
+    /* .recognise      = */ wan_recognise,
+    /* .canonical_name = */ wan_canonical_name,
+    /* .prepare        = */ wan_prepare,
+    /* .build          = */ NULL,
+    /* .causal         = */ &wan_causal_family,
 };
