@@ -38,7 +38,8 @@ struct vae_variant {
 struct vae_naming {
     int          kind;              // the family's own: which of its namings
     const char * prefix;            // what the decoder's keys start with ("", or a checkpoint's "first_stage_model.")
-    long         count;             // the family's own: a count recognise read from the keys (up-blocks, ...)
+    long         levels;            // counts recognise read from the keys, where the names need them:
+    long         per_level;         //   the decoder's up levels, and the entries of one in a flat list
 };
 
 struct vae_family_desc {

@@ -49,6 +49,11 @@ static struct vae_tensor * kl_norm(struct vae_builder * b, struct vae_tensor * x
 // one step on x: stats NULL = the GroupNorm's own statistics; r = the residual block's input
 static struct vae_tensor * kl_step(struct vae_builder * b, const struct vae_kl_step * s, struct vae_tensor * x,
                                    struct vae_tensor * r, struct vae_tensor * stats) {
+    if (s->kind == VAE_KL_UPSAMPLE && s->shortcut[0]) { // HunyuanImage: conv(x) + map(x), then the shuffle
+        struct vae_tensor * r = vae_builder_conv2d(b, x, s->shortcut, 1, false, NULL, VAE_ACT_NONE, false);
+        struct vae_tensor * y = r ? vae_builder_conv2d(b, x, s->conv, 3, true, r, VAE_ACT_NONE, false) : NULL;
+        return y ? vae_graph_pixel_shuffle(b->g, y) : NULL;                              // [N, C, 2H, 2W]
+    }
     if (s->kind == VAE_KL_UPSAMPLE) {
         return vae_builder_conv2d(b, x, s->conv, 3, true, NULL, VAE_ACT_NONE, true);     // [N, C, 2H, 2W]
     }
@@ -125,6 +130,12 @@ int vae_kl_steps(const struct vae_model * m, struct vae_kl_step * steps, int max
             *s                     = (struct vae_kl_step) { .kind = VAE_KL_UPSAMPLE };
             snprintf(s->conv, sizeof(s->conv), "decoder.up.%d.upsample.conv", l);
             kl_conv_width(m, s->conv, &s->cin, &s->cout);
+            snprintf(s->shortcut, sizeof(s->shortcut), "decoder.up.%d.upsample.shortcut", l);
+            if (vae_model_dim(m, s->shortcut, ".weight", 0)) {
+                s->cout /= 4; // (pixel-shuffled)
+            } else {
+                s->shortcut[0] = '\0';
+            }
         }
     }
     if (n < max) {
@@ -140,7 +151,10 @@ static struct vae_tensor * kl_head(struct vae_builder * b, struct vae_tensor * x
     if (vae_model_weight(b->model, "post_quant_conv.weight")) {
         x = vae_builder_conv2d(b, x, "post_quant_conv", 1, true, NULL, VAE_ACT_NONE, false); // [N, z, h, w]
     }
-    x = x ? vae_builder_conv2d(b, x, "decoder.conv_in", 3, true, NULL, VAE_ACT_NONE, false) : NULL; // [N, C, h, w]
+    struct vae_tensor * r = x && vae_model_weight(b->model, "decoder.conv_in.shortcut.weight")
+                                ? vae_builder_conv2d(b, x, "decoder.conv_in.shortcut", 1, false, NULL, VAE_ACT_NONE, false)
+                                : NULL;                                                 // HunyuanImage: [N, C, h, w]
+    x = x ? vae_builder_conv2d(b, x, "decoder.conv_in", 3, true, r, VAE_ACT_NONE, false) : NULL; // [N, C, h, w]
     struct vae_kl_step s[2];
     kl_resnet_steps(b->model, "decoder.mid.block_1", s);
     struct vae_tensor * t = x ? kl_step(b, &s[0], x, NULL, NULL) : NULL;
@@ -212,48 +226,57 @@ static struct vae_graph * kl_build(const struct vae_model * model, int n, int h,
 int vae_kl_recognise(const struct vae_st_header * hdr, struct vae_naming * naming, char * err, size_t err_size) {
     static const char * prefixes[] = { "", "first_stage_model.", "vae." };
     for (size_t i = 0; i < sizeof(prefixes) / sizeof(prefixes[0]); i++) {
-        char key[96], svd[112];
-        snprintf(key, sizeof(key), "%sdecoder.up_blocks.0.resnets.0.norm1.weight", prefixes[i]);
-        snprintf(svd, sizeof(svd), "%sdecoder.up_blocks.0.resnets.0.spatial_res_block.norm1.weight", prefixes[i]);
-        naming->prefix = prefixes[i];
-        if (vae_st_header_find(hdr, key) || vae_st_header_find(hdr, svd)) {
-            naming->kind = VAE_KL_NAMING_DIFFUSERS;
-            snprintf(key, sizeof(key), "%sdecoder.up_blocks.", prefixes[i]);
+        const char * p = prefixes[i];
+        char         key[112], svd[112], flat[112];
+        snprintf(key, sizeof(key), "%sdecoder.up_blocks.0.resnets.0.norm1.weight", p);
+        snprintf(svd, sizeof(svd), "%sdecoder.up_blocks.0.resnets.0.spatial_res_block.norm1.weight", p);
+        snprintf(flat, sizeof(flat), "%sdecoder.up_blocks.0.norm1.weight", p);
+        naming->prefix = p;
+        if (vae_st_header_find(hdr, key) || vae_st_header_find(hdr, svd) || vae_st_header_find(hdr, flat)) {
+            naming->kind = vae_st_header_find(hdr, flat) ? VAE_KL_NAMING_FLAT : VAE_KL_NAMING_DIFFUSERS;
+            snprintf(key, sizeof(key), "%sdecoder.up_blocks.", p);
             const long most = vae_name_most_index(hdr, key, ".", err, err_size);
-            naming->count   = most + 1;
+            naming->per_level = 1; // (a flat list: up to the first upsampler)
+            for (; naming->kind == VAE_KL_NAMING_FLAT && naming->per_level <= most; naming->per_level++) {
+                snprintf(key, sizeof(key), "%sdecoder.up_blocks.%ld.conv.weight", p, naming->per_level - 1);
+                if (vae_st_header_find(hdr, key)) {
+                    break;
+                }
+            }
+            naming->levels = (most + 1 + (naming->kind == VAE_KL_NAMING_FLAT)) / naming->per_level;
             return most < -1 ? -1 : 1;
         }
-        snprintf(key, sizeof(key), "%sdecoder.conv_in.weight", prefixes[i]);
+        snprintf(key, sizeof(key), "%sdecoder.conv_in.weight", p);
         const struct vae_st_tensor * in = vae_st_header_find(hdr, key);
         if (in && in->n_dims == 4) {
-            naming->kind = VAE_KL_NAMING_LDM;
-            return 1;
+            naming->kind = in->shape[1] == 64 ? VAE_KL_NAMING_HUNYUAN : VAE_KL_NAMING_LDM;
+            snprintf(key, sizeof(key), "%sdecoder.up.", p);
+            naming->levels = vae_name_most_index(hdr, key, ".", err, err_size) + 1;
+            return naming->levels < 0 ? -1 : 1;
         }
     }
     return 0;
 }
 
 // diffusers' AutoencoderKL names -> LDM (MODELS.md A.4); up_blocks.I is up.(levels - 1 - I);
-// both attention namings (to_q.. and the older query..)
-static char * kl_diffusers_name(const char * key, long levels) {
+// both attention namings (to_q.. and the older query..); HunyuanImage's flat list: up_blocks.N is
+// entry N % per_level of level N / per_level, its resnets then its upsampler
+static char * kl_diffusers_name(const char * key, const struct vae_naming * naming) {
     static const char * attn[][2] = {
         { "group_norm.", "norm." }, { "to_q.", "q." },   { "to_k.", "k." },     { "to_v.", "v." },
         { "to_out.0.", "proj_out." }, { "query.", "q." }, { "key.", "k." }, { "value.", "v." },
-        { "proj_attn.", "proj_out." },
+        { "proj_attn.", "proj_out." }, { "norm.", "norm." }, { "proj.", "proj_out." },
     };
+    const long   levels = naming->levels;
     long         num, num2;
     const char * rest, * rest2;
     char *       name;
     if (strncmp(key, "post_quant_conv.", 16) == 0 || strcmp(key, "bn.running_mean") == 0 ||
         strcmp(key, "bn.running_var") == 0 || strncmp(key, "decoder.conv_in.", 16) == 0 ||
-        strncmp(key, "decoder.conv_out.", 17) == 0) {
+        strncmp(key, "decoder.conv_out.", 17) == 0 || strncmp(key, "decoder.norm_out.", 17) == 0) {
         return strdup(key);
     }
-    if (strncmp(key, "decoder.conv_norm_out.", 22) == 0) {
-        name = malloc(strlen(key));
-        if (name) {
-            sprintf(name, "decoder.norm_out.%s", key + 22);
-        }
+    if ((name = vae_name_swap_head(key, "decoder.conv_norm_out.", "decoder.norm_out."))) {
         return name;
     }
     if ((name = vae_name_renumber(key, "decoder.mid_block.resnets.", "decoder.mid.block_", 1, 1, &num, &rest))) {
@@ -272,10 +295,27 @@ static char * kl_diffusers_name(const char * key, long levels) {
         }
         return NULL;
     }
-    if (strncmp(key, "decoder.up_blocks.", 18) != 0 || (num = vae_name_index(key + 18, &rest)) < 0 || num >= levels) {
+    if (strncmp(key, "decoder.up_blocks.", 18) != 0 || (num = vae_name_index(key + 18, &rest)) < 0 ||
+        num > VAE_NAME_MAX_INDEX) {
         return NULL;
     }
-    char level[40];
+    char level[48];
+    if (naming->kind == VAE_KL_NAMING_FLAT) {
+        const long l = levels - 1 - num / naming->per_level, j = num % naming->per_level;
+        if (l < 0) {
+            return NULL;
+        }
+        snprintf(level, sizeof(level), strncmp(rest, ".conv.", 6) == 0 ? "decoder.up.%ld.upsample" : "decoder.up.%ld.block.%ld",
+                 l, j);
+        name = malloc(strlen(level) + strlen(rest) + 1);
+        if (name) {
+            sprintf(name, "%s%s", level, rest);
+        }
+        return vae_name_replace(name, ".conv_shortcut.", ".nin_shortcut.");
+    }
+    if (num >= levels) {
+        return NULL;
+    }
     snprintf(level, sizeof(level), "decoder.up.%ld.block.", levels - 1 - num);
     if ((name = vae_name_renumber(rest, ".resnets.", level, 0, 1, &num2, &rest2))) {
         return vae_name_replace(name, ".conv_shortcut.", ".nin_shortcut.");
@@ -291,8 +331,16 @@ static char * kl_diffusers_name(const char * key, long levels) {
 }
 
 char * vae_kl_canonical_name(const char * key, const struct vae_naming * naming) {
-    if (naming->kind == VAE_KL_NAMING_DIFFUSERS) {
-        return kl_diffusers_name(key, naming->count);
+    long         num;
+    const char * rest;
+    if (naming->kind == VAE_KL_NAMING_DIFFUSERS || naming->kind == VAE_KL_NAMING_FLAT) {
+        return kl_diffusers_name(key, naming);
+    }
+    if (naming->kind == VAE_KL_NAMING_HUNYUAN) { // (its up.0 runs first: LDM's last)
+        char * name = vae_name_renumber(key, "decoder.up.", "decoder.up.", naming->levels - 1, -1, &num, &rest);
+        if (name || strncmp(key, "decoder.up.", 11) == 0) {
+            return name;
+        }
     }
     if (strncmp(key, "decoder.post_quant_conv.", 24) == 0) { // BFL keeps it inside the decoder
         return strdup(key + 8);
@@ -323,6 +371,72 @@ bool vae_kl_prepare(struct vae_model * m, char * err, size_t err_size) {
     }
     m->out_scale  = 0.5f; // [-1, 1] -> [0, 1]
     m->out_offset = 0.5f;
+    return true;
+}
+
+// HunyuanImage 2.1 (MODELS.md J.6): row k of the channel map `name` [n, cin, 1, 1] (no tensor in the
+// file) is input channel k / div, of the k the shuffled conv's row k stands for (kl_hunyuan_row)
+static int32_t kl_hunyuan_row(int32_t k, int32_t n);
+
+static bool kl_hunyuan_map(struct vae_model * m, const char * name, int64_t n, int64_t cin, int64_t div, bool shuffled,
+                           char * err, size_t err_size) {
+    int32_t *                    rows    = malloc((size_t) n * sizeof(*rows));
+    const struct vae_st_tensor * none[1] = { NULL };
+    if (!rows || !vae_weights_add(m, name, 4, (const int64_t[]) { n, cin, 1, 1 }, none, 0)) {
+        free(rows);
+        snprintf(err, err_size, "out of memory");
+        return false;
+    }
+    for (int32_t k = 0; k < (int32_t) n; k++) {
+        rows[k] = (int32_t) ((shuffled ? kl_hunyuan_row(k, (int32_t) n) : k) / div);
+    }
+    ((struct vae_weight *) vae_model_weight(m, name))->rows = rows;
+    return true;
+}
+
+// an upsampler's conv gives sub-position k = 2 dy + dx of channel c as row k C + c; pixel_shuffle
+// reads row 4c + k
+static int32_t kl_hunyuan_row(int32_t k, int32_t n) {
+    return (k % 4) * (n / 4) + k / 4;
+}
+
+// HunyuanImage 2.1: conv_in adds the latent repeat_interleaved to its width (the map
+// `decoder.conv_in.shortcut`); an upsampler adds its input repeat_interleaved by r = 4 C_out /
+// C_in to its conv's 4 C_out channels, both moved into 2x2 pixels sub-position major (the map
+// `decoder.up.L.upsample.shortcut`; the conv's rows reordered for pixel_shuffle)
+static bool kl_hunyuan_prepare(struct vae_model * m, char * err, size_t err_size) {
+    const struct vae_weight * in = vae_model_weight(m, "decoder.conv_in.weight");
+    const int64_t             c0 = in->shape[0], z = in->shape[1];
+    if (c0 % z != 0) {
+        snprintf(err, err_size, "hunyuanimage2.1: 'decoder.conv_in.weight' gives %lld channels, not a multiple of its "
+                 "%lld latent channels", (long long) c0, (long long) z);
+        return false;
+    }
+    if (!kl_hunyuan_map(m, "decoder.conv_in.shortcut.weight", c0, z, c0 / z, false, err, err_size)) {
+        return false;
+    }
+    for (int l = 0; l < 16; l++) {
+        char name[64], bias[64];
+        snprintf(name, sizeof(name), "decoder.up.%d.upsample.conv.weight", l);
+        snprintf(bias, sizeof(bias), "decoder.up.%d.upsample.conv.bias", l);
+        struct vae_weight * w = (struct vae_weight *) vae_model_weight(m, name);
+        struct vae_weight * b = (struct vae_weight *) vae_model_weight(m, bias);
+        if (!w) {
+            continue;
+        }
+        const int64_t n = w->shape[0], cin = w->n_dims == 4 ? w->shape[1] : 0;
+        if (!b || b->n_dims != 1 || b->shape[0] != n || cin < 1 || n % 4 != 0 || n % cin != 0 || n > INT32_MAX) {
+            snprintf(err, err_size, "hunyuanimage2.1: tensor '%s' or its bias is not an upsampler's conv to 4 C_out "
+                     "channels (a multiple of its C_in)", name);
+            return false;
+        }
+        snprintf(name, sizeof(name), "decoder.up.%d.upsample.shortcut.weight", l);
+        if (!vae_weights_reorder_rows(w, kl_hunyuan_row, err, err_size) ||
+            !vae_weights_reorder_rows(b, kl_hunyuan_row, err, err_size) ||
+            !kl_hunyuan_map(m, name, n, cin, n / cin, true, err, err_size)) {
+            return false;
+        }
+    }
     return true;
 }
 
@@ -358,15 +472,21 @@ static bool kl_prepare(struct vae_model * m, const struct vae_st_header * hdr, e
                           vae_name_has_prefix(hdr, "model.diffusion_model.double_blocks.");
         certain = flux || vae_name_has_prefix(hdr, "model.diffusion_model.joint_blocks.");
         found   = flux ? VAE_FAMILY_FLUX1 : VAE_FAMILY_SD3;
+    } else if (z == 64) {
+        found = VAE_FAMILY_HYIMAGE21;
+        if (!kl_hunyuan_prepare(m, err, err_size)) {
+            return false;
+        }
     } else {
         snprintf(err, err_size,
                  "an AutoencoderKL decoder with %d latent channels: not a variant this build knows (sd1/sd2/sdxl: 4, "
-                 "sd3/flux1: 16, flux2: 32 with BatchNorm statistics)", z);
+                 "sd3/flux1: 16, flux2: 32 with BatchNorm statistics, hunyuanimage2.1: 64)", z);
         return false;
     }
     // the variants that share shapes: sd1, sd2, sdxl; sd3, flux1
     const int group_of[VAE_FAMILY_COUNT] = { [VAE_FAMILY_SD1] = 1, [VAE_FAMILY_SD2] = 1, [VAE_FAMILY_SDXL] = 1,
-                                             [VAE_FAMILY_SD3] = 2, [VAE_FAMILY_FLUX1] = 2, [VAE_FAMILY_FLUX2] = 3 };
+                                             [VAE_FAMILY_SD3] = 2, [VAE_FAMILY_FLUX1] = 2, [VAE_FAMILY_FLUX2] = 3,
+                                             [VAE_FAMILY_HYIMAGE21] = 4 };
     const bool named = want != VAE_FAMILY_AUTO && group_of[want] == group_of[found];
     m->family         = named ? want : found;
     m->family_certain = certain || named;
@@ -401,6 +521,9 @@ static const struct vae_variant kl_variants[] = {
     { VAE_FAMILY_FLUX2, "flux2",
       "AutoencoderKL of FLUX.2 (32 ch raw; normalized: 128 ch at half the size, through the file's BatchNorm "
       "statistics and a 2x2 unpatchify, 16x spatial scale)", 32, false, .affine = kl_flux2_affine, .patch = 2 },
+    { VAE_FAMILY_HYIMAGE21, "hunyuanimage2.1",
+      "AutoencoderKL of HunyuanImage 2.1 (64 ch, 32x spatial scale; normalized z = x / 0.75289)", 64, false,
+      0.75289f, 0.0f },
 };
 
 const struct vae_family_desc vae_kl_family = {

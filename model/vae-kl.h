@@ -12,10 +12,13 @@ extern "C" {
 enum vae_kl_naming {
     VAE_KL_NAMING_LDM,       // LDM / ComfyUI / BFL: `decoder.mid.block_1.*`, `decoder.up.L.block.J.*` (canonical)
     VAE_KL_NAMING_DIFFUSERS, // `decoder.mid_block.resnets.N.*`, `decoder.up_blocks.I.resnets.J.*`, ...
+    VAE_KL_NAMING_HUNYUAN,   // HunyuanImage 2.1's original (Tencent, ComfyUI): LDM's, up.0 the first level run
+    VAE_KL_NAMING_FLAT,      // its diffusers one: `decoder.up_blocks.N.{norm1,...,conv}.*`, one flat list
 };
 
 // where an AutoencoderKL's names start in hdr (a full checkpoint's prefix) and which naming they use
-// (naming->count: a diffusers file's up-blocks); the vae_family_desc.recognise contract
+// (naming->levels: the up levels; per_level: a flat list's entries per level); the
+// vae_family_desc.recognise contract
 int    vae_kl_recognise(const struct vae_st_header * hdr, struct vae_naming * naming, char * err, size_t err_size);
 // a key's LDM name (both attention namings of diffusers: to_q.. and the older query..)
 char * vae_kl_canonical_name(const char * key, const struct vae_naming * naming);

@@ -40,6 +40,7 @@ enum vae_family {
     VAE_FAMILY_TAEHV1_5_SUPER, // taehv1_5's 'super' decoder
     VAE_FAMILY_SVD,       // Stable Video Diffusion's temporal decoder (4 ch, scale 0.18215; whole-clip temporal blocks)
     VAE_FAMILY_SEEDVR2,   // SeedVR2's causal video VAE (16 ch, 8x, 4 frames per latent; scale 0.9152)
+    VAE_FAMILY_HYIMAGE21, // AutoencoderKL of HunyuanImage 2.1 (64 ch, 32x; scale 0.75289)
     VAE_FAMILY_COUNT,
 };
 
@@ -159,7 +160,8 @@ struct vae_graph * vae_model_build_graph(const struct vae_model * model, int n, 
 enum vae_kl_step_kind {
     VAE_KL_NORM_CONV,      // y = conv(SiLU(GN(x)))                 (a residual block's first half; the end)
     VAE_KL_NORM_CONV_RES,  // y = conv(SiLU(GN(x))) + shortcut(r)    (its second half; r = the block's input)
-    VAE_KL_UPSAMPLE,       // y = conv(nearest2x(x))                 (twice the resolution)
+    VAE_KL_UPSAMPLE,       // y = conv(nearest2x(x))                 (twice the resolution), or where shortcut is
+                           //   given (HunyuanImage 2.1) y = pixel_shuffle(conv(x) + shortcut(x))
 };
 
 #define VAE_KL_MAX_STEPS 64

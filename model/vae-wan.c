@@ -281,7 +281,7 @@ enum wan_naming {
     WAN_NAMING_22_DIFFUSERS,   // the same with Wan 2.2's `decoder.up_blocks.I.upsampler.*` (is_residual)
 };
 
-// naming->count: the entries of the original `upsamples` list a diffusers up-block holds (its
+// naming->per_level: the entries of the original `upsamples` list a diffusers up-block holds (its
 // resnets and the upsampler)
 static int wan_recognise(const struct vae_st_header * hdr, struct vae_naming * naming, char * err, size_t err_size) {
     if (vae_st_header_find(hdr, "decoder.middle.0.residual.0.gamma")) {
@@ -294,7 +294,7 @@ static int wan_recognise(const struct vae_st_header * hdr, struct vae_naming * n
     naming->kind = vae_name_has_prefix(hdr, "decoder.up_blocks.0.upsampler.") ? WAN_NAMING_22_DIFFUSERS
                                                                               : WAN_NAMING_DIFFUSERS;
     const long most = vae_name_most_index(hdr, "decoder.up_blocks.", ".resnets.", err, err_size);
-    naming->count   = most + 2;
+    naming->per_level = most + 2;
     return most < -1 ? -1 : 1;
 }
 
@@ -340,7 +340,7 @@ static char * wan_canonical_name(const char * key, const struct vae_naming * nam
         { "decoder.norm_out.", "decoder.head.0." }, { "decoder.conv_out.", "decoder.head.2." },
         { "decoder.mid_block.attentions.0.", "decoder.middle.1." },
     };
-    const long   per_block = naming->count;
+    const long   per_block = naming->per_level;
     long         num, num2;
     const char * rest, * rest2;
     char *       name;

@@ -1,7 +1,8 @@
 // Whole decodes on the CUDA backend against the CPU backend, through the decode session as
 // test-image and test-video run them: the real TAEF2 weights on the shared reference latents, and
 // the random-weight fixtures of tests/data for every family that decodes (TAESD variants, Wan 2.1 and 2.2,
-// TAEHV for Wan 2.1 and 2.2 and the super decoders, AutoencoderKL of SD, FLUX.1 and FLUX.2, KL decodes in tiles).
+// TAEHV for Wan 2.1 and 2.2 and the super decoders, AutoencoderKL of SD, FLUX.1, FLUX.2 and HunyuanImage 2.1, KL
+// decodes in tiles).
 //
 // Each decode pushes one latent frame at a time and pops every ready frame as 8-bit RGB
 // (vae_session_pop_frame, so the GPU packs its own frames). The GPU's frames at each precision are
@@ -16,7 +17,8 @@
 // where each CUDA thread is a fiber on the CPU, a thousand times slower than a GPU: one decode per
 // family at a tiny size, the same limits. The real TAEF2 weights (TAESD's family) on two 2x3 (h x w)
 // crops of the latents in one step; Wan 2.1, Wan 2.2, TAEHV and a super TAEHV on three latent
-// frames of 2x3, one per step, after a reset; AutoencoderKL of SD on 3x4 latents, whole and in tiles; Wan 2.1 and
+// frames of 2x3, one per step, after a reset; AutoencoderKL of SD on 3x4 latents and of HunyuanImage 2.1 on 2x3
+// ones, whole and in tiles; Wan 2.1 and
 // SeedVR2 on two latent frames of 3x3 in 2x2 tiles of 16 pixels, at fp32 and bf16. Each conv runs on its
 // precision's 64x64 tiles (VAE_GPU_CONV_VARIANT, unless set) instead of the timing of every tile
 // variant at prepare; no raw decode. About 65 s on two CPU cores.
@@ -389,6 +391,9 @@ static void test_kl(void) {
                   false, VAE_SPACE_RAW);
     check_fixture("kl_f2 (normalized latents, 2x2 patches)", path_in(data_dir, "kl_f2.safetensors"),
                   path_in(data_dir, "kl_f2.normalized.latent"), false, VAE_SPACE_NORMALIZED);
+    static const struct run hy_runs[] = { { 1, 0, 0 }, { 1, 0, 40 }, { 1, 0, 16 } };
+    check_fixture_runs("hyimage_w64, whole and in tiles", path_in(data_dir, "hyimage_w64.orig.safetensors"),
+                       path_in(data_dir, "hyimage_w64.latent"), false, VAE_SPACE_RAW, hy_runs, 3, 0, 0, 0);
 
     // in tiles on the GPU against whole frames on the CPU: 192x160 (72 divides neither side), and
     // FLUX.2's normalized latents
@@ -422,6 +427,8 @@ static void test_small(void) {
                   path_in(data_dir, "seedvr2_sc.normalized.latent"), true, VAE_SPACE_NORMALIZED);
     static const struct run kl_runs[] = { { 1, 0, 0 }, { 1, 0, 16 } };
     check_kl_sd("kl_sd whole and in tiles", 3, 4, kl_runs, 2);
+    check_fixture_runs("hyimage_w64 whole and in tiles", path_in(data_dir, "hyimage_w64.orig.safetensors"),
+                       path_in(data_dir, "hyimage_w64.latent"), false, VAE_SPACE_RAW, kl_runs, 2, 1, 2, 3);
     check_svd();
     // causal video in 2x2 tiles (each with its own state; SeedVR2's given the whole frame's
     // GroupNorm statistics): 24x24 frames of 3x3 latents, two latent frames (SeedVR2's fixture with

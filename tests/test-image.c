@@ -1,4 +1,4 @@
-// The AutoencoderKL decoders (SD 1.x/2.x, SDXL, SD3, FLUX.1, FLUX.2) through the decode session,
+// The AutoencoderKL decoders (SD 1.x/2.x, SDXL, SD3, FLUX.1, FLUX.2, HunyuanImage 2.1) through the decode session,
 // without GStreamer: random-weight fixtures against diffusers (tests/data/kl_*, made by
 // gen_kl_fixtures.py) in every naming a checkpoint uses (LDM, diffusers, diffusers before its
 // attention rename, full checkpoints with `first_stage_model.` or `vae.` prefixes, BFL's FLUX.2),
@@ -390,6 +390,64 @@ static void test_tiles(void) {
     free(exp);
 }
 
+// ---- HunyuanImage 2.1 (64 channels, 32x; tests/data/hyimage_w64.*, gen_hyimage_fixtures.py) ----
+
+static void test_hunyuanimage(void) {
+    int64_t ls[5], xs[5], es[5];
+    float * z    = read_latent("hyimage_w64.latent", ls);
+    float * x    = read_latent("hyimage_w64.normalized.latent", xs);
+    float * exp  = read_tensor(path_in(data_dir, "hyimage_w64.expected.safetensors"), "decoded", es);
+    int64_t ns[5];
+    float * expn = read_tensor(path_in(data_dir, "hyimage_w64.expected.safetensors"), "decoded_normalized", ns);
+    printf("hyimage_w64 (64 channels, conv_in and upsampler shortcuts, sub-position-major shuffles), %lldx%lld and "
+           "normalized %lldx%lld:\n", (long long) ls[3], (long long) ls[2], (long long) xs[3], (long long) xs[2]);
+    // the original (Tencent / ComfyUI) names, diffusers' flat list, and a checkpoint's `vae.` prefix
+    static const char * variants[] = { NULL, "diffusers", "vae" };
+    for (int v = 0; z && x && exp && expn && v < 3; v++) {
+        const char * path = v ? renamed_model("hyimage_w64.orig.safetensors", "hyimage_w64.names.txt", variants[v], NULL,
+                                              "hy")
+                              : path_in(data_dir, "hyimage_w64.orig.safetensors");
+        struct vae_model * m    = path ? load(path, VAE_FAMILY_AUTO) : NULL;
+        const char *       name = v ? variants[v] : "hyimage_w64.orig";
+        if (v && path) {
+            unlink(path);
+        }
+        if (!m) {
+            continue;
+        }
+        printf("  %-20s %s\n", name, m->description);
+        CHECK(m->family == VAE_FAMILY_HYIMAGE21 && m->family_certain && m->latent_channels == 64 && m->scale == 32,
+              "%s: %s, %d channels, scale %d", name, vae_family_name(m->family), m->latent_channels, m->scale);
+        char         what[128];
+        struct image y = decode_ok(name, m, z, 64, (int) ls[2], (int) ls[3], VAE_SPACE_RAW, 0, (int) es[2], (int) es[3]);
+        snprintf(what, sizeof(what), "%s raw vs diffusers", name);
+        check_close(what, y.data, exp, (size_t) 3 * es[2] * es[3], 1e-4);
+        free(y.data);
+        y = decode_ok(name, m, x, 64, (int) xs[2], (int) xs[3], VAE_SPACE_NORMALIZED, 0, (int) ns[2], (int) ns[3]);
+        snprintf(what, sizeof(what), "%s normalized (x / 0.75289) vs diffusers", name);
+        check_close(what, y.data, expn, (size_t) 3 * ns[2] * ns[3], 1e-4);
+        free(y.data);
+        if (v == 0) { // exact tiles: 16 and 40 split every level (the frame is 96x160)
+            static const int tiles[2] = { 40, 16 };
+            check_tiles("hyimage_w64", m, z, 64, (int) ls[2], (int) ls[3], VAE_SPACE_RAW, tiles, 2, true);
+            y = decode_ok(name, m, z, 64, (int) ls[2], (int) ls[3], VAE_SPACE_RAW, 16, (int) es[2], (int) es[3]);
+            check_close("hyimage_w64, tile-size 16, vs diffusers", y.data, exp, (size_t) 3 * es[2] * es[3], 1e-4);
+            free(y.data);
+        }
+        vae_model_free(m);
+    }
+    // a named family must be the file's
+    struct vae_model * m = vae_model_load(path_in(data_dir, "hyimage_w64.orig.safetensors"), VAE_FAMILY_FLUX2, err,
+                                          sizeof(err));
+    CHECK(!m && strstr(err, "model-family flux2 was asked for, but the file holds a hunyuanimage2.1-style "
+                            "AutoencoderKL decoder (64 latent channels)"), "hyimage as flux2: %s", m ? "loaded" : err);
+    vae_model_free(m);
+    free(z);
+    free(x);
+    free(exp);
+    free(expn);
+}
+
 // ---- refusals ----
 
 // err names `name` (or, for a renamed file, the canonical name `canon`)
@@ -499,6 +557,7 @@ int main(void) {
     test_f1_f2();
     test_spaces();
     test_tiles();
+    test_hunyuanimage();
     test_errors();
     vae_backend_free(cpu);
     return vae_test_summary();
