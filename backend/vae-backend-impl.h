@@ -57,6 +57,13 @@ static inline bool vae_graph_cancelled(const struct vae_graph * g) {
     return g->cancel && __atomic_load_n(g->cancel, __ATOMIC_ACQUIRE) != 0;
 }
 
+// the groups of a convolution node: a grouped VAE_OP_CONV2D's, the depthwise conv's input channels, else 1
+static inline int vae_conv_groups(const struct vae_tensor * t) {
+    return t->op == VAE_OP_CONV2D && t->i[0] > 1            ? t->i[0]
+           : t->op == VAE_OP_DEPTHWISE_CONV2D ? (int) t->src[0]->ne[1]
+                                              : 1;
+}
+
 // implemented by each built backend
 // bf16 where oneDNN's effective ISA has AVX512-BF16 (or AMX) and bf16 is asked; else fp32
 vae_backend_t * vae_backend_cpu_init(enum vae_precision precision, char * err, size_t err_size);

@@ -25,7 +25,9 @@ enum vae_op {
                              //   identifies the tensor across graphs
     VAE_OP_TANH_CLAMP,       // y = tanh(x / s) * s                              f[0] = s
     VAE_OP_CONV2D,           // y = act(conv(x, w) + b + r), k x k, stride 1, zero pad k/2
-                             //   src: x, w [Cout, Cin, k, k], b [Cout] or NULL, r or NULL
+                             //   src: x, w [Cout, Cin / G, k, k], b [Cout] or NULL, r or NULL; i[0] = G, the
+                             //   groups (PyTorch's Conv2d(groups=G); 0 and 1: dense): output channel o reads
+                             //   input channels [(o / (Cout/G)) Cin/G, (o / (Cout/G) + 1) Cin/G)
     VAE_OP_UPSAMPLE_CONV2D,  // the same conv applied to nearest2x(x); 3x3 only (fused)
     VAE_OP_UPSAMPLE2X,       // y[c, Y, X] = x[c, Y/2, X/2] (the unfused form of the above)
     VAE_OP_GROUP_NORM,       // y = act(GN(x) * g + b), src: x, g [C], b [C]    i[0] = groups,
@@ -39,10 +41,21 @@ enum vae_op {
                              //   followed by x; src: x, w [Cout, Cin, kt, k, k], b [Cout] or NULL, r or
                              //   NULL; i[0] = state slot; i[1] = what the state holds after a reset:
                              //   0 zeros, 1 kt-1 copies of the first frame the op then sees (SeedVR2)
-    VAE_OP_RMS_NORM,         // y = act(x / max(|x|, 1e-12) * sqrt(C) * g), |x| = the L2 norm over the
-                             //   channels at each pixel; src: x, g [C]
+    VAE_OP_RMS_NORM,         // y = act(x * s * g + b + r), per pixel over its C channels, |x| = their L2 norm;
+                             //   i[0] = 0: s = sqrt(C) / max(|x|, 1e-12) (Wan's F.normalize);
+                             //   i[0] = 1: s = 1 / sqrt(|x|^2 / C + eps), f[0] = eps (diffusers' RMSNorm: DC-AE)
+                             //   src: x, g [C], b [C] or NULL, r (like x: a residual) or NULL
     VAE_OP_ATTENTION,        // per frame, one head over the H*W positions: src qkv [N, 3C, H, W] ->
                              //   [N, C, H, W], o = softmax(q k^T / sqrt(C)) v; q, k, v = thirds of qkv
+    VAE_OP_LINEAR_ATTENTION, // EfficientViT's ReLU linear attention (diffusers' SanaMultiscaleAttnProcessor2_0),
+                             //   per frame: src qkv [N, G 3 hd, H, W] -> [N, G hd, H, W], i[0] = hd; group g
+                             //   reads channels [3 hd g, 3 hd (g+1)): q, k, v (hd each), q = ReLU(q), k = ReLU(k);
+                             //   o[:, n] = (sum_m v_m (k_m.q_n)) / (sum_m k_m.q_n + 1e-15) over the P = H W
+                             //   positions, written to channels [hd g, hd (g+1)): for P > hd in upstream's linear
+                             //   form (A = [v; 1] k^T, [hd+1, hd]; o = (A q)[:hd] / ((A q)[hd] + 1e-15)), else
+                             //   in its quadratic one (S = k^T q normalised over the keys, o = v S)
+    VAE_OP_GLU,              // [N, 2C, H, W] -> [N, C, H, W], y[c] = x[c] act(x[C + c]) (torch.chunk(2, 1):
+                             //   the first half is the value, the second the gate; SiLU: GLUMBConv)
     VAE_OP_FRAME_SPLIT,      // [N, C, H, W] -> [N*s, C/s, H, W], frame s*t+j = channels [j*C/s, (j+1)*C/s)
                              //   of frame t                                       i[0] = s
     VAE_OP_PIXEL_SHUFFLE,    // [N, 4C, H, W] -> [N, C, 2H, 2W], y[c, 2Y+i, 2X+j] = x[4c+2i+j, Y, X]
@@ -110,6 +123,9 @@ struct vae_tensor * vae_graph_weight(struct vae_graph * g, const char * name, co
 struct vae_tensor * vae_graph_tanh_clamp(struct vae_graph * g, struct vae_tensor * x, float s);
 struct vae_tensor * vae_graph_conv2d(struct vae_graph * g, struct vae_tensor * x, struct vae_tensor * w,
                                      struct vae_tensor * b, struct vae_tensor * r, enum vae_act act);
+// the same in `groups` groups, w [Cout, Cin / groups, k, k] (see VAE_OP_CONV2D)
+struct vae_tensor * vae_graph_conv2d_groups(struct vae_graph * g, struct vae_tensor * x, struct vae_tensor * w,
+                                            struct vae_tensor * b, struct vae_tensor * r, enum vae_act act, int groups);
 // nearest 2x alone (a conv that adds a residual takes it unfused: the fused op has none)
 struct vae_tensor * vae_graph_upsample2x(struct vae_graph * g, struct vae_tensor * x);
 // nearest 2x then 3x3 conv: one fused node, or two nodes when fusion is disabled
@@ -135,9 +151,19 @@ struct vae_tensor * vae_graph_causal_conv3d(struct vae_graph * g, struct vae_ten
 struct vae_tensor * vae_graph_causal_conv3d_replicate(struct vae_graph * g, struct vae_tensor * x, struct vae_tensor * w,
                                                       struct vae_tensor * b, struct vae_tensor * r, enum vae_act act,
                                                       int slot);
+// Wan's: x / max(|x|, 1e-12) * sqrt(C) * gamma (i[0] = 0, see VAE_OP_RMS_NORM)
 struct vae_tensor * vae_graph_rms_norm(struct vae_graph * g, struct vae_tensor * x, struct vae_tensor * gamma,
                                        enum vae_act act);
+// diffusers' RMSNorm with weight and bias, then a residual: act(x / sqrt(mean_c(x^2) + eps) * gamma + beta + r);
+// beta and r may be NULL (i[0] = 1, see VAE_OP_RMS_NORM)
+struct vae_tensor * vae_graph_rms_norm_eps(struct vae_graph * g, struct vae_tensor * x, float eps,
+                                           struct vae_tensor * gamma, struct vae_tensor * beta, struct vae_tensor * r,
+                                           enum vae_act act);
 struct vae_tensor * vae_graph_attention(struct vae_graph * g, struct vae_tensor * qkv);
+// ReLU linear attention of heads of hd channels (see VAE_OP_LINEAR_ATTENTION): qkv [N, G 3 hd, H, W]
+struct vae_tensor * vae_graph_linear_attention(struct vae_graph * g, struct vae_tensor * qkv, int hd);
+// x [N, 2C, H, W] -> x[:C] * act(x[C:]) (see VAE_OP_GLU)
+struct vae_tensor * vae_graph_glu(struct vae_graph * g, struct vae_tensor * x, enum vae_act act);
 struct vae_tensor * vae_graph_frame_split(struct vae_graph * g, struct vae_tensor * x, int s);
 struct vae_tensor * vae_graph_pixel_shuffle(struct vae_graph * g, struct vae_tensor * x);
 // one k x k filter per output channel, output channel o reading input channel o / m (m = w's rows / C)

@@ -96,19 +96,20 @@ struct vae_tensor * vae_graph_tanh_clamp(struct vae_graph * g, struct vae_tensor
     return t;
 }
 
-static void graph_check_conv(const struct vae_tensor * x, const struct vae_tensor * w, const struct vae_tensor * b) {
+// w [Cout, Cin / groups, k, k], k odd
+static void graph_check_conv(const struct vae_tensor * x, const struct vae_tensor * w, const struct vae_tensor * b,
+                             int groups) {
     assert(w->op == VAE_OP_WEIGHT && w->n_dims == 4 && w->ne[2] == w->ne[3] && (w->ne[2] & 1));
-    assert(w->ne[1] == x->ne[1]);
+    assert(groups >= 1 && x->ne[1] % groups == 0 && w->ne[0] % groups == 0 && w->ne[1] * groups == x->ne[1]);
     assert(!b || (b->op == VAE_OP_WEIGHT && b->n_dims == 1 && b->ne[0] == w->ne[0]));
-    (void) x, (void) w, (void) b;
+    (void) x, (void) w, (void) b, (void) groups;
 }
 
-// a convolution node of x's frames and size, w's output channels
+// a convolution node of x's frames and size, w's output channels (w's input channels: checked by the caller)
 static struct vae_tensor * graph_conv_node(struct vae_graph * g, enum vae_op op, struct vae_tensor * x,
                                            struct vae_tensor * w, struct vae_tensor * b, struct vae_tensor * r,
                                            enum vae_act act) {
     assert(!b || (b->op == VAE_OP_WEIGHT && b->n_dims == 1 && b->ne[0] == w->ne[0]));
-    assert(w->ne[1] == x->ne[1]);
     struct vae_tensor * t = graph_node(g, op, x->ne[0], w->ne[0], x->ne[2], x->ne[3]);
     assert(!r || memcmp(r->ne, t->ne, sizeof(t->ne)) == 0);
     t->src[0] = x;
@@ -122,8 +123,15 @@ static struct vae_tensor * graph_conv_node(struct vae_graph * g, enum vae_op op,
 
 struct vae_tensor * vae_graph_conv2d(struct vae_graph * g, struct vae_tensor * x, struct vae_tensor * w,
                                      struct vae_tensor * b, struct vae_tensor * r, enum vae_act act) {
-    graph_check_conv(x, w, b);
-    return graph_conv_node(g, VAE_OP_CONV2D, x, w, b, r, act);
+    return vae_graph_conv2d_groups(g, x, w, b, r, act, 1);
+}
+
+struct vae_tensor * vae_graph_conv2d_groups(struct vae_graph * g, struct vae_tensor * x, struct vae_tensor * w,
+                                            struct vae_tensor * b, struct vae_tensor * r, enum vae_act act, int groups) {
+    graph_check_conv(x, w, b, groups);
+    struct vae_tensor * t = graph_conv_node(g, VAE_OP_CONV2D, x, w, b, r, act);
+    t->i[0]               = groups;
+    return t;
 }
 
 struct vae_tensor * vae_graph_upsample2x(struct vae_graph * g, struct vae_tensor * x) {
@@ -135,7 +143,7 @@ struct vae_tensor * vae_graph_upsample2x(struct vae_graph * g, struct vae_tensor
 
 struct vae_tensor * vae_graph_upsample_conv2d(struct vae_graph * g, struct vae_tensor * x, struct vae_tensor * w,
                                               struct vae_tensor * b, enum vae_act act) {
-    graph_check_conv(x, w, b);
+    graph_check_conv(x, w, b, 1);
     assert(w->ne[2] == 3);
     if (!g->fused) {
         return vae_graph_conv2d(g, vae_graph_upsample2x(g, x), w, b, NULL, act);
@@ -183,13 +191,14 @@ struct vae_tensor * vae_graph_group_norm_frames(struct vae_graph * g, struct vae
 struct vae_tensor * vae_graph_time_conv(struct vae_graph * g, struct vae_tensor * x, struct vae_tensor * w,
                                         struct vae_tensor * b, struct vae_tensor * r, enum vae_act act) {
     assert(w->op == VAE_OP_WEIGHT && w->n_dims == 5 && (w->ne[2] & 1) && w->ne[3] == 1 && w->ne[4] == 1);
+    assert(w->ne[1] == x->ne[1]);
     return graph_conv_node(g, VAE_OP_TIME_CONV, x, w, b, r, act);
 }
 
 struct vae_tensor * vae_graph_causal_conv3d(struct vae_graph * g, struct vae_tensor * x, struct vae_tensor * w,
                                             struct vae_tensor * b, struct vae_tensor * r, enum vae_act act, int slot) {
     assert(w->op == VAE_OP_WEIGHT && w->n_dims == 5 && w->ne[3] == w->ne[4] && (w->ne[3] & 1) && w->ne[2] >= 2);
-    assert(slot >= 0);
+    assert(w->ne[1] == x->ne[1] && slot >= 0);
     struct vae_tensor * t = graph_conv_node(g, VAE_OP_CAUSAL_CONV3D, x, w, b, r, act);
     t->i[0]               = slot;
     if (slot >= g->n_states) {
@@ -208,11 +217,26 @@ struct vae_tensor * vae_graph_causal_conv3d_replicate(struct vae_graph * g, stru
 
 struct vae_tensor * vae_graph_rms_norm(struct vae_graph * g, struct vae_tensor * x, struct vae_tensor * gamma,
                                        enum vae_act act) {
+    struct vae_tensor * t = vae_graph_rms_norm_eps(g, x, 0.0f, gamma, NULL, NULL, act);
+    t->i[0]               = 0;
+    return t;
+}
+
+struct vae_tensor * vae_graph_rms_norm_eps(struct vae_graph * g, struct vae_tensor * x, float eps,
+                                           struct vae_tensor * gamma, struct vae_tensor * beta, struct vae_tensor * r,
+                                           enum vae_act act) {
     assert(gamma->op == VAE_OP_WEIGHT && gamma->ne[0] == x->ne[1]);
+    assert(!beta || (beta->op == VAE_OP_WEIGHT && beta->ne[0] == x->ne[1]));
+    assert(!r || (r->op != VAE_OP_WEIGHT && memcmp(r->ne, x->ne, sizeof(x->ne)) == 0));
+    assert(eps >= 0.0f);
     struct vae_tensor * t = graph_node(g, VAE_OP_RMS_NORM, x->ne[0], x->ne[1], x->ne[2], x->ne[3]);
     t->src[0] = x;
     t->src[1] = gamma;
+    t->src[2] = beta;
+    t->src[3] = r;
     t->act    = act;
+    t->i[0]   = 1;
+    t->f[0]   = eps;
     t->name   = gamma->name;
     return t;
 }
@@ -222,6 +246,24 @@ struct vae_tensor * vae_graph_attention(struct vae_graph * g, struct vae_tensor 
     struct vae_tensor * t = graph_node(g, VAE_OP_ATTENTION, qkv->ne[0], qkv->ne[1] / 3, qkv->ne[2], qkv->ne[3]);
     t->src[0] = qkv;
     t->name   = qkv->name;
+    return t;
+}
+
+struct vae_tensor * vae_graph_linear_attention(struct vae_graph * g, struct vae_tensor * qkv, int hd) {
+    assert(hd > 0 && qkv->ne[1] % (3 * hd) == 0);
+    struct vae_tensor * t = graph_node(g, VAE_OP_LINEAR_ATTENTION, qkv->ne[0], qkv->ne[1] / 3, qkv->ne[2], qkv->ne[3]);
+    t->src[0] = qkv;
+    t->i[0]   = hd;
+    t->name   = qkv->name;
+    return t;
+}
+
+struct vae_tensor * vae_graph_glu(struct vae_graph * g, struct vae_tensor * x, enum vae_act act) {
+    assert(x->ne[1] % 2 == 0);
+    struct vae_tensor * t = graph_node(g, VAE_OP_GLU, x->ne[0], x->ne[1] / 2, x->ne[2], x->ne[3]);
+    t->src[0] = x;
+    t->act    = act;
+    t->name   = x->name;
     return t;
 }
 
@@ -266,6 +308,7 @@ const char * vae_op_name(enum vae_op op) {
         [VAE_OP_UPSAMPLE_CONV2D] = "upsample_conv2d", [VAE_OP_UPSAMPLE2X] = "upsample2x",
         [VAE_OP_GROUP_NORM] = "group_norm", [VAE_OP_CAUSAL_CONV3D] = "causal_conv3d",
         [VAE_OP_RMS_NORM] = "rms_norm",     [VAE_OP_ATTENTION] = "attention",
+        [VAE_OP_LINEAR_ATTENTION] = "linear_attention", [VAE_OP_GLU] = "glu",
         [VAE_OP_FRAME_SPLIT] = "frame_split", [VAE_OP_PIXEL_SHUFFLE] = "pixel_shuffle",
         [VAE_OP_DEPTHWISE_CONV2D] = "depthwise_conv2d", [VAE_OP_TIME_CONV] = "time_conv",
     };

@@ -31,7 +31,8 @@
 #define vae_gpu_upsample2x         vae_hip_gpu_upsample2x
 #define vae_gpu_frame_split        vae_hip_gpu_frame_split
 #define vae_gpu_pixel_shuffle      vae_hip_gpu_pixel_shuffle
-#define vae_gpu_dwconv             vae_hip_gpu_dwconv
+#define vae_gpu_group_conv         vae_hip_gpu_group_conv
+#define vae_gpu_glu                vae_hip_gpu_glu
 #define vae_gpu_time_conv          vae_hip_gpu_time_conv
 #define vae_gpu_group_norm_scratch vae_hip_gpu_group_norm_scratch
 #define vae_gpu_group_norm_stats   vae_hip_gpu_group_norm_stats
@@ -39,6 +40,8 @@
 #define vae_gpu_rms_norm           vae_hip_gpu_rms_norm
 #define vae_gpu_attention_scratch  vae_hip_gpu_attention_scratch
 #define vae_gpu_attention          vae_hip_gpu_attention
+#define vae_gpu_linear_attention_scratch vae_hip_gpu_linear_attention_scratch
+#define vae_gpu_linear_attention   vae_hip_gpu_linear_attention
 #define vae_gpu_conv_packed_count  vae_hip_gpu_conv_packed_count
 #define vae_gpu_conv_pack          vae_hip_gpu_conv_pack
 #define vae_gpu_conv_variants      vae_hip_gpu_conv_variants

@@ -1,9 +1,12 @@
-// Wan's RMS_norm, F.normalize(x, dim=1) * sqrt(C) * gamma: per pixel, an L2 norm over its channels,
-// no statistics across pixels. In NHWC a pixel's channels are contiguous, so a group of lanes (a
-// warp, or part of one when the pixel has fewer than 32 vectors) reads them as 16-byte vectors,
-// sums the squares in f32 and reduces by shuffles in a fixed order, then reads them again (from
-// cache) to write the output. gamma is staged in shared memory once per block. A NaN anywhere in a
-// pixel makes every real channel of it NaN, as in PyTorch; padding lanes are written as zero.
+// The RMS norms, per pixel over its channels, no statistics across pixels: Wan's RMS_norm,
+// F.normalize(x, dim=1) * sqrt(C) * gamma, and diffusers' RMSNorm with weight and bias (DC-AE),
+// x / sqrt(mean(x^2) + eps) * gamma + beta, with a residual added after either. In NHWC a pixel's channels are contiguous, so a group of
+// lanes (a warp, or part of one when the pixel has fewer than 32 vectors) reads them as 16-byte
+// vectors, sums the squares in f32 and reduces by shuffles in a fixed order, then reads them again
+// (from cache) to write the output. gamma and beta are staged in shared memory once per block
+// (beta as -0 when there is none: adding it changes nothing, not even a zero's sign). A NaN
+// anywhere in a pixel makes every real channel of it NaN, as in PyTorch; padding lanes are written
+// as zero.
 
 #include "vae-gpu-common.cuh"
 
@@ -14,15 +17,18 @@
 // lp lanes per pixel (a power of two <= VAE_GPU_RMS_LANES); a warp takes VAE_GPU_WARP / lp pixels at a time
 template <typename T>
 static __global__ void __launch_bounds__(VAE_GPU_RMS_THREADS)
-    vae_gpu_rms_norm_kernel(const T * x, T * y, size_t npx, int c, int cp, int lp, float sqrt_c,
-                            const float * gamma, enum vae_act act) {
+    vae_gpu_rms_norm_kernel(const T * x, T * y, const T * r, size_t npx, int c, int cp, int lp, float sqrt_c,
+                            bool mean_square, float eps, const float * gamma, const float * beta, enum vae_act act) {
     constexpr int VEC = 16 / sizeof(T);
-    extern __shared__ float sm_gamma[];  // cp values, zero past c
+    extern __shared__ float sm_gamma[];  // cp values, zero past c, then beta's cp values
+    float *       sm_beta = sm_gamma + cp;
     for (int ch = threadIdx.x; ch < cp; ch += blockDim.x) {
         sm_gamma[ch] = ch < c ? gamma[ch] : 0.0f;
+        sm_beta[ch]  = ch < c && beta ? beta[ch] : -0.0f;
     }
     __syncthreads();
     const vae_gpu_vec<T> * xv    = reinterpret_cast<const vae_gpu_vec<T> *>(x);
+    const vae_gpu_vec<T> * rv    = reinterpret_cast<const vae_gpu_vec<T> *>(r);
     vae_gpu_vec<T> *       yv    = reinterpret_cast<vae_gpu_vec<T> *>(y);
     const int              G     = cp / VEC;
     const int              lane  = threadIdx.x % VAE_GPU_WARP;
@@ -48,14 +54,17 @@ static __global__ void __launch_bounds__(VAE_GPU_RMS_THREADS)
             ss += vae_gpu_shfl_xor(ss, o, VAE_GPU_WARP);
         }
         const float norm  = sqrtf(ss);
-        const float scale = sqrt_c / (norm < 1e-12f ? 1e-12f : norm);  // a NaN norm stays NaN
+        // a NaN norm stays NaN
+        const float scale = mean_square ? 1.0f / sqrtf(ss / (float) c + eps) : sqrt_c / (norm < 1e-12f ? 1e-12f : norm);
         if (ok) {
             for (int g = lane % lp; g < G; g += lp) {
-                vae_gpu_vec<T> a = xv[p * G + g];
+                vae_gpu_vec<T>       a = xv[p * G + g];
+                const vae_gpu_vec<T> b = r ? rv[p * G + g] : a;  // (b unused without r)
 #pragma unroll
                 for (int l = 0; l < VEC; l++) {
                     const int ch = g * VEC + l;
-                    const float o = vae_gpu_act(vae_gpu_to_f32(a.v[l]) * scale * sm_gamma[ch], act);
+                    float     o  = vae_gpu_to_f32(a.v[l]) * scale * sm_gamma[ch] + sm_beta[ch];
+                    o            = vae_gpu_act(r ? o + vae_gpu_to_f32(b.v[l]) : o, act);
                     a.v[l]        = vae_gpu_from_f32<T>(ch < c ? o : 0.0f);
                 }
                 yv[p * G + g] = a;
@@ -65,7 +74,8 @@ static __global__ void __launch_bounds__(VAE_GPU_RMS_THREADS)
 }
 
 template <typename T>
-static cudaError_t vae_gpu_rms_norm_launch(struct vae_gpu_act x, struct vae_gpu_act y, const float * gamma,
+static cudaError_t vae_gpu_rms_norm_launch(struct vae_gpu_act x, struct vae_gpu_act y, const void * r,
+                                           const float * gamma, const float * beta, bool mean_square, float eps,
                                            enum vae_act act, cudaStream_t s) {
     const int G  = x.cp / (16 / sizeof(T));
     int       lp = 1;
@@ -75,19 +85,22 @@ static cudaError_t vae_gpu_rms_norm_launch(struct vae_gpu_act x, struct vae_gpu_
     const size_t npx    = (size_t) x.n * x.h * x.w;
     const size_t per_bk = (size_t) VAE_GPU_RMS_THREADS / lp * VAE_GPU_RMS_PIXELS;  // pixels per block
     vae_gpu_rms_norm_kernel<T><<<vae_gpu_blocks((npx + per_bk - 1) / per_bk * VAE_GPU_RMS_THREADS),
-                                 VAE_GPU_RMS_THREADS, x.cp * sizeof(float), s>>>(
-        (const T *) x.data, (T *) y.data, npx, x.c, x.cp, lp, (float) sqrt((double) x.c), gamma, act);
+                                 VAE_GPU_RMS_THREADS, 2 * x.cp * sizeof(float), s>>>(
+        (const T *) x.data, (T *) y.data, (const T *) r, npx, x.c, x.cp, lp, (float) sqrt((double) x.c), mean_square,
+        eps, gamma, beta, act);
     return cudaGetLastError();
 }
 
-extern "C" cudaError_t vae_gpu_rms_norm(struct vae_gpu_act x, struct vae_gpu_act y, const float * gamma,
+extern "C" cudaError_t vae_gpu_rms_norm(struct vae_gpu_act x, struct vae_gpu_act y, const void * residual,
+                                        const float * gamma, const float * beta, bool mean_square, float eps,
                                         enum vae_act act, enum vae_precision p, cudaStream_t s) {
-    // gamma is staged in the default 48 KiB of shared memory
-    if (!vae_gpu_act_ok(x) || !vae_gpu_act_ok(y) || !vae_gpu_precision_ok(p) || !gamma || y.n != x.n ||
-        y.c != x.c || y.h != x.h || y.w != x.w || x.cp * sizeof(float) > 48 * 1024) {
+    // gamma and beta are staged in the default 48 KiB of shared memory
+    if (!vae_gpu_act_ok(x) || !vae_gpu_act_ok(y) || !vae_gpu_precision_ok(p) || !gamma ||
+        (uintptr_t) residual % 16 != 0 || y.n != x.n ||
+        y.c != x.c || y.h != x.h || y.w != x.w || 2 * x.cp * sizeof(float) > 48 * 1024 || !(eps >= 0.0f)) {
         return cudaErrorInvalidValue;
     }
     cudaError_t err;
-    VAE_GPU_DISPATCH(p, err = vae_gpu_rms_norm_launch<T>(x, y, gamma, act, s));
+    VAE_GPU_DISPATCH(p, err = vae_gpu_rms_norm_launch<T>(x, y, residual, gamma, beta, mean_square, eps, act, s));
     return err;
 }

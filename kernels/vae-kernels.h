@@ -55,11 +55,17 @@ cudaError_t vae_gpu_frame_split(struct vae_gpu_act x, struct vae_gpu_act y, int 
 // [N, 4C, H, W] -> [N, C, 2H, 2W]: y[c, 2Y+i, 2X+j] = x[4c+2i+j, Y, X]    (vae-gpu-pixel-shuffle.cu)
 cudaError_t vae_gpu_pixel_shuffle(struct vae_gpu_act x, struct vae_gpu_act y, enum vae_precision p, cudaStream_t s);
 
-// PyTorch's Conv2d(c, c m, k, padding k/2, groups c): y [n, c m, h, w], output channel o reading input
-// channel o / m: y[o] = bias[o] + conv2d(x[o / m], w[o]); w: device f32 [c m, k, k], bias: device f32
-// [c m] or NULL                                                                (vae-gpu-dwconv.cu)
-cudaError_t vae_gpu_dwconv(struct vae_gpu_act x, struct vae_gpu_act y, const float * w, const float * bias, int k,
-                           enum vae_precision p, cudaStream_t s);
+// PyTorch's Conv2d(x.c, y.c, k, padding k/2, groups): output channel o reads the cg = x.c / groups input
+// channels of its group, i = (o / (y.c / groups)) cg + t for t < cg:
+// y[o] = act(bias[o] + residual[o] + sum_t conv2d(x[i], w[o, t])); w: device f32 [y.c, cg, k, k] (PyTorch's
+// layout), bias: device f32 [y.c] or NULL, residual like y or NULL (may be y.data); y apart from x.
+// groups = x.c is the depthwise conv (VAE_OP_DEPTHWISE_CONV2D)                 (vae-gpu-group-conv.cu)
+cudaError_t vae_gpu_group_conv(struct vae_gpu_act x, struct vae_gpu_act y, const void * residual, const float * w,
+                               const float * bias, int groups, int k, enum vae_act act, enum vae_precision p,
+                               cudaStream_t s);
+// [n, 2C, h, w] -> [n, C, h, w]: y[c] = x[c] act(x[C + c])                 (vae-gpu-glu.cu)
+cudaError_t vae_gpu_glu(struct vae_gpu_act x, struct vae_gpu_act y, enum vae_act act, enum vae_precision p,
+                        cudaStream_t s);
 // the centred (kt, 1, 1) conv over x's frames, zero frames outside (VAE_OP_TIME_CONV): w device f32
 // [y.c, x.c, kt] (PyTorch's layout), bias f32 [y.c] or NULL, residual like y or NULL; y apart
 // from x                                                                       (vae-gpu-time-conv.cu)
@@ -80,10 +86,13 @@ cudaError_t vae_gpu_group_norm_stats(struct vae_gpu_act x, int groups, float eps
 cudaError_t vae_gpu_group_norm_apply(struct vae_gpu_act x, struct vae_gpu_act y, int groups, const float * stats,
                                     bool stats_per_frame, const float * gamma, const float * beta, enum vae_act act,
                                     enum vae_precision p, cudaStream_t s);
-// y = act(x / max(|x|, 1e-12) * sqrt(C) * gamma[c]), |x| the L2 norm over the channels of each
-// pixel, f32; y may be x                                                     (vae-gpu-rms-norm.cu)
-cudaError_t vae_gpu_rms_norm(struct vae_gpu_act x, struct vae_gpu_act y, const float * gamma, enum vae_act act,
-                            enum vae_precision p, cudaStream_t s);
+// y = act(x * s * gamma[c] + beta[c] + residual), |x| the L2 norm over the channels of each pixel,
+// f32; s = sqrt(C) / max(|x|, 1e-12) (Wan), or with mean_square 1 / sqrt(|x|^2 / C + eps)
+// (diffusers' RMSNorm); gamma, beta: device f32 [c], beta may be NULL; residual like y or NULL;
+// y may be x or the residual                                                 (vae-gpu-rms-norm.cu)
+cudaError_t vae_gpu_rms_norm(struct vae_gpu_act x, struct vae_gpu_act y, const void * residual, const float * gamma,
+                            const float * beta, bool mean_square, float eps, enum vae_act act, enum vae_precision p,
+                            cudaStream_t s);
 
 // ---- attention (vae-gpu-attention.cu) ---------------------------------------------------------
 // per frame, one head over the h*w positions: qkv [n, 3C, h, w] -> y [n, C, h, w],
@@ -92,6 +101,15 @@ cudaError_t vae_gpu_rms_norm(struct vae_gpu_act x, struct vae_gpu_act y, const f
 size_t     vae_gpu_attention_scratch(struct vae_gpu_act qkv, enum vae_precision p);
 cudaError_t vae_gpu_attention(struct vae_gpu_act qkv, struct vae_gpu_act y, void * scratch, enum vae_precision p,
                              cudaStream_t s);
+
+// ---- ReLU linear attention (vae-gpu-linear-attention.cu) --------------------------------------
+// VAE_OP_LINEAR_ATTENTION: per frame, groups of head dim hd: qkv [n, G 3 hd, h, w] -> y [n, G hd, h, w],
+// q, k ReLU'd, o = (sum_m v_m (k_m.q)) / (sum_m k_m.q + 1e-15), f32; the linear form through the
+// [hd+1, hd] matrices A = [v; 1] k^T of every frame and group (f32, in the scratch) when h w > hd,
+// the quadratic one otherwise. The scratch holds vae_gpu_linear_attention_scratch() bytes.
+size_t      vae_gpu_linear_attention_scratch(struct vae_gpu_act qkv, int hd);
+cudaError_t vae_gpu_linear_attention(struct vae_gpu_act qkv, struct vae_gpu_act y, int hd, void * scratch,
+                                     enum vae_precision p, cudaStream_t s);
 
 // ---- convolution (vae-gpu-conv.cu) ------------------------------------------------------------
 // Implicit GEMM on tensor cores (fp32: f32 FMA): M = output pixels, N = output channels,

@@ -4,14 +4,17 @@
 // references written here (double accumulation, NCHW, no blocking) on seeded random inputs.
 //
 // Covered: conv2d (k 1/3, bias, residual, act none/relu/silu, odd channel counts and sizes),
-// depthwise_conv2d (channel multipliers 1-3, k 1-7, images smaller than the kernel),
+// depthwise_conv2d (channel multipliers 1-3, k 1-7, images smaller than the kernel), grouped
+// conv2d (oneDNN's groups; groups that split the layout's blocks),
 // upsample_conv2d fused and unfused, group_norm (groups, eps, act, large offsets; given the
 // statistics of a whole frame for a crop of it), tanh_clamp, chains that exercise the memory
 // planner (in-place residuals, reused buffers, dead nodes, an intermediate output), graphs of two
 // inputs, pixel packing for every vae_pixel_format (and vae_frame_pack of planar host frames),
 // memory limits, graph reuse,
 // NaN propagation and the size checks of read_frame. The hand-written ops of the blocked layout
-// (RMS norm, attention, frame split, pixel shuffle) are also called directly, through
+// (the RMS norms: Wan's and diffusers' with eps and bias; attention; DC-AE's ReLU linear attention
+// in both forms, with a zero denominator and a NaN; its gated unit; frame split, pixel shuffle)
+// are also called directly, through
 // backend/cpu/vae-cpu.h, on buffers made with vae_cpu_to_blocked. Causal conv3d streams frames
 // through a state in steps of several sizes against the whole-sequence reference. SVD's temporal
 // ops: group_norm with statistics over all frames, and the centred time_conv (kt 1, 3).
@@ -65,17 +68,19 @@ static double ref_act(double v, enum vae_act a) {
     }
 }
 
-// y = act(conv(x, w) + b + r), k x k, stride 1, zero pad k/2
-static double * ref_conv(struct pool * pl, const double * x, int N, int Ci, int H, int W, const float * w, int Co,
-                         int k, const float * b, const double * r, enum vae_act act) {
+// y = act(conv(x, w) + b + r), k x k, stride 1, zero pad k/2, in G groups (PyTorch's Conv2d(groups=G):
+// w [Co, Ci / G, k, k], output channel co reading input channels [(co / (Co/G)) Ci/G, ... + Ci/G))
+static double * ref_conv_groups(struct pool * pl, const double * x, int N, int Ci, int H, int W, const float * w,
+                                int Co, int k, const float * b, const double * r, enum vae_act act, int G) {
     double *  y   = pool_add(pl, xmalloc((size_t) N * Co * H * W * sizeof(double)));
-    const int pad = k / 2;
+    const int pad = k / 2, cg = Ci / G;
     for (int n = 0; n < N; n++) {
         for (int co = 0; co < Co; co++) {
             for (int yy = 0; yy < H; yy++) {
                 for (int xx = 0; xx < W; xx++) {
                     double s = b ? b[co] : 0.0;
-                    for (int ci = 0; ci < Ci; ci++) {
+                    for (int t = 0; t < cg; t++) {
+                        const int ci = co / (Co / G) * cg + t;
                         for (int ky = 0; ky < k; ky++) {
                             const int iy = yy + ky - pad;
                             if (iy < 0 || iy >= H) {
@@ -86,7 +91,7 @@ static double * ref_conv(struct pool * pl, const double * x, int N, int Ci, int 
                                 if (ix < 0 || ix >= W) {
                                     continue;
                                 }
-                                s += (double) w[((size_t) (co * Ci + ci) * k + ky) * k + kx] *
+                                s += (double) w[((size_t) (co * cg + t) * k + ky) * k + kx] *
                                      x[(((size_t) n * Ci + ci) * H + iy) * W + ix];
                             }
                         }
@@ -101,6 +106,11 @@ static double * ref_conv(struct pool * pl, const double * x, int N, int Ci, int 
         }
     }
     return y;
+}
+
+static double * ref_conv(struct pool * pl, const double * x, int N, int Ci, int H, int W, const float * w, int Co,
+                         int k, const float * b, const double * r, enum vae_act act) {
+    return ref_conv_groups(pl, x, N, Ci, H, W, w, Co, k, b, r, act, 1);
 }
 
 // nearest 2x: [N, C, H, W] -> [N, C, 2H, 2W]
@@ -334,55 +344,34 @@ static void test_conv(void) {
     }
 }
 
-// ---- depthwise_conv2d --------------------------------------------------------------------------
+// ---- depthwise_conv2d, grouped conv2d -------------------------------------------------------------
 
-// PyTorch's Conv2d(C, C m, k, padding k/2, groups C) in double, NCHW
-static double * ref_depthwise(struct pool * pl, const double * x, int N, int C, int H, int W, int m, int k,
-                              const float * w, const float * b) {
-    double * y = pool_add(pl, calloc((size_t) N * C * m * H * W, sizeof(double)));
-    for (int n = 0; n < N; n++) {
-        for (int o = 0; o < C * m; o++) {
-            const double * xc = x + ((size_t) n * C + o / m) * H * W;
-            for (int Y = 0; Y < H; Y++) {
-                for (int X = 0; X < W; X++) {
-                    double acc = b ? b[o] : 0.0;
-                    for (int dy = 0; dy < k; dy++) {
-                        for (int dx = 0; dx < k; dx++) {
-                            const int yy = Y + dy - k / 2, xx = X + dx - k / 2;
-                            if (yy >= 0 && yy < H && xx >= 0 && xx < W) {
-                                acc += xc[yy * W + xx] * w[((size_t) o * k + dy) * k + dx];
-                            }
-                        }
-                    }
-                    y[(((size_t) n * C * m + o) * H + Y) * W + X] = acc;
-                }
-            }
-        }
-    }
-    return y;
-}
-
-// after a conv (a blocked input that is not the graph's own), its output read by a 1x1 conv (the
-// padding lanes must be zeros)
-static void test_depthwise_case(int N, int C, int m, int H, int W, int k, bool bias) {
+// after a conv (a blocked input that is not the graph's own), a conv of G groups (the depthwise op
+// when depthwise: G = Ci, Co = Ci m, no residual, no activation), its output read by a 1x1 conv (the
+// padding lanes must be zeros); the residual, a 1x1 conv of the first conv's output, dies there
+static void test_grouped_case(int N, int Ci, int Co, int G, int H, int W, int k, bool bias, bool res, enum vae_act act,
+                              bool depthwise) {
     struct pool        pl = { 0 };
     struct vae_graph * g  = graph_new(true);
-    const float *      w0, *w, *b = NULL, *w2;
-    struct vae_tensor * x = vae_graph_conv2d(g, vae_graph_input(g, N, C, H, W), conv_w(g, &pl, C, C, 1, &w0), NULL,
+    const float *      w0, *w, *b = NULL, *wr = NULL, *w2;
+    struct vae_tensor * x = vae_graph_conv2d(g, vae_graph_input(g, N, Ci, H, W), conv_w(g, &pl, Ci, Ci, 1, &w0), NULL,
                                              NULL, VAE_ACT_NONE);
-    struct vae_tensor * tb = bias ? vec_w(g, &pl, C * m, -0.5f, 0.5f, &b) : NULL;
-    struct vae_tensor * d  = vae_graph_depthwise_conv2d(g, x, conv_w(g, &pl, C * m, 1, k, &w), tb);
-    vae_graph_set_output(g, vae_graph_conv2d(g, d, conv_w(g, &pl, 3, C * m, 1, &w2), NULL, NULL, VAE_ACT_NONE));
+    struct vae_tensor * r  = res ? vae_graph_conv2d(g, x, conv_w(g, &pl, Co, Ci, 1, &wr), NULL, NULL, VAE_ACT_NONE) : NULL;
+    struct vae_tensor * tb = bias ? vec_w(g, &pl, Co, -0.5f, 0.5f, &b) : NULL;
+    struct vae_tensor * tw = conv_w(g, &pl, Co, Ci / G, k, &w);
+    struct vae_tensor * d  = depthwise ? vae_graph_depthwise_conv2d(g, x, tw, tb)
+                                       : vae_graph_conv2d_groups(g, x, tw, tb, r, act, G);
+    vae_graph_set_output(g, vae_graph_conv2d(g, d, conv_w(g, &pl, 3, Co, 1, &w2), NULL, NULL, VAE_ACT_NONE));
 
-    const size_t   nin = (size_t) N * C * H * W;
+    const size_t   nin = (size_t) N * Ci * H * W;
     const float *  in  = rnd(&pl, nin, -1.0f, 1.0f);
-    const double * xd  = ref_conv(&pl, to_double(&pl, in, nin), N, C, H, W, w0, C, 1, NULL, NULL, VAE_ACT_NONE);
-    const double * dd  = ref_depthwise(&pl, xd, N, C, H, W, m, k, w, b);
-    const double * yd  = ref_conv(&pl, dd, N, C * m, H, W, w2, 3, 1, NULL, NULL, VAE_ACT_NONE);
+    const double * xd  = ref_conv(&pl, to_double(&pl, in, nin), N, Ci, H, W, w0, Ci, 1, NULL, NULL, VAE_ACT_NONE);
+    const double * rd  = res ? ref_conv(&pl, xd, N, Ci, H, W, wr, Co, 1, NULL, NULL, VAE_ACT_NONE) : NULL;
+    const double * dd  = ref_conv_groups(&pl, xd, N, Ci, H, W, w, Co, k, b, rd, act, G);
+    const double * yd  = ref_conv(&pl, dd, N, Co, H, W, w2, 3, 1, NULL, NULL, VAE_ACT_NONE);
 
-    char label[160];
-    snprintf(label, sizeof(label), "depthwise_conv2d(n=%d,c=%d,m=%d,h=%d,w=%d,k=%d%s)", N, C, m, H, W, k,
-             bias ? ",bias" : "");
+    char label[200];
+    grouped_conv_label(label, sizeof(label), N, Ci, Co, G, H, W, k, bias, res, act, depthwise);
     report(label, run(&pl, g, in), yd, (size_t) N * 3 * H * W);
     vae_graph_free(g);
     pool_free(&pl);
@@ -393,12 +382,25 @@ static void test_depthwise(void) {
         // n, c, m, h, w, k
         { 1, 1, 1, 1, 1, 1 }, { 2, 5, 2, 7, 5, 7 },  { 1, 20, 2, 9, 16, 7 }, { 1, 33, 3, 5, 6, 3 },
         { 2, 16, 1, 3, 3, 5 }, { 1, 24, 2, 11, 8, 7 }, { 1, 8, 2, 2, 3, 7 },
+        { 1, 48, 1, 7, 9, 5 }, { 2, 40, 1, 6, 5, 3 },   // DC-AE's: 5x5 (no bias), 3x3 (bias)
     };
     const int n_cases = g_quick ? 2 : (int) (sizeof(cases) / sizeof(cases[0]));
     for (int i = 0; i < n_cases; i++) {
         for (int bias = 0; bias < 2; bias++) {
             rng_seed((uint64_t) (i * 10 + bias + 7000));
-            test_depthwise_case(cases[i][0], cases[i][1], cases[i][2], cases[i][3], cases[i][4], cases[i][5], bias);
+            test_grouped_case(cases[i][0], cases[i][1], cases[i][1] * cases[i][2], cases[i][1], cases[i][3],
+                              cases[i][4], cases[i][5], bias, false, VAE_ACT_NONE, true);
+        }
+    }
+    // oneDNN's groups (JIT kernels for the DC-AE shapes, its reference code where the groups split
+    // the blocks of the layout, in its own padded layout)
+    const int (*groups)[7] = dcae_group_conv_cases;
+    const int n_groups = g_quick ? 1 : (int) (sizeof(dcae_group_conv_cases) / sizeof(dcae_group_conv_cases[0]));
+    for (int i = 0; i < n_groups; i++) {
+        for (int combo = i % 2; combo < 12; combo += 5) { // bit 0 bias, bit 1 residual, act = combo >> 2
+            rng_seed((uint64_t) (i * 20 + combo + 7200));
+            test_grouped_case(groups[i][0], groups[i][1], groups[i][2], groups[i][3], groups[i][4], groups[i][5],
+                              groups[i][6], combo & 1, (combo >> 1) & 1, (enum vae_act) (combo >> 2), false);
         }
     }
 }
@@ -1901,8 +1903,11 @@ static float * unblock(struct pool * pl, const char * label, const float * b, co
     return plain;
 }
 
-// y = act(x / max(|x|, 1e-12) * sqrt(C) * gamma), |x| over the channels; a NaN norm stays NaN
-static double * ref_rms(struct pool * pl, const float * x, int N, int C, int HW, const float * gamma, enum vae_act act) {
+// y = act(x / max(|x|, 1e-12) * sqrt(C) * gamma + r), |x| over the channels; with mean_square
+// y = act(x / sqrt(|x|^2 / C + eps) * gamma + beta + r) (beta and the residual r may be NULL); a
+// NaN norm stays NaN
+static double * ref_rms(struct pool * pl, const float * x, int N, int C, int HW, const float * gamma,
+                        const float * beta, const float * r, bool mean_square, float eps, enum vae_act act) {
     double * y = pool_add(pl, xmalloc((size_t) N * C * HW * sizeof(double)));
     for (int n = 0; n < N; n++) {
         for (int p = 0; p < HW; p++) {
@@ -1911,25 +1916,33 @@ static double * ref_rms(struct pool * pl, const float * x, int N, int C, int HW,
                 const double v = x[((size_t) n * C + c) * HW + p];
                 ss += v * v;
             }
-            const double norm = sqrt(ss), d = norm < 1e-12 ? 1e-12 : norm;
+            const double norm = sqrt(ss), d = norm < 1e-12 ? 1e-12 : norm, rms = sqrt(ss / C + eps);
             for (int c = 0; c < C; c++) {
                 const size_t o = ((size_t) n * C + c) * HW + p;
-                y[o]           = ref_act(x[o] / d * sqrt((double) C) * gamma[c], act);
+                y[o]           = ref_act((mean_square ? x[o] / rms * gamma[c] + (beta ? beta[c] : 0.0)
+                                                      : x[o] / d * sqrt((double) C) * gamma[c]) +
+                                             (r ? r[o] : 0.0),
+                                         act);
             }
         }
     }
     return y;
 }
 
-// specials: a pixel of zeros (0 out, not NaN), a pixel whose norm is below the 1e-12 clamp and
-// (unless relu, whose NaN result is left open) a pixel with one NaN (NaN in every channel)
-static void test_rms_case(int N, int C, int H, int W, enum vae_act act, float mag, bool specials, bool inplace) {
+// Wan's form, or with mean_square diffusers' RMSNorm (eps 1e-5, a bias, and with relu a residual
+// too, in place over it unless in place over x). specials: a pixel of zeros
+// (Wan: 0 out, not NaN; mean square: beta), a pixel whose norm is below the 1e-12 clamp and (unless
+// relu, whose NaN result is left open) a pixel with one NaN (NaN in every channel)
+static void test_rms_case(int N, int C, int H, int W, enum vae_act act, float mag, bool specials, bool inplace,
+                          bool mean_square) {
     struct pool   pl = { 0 };
     const int64_t ne[4] = { N, C, H, W };
     const int     HW = H * W;
     const size_t  n  = (size_t) N * C * HW;
     float *       x  = rnd(&pl, n, -mag, mag);
     const float * gamma = rnd(&pl, (size_t) C, -1.5f, 1.5f);
+    const float * beta  = mean_square ? rnd(&pl, (size_t) C, -0.5f, 0.5f) : NULL;
+    const float * res   = mean_square && act == VAE_ACT_RELU ? rnd(&pl, n, -1.0f, 1.0f) : NULL;
     if (specials && HW >= 3) {
         for (int c = 0; c < C; c++) {
             x[(size_t) c * HW + 0] = 0.0f;
@@ -1939,7 +1952,7 @@ static void test_rms_case(int N, int C, int H, int W, enum vae_act act, float ma
             x[((size_t) (N - 1) * C + C - 1) * HW + 2] = NAN;
         }
     }
-    const double * yd    = ref_rms(&pl, x, N, C, HW, gamma, act);
+    const double * yd    = ref_rms(&pl, x, N, C, HW, gamma, beta, res, mean_square, 1e-5f, act);
     size_t         n_nan = 0;
     for (size_t i = 0; i < n; i++) {
         n_nan += isnan(yd[i]);
@@ -1947,14 +1960,16 @@ static void test_rms_case(int N, int C, int H, int W, enum vae_act act, float ma
     CHECK(n_nan == (specials && HW >= 3 && act != VAE_ACT_RELU ? (size_t) C : 0), "rms_norm: the reference has %zu NaNs",
           n_nan);
     float * xb = blocked_in(&pl, x, ne);
-    float *        yb = inplace ? xb : blocked_out(&pl, ne);
-    vae_cpu_rms_norm(xb, yb, ne, gamma, act);
+    float * rb = res ? blocked_in(&pl, res, ne) : NULL;
+    float * yb = inplace ? xb : rb ? rb : blocked_out(&pl, ne);
+    vae_cpu_rms_norm(xb, yb, ne, gamma, beta, rb, mean_square, 1e-5f, act);
     char label[160];
-    snprintf(label, sizeof(label), "rms_norm(n=%d,c=%d,h=%d,w=%d,%s,mag=%g%s%s)", N, C, H, W, act_name(act), mag,
-             specials ? ",zero/tiny/nan pixels" : "", inplace ? ",in place" : "");
+    snprintf(label, sizeof(label), "%s(n=%d,c=%d,h=%d,w=%d,%s,mag=%g%s%s%s)", mean_square ? "rms_norm_eps" : "rms_norm",
+             N, C, H, W, act_name(act), mag, specials ? ",zero/tiny/nan pixels" : "", res ? ",residual" : "",
+             inplace ? ",in place" : rb ? ",over the residual" : "");
     const float * y = unblock(&pl, label, yb, ne);
     report(label, y, yd, n);
-    if (specials && HW >= 3) {
+    if (specials && HW >= 3 && !mean_square) {
         bool zero = true;
         for (int c = 0; c < C; c++) {
             zero = zero && y[(size_t) c * HW] == 0.0f;
@@ -1974,6 +1989,31 @@ static void test_rms_case(int N, int C, int H, int W, enum vae_act act, float ma
     pool_free(&pl);
 }
 
+// x -> 1x1 conv -> rms_norm_eps (eps 1e-5; beta or none) + x through the backend
+static void test_rms_graph_case(int N, int C, int H, int W, bool bias, enum vae_act act) {
+    struct pool         pl = { 0 };
+    struct vae_graph *  g  = graph_new(true);
+    const float *       w0, *gamma, *beta = NULL;
+    struct vae_tensor * in0 = vae_graph_input(g, N, C, H, W);
+    struct vae_tensor * x = vae_graph_conv2d(g, in0, conv_w(g, &pl, C, C, 1, &w0), NULL, NULL, VAE_ACT_NONE);
+    struct vae_tensor * tg = vec_w(g, &pl, C, 0.5f, 1.5f, &gamma);
+    struct vae_tensor * tb = bias ? vec_w(g, &pl, C, -0.5f, 0.5f, &beta) : NULL;
+    vae_graph_set_output(g, vae_graph_rms_norm_eps(g, x, 1e-5f, tg, tb, in0, act));
+    const size_t   nin = (size_t) N * C * H * W;
+    const float *  in  = rnd(&pl, nin, -1.0f, 1.0f);
+    const double * xd  = ref_conv(&pl, to_double(&pl, in, nin), N, C, H, W, w0, C, 1, NULL, NULL, VAE_ACT_NONE);
+    float *        xf  = pool_add(&pl, xmalloc(nin * sizeof(float)));
+    for (size_t i = 0; i < nin; i++) {
+        xf[i] = (float) xd[i];
+    }
+    char label[160];
+    snprintf(label, sizeof(label), "conv,rms_norm_eps(n=%d,c=%d,h=%d,w=%d,eps=1e-5%s,%s) + input", N, C, H, W,
+             bias ? ",bias" : "", act_name(act));
+    report(label, run(&pl, g, in), ref_rms(&pl, xf, N, C, H * W, gamma, beta, in, true, 1e-5f, act), nin);
+    vae_graph_free(g);
+    pool_free(&pl);
+}
+
 static void test_rms(void) {
     static const int shapes[][4] = {
         // n, c, h, w
@@ -1983,9 +2023,11 @@ static void test_rms(void) {
     const int n_shapes = g_quick ? 2 : (int) (sizeof(shapes) / sizeof(shapes[0]));
     for (int s = 0; s < n_shapes; s++) {
         for (int a = 0; a < 3; a++) {
-            rng_seed((uint64_t) (6000 + s * 10 + a));
-            test_rms_case(shapes[s][0], shapes[s][1], shapes[s][2], shapes[s][3], (enum vae_act) a, 2.0f, a != 1,
-                          a == 2);
+            for (int ms = 0; ms < 2; ms++) {
+                rng_seed((uint64_t) (6000 + s * 10 + a + ms * 1000));
+                test_rms_case(shapes[s][0], shapes[s][1], shapes[s][2], shapes[s][3], (enum vae_act) a, 2.0f, a != 1,
+                              a == 2, ms);
+            }
         }
     }
     // magnitudes whose squares overflow fp32 (1e20: |x|^2 = 1e40; 1e38, near FLT_MAX) or
@@ -1994,9 +2036,20 @@ static void test_rms(void) {
     // vectors at every magnitude down to the clamp, which the last two are below)
     static const float mags[] = { 1e20f, 1e38f, 1e-25f, 1e-40f };
     for (int m = 0; m < (g_quick ? 1 : 4); m++) {
-        rng_seed((uint64_t) (6500 + m));
-        test_rms_case(1, 384, 3, 5, VAE_ACT_NONE, mags[m], false, false);
-        test_rms_case(2, 33, 5, 3, VAE_ACT_SILU, mags[m], true, m == 1);
+        for (int ms = 0; ms < 2; ms++) {
+            rng_seed((uint64_t) (6500 + m + ms * 1000));
+            test_rms_case(1, 384, 3, 5, VAE_ACT_NONE, mags[m], false, false, ms);
+            test_rms_case(2, 33, 5, 3, VAE_ACT_SILU, mags[m], true, m == 1, ms);
+        }
+    }
+    // through the graph: the norm's parameters (beta or none) as the backend keeps them, in place
+    // after a conv; DC-AE's head (relu)
+    static const int graph[][4] = { { 1, 20, 7, 5 }, { 2, 33, 3, 4 }, { 1, 128, 5, 3 } };
+    for (int s = 0; s < (g_quick ? 1 : 3); s++) {
+        for (int bias = 0; bias < 2; bias++) {
+            rng_seed((uint64_t) (6600 + s * 2 + bias));
+            test_rms_graph_case(graph[s][0], graph[s][1], graph[s][2], graph[s][3], bias, (enum vae_act) (s % 2));
+        }
     }
 }
 
@@ -2118,6 +2171,141 @@ static void test_attention(void) {
     test_attention_case(1, 384, 4, 5, 20.0f, 1e3f, false);
     rng_seed(7200);
     test_attention_case(2, 33, 5, 7, 1.0f, 1.0f, true);
+}
+
+// ---- DC-AE's linear attention and gated unit ----------------------------------------------------
+
+static double ref_relu_nan(double v) { // PyTorch's ReLU: a NaN stays NaN
+    return v < 0 ? 0.0 : v;
+}
+
+// EfficientViT's ReLU linear attention by its definition, in double: per frame and group g of
+// head dim hd (q, k, v = channels [3 hd g, 3 hd (g+1)) in thirds), q, k ReLU'd,
+// o[d, n] = sum_m v[d, m] (k_m.q_n) / (sum_m k_m.q_n + 1e-15), written to channel hd g + d
+static double * ref_linear_attention(struct pool * pl, const double * x, int N, int G, int hd, int HW) {
+    double * y = pool_add(pl, xmalloc((size_t) N * G * hd * HW * sizeof(double)));
+    double * s = pool_add(pl, xmalloc((size_t) HW * sizeof(double)));
+    for (int n = 0; n < N; n++) {
+        for (int g = 0; g < G; g++) {
+            const double * q = x + ((size_t) n * 3 * G + 3 * g) * hd * HW, *k = q + (size_t) hd * HW, *v = k + (size_t) hd * HW;
+            for (int p = 0; p < HW; p++) {
+                double den = 0;
+                for (int m = 0; m < HW; m++) {
+                    s[m] = 0;
+                    for (int e = 0; e < hd; e++) {
+                        s[m] += ref_relu_nan(k[(size_t) e * HW + m]) * ref_relu_nan(q[(size_t) e * HW + p]);
+                    }
+                    den += s[m];
+                }
+                for (int d = 0; d < hd; d++) {
+                    double num = 0;
+                    for (int m = 0; m < HW; m++) {
+                        num += v[(size_t) d * HW + m] * s[m];
+                    }
+                    y[(((size_t) n * G + g) * hd + d) * HW + p] = num / (den + (double) 1e-15f);
+                }
+            }
+        }
+    }
+    return y;
+}
+
+// y[c] = x[c] act(x[C + c]) over [N, 2C, HW] in double
+static double * ref_glu(struct pool * pl, const double * x, int N, int C, int HW, enum vae_act act) {
+    double * y = pool_add(pl, xmalloc((size_t) N * C * HW * sizeof(double)));
+    for (int n = 0; n < N; n++) {
+        for (size_t i = 0; i < (size_t) C * HW; i++) {
+            const double * xn = x + (size_t) n * 2 * C * HW;
+            y[(size_t) n * C * HW + i] = xn[i] * ref_act(xn[(size_t) C * HW + i], act);
+        }
+    }
+    return y;
+}
+
+// special: 0 none; 1 every q of group 0 in the last frame negative (a zero denominator: outputs 0,
+// not NaN); 2 a NaN in one k of group 0 in the first frame (all of that group's outputs in that
+// frame NaN, in either form)
+static void test_linear_attention_case(int N, int G, int hd, int H, int W, int special) {
+    struct pool   pl = { 0 };
+    const int     HW = H * W;
+    const int64_t ne[4] = { N, 3 * G * hd, H, W }, ne_y[4] = { N, G * hd, H, W };
+    const size_t  n = (size_t) N * 3 * G * hd * HW, ny = (size_t) N * G * hd * HW;
+    float *       x = rnd(&pl, n, -1.0f, 1.0f);
+    if (special == 1) {
+        for (size_t i = 0; i < (size_t) hd * HW; i++) {
+            x[(size_t) (N - 1) * 3 * G * hd * HW + i] = -fabsf(x[(size_t) (N - 1) * 3 * G * hd * HW + i]) - 0.125f;
+        }
+    } else if (special == 2) {
+        x[(size_t) (hd + hd / 2) * HW + HW / 2] = NAN;
+    }
+    const double * yd = ref_linear_attention(&pl, to_double(&pl, x, n), N, G, hd, HW);
+    float *        yb = blocked_out(&pl, ne_y);
+    vae_cpu_linear_attention(blocked_in(&pl, x, ne), yb, ne, hd);
+    char label[200];
+    snprintf(label, sizeof(label), "linear_attention(n=%d,groups=%d,hd=%d,h=%d,w=%d: %s form%s)", N, G, hd, H, W,
+             HW > hd ? "linear" : "quadratic", special == 1 ? ",zero denominator" : special == 2 ? ",nan" : "");
+    const float * y = unblock(&pl, label, yb, ne_y);
+    report(label, y, yd, ny);
+    if (special == 1) {
+        bool zero = true;
+        for (size_t i = 0; i < (size_t) hd * HW; i++) {
+            zero = zero && y[(size_t) (N - 1) * G * hd * HW + i] == 0.0f;
+        }
+        CHECK(zero, "%s: a zero denominator does not give zeros", label);
+    }
+    pool_free(&pl);
+}
+
+static void test_glu_case(int N, int C, int H, int W, enum vae_act act) {
+    struct pool   pl = { 0 };
+    const int64_t ne[4] = { N, 2 * C, H, W }, ne_y[4] = { N, C, H, W };
+    const size_t  n = (size_t) N * 2 * C * H * W;
+    const float * x = rnd(&pl, n, -4.0f, 4.0f);
+    float *       yb = blocked_out(&pl, ne_y);
+    vae_cpu_glu(blocked_in(&pl, x, ne), yb, ne, act);
+    char label[160];
+    snprintf(label, sizeof(label), "glu(n=%d,c=%d->%d,h=%d,w=%d,%s)", N, 2 * C, C, H, W, act_name(act));
+    report(label, unblock(&pl, label, yb, ne_y), ref_glu(&pl, to_double(&pl, x, n), N, C, H * W, act), n / 2);
+    pool_free(&pl);
+}
+
+// through the backend: x -> 1x1 conv -> linear attention -> glu (silu)
+static void test_linear_attention_graph(int N, int G, int hd, int H, int W) {
+    struct pool         pl = { 0 };
+    struct vae_graph *  g  = graph_new(true);
+    const int           C3 = 3 * G * hd, HW = H * W;
+    const float *       w0;
+    struct vae_tensor * x = vae_graph_conv2d(g, vae_graph_input(g, N, C3, H, W), conv_w(g, &pl, C3, C3, 1, &w0), NULL,
+                                             NULL, VAE_ACT_NONE);
+    vae_graph_set_output(g, vae_graph_glu(g, vae_graph_linear_attention(g, x, hd), VAE_ACT_SILU));
+    const size_t   nin = (size_t) N * C3 * HW;
+    const float *  in  = rnd(&pl, nin, -1.0f, 1.0f);
+    const double * xd  = ref_conv(&pl, to_double(&pl, in, nin), N, C3, H, W, w0, C3, 1, NULL, NULL, VAE_ACT_NONE);
+    const double * yd  = ref_glu(&pl, ref_linear_attention(&pl, xd, N, G, hd, HW), N, G * hd / 2, HW, VAE_ACT_SILU);
+    char           label[160];
+    snprintf(label, sizeof(label), "conv,linear_attention(groups=%d,hd=%d,%d positions),glu(n=%d)", G, hd, HW, N);
+    report(label, run(&pl, g, in), yd, (size_t) N * G * hd / 2 * HW);
+    vae_graph_free(g);
+    pool_free(&pl);
+}
+
+static void test_linear_attention(void) {
+    const int (*cases)[5] = dcae_linear_attention_cases;
+    const int n_cases = g_quick ? 2 : (int) (sizeof(dcae_linear_attention_cases) / sizeof(cases[0]));
+    for (int i = 0; i < n_cases; i++) {
+        rng_seed((uint64_t) (7500 + i));
+        test_linear_attention_case(cases[i][0], cases[i][1], cases[i][2], cases[i][3], cases[i][4], i % 3);
+    }
+    static const int glu[][4] = { { 1, 1, 7, 5 }, { 2, 20, 3, 3 }, { 1, 33, 5, 4 }, { 1, 64, 9, 1 } };
+    for (int i = 0; i < (g_quick ? 1 : 4); i++) {
+        for (int a = 0; a < 3; a++) {
+            rng_seed((uint64_t) (7600 + i * 3 + a));
+            test_glu_case(glu[i][0], glu[i][1], glu[i][2], glu[i][3], (enum vae_act) a);
+        }
+    }
+    rng_seed(7700);
+    test_linear_attention_graph(1, 2, 8, 2, 4);   // 8 positions = hd: quadratic
+    test_linear_attention_graph(2, 3, 16, 5, 7);  // linear
 }
 
 // frame s*t+j of y = channels [j*C/s, (j+1)*C/s) of frame t of x; a pure copy, NaN included
@@ -2393,7 +2581,7 @@ int main(int argc, char ** argv) {
         void (*fn)(void);
     } sections[] = {
         { "conv2d", test_conv },         { "upsample_conv2d", test_upconv },
-        { "depthwise_conv2d", test_depthwise },
+        { "depthwise_conv2d, grouped conv2d", test_depthwise },
         { "group_norm", test_gn },       { "group_norm with given statistics", test_gn_stats },
         { "tanh_clamp", test_tanh },     { "chains", test_chains },
         { "several inputs", test_inputs }, { "read_frame", test_frames },
@@ -2401,7 +2589,8 @@ int main(int argc, char ** argv) {
         { "prepare/reuse", test_prepare_and_reuse }, { "arena pages", test_arena_untouched },
         { "available memory", test_available_memory },
         { "errors", test_errors },       { "nan", test_nan },
-        { "rms_norm (blocked, direct)", test_rms }, { "attention (blocked, direct)", test_attention },
+        { "rms_norm, rms_norm_eps", test_rms }, { "attention (blocked, direct)", test_attention },
+        { "linear_attention, glu", test_linear_attention },
         { "frame_split, pixel_shuffle (blocked, direct)", test_shuffles },
         { "causal_conv3d, frame_split in graphs", test_causal },
         { "group_norm over frames, time_conv", test_temporal },

@@ -10,7 +10,9 @@
 // Covered: conv2d (k 1/3, bias, residual, act), upsample_conv2d fused and unfused, upsample2x,
 // causal conv3d streamed in chunks through one state (and again after a reset), group_norm
 // (groups, eps, act, large values, given statistics), rms_norm, attention (head dims 5 to 512,
-// odd position counts), tanh_clamp, frame_split, pixel_shuffle, depthwise_conv2d, SVD's group_norm over
+// odd position counts), tanh_clamp, frame_split, pixel_shuffle, depthwise_conv2d, DC-AE's ops
+// (rms_norm_eps with bias and residual, grouped conv2d, linear_attention in both forms with a zero
+// denominator and a NaN, glu, an EfficientViT block and head), SVD's group_norm over
 // all frames and time_conv, graphs of several inputs, small
 // decoders and an attention block, NaN propagation, read_frame bytes in every pixel format (host
 // frames; device frames where the build gives this program the CUDA runtime), graph reuse, and
@@ -540,16 +542,27 @@ static void test_gn(void) {
 
 // ---- rms_norm, attention, tanh_clamp -----------------------------------------------------------
 
-static void case_rms(int N, int C, int H, int W, enum vae_act act, float scale) {
-    struct pool        pl = { 0 };
-    struct vae_graph * g  = graph_new(true);
-    vae_graph_set_output(g, vae_graph_rms_norm(g, vae_graph_input(g, N, C, H, W), vec_w(g, &pl, C, .5f, 1.5f, NULL), act));
+// Wan's form, or diffusers' RMSNorm (eps 1e-5) with a bias (bias) and a residual (a 1x1 conv of
+// the input)
+static void case_rms(int N, int C, int H, int W, enum vae_act act, float scale, bool eps_form, bool bias) {
+    struct pool         pl = { 0 };
+    struct vae_graph *  g  = graph_new(true);
+    struct vae_tensor * x  = vae_graph_input(g, N, C, H, W);
+    struct vae_tensor * gm = vec_w(g, &pl, C, .5f, 1.5f, NULL);
+    if (eps_form) {
+        struct vae_tensor * r = vae_graph_conv2d(g, x, conv_w(g, &pl, C, C, 1, NULL), NULL, NULL, VAE_ACT_NONE);
+        vae_graph_set_output(g, vae_graph_rms_norm_eps(g, x, 1e-5f, gm, bias ? vec_w(g, &pl, C, -.5f, .5f, NULL) : NULL,
+                                                       r, act));
+    } else {
+        vae_graph_set_output(g, vae_graph_rms_norm(g, x, gm, act));
+    }
     float * in = rnd(&pl, (size_t) N * C * H * W, -1, 1);
     for (size_t i = 0; i < (size_t) N * C * H * W; i++) {
         in[i] = rng_grid(in[i] * scale);
     }
     char label[160];
-    snprintf(label, sizeof(label), "rms_norm(n=%d,c=%d,h=%d,w=%d,%s,scale=%g)", N, C, H, W, act_name(act), scale);
+    snprintf(label, sizeof(label), "%s(n=%d,c=%d,h=%d,w=%d,%s,scale=%g%s)", eps_form ? "rms_norm_eps" : "rms_norm", N,
+             C, H, W, act_name(act), scale, eps_form ? (bias ? ",bias,residual" : ",residual") : "");
     check1(label, g, in, CMP_OP);
     vae_graph_free(g);
     pool_free(&pl);
@@ -591,7 +604,10 @@ static void test_rms_attention_tanh(void) {
                                   { 1, 384, 7, 5 }, { 2, 5, 33, 3 }, { 1, 192, 16, 16 } };
     for (int s = 0; s < (int) (sizeof(rms) / sizeof(rms[0])); s++) {
         rng_seed((uint64_t) (3000 + s));
-        case_rms(rms[s][0], rms[s][1], rms[s][2], rms[s][3], (enum vae_act) (s % 3), s % 2 ? 100.0f : 1.0f);
+        case_rms(rms[s][0], rms[s][1], rms[s][2], rms[s][3], (enum vae_act) (s % 3), s % 2 ? 100.0f : 1.0f, false, false);
+        rng_seed((uint64_t) (3050 + s));   // DC-AE's norms (the head's with relu)
+        case_rms(rms[s][0], rms[s][1], rms[s][2], rms[s][3], (enum vae_act) ((s + 1) % 3), s % 2 ? 1.0f : 100.0f, true,
+                 s != 3);
     }
     static const int att[][4] = {
         // n, c, h, w
@@ -688,32 +704,135 @@ static void test_shuffles(void) {
     case_split_graph(96, 2, true);
 }
 
-// ---- depthwise_conv2d ----------------------------------------------------------------------------
+// ---- depthwise_conv2d, grouped conv2d --------------------------------------------------------------
 
-static void case_depthwise(int N, int C, int m, int H, int W, int k, bool bias) {
-    struct pool        pl = { 0 };
-    struct vae_graph * g  = graph_new(true);
-    vae_graph_set_output(g, vae_graph_depthwise_conv2d(g, vae_graph_input(g, N, C, H, W),
-                                                       conv_w(g, &pl, C * m, 1, k, NULL),
-                                                       bias ? vec_w(g, &pl, C * m, -0.5f, 0.5f, NULL) : NULL));
-    char label[160];
-    snprintf(label, sizeof(label), "depthwise_conv2d(n=%d,c=%d,m=%d,h=%d,w=%d,k=%d%s)", N, C, m, H, W, k,
-             bias ? ",bias" : "");
-    check1(label, g, rnd(&pl, (size_t) N * C * H * W, -1, 1), CMP_OP);
+// a conv of G groups (the depthwise op when depthwise: G = Ci, Co = Ci m, no residual, no
+// activation); the residual, a 1x1 conv of the input, dies there (taken over in place)
+static void case_grouped(int N, int Ci, int Co, int G, int H, int W, int k, bool bias, bool res, enum vae_act act,
+                         bool depthwise) {
+    struct pool         pl = { 0 };
+    struct vae_graph *  g  = graph_new(true);
+    struct vae_tensor * x  = vae_graph_input(g, N, Ci, H, W);
+    struct vae_tensor * r  = res ? vae_graph_conv2d(g, x, conv_w(g, &pl, Co, Ci, 1, NULL), NULL, NULL, VAE_ACT_NONE) : NULL;
+    struct vae_tensor * b  = bias ? vec_w(g, &pl, Co, -0.5f, 0.5f, NULL) : NULL;
+    struct vae_tensor * w  = conv_w(g, &pl, Co, Ci / G, k, NULL);
+    vae_graph_set_output(g, depthwise ? vae_graph_depthwise_conv2d(g, x, w, b) : vae_graph_conv2d_groups(g, x, w, b, r, act, G));
+    char label[200];
+    grouped_conv_label(label, sizeof(label), N, Ci, Co, G, H, W, k, bias, res, act, depthwise);
+    check1(label, g, rnd(&pl, (size_t) N * Ci * H * W, -1, 1), CMP_OP);
     vae_graph_free(g);
     pool_free(&pl);
 }
 
 static void test_depthwise(void) {
     static const int cases[][6] = {
-        // n, c, m, h, w, k
+        // n, c, m, h, w, k (the last two DC-AE's: 5x5 without bias, 3x3 with)
         { 1, 1, 1, 1, 1, 1 }, { 2, 5, 2, 7, 5, 7 }, { 1, 20, 2, 9, 16, 7 }, { 1, 33, 3, 5, 6, 3 },
-        { 2, 16, 1, 3, 3, 5 }, { 1, 24, 2, 13, 7, 7 }, { 1, 8, 2, 2, 3, 7 },
+        { 2, 16, 1, 3, 3, 5 }, { 1, 24, 2, 13, 7, 7 }, { 1, 8, 2, 2, 3, 7 }, { 1, 48, 1, 7, 9, 5 },
+        { 2, 40, 1, 6, 5, 3 },
     };
     for (int i = 0; i < (int) (sizeof(cases) / sizeof(cases[0])); i++) {
         rng_seed((uint64_t) (4300 + i));
-        case_depthwise(cases[i][0], cases[i][1], cases[i][2], cases[i][3], cases[i][4], cases[i][5], i % 2 == 1);
+        case_grouped(cases[i][0], cases[i][1], cases[i][1] * cases[i][2], cases[i][1], cases[i][3], cases[i][4],
+                     cases[i][5], i % 2 == 1, false, VAE_ACT_NONE, true);
     }
+    const int (*groups)[7] = dcae_group_conv_cases;
+    for (int i = 0; i < (int) (sizeof(dcae_group_conv_cases) / sizeof(groups[0])); i++) {
+        const int combo = (i * 5) % 12;   // bit 0 bias, bit 1 residual, act = combo >> 2
+        rng_seed((uint64_t) (4350 + i));
+        case_grouped(groups[i][0], groups[i][1], groups[i][2], groups[i][3], groups[i][4], groups[i][5], groups[i][6],
+                     combo & 1, (combo >> 1) & 1, (enum vae_act) (combo >> 2), false);
+    }
+}
+
+// ---- DC-AE: linear_attention, glu, an EfficientViT block -----------------------------------------
+
+// qkv [N, 3 G hd, H, W]; special 1: every q of group 0 in the last frame negative (a zero
+// denominator: zeros, not NaN), 2: a NaN in one k of group 0 in the first frame (that group's
+// outputs in that frame all NaN, in either form)
+static void case_linear_attention(int N, int G, int hd, int H, int W, int special) {
+    struct pool        pl = { 0 };
+    struct vae_graph * g  = graph_new(true);
+    const int          HW = H * W;
+    vae_graph_set_output(g, vae_graph_linear_attention(g, vae_graph_input(g, N, 3 * G * hd, H, W), hd));
+    float * in = rnd(&pl, (size_t) N * 3 * G * hd * HW, -1, 1);
+    if (special == 1) {
+        float * q = in + (size_t) (N - 1) * 3 * G * hd * HW;
+        for (size_t i = 0; i < (size_t) hd * HW; i++) {
+            q[i] = rng_grid(-fabsf(q[i]) - 0.125f);
+        }
+    } else if (special == 2) {
+        in[(size_t) (hd + hd / 2) * HW + HW / 2] = NAN;
+    }
+    char label[200];
+    snprintf(label, sizeof(label), "linear_attention(n=%d,groups=%d,hd=%d,h=%d,w=%d: %d positions, %s form%s)", N, G,
+             hd, H, W, HW, HW > hd ? "linear" : "quadratic",
+             special == 1 ? ",zero denominator" : special == 2 ? ",nan" : "");
+    check1(label, g, in, CMP_OP);
+    vae_graph_free(g);
+    pool_free(&pl);
+}
+
+static void case_glu(int N, int C, int H, int W, enum vae_act act) {
+    struct pool        pl = { 0 };
+    struct vae_graph * g  = graph_new(true);
+    vae_graph_set_output(g, vae_graph_glu(g, vae_graph_input(g, N, 2 * C, H, W), act));
+    char label[160];
+    snprintf(label, sizeof(label), "glu(n=%d,c=%d->%d,h=%d,w=%d,%s)", N, 2 * C, C, H, W, act_name(act));
+    check1(label, g, rnd(&pl, (size_t) N * 2 * C * H * W, -4, 4), CMP_OP);
+    vae_graph_free(g);
+    pool_free(&pl);
+}
+
+// DC-AE's EfficientViT block (notes: 3.4) and head, as a builder would make it without a concat:
+// x1 = x + rms(to_out(cat(la(qkv), la(proj_out(dw5x5(qkv)))))), the cat folded into two 1x1 convs;
+// y = x1 + rms(conv_point(glu(dw3x3(silu(conv_inverted(x1))))));  out = conv3x3(relu(rms(y)))
+static void case_dcae_block(int N, int C, int hd, int H, int W) {
+    struct pool         pl = { 0 };
+    struct vae_graph *  g  = graph_new(true);
+    struct vae_tensor * x  = vae_graph_input(g, N, C, H, W);
+    struct vae_tensor * qkv = vae_graph_conv2d(g, x, conv_w(g, &pl, 3 * C, C, 1, NULL), NULL, NULL, VAE_ACT_NONE);
+    struct vae_tensor * m   = vae_graph_depthwise_conv2d(g, qkv, conv_w(g, &pl, 3 * C, 1, 5, NULL), NULL);
+    m = vae_graph_conv2d_groups(g, m, conv_w(g, &pl, 3 * C, hd, 1, NULL), NULL, NULL, VAE_ACT_NONE, 3 * C / hd);
+    struct vae_tensor * h = vae_graph_conv2d(g, vae_graph_linear_attention(g, qkv, hd), conv_w(g, &pl, C, C, 1, NULL),
+                                             NULL, NULL, VAE_ACT_NONE);
+    h = vae_graph_conv2d(g, vae_graph_linear_attention(g, m, hd), conv_w(g, &pl, C, C, 1, NULL), NULL, h, VAE_ACT_NONE);
+    struct vae_tensor * x1 = vae_graph_rms_norm_eps(g, h, 1e-5f, vec_w(g, &pl, C, .5f, 1.5f, NULL),
+                                                    vec_w(g, &pl, C, -.5f, .5f, NULL), x, VAE_ACT_NONE);
+    h = vae_graph_conv2d(g, x1, conv_w(g, &pl, 8 * C, C, 1, NULL), vec_w(g, &pl, 8 * C, -.5f, .5f, NULL), NULL,
+                         VAE_ACT_SILU);
+    h = vae_graph_depthwise_conv2d(g, h, conv_w(g, &pl, 8 * C, 1, 3, NULL), vec_w(g, &pl, 8 * C, -.5f, .5f, NULL));
+    h = vae_graph_conv2d(g, vae_graph_glu(g, h, VAE_ACT_SILU), conv_w(g, &pl, C, 4 * C, 1, NULL), NULL, NULL,
+                         VAE_ACT_NONE);
+    struct vae_tensor * y = vae_graph_rms_norm_eps(g, h, 1e-5f, vec_w(g, &pl, C, .5f, 1.5f, NULL),
+                                                   vec_w(g, &pl, C, -.5f, .5f, NULL), x1, VAE_ACT_NONE);
+    y = vae_graph_rms_norm_eps(g, y, 1e-5f, vec_w(g, &pl, C, .5f, 1.5f, NULL), vec_w(g, &pl, C, -.5f, .5f, NULL), NULL,
+                               VAE_ACT_RELU);
+    vae_graph_set_output(g, vae_graph_conv2d(g, y, conv_w(g, &pl, 3, C, 3, NULL), vec_w(g, &pl, 3, -.5f, .5f, NULL),
+                                             NULL, VAE_ACT_NONE));
+    char label[200];
+    snprintf(label, sizeof(label), "dcae_block(n=%d,c=%d,hd=%d,h=%d,w=%d: %s attention)", N, C, hd, H, W,
+             H * W > hd ? "linear" : "quadratic");
+    check1(label, g, rnd(&pl, (size_t) N * C * H * W, -1, 1), CMP_CHAIN);
+    vae_graph_free(g);
+    pool_free(&pl);
+}
+
+static void test_dcae(void) {
+    const int (*la)[5] = dcae_linear_attention_cases;
+    for (int i = 0; i < (int) (sizeof(dcae_linear_attention_cases) / sizeof(la[0])); i++) {
+        rng_seed((uint64_t) (4500 + i));
+        case_linear_attention(la[i][0], la[i][1], la[i][2], la[i][3], la[i][4], i % 3);
+    }
+    static const int glu[][4] = { { 1, 1, 7, 5 }, { 2, 20, 3, 3 }, { 1, 33, 5, 4 }, { 1, 64, 9, 1 }, { 2, 8, 13, 7 } };
+    for (int i = 0; i < (int) (sizeof(glu) / sizeof(glu[0])); i++) {
+        rng_seed((uint64_t) (4600 + i));
+        case_glu(glu[i][0], glu[i][1], glu[i][2], glu[i][3], (enum vae_act) (i % 3));
+    }
+    rng_seed(4700);
+    case_dcae_block(1, 32, 16, 4, 4);   // 16 positions = hd: quadratic
+    case_dcae_block(2, 32, 8, 5, 3);    // linear
+    case_dcae_block(1, 64, 32, 9, 7);   // linear, DC-AE's head dim
 }
 
 // ---- SVD's temporal ops ------------------------------------------------------------------------
@@ -1543,7 +1662,8 @@ int main(int argc, char ** argv) {
         { "group_norm", test_gn },
         { "rms_norm, attention, tanh_clamp", test_rms_attention_tanh },
         { "frame_split, pixel_shuffle", test_shuffles },
-        { "depthwise_conv2d", test_depthwise },
+        { "depthwise_conv2d, grouped conv2d", test_depthwise },
+        { "linear_attention, glu, EfficientViT block", test_dcae },
         { "time_conv, GroupNorm over frames", test_temporal },
         { "graphs", test_graphs },
         { "nan", test_nan },

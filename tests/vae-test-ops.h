@@ -124,3 +124,33 @@ static struct vae_tensor * vec_w(struct vae_graph * g, struct pool * pl, int n, 
     }
     return vae_graph_weight(g, "b", b, 1, sh);
 }
+
+// ---- DC-AE's shapes, shared by both suites -----------------------------------------------------
+
+// a grouped conv's case (the depthwise op's when depthwise) for the reports
+static void grouped_conv_label(char * label, size_t size, int N, int Ci, int Co, int G, int H, int W, int k, bool bias,
+                               bool res, enum vae_act act, bool depthwise) {
+    if (depthwise) {
+        snprintf(label, size, "depthwise_conv2d(n=%d,c=%d,m=%d,h=%d,w=%d,k=%d%s)", N, Ci, Co / Ci, H, W, k,
+                 bias ? ",bias" : "");
+    } else {
+        snprintf(label, size, "conv2d_groups(n=%d,cin=%d,cout=%d,groups=%d,h=%d,w=%d,k=%d%s%s,%s)", N, Ci, Co, G, H, W,
+                 k, bias ? ",bias" : "", res ? ",res" : "", act_name(act));
+    }
+}
+
+// grouped convs: n, cin, cout, groups, h, w, k. The first two DC-AE's multiscale projection (1x1,
+// groups of 32 channels: whole blocks of the CPU's layout); then groups that split those blocks
+static const int dcae_group_conv_cases[][7] = {
+    { 1, 96, 96, 3, 7, 5, 1 }, { 2, 64, 64, 2, 3, 9, 1 }, { 1, 6, 6, 3, 5, 5, 1 },   { 1, 15, 10, 5, 7, 3, 1 },
+    { 2, 40, 20, 4, 4, 6, 3 }, { 1, 9, 27, 9, 5, 7, 3 },  { 1, 33, 66, 3, 1, 1, 1 }, { 1, 20, 24, 2, 9, 4, 3 },
+};
+
+// linear attention: n, groups, hd, h, w, with positions below, equal to and above the head dim
+// (upstream's form changes above it); case i takes special i % 3 (0 none, 1 a zero denominator,
+// 2 a NaN), so every form meets each
+static const int dcae_linear_attention_cases[][5] = {
+    { 1, 1, 8, 1, 1 },   { 2, 2, 16, 3, 5 }, { 1, 3, 16, 4, 4 }, { 1, 2, 5, 2, 3 },  { 2, 1, 7, 3, 3 },
+    { 1, 4, 32, 7, 9 },  { 1, 2, 32, 4, 8 }, { 2, 3, 20, 5, 4 }, { 2, 1, 12, 13, 7 }, { 1, 5, 8, 1, 17 },
+    { 1, 2, 32, 33, 13 }, { 1, 2, 32, 1, 32 },
+};

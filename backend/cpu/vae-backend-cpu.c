@@ -214,11 +214,15 @@ static struct cpu_weights * cpu_weights_get(struct cpu_context * ctx, const stru
             return e;
         }
     }
-    // [Cout, Cin] padded to whole blocks with zeros: padding lanes of activations stay zero
+    // [Cout, Cin] padded to whole blocks with zeros: padding lanes of activations stay zero; a
+    // grouped conv's weights (md of 5 dims) as they are, [Cout, Cin / G] read as goihw [G, Cout / G, Cin / G]
+    const bool    grouped = md->ndims == 5;
     const int64_t cout = w->ne[0], cin = w->ne[1], kt = w->n_dims == 5 ? w->ne[2] : 1, k = w->ne[w->n_dims - 1];
-    const int64_t cout_p = vae_cpu_blocks(cout) * vae_cpu_block(), cin_p = vae_cpu_blocks(cin) * vae_cpu_block();
+    const int64_t cout_p = grouped ? cout : vae_cpu_blocks(cout) * vae_cpu_block();
+    const int64_t cin_p  = grouped ? cin : vae_cpu_blocks(cin) * vae_cpu_block();
     const int64_t kd   = fold ? 4 : k;
     const dnnl_dims_t  dims = { cout_p, cin_p, kd, kd };
+    const dnnl_dims_t  gdims = { md->dims[0], md->dims[1], cin, kd, kd };
     dnnl_memory_desc_t plain_md;
     struct cpu_weights * e     = calloc(1, sizeof(*e));
     float *              plain = cpu_alloc((size_t) (cout_p * cin_p * kd * kd) * sizeof(float));
@@ -226,7 +230,9 @@ static struct cpu_weights * cpu_weights_get(struct cpu_context * ctx, const stru
     dnnl_status_t        st    = e && plain && tmp ? dnnl_success : dnnl_out_of_memory;
     if (st == dnnl_success) {
         e->data = cpu_alloc(dnnl_memory_desc_get_size(md));
-        st      = e->data ? dnnl_memory_desc_init_by_tag(&plain_md, 4, dims, dnnl_f32, dnnl_oihw) : dnnl_out_of_memory;
+        st      = !e->data ? dnnl_out_of_memory
+                  : grouped ? dnnl_memory_desc_init_by_tag(&plain_md, 5, gdims, dnnl_f32, dnnl_goihw)
+                            : dnnl_memory_desc_init_by_tag(&plain_md, 4, dims, dnnl_f32, dnnl_oihw);
     }
     if (st == dnnl_success) {
         // oihw of this tap: [Cout, Cin, kt, k, k] -> [Cout_p, Cin_p, k, k]
@@ -324,13 +330,17 @@ static bool cpu_prepare_conv(struct cpu_context * ctx, struct cpu_graph * cg, co
     const struct vae_tensor * x = t->src[0], *w = t->src[1], *b = t->src[2];
     const bool                up = t->op == VAE_OP_UPSAMPLE_CONV2D;
     const int                 kt = t->op == VAE_OP_CAUSAL_CONV3D ? (int) w->ne[2] : 1;
-    const int64_t             k  = w->ne[w->n_dims - 1], kd = up ? 4 : k;
+    const int64_t             k  = w->ne[w->n_dims - 1], kd = up ? 4 : k, G = vae_conv_groups(t);
     // channels padded to whole blocks (the layout's padding lanes, zero), where oneDNN's fast
-    // kernels work; the weights and bias are padded with zeros to match
-    const int64_t     cin = vae_cpu_blocks(x->ne[1]) * vae_cpu_block(), cout = vae_cpu_blocks(t->ne[1]) * vae_cpu_block();
+    // kernels work; the weights and bias are padded with zeros to match. A grouped conv (oneDNN's
+    // groups: weights [G, Cout / G, Cin / G, k, k]) takes the true channel counts, which the groups
+    // divide; oneDNN pads them in the same layout (its padding lanes, zero on input and output)
+    const int64_t     cin  = G > 1 ? x->ne[1] : vae_cpu_blocks(x->ne[1]) * vae_cpu_block();
+    const int64_t     cout = G > 1 ? t->ne[1] : vae_cpu_blocks(t->ne[1]) * vae_cpu_block();
     const dnnl_dims_t src_dims  = { x->ne[0], cin, x->ne[2], x->ne[3] };
     const dnnl_dims_t dst_dims  = { t->ne[0], cout, t->ne[2], t->ne[3] };
     const dnnl_dims_t wei_dims  = { cout, cin, kd, kd };
+    const dnnl_dims_t gwei_dims = { G, cout / G, cin / G, kd, kd };
     const dnnl_dims_t bias_dims = { cout };
     const dnnl_dims_t strides   = { up ? 2 : 1, up ? 2 : 1 };
     const dnnl_dims_t pad       = { up ? 1 : k / 2, up ? 1 : k / 2 };
@@ -342,7 +352,8 @@ static bool cpu_prepare_conv(struct cpu_context * ctx, struct cpu_graph * cg, co
     dnnl_memory_desc_t src_md, dst_md, wei_any, bias_md;
     CPU_DNNL(dnnl_memory_desc_init_by_tag(&src_md, 4, src_dims, ctx->conv_type, ctx->tag), "describe the source");
     CPU_DNNL(dnnl_memory_desc_init_by_tag(&dst_md, 4, dst_dims, dnnl_f32, ctx->tag), "describe the output");
-    CPU_DNNL(dnnl_memory_desc_init_by_tag(&wei_any, 4, wei_dims, ctx->conv_type, dnnl_format_tag_any),
+    CPU_DNNL(dnnl_memory_desc_init_by_tag(&wei_any, G > 1 ? 5 : 4, G > 1 ? gwei_dims : wei_dims, ctx->conv_type,
+                                          dnnl_format_tag_any),
              "describe the weights");
     CPU_DNNL(dnnl_memory_desc_init_by_tag(&bias_md, 1, bias_dims, dnnl_f32, dnnl_a), "describe the bias");
     if (b) {
@@ -410,13 +421,13 @@ static bool cpu_prepare_conv(struct cpu_context * ctx, struct cpu_graph * cg, co
     return ctx->conv_type != dnnl_bf16 || cpu_prepare_to_bf16(ctx, cg, t, cin, err, err_size);
 }
 
-// a norm's gamma (and a group norm's beta) [C], or a depthwise conv's weights [C, k, k] and bias
-// [C] (zeros when it has none), copied
+// a norm's gamma and beta [C] (an RMS norm's beta when it has one), or a depthwise conv's weights
+// [C, k, k] and bias [C] (zeros when it has none), copied
 static bool cpu_prepare_params(struct cpu_graph * cg, const struct vae_tensor * t, char * err, size_t err_size) {
     struct cpu_node * node = &cg->nodes[t->index];
     const size_t      c    = (size_t) t->ne[1];
     const size_t      kk   = t->op == VAE_OP_DEPTHWISE_CONV2D ? (size_t) (t->src[1]->ne[2] * t->src[1]->ne[3]) : 1;
-    const int         n    = t->op == VAE_OP_RMS_NORM ? 1 : 2;
+    const int         n    = t->op == VAE_OP_RMS_NORM && !t->src[2] ? 1 : 2;
     if (!(node->params = calloc((kk + (size_t) n - 1) * c, sizeof(float)))) {
         snprintf(err, err_size, "out of host memory for the weights of %s", t->name);
         return false;
@@ -873,10 +884,17 @@ static bool cpu_graph_compute(vae_backend_t * backend, struct vae_graph * g, vae
                                    t->act, t->src[3] ? cpu_node_data(cg, t->src[3]) : NULL, t->i[1] == 1);
                 break;
             case VAE_OP_RMS_NORM:
-                vae_cpu_rms_norm(x, y, t->ne, cg->nodes[i].params, t->act);
+                vae_cpu_rms_norm(x, y, t->ne, cg->nodes[i].params, t->src[2] ? cg->nodes[i].params + t->ne[1] : NULL,
+                                 t->src[3] ? cpu_node_data(cg, t->src[3]) : NULL, t->i[0] == 1, t->f[0], t->act);
                 break;
             case VAE_OP_ATTENTION: // (the longest node at large sizes: it reads the flag between its row blocks)
                 stopped = !vae_cpu_attention(x, y, t->src[0]->ne, cg->scratch, g->cancel);
+                break;
+            case VAE_OP_LINEAR_ATTENTION:
+                vae_cpu_linear_attention(x, y, t->src[0]->ne, t->i[0]);
+                break;
+            case VAE_OP_GLU:
+                vae_cpu_glu(x, y, t->src[0]->ne, t->act);
                 break;
             case VAE_OP_FRAME_SPLIT:
                 if (!cg->nodes[i].view) {

@@ -1,10 +1,13 @@
-// Single-head attention within each frame (the mid-block attention of the Wan VAE and of
-// AutoencoderKL), for the blocked layout. oneDNN 2.6 has no attention primitive, and the score
-// matrix of a frame ((H*W)^2 floats, 1 GiB at 16k tokens) must never exist whole: q, k and v are
-// gathered from the blocked layout into plain matrices in the scratch, then blocks of at most
-// ATTN_ROWS query rows go through S = q k^T * (1/sqrt(C)) (dnnl_sgemm), an exact fp32 softmax
-// per row (max subtracted, libm expf, sum in double) and O = P v (dnnl_sgemm), each row divided
-// by its sum at the end. The GEMMs thread themselves (the same OpenMP pool); the gather, the
+// The attentions within each frame, for the blocked layout: the softmax attention of one head
+// (the mid-block attention of the Wan VAE and of AutoencoderKL), and at the end EfficientViT's
+// ReLU linear attention (DC-AE).
+//
+// Softmax attention. oneDNN 2.6 has no attention primitive, and the score matrix of a frame
+// ((H*W)^2 floats, 1 GiB at 16k tokens) must never exist whole: q, k and v are gathered from the
+// blocked layout into plain matrices in the scratch, then blocks of at most ATTN_ROWS query rows
+// go through S = q k^T * (1/sqrt(C)) (dnnl_sgemm), an exact fp32 softmax per row (max
+// subtracted, libm expf, sum in double) and O = P v (dnnl_sgemm), each row divided by its sum at
+// the end. The GEMMs thread themselves (the same OpenMP pool); the gather, the
 // softmax and the scatter run in parallel loops between them, so nothing is nested.
 
 #include "vae-cpu.h"
@@ -12,6 +15,7 @@
 #include <math.h>
 #include <oneapi/dnnl/dnnl.h>
 #include <stdlib.h>
+#include <string.h>
 
 // query rows per block: the score block is ATTN_ROWS x HW floats (16 MiB at 16k tokens)
 #define ATTN_ROWS 256
@@ -127,4 +131,104 @@ bool vae_cpu_attention(const float * qkv, float * y, const int64_t ne_qkv[4], fl
         }
     }
     return true;
+}
+
+// EfficientViT's ReLU linear attention (diffusers' SanaMultiscaleAttnProcessor2_0), per frame and
+// group (the groups in parallel): upstream's forms, chosen as upstream chooses them, in double.
+// Linear (P > hd): A = [v; 1] k^T summed over the positions, then at each position
+// o = (A q)[:hd] / ((A q)[hd] + 1e-15); A is kept transposed (at[e][d]) so that both loops run
+// over d contiguously. Quadratic (P <= hd): the scores k_m.q of a position's P keys, then
+// o = sum_m v_m s_m / (sum_m s_m + 1e-15). q and k are ReLU'd as gathered (a NaN stays NaN).
+static inline float la_relu(float v) {
+    return v < 0.0f ? 0.0f : v;
+}
+
+// the n channels at offsets off (of position 0) of position p of a blocked frame into d (ReLU'd when relu)
+static inline void la_gather(const float * src, const int64_t * off, int64_t n, int64_t p, int64_t L, bool relu,
+                             double * d) {
+    for (int64_t i = 0; i < n; i++) {
+        const float v = src[off[i] + p * L];
+        d[i]          = relu ? la_relu(v) : v;
+    }
+}
+
+void vae_cpu_linear_attention(const float * qkv, float * y, const int64_t ne_qkv[4], int hd) {
+    const int64_t L = vae_cpu_block();
+    const int64_t N = ne_qkv[0], H = hd, G = ne_qkv[1] / (3 * H), P = ne_qkv[2] * ne_qkv[3], C = G * H;
+    const int64_t CB3 = vae_cpu_blocks(3 * C), CB = vae_cpu_blocks(C);
+    const bool    linear = P > H;
+#pragma omp parallel
+    {
+        // at [H][H + 1]; q, k (H each); v with the row of ones (H + 1); O (H + 1); the offsets of
+        // the group's q, k and v channels in the blocked input frame, then of its outputs' (4 H)
+        double *  at  = malloc((size_t) (H * (H + 1) + 2 * H + 2 * (H + 1)) * sizeof(double));
+        int64_t * off = malloc((size_t) (4 * H) * sizeof(int64_t));
+        if (!at || !off) {
+            abort(); // a few kilobytes
+        }
+        double *q = at + H * (H + 1), *k = q + H, *v = k + H, *o = v + H + 1;
+        const int64_t *oq = off, *ok = off + H, *ov = off + 2 * H, *oy = off + 3 * H;
+#pragma omp for collapse(2)
+        for (int64_t n = 0; n < N; n++) {
+            for (int64_t g = 0; g < G; g++) {
+                const float * src = qkv + n * CB3 * P * L;
+                float *       dst = y + n * CB * P * L;
+                for (int64_t i = 0; i < 4 * H; i++) { // q, k, v: channels [3 H g, 3 H (g + 1)); y: [H g, H (g + 1))
+                    const int64_t c = i < 3 * H ? g * 3 * H + i : g * H + i - 3 * H;
+                    off[i]          = (c / L) * P * L + c % L;
+                }
+                if (linear) {
+                    memset(at, 0, (size_t) (H * (H + 1)) * sizeof(double));
+                    v[H] = 1.0;
+                    for (int64_t m = 0; m < P; m++) {
+                        la_gather(src, ok, H, m, L, true, k);
+                        la_gather(src, ov, H, m, L, false, v);
+                        for (int64_t e = 0; e < H; e++) {
+                            for (int64_t d = 0; d <= H; d++) {
+                                at[e * (H + 1) + d] += v[d] * k[e];
+                            }
+                        }
+                    }
+                }
+                for (int64_t p = 0; p < P; p++) {
+                    la_gather(src, oq, H, p, L, true, q);
+                    memset(o, 0, (size_t) (H + 1) * sizeof(double));
+                    if (linear) { // O = A q; its last row is the denominator
+                        for (int64_t e = 0; e < H; e++) {
+                            for (int64_t d = 0; d <= H; d++) {
+                                o[d] += at[e * (H + 1) + d] * q[e];
+                            }
+                        }
+                    } else { // each key's score k_m.q, summed into the denominator o[H]
+                        for (int64_t m = 0; m < P; m++) {
+                            la_gather(src, ok, H, m, L, true, k);
+                            la_gather(src, ov, H, m, L, false, v);
+                            double sc = 0;
+                            for (int64_t e = 0; e < H; e++) {
+                                sc += k[e] * q[e];
+                            }
+                            for (int64_t d = 0; d < H; d++) {
+                                o[d] += v[d] * sc;
+                            }
+                            o[H] += sc;
+                        }
+                    }
+                    for (int64_t d = 0; d < H; d++) {
+                        dst[oy[d] + p * L] = (float) (o[d] / (o[H] + (double) 1e-15f));
+                    }
+                }
+            }
+        }
+        free(at);
+        free(off);
+        // the padding lanes of the last block
+#pragma omp for collapse(2)
+        for (int64_t n = 0; n < N; n++) {
+            for (int64_t p = 0; p < P; p++) {
+                for (int64_t c = C; c < CB * L; c++) {
+                    y[((n * CB + c / L) * P + p) * L + c % L] = 0.0f;
+                }
+            }
+        }
+    }
 }

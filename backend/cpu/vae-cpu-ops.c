@@ -1,7 +1,7 @@
-// The CPU ops that are not convolutions (attention has a file of its own): layout changes, the
-// tanh clamp, nearest upsampling, GroupNorm, Wan's RMS norm, the frame split of temporal
-// upsampling and pixel shuffle, written for the blocked layout (16 or 8 lanes, vae_cpu_block) so
-// that the lanes of a block vectorise.
+// The CPU ops that are not convolutions (the attentions have a file of their own): layout
+// changes, the tanh clamp, nearest upsampling, GroupNorm, the RMS norms, the frame split of
+// temporal upsampling, pixel shuffle, DC-AE's gated linear unit and the depthwise conv, written
+// for the blocked layout (16 or 8 lanes, vae_cpu_block) so that the lanes of a block vectorise.
 // They run on all cores through OpenMP, the runtime oneDNN itself uses here.
 
 #include "vae-cpu.h"
@@ -199,16 +199,19 @@ void vae_cpu_group_norm(const float * x, float * y, const int64_t ne[4], int gro
 }
 
 // Wan's RMS_norm, F.normalize(x, dim=1) * sqrt(C) * gamma: per pixel, x / max(|x|, 1e-12) over
-// the C channels. The sum of squares is taken in double, so it neither overflows nor underflows
-// for any finite input (|x| up to FLT_MAX, subnormals), and the scale is applied in double: y is
-// x / |x| * sqrt(C) * gamma computed in double and rounded to float once (then the activation,
-// in float), so |y| <= sqrt(C) * |gamma| never overflows. A NaN anywhere in a pixel makes every
-// channel of that pixel NaN, as in PyTorch (clamp_min keeps a NaN norm). Pixels go in tiles so
-// that the channel blocks are read once per pass; what the input's padding lanes hold is
-// ignored, and the output's are written as zero.
+// the C channels; and diffusers' RMSNorm with weight and bias (DC-AE), x / sqrt(mean(x^2) + eps)
+// * gamma + beta, and a residual after it. The sum of squares is taken in double, so it neither
+// overflows nor underflows for any finite input (|x| up to FLT_MAX, subnormals), and the scale is
+// applied in double: y is x * s * gamma + beta + r computed in double and rounded to float once
+// (then the activation, in float), so Wan's |y| <= sqrt(C) * |gamma| never overflows. Without
+// beta (or r), -0 is added, which changes nothing (not even a zero's sign). A NaN anywhere in a pixel makes every channel of that
+// pixel NaN, as in PyTorch (clamp_min keeps a NaN norm). Pixels go in tiles so that the channel
+// blocks are read once per pass; what the input's padding lanes hold is ignored, and the output's
+// are written as zero.
 #define RMS_TILE 32
 
-void vae_cpu_rms_norm(const float * x, float * y, const int64_t ne[4], const float * gamma, enum vae_act act) {
+void vae_cpu_rms_norm(const float * x, float * y, const int64_t ne[4], const float * gamma, const float * beta,
+                      const float * r, bool mean_square, float eps, enum vae_act act) {
     const int64_t L = vae_cpu_block();
     const int64_t N = ne[0], C = ne[1], CB = vae_cpu_blocks(C), HW = ne[2] * ne[3];
     const int64_t tiles  = (HW + RMS_TILE - 1) / RMS_TILE;
@@ -236,20 +239,25 @@ void vae_cpu_rms_norm(const float * x, float * y, const int64_t ne[4], const flo
                     ss += acc[p][l];
                 }
                 const double norm = sqrt(ss);
-                scale[p]          = sqrt_c / (norm < 1e-12 ? 1e-12 : norm); // a NaN norm stays NaN
+                // a NaN norm stays NaN
+                scale[p] = mean_square ? 1.0 / sqrt(ss / (double) C + (double) eps)
+                                       : sqrt_c / (norm < 1e-12 ? 1e-12 : norm);
             }
             for (int64_t cb = 0; cb < CB; cb++) {
-                const float * s = x + ((n * CB + cb) * HW + p0) * L;
-                float *       d = y + ((n * CB + cb) * HW + p0) * L;
-                double        g[VAE_CPU_BLOCK_MAX];
+                const float * s  = x + ((n * CB + cb) * HW + p0) * L;
+                const float * rs = r ? r + ((n * CB + cb) * HW + p0) * L : NULL;
+                float *       d  = y + ((n * CB + cb) * HW + p0) * L;
+                double        g[VAE_CPU_BLOCK_MAX], b[VAE_CPU_BLOCK_MAX];
                 for (int l = 0; l < L; l++) {
                     const int64_t c = cb * L + l;
                     g[l]            = c < C ? gamma[c] : 0.0;
+                    b[l]            = c < C && beta ? beta[c] : -0.0;
                 }
                 const bool tail = C - cb * L < L;
                 for (int64_t p = 0; p < np; p++) {
                     for (int l = 0; l < L; l++) {
-                        d[p * L + l] = cpu_act((float) ((double) s[p * L + l] * scale[p] * g[l]), act);
+                        const double v = (double) s[p * L + l] * scale[p] * g[l] + b[l];
+                        d[p * L + l]   = cpu_act((float) (rs ? v + (double) rs[p * L + l] : v), act);
                     }
                     if (tail) { // x * scale * 0 is NaN for a NaN pixel: write the zeros again
                         for (int l = (int) (C - cb * L); l < L; l++) {
@@ -289,6 +297,30 @@ void vae_cpu_frame_split(const float * x, float * y, const int64_t ne_x[4], int 
             for (int64_t p = 0; p < HW; p++) {
                 for (int l = 0; l < L; l++) {
                     d[p * L + l] = l < nl ? src[off[l] + p * L] : 0.0f;
+                }
+            }
+        }
+    }
+}
+
+void vae_cpu_glu(const float * x, float * y, const int64_t ne_x[4], enum vae_act act) {
+    const int64_t L = vae_cpu_block();
+    const int64_t N = ne_x[0], C = ne_x[1] / 2, HW = ne_x[2] * ne_x[3];
+    const int64_t CBx = vae_cpu_blocks(2 * C), CBy = vae_cpu_blocks(C);
+#pragma omp parallel for collapse(2)
+    for (int64_t n = 0; n < N; n++) {
+        for (int64_t cb = 0; cb < CBy; cb++) {
+            const int64_t nl  = C - cb * L < L ? C - cb * L : L;
+            const float * src = x + n * CBx * HW * L;
+            float *       d   = y + (n * CBy + cb) * HW * L;
+            int64_t       ov[VAE_CPU_BLOCK_MAX], og[VAE_CPU_BLOCK_MAX]; // lane l's value and gate channels
+            for (int l = 0; l < L; l++) {
+                ov[l] = l < nl ? cpu_lane_offset(cb * L + l, HW, L) : 0;
+                og[l] = l < nl ? cpu_lane_offset(C + cb * L + l, HW, L) : 0;
+            }
+            for (int64_t p = 0; p < HW; p++) {
+                for (int l = 0; l < L; l++) {
+                    d[p * L + l] = l < nl ? src[ov[l] + p * L] * cpu_act(src[og[l] + p * L], act) : 0.0f;
                 }
             }
         }

@@ -52,9 +52,12 @@ void vae_cpu_upsample2x(const float * x, float * y, const int64_t ne_x[4]);
 void vae_cpu_group_norm(const float * x, float * y, const int64_t ne[4], int groups, float eps, const float * gamma,
                         const float * beta, enum vae_act act, const float * stats, bool all_frames);
 
-// y = act(x / max(|x|, 1e-12) * sqrt(C) * gamma[c]), |x| = the L2 norm over the C channels at
-// each pixel (Wan's RMS_norm); blocked, in place allowed
-void vae_cpu_rms_norm(const float * x, float * y, const int64_t ne[4], const float * gamma, enum vae_act act);
+// y = act(x * s * gamma[c] + beta[c] + r), |x| = the L2 norm over the C channels at each pixel;
+// s = sqrt(C) / max(|x|, 1e-12) (Wan's RMS_norm), or with mean_square 1 / sqrt(|x|^2 / C + eps)
+// (diffusers' RMSNorm); beta and the residual r (blocked, like y) may be NULL; blocked, in place
+// allowed (y = x, or y = r)
+void vae_cpu_rms_norm(const float * x, float * y, const int64_t ne[4], const float * gamma, const float * beta,
+                      const float * r, bool mean_square, float eps, enum vae_act act);
 
 // single-head attention within each frame over its H*W positions: qkv [N, 3C, H, W] -> y [N, C, H, W],
 // both blocked; q, k, v are channels [0, C), [C, 2C), [2C, 3C); y = softmax(q k^T / sqrt(C)) v, exact,
@@ -63,6 +66,14 @@ void vae_cpu_rms_norm(const float * x, float * y, const int64_t ne[4], const flo
 // false, y part-written; true when it ran to the end.
 size_t vae_cpu_attention_scratch(const int64_t ne_qkv[4]);
 bool   vae_cpu_attention(const float * qkv, float * y, const int64_t ne_qkv[4], float * scratch, const int * cancel);
+
+// EfficientViT's ReLU linear attention per frame, groups of head dim hd (VAE_OP_LINEAR_ATTENTION):
+// qkv [N, G 3 hd, H, W] -> y [N, G hd, H, W], both blocked; sums in double, in upstream's linear
+// form when H W > hd, else its quadratic one
+void vae_cpu_linear_attention(const float * qkv, float * y, const int64_t ne_qkv[4], int hd);
+
+// [N, 2C, H, W] -> [N, C, H, W]: y[c] = x[c] act(x[C + c]); blocked
+void vae_cpu_glu(const float * x, float * y, const int64_t ne_x[4], enum vae_act act);
 
 // [N, C, H, W] -> [N*s, C/s, H, W]: frame s*t+j of y = channels [j*C/s, (j+1)*C/s) of frame t of x; blocked
 void vae_cpu_frame_split(const float * x, float * y, const int64_t ne_x[4], int s);

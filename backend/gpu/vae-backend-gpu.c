@@ -422,6 +422,12 @@ static struct vae_gpu_act gpu_gn_stats_act(struct vae_gpu_act x, const struct va
     return x;
 }
 
+// whether node t is a convolution of the implicit GEMM (vae_gpu_conv), not of a simpler kernel
+static bool gpu_implicit_gemm(const struct vae_tensor * t) {
+    return (t->op == VAE_OP_CONV2D || t->op == VAE_OP_UPSAMPLE_CONV2D || t->op == VAE_OP_CAUSAL_CONV3D) &&
+           vae_conv_groups(t) == 1;
+}
+
 // a parameter a node reads on the device: gpu_weights_get's arguments and where it goes
 struct gpu_param {
     const struct vae_tensor * w;
@@ -437,45 +443,34 @@ static int gpu_node_params(const struct vae_graph * g, struct gpu_graph * cg, in
     struct gpu_node *        node = &cg->nodes[i];
     const size_t              cp   = (size_t) node->act.cp;
     int                       n    = 0;
+    const struct vae_tensor * w    = t->src[1];
     switch (t->op) {
         case VAE_OP_CONV2D:
         case VAE_OP_UPSAMPLE_CONV2D:
-        case VAE_OP_CAUSAL_CONV3D: {
-            const struct vae_tensor * w  = t->src[1];
-            const int                 k  = (int) w->ne[w->n_dims - 1];
-            const int                 kt = t->op == VAE_OP_CAUSAL_CONV3D ? (int) w->ne[2] : 1;
-            const bool                up = t->op == VAE_OP_UPSAMPLE_CONV2D;
-            out[n++] = (struct gpu_param) { w, k, kt, up, vae_gpu_conv_packed_count((int) w->ne[0], (int) w->ne[1], k, kt, up),
-                                             &node->w };
-            if (t->src[2]) {
-                out[n++] = (struct gpu_param) { t->src[2], 0, 0, false, cp, &node->bias };
+        case VAE_OP_CAUSAL_CONV3D:
+        case VAE_OP_DEPTHWISE_CONV2D:
+        case VAE_OP_TIME_CONV:
+            if (gpu_implicit_gemm(t)) {
+                const int  k  = (int) w->ne[w->n_dims - 1];
+                const int  kt = t->op == VAE_OP_CAUSAL_CONV3D ? (int) w->ne[2] : 1;
+                const bool up = t->op == VAE_OP_UPSAMPLE_CONV2D;
+                out[n++] = (struct gpu_param) { w, k, kt, up, vae_gpu_conv_packed_count((int) w->ne[0], (int) w->ne[1], k, kt, up),
+                                                 &node->w };
+            } else { // f32 as PyTorch has it ([Cout, Cin / groups, k, k]; a time conv's [Cout, Cin, kt]), read through the cache
+                out[n++] = (struct gpu_param) { w, 0, 0, false, (size_t) (w->ne[0] * w->ne[1] * w->ne[2] * w->ne[3] * w->ne[4]),
+                                                 &node->w };
             }
             break;
-        }
         case VAE_OP_GROUP_NORM:
-            out[n++] = (struct gpu_param) { t->src[1], 0, 0, false, cp, &node->gamma };
-            out[n++] = (struct gpu_param) { t->src[2], 0, 0, false, cp, &node->beta };
-            break;
         case VAE_OP_RMS_NORM:
-            out[n++] = (struct gpu_param) { t->src[1], 0, 0, false, cp, &node->gamma };
+            out[n++] = (struct gpu_param) { w, 0, 0, false, cp, &node->gamma };
             break;
-        case VAE_OP_TIME_CONV: // (f32 [Cout, Cin, kt] as PyTorch has it, read through the cache)
-            out[n++] = (struct gpu_param) { t->src[1], 0, 0, false, (size_t) (t->ne[1] * t->src[1]->ne[1] * t->src[1]->ne[2]),
-                                             &node->w };
-            if (t->src[2]) {
-                out[n++] = (struct gpu_param) { t->src[2], 0, 0, false, cp, &node->bias };
-            }
-            break;
-        case VAE_OP_DEPTHWISE_CONV2D: { // (f32 filters [C, k, k]: the kernel reads them through the cache)
-            const size_t count = (size_t) (t->ne[1] * t->src[1]->ne[2] * t->src[1]->ne[3]);
-            out[n++]           = (struct gpu_param) { t->src[1], 0, 0, false, count, &node->w };
-            if (t->src[2]) {
-                out[n++] = (struct gpu_param) { t->src[2], 0, 0, false, cp, &node->bias };
-            }
-            break;
-        }
         default:
-            break;
+            return 0;
+    }
+    if (t->src[2]) { // the bias, or a norm's beta
+        const bool norm = t->op == VAE_OP_GROUP_NORM || t->op == VAE_OP_RMS_NORM;
+        out[n++]        = (struct gpu_param) { t->src[2], 0, 0, false, cp, norm ? &node->beta : &node->bias };
     }
     return n;
 }
@@ -562,8 +557,9 @@ static bool gpu_graph_prepare(vae_backend_t * backend, struct vae_graph * g, siz
             const size_t n = vae_gpu_group_norm_scratch(gpu_gn_stats_act(cg->nodes[t->src[0]->index].act, t), t->i[0]);
             scratch        = n > scratch ? n : scratch;
             stats = (size_t) t->ne[0] * 2 * (size_t) t->i[0] > stats ? (size_t) t->ne[0] * 2 * (size_t) t->i[0] : stats;
-        } else if (t->op == VAE_OP_ATTENTION) {
-            const size_t n = vae_gpu_attention_scratch(gpu_act_of(t->src[0]), p);
+        } else if (t->op == VAE_OP_ATTENTION || t->op == VAE_OP_LINEAR_ATTENTION) {
+            const size_t n = t->op == VAE_OP_ATTENTION ? vae_gpu_attention_scratch(gpu_act_of(t->src[0]), p)
+                                                       : vae_gpu_linear_attention_scratch(gpu_act_of(t->src[0]), t->i[0]);
             scratch        = n > scratch ? n : scratch;
         } else if (t->op == VAE_OP_INPUT) {
             cg->in_floats[t->i[0]] = (size_t) t->ne[0] * t->ne[1] * t->ne[2] * t->ne[3];
@@ -635,8 +631,7 @@ static bool gpu_graph_prepare(vae_backend_t * backend, struct vae_graph * g, siz
     free(plan);
     ok = ok && gpu_prepare_weights(backend, g, err, err_size);
     for (int i = 0; ok && i < g->n_nodes; i++) {
-        const enum vae_op op = g->nodes[i]->op;
-        if (op == VAE_OP_CONV2D || op == VAE_OP_UPSAMPLE_CONV2D || op == VAE_OP_CAUSAL_CONV3D) {
+        if (gpu_implicit_gemm(g->nodes[i])) {
             ok = gpu_choose_variant(backend, cg, g->nodes[i], err, err_size);
         }
     }
@@ -855,10 +850,17 @@ static cudaError_t gpu_launch(vae_backend_t * backend, struct vae_graph * g, vae
                 }
                 break;
             case VAE_OP_RMS_NORM:
-                e = vae_gpu_rms_norm(*x, y, node->gamma->data, t->act, p, s);
+                e = vae_gpu_rms_norm(*x, y, t->src[3] ? cg->nodes[t->src[3]->index].act.data : NULL, node->gamma->data,
+                                     node->beta ? node->beta->data : NULL, t->i[0] == 1, t->f[0], t->act, p, s);
                 break;
             case VAE_OP_ATTENTION:
                 e = vae_gpu_attention(*x, y, cg->scratch, p, s);
+                break;
+            case VAE_OP_LINEAR_ATTENTION:
+                e = vae_gpu_linear_attention(*x, y, t->i[0], cg->scratch, p, s);
+                break;
+            case VAE_OP_GLU:
+                e = vae_gpu_glu(*x, y, t->act, p, s);
                 break;
             case VAE_OP_FRAME_SPLIT:
                 e = vae_gpu_frame_split(*x, y, t->i[0], p, s);
@@ -871,12 +873,15 @@ static cudaError_t gpu_launch(vae_backend_t * backend, struct vae_graph * g, vae
                                       node->bias ? node->bias->data : NULL, (int) t->src[1]->ne[2], t->act, p, s);
                 break;
             case VAE_OP_DEPTHWISE_CONV2D:
-                e = vae_gpu_dwconv(*x, y, node->w->data, node->bias ? node->bias->data : NULL, (int) t->src[1]->ne[2],
-                                   p, s);
-                break;
             case VAE_OP_CONV2D:
             case VAE_OP_UPSAMPLE_CONV2D:
             case VAE_OP_CAUSAL_CONV3D: {
+                if (!gpu_implicit_gemm(t)) { // depthwise or grouped
+                    e = vae_gpu_group_conv(*x, y, t->src[3] ? cg->nodes[t->src[3]->index].act.data : NULL,
+                                           node->w->data, node->bias ? node->bias->data : NULL, vae_conv_groups(t),
+                                           (int) t->src[1]->ne[2], t->act, p, s);
+                    break;
+                }
                 const bool                     causal = t->op == VAE_OP_CAUSAL_CONV3D;
                 const struct vae_gpu_conv_args a      = gpu_conv_args(cg, t, causal ? state->data[t->i[0]] : NULL);
                 if (causal && t->i[1] && !state->written[t->i[0]]) {

@@ -80,12 +80,31 @@ bug m-tail $conv - "tensor-core epilogue drops its m < M bound: rows past M are 
 bug pack-coefficient kernels/vae-gpu-frame-pack.cu - "I420/NV12 U uses kr instead of kb: 128 + cs (B - Y) / (2 (1 - kr))" \
     'vae_gpu_pack_chroma(cs, mean[2], luma, kb)' \
     'vae_gpu_pack_chroma(cs, mean[2], luma, kr)'
-bug smem-overflow kernels/vae-gpu-rms-norm.cu - "gamma staging loop ch <= cp: writes sm_gamma[cp], one past the dynamic shared array" \
+bug smem-overflow kernels/vae-gpu-rms-norm.cu - "gamma/beta staging loop ch <= cp: writes sm_beta[cp], one past the dynamic shared array" \
     'for (int ch = threadIdx.x; ch < cp; ch += blockDim.x) {' \
     'for (int ch = threadIdx.x; ch <= cp; ch += blockDim.x) {'
 bug smem-optin-once $conv - "the >48 KB shared-memory opt-in asked for once per process, not in each context (a GstCudaContext's launches fail)" \
     $'    if (C::SMEM > 48 * 1024) {' \
     $'    static int once;\n    if (C::SMEM > 48 * 1024 && !once++) {'
+bug rms-beta kernels/vae-gpu-rms-norm.cu - "beta never staged (-0 for every channel): diffusers' RMSNorm loses its bias" \
+    'sm_beta[ch]  = ch < c && beta ? beta[ch] : -0.0f;' \
+    'sm_beta[ch]  = -0.0f;'
+la=kernels/vae-gpu-linear-attention.cu
+bug missing-syncthreads-linear-attn $la - "no \"tile complete\" __syncthreads: A sums a tile of k and v that other warps are still staging" \
+    $'        __syncthreads();  // the tile complete\n' \
+    ''
+bug missing-syncthreads-linear-attn-reuse $la - "no \"tile read\" __syncthreads: the next tile overwrites k and v that other warps are still summing" \
+    $'        __syncthreads();  // the tile read: the next one may overwrite it\n' \
+    ''
+bug linear-attn-last-key $la - "quadratic form (positions <= head dim) skips the last key: m < P - 1" \
+    'for (int m = 0; m < P; m++) {' \
+    'for (int m = 0; m < P - 1; m++) {'
+bug group-conv-offset kernels/vae-gpu-group-conv.cu - "grouped conv reads group o / og's channels from o / og, not (o / og) cg (right for depthwise only)" \
+    '(size_t) (o / og) * cg;' \
+    '(size_t) (o / og);'
+bug glu-gate kernels/vae-gpu-glu.cu - "GLU gate read at channel cp / 2 + c (the padded half) instead of C + c" \
+    'vae_gpu_act(vae_gpu_to_f32(xp[c + ch]), act)' \
+    'vae_gpu_act(vae_gpu_to_f32(xp[cxp / 2 + ch]), act)'
 gn=kernels/vae-gpu-group-norm.cu
 bug missing-syncthreads-gn-sum $gn race "no __syncthreads before a block sum writes sm, which the previous sum's readers may still read (the same zeros in the tests)" \
     $'    __syncthreads();  // the previous call\'s readers are done with sm\n' \
