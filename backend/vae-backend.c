@@ -132,8 +132,8 @@ bool vae_backend_graph_compute(vae_backend_t * backend, struct vae_graph * g, va
 
 bool vae_backend_graph_read_frame(vae_backend_t * backend, struct vae_graph * g, int n, const struct vae_frame * dst,
                                   char * err, size_t err_size) {
-    if (g->output->ne[1] != 3 || n < 0 || n >= g->output->ne[0]) {
-        snprintf(err, err_size, "frame %d is not a 3-channel frame of this output", n);
+    if (g->output->ne[1] != (dst->alpha ? 4 : 3) || n < 0 || n >= g->output->ne[0]) {
+        snprintf(err, err_size, "frame %d is not a %d-channel frame of this output", n, dst->alpha ? 4 : 3);
         return false;
     }
     return backend->iface->graph_read_frame(backend, g, n, dst, err, err_size);

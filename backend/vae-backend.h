@@ -181,6 +181,10 @@ enum vae_pixel_format {
     VAE_PIXEL_BGRA,
     VAE_PIXEL_I420,
     VAE_PIXEL_NV12,
+    VAE_PIXEL_ARGB,
+    VAE_PIXEL_ABGR,
+    VAE_PIXEL_AYUV,   // packed 4:4:4, bytes A Y U V
+    VAE_PIXEL_A420,   // I420 and a fourth plane of alpha at full resolution
 };
 
 // where one decoded frame goes: its planes (host memory, or device memory: see `device`), and how
@@ -188,18 +192,21 @@ enum vae_pixel_format {
 struct vae_frame {
     enum vae_pixel_format format;
     int                   width, height;
-    uint8_t *             planes[3];
-    int                   strides[3];
+    uint8_t *             planes[4];
+    int                   strides[4];
     float                 scale, offset;       // v01 = clamp(y * scale + offset, 0, 1)
     float                 kr, kb;              // YUV formats: luma coefficients (BT.601: .299, .114)
     bool                  full_range;          // YUV formats: 0..255 instead of 16..235/240
     bool                  device;              // planes are device memory of the backend's GPU (CUDA
                                                //   memory of its context); host memory when false
+    bool                  alpha;               // the output's fourth channel is alpha (straight, mapped as
+                                               //   colour): the formats with alpha take it, the others drop
+                                               //   it; false: they are opaque (255)
 };
 
-// 8-bit pixels in dst from host f32 RGB: channel c of pixel (y, x) at src[(y * width + x) *
-// pixel_stride + c * channel_stride] (planar [3, H, W]: 1 and H * W; a backend's own layouts differ).
-// Rounded to nearest, clamped, NaN -> 0.
+// 8-bit pixels in dst from host f32 RGB (RGBA where dst->alpha): channel c of pixel (y, x) at
+// src[(y * width + x) * pixel_stride + c * channel_stride] (planar [3, H, W]: 1 and H * W; a
+// backend's own layouts differ). Rounded to nearest, clamped, NaN -> 0.
 void vae_frame_pack(const float * src, int64_t pixel_stride, int64_t channel_stride, const struct vae_frame * dst);
 
 enum vae_backend_type {

@@ -30,7 +30,8 @@
  * #GstLatentParse:frames-per-latent (4 for Wan 2.1/2.2 and TAEHV), so latent t > 0 of a
  * video starts at frame 4t-3 and lasts four frames. Each batch item after the first is a new
  * video: its first latent buffer is flagged DISCONT (which makes vaedecode start a new
- * stream), and the timestamps run on from the previous item's.
+ * stream), and the timestamps run on from the previous item's. A 5-D tensor of one latent frame
+ * per item (`[B, C, 1, h, w]`: diffusers' layout of Qwen-Image's image latents) holds images.
  *
  * A file cut short inside its tensor (a partial download, a dropped connection) plays what
  * it holds: the whole frames go out, then a WARNING names the bytes that are missing and the
@@ -57,7 +58,7 @@
  * file (vaedecode then takes its model from a model path: see #GstVaeDecode:model-dir). With
  * #GstLatentParse:tensor-name left at `latent_tensor`, a file without such a tensor is read
  * when it holds exactly one F32/F16/BF16 tensor of 4 or 5 dimensions. The caps say `video`
- * (a 5-D tensor) and, when the file's ComfyUI workflow (its `prompt` metadata) has one
+ * (a 5-D tensor of several latent frames) and, when the file's ComfyUI workflow (its `prompt` metadata) has one
  * VAELoader, `vae-name`, the VAE file it loaded; the tags give the codec, the container and
  * the decoded frames (`frame-count`, and `vae-name`).
  *
@@ -162,7 +163,7 @@ struct _GstLatentParse
   guint64 data_start;           /* 8 + header_len: where the byte buffer begins */
   guint64 tensor_offset, tensor_bytes;  /* our tensor's range in the byte buffer */
   gint batch, frames_per_item;  /* B and T */
-  gboolean video;               /* 5-D: causal video latents */
+  gboolean video;               /* 5-D of several latent frames: causal video latents */
   gsize plane_bytes;            /* one channel of one frame: H * W * elsize */
   guint64 item_bytes;           /* one batch item: C * T planes, channel-major */
   gint items_done;              /* b of the next frame */
@@ -525,7 +526,7 @@ gst_latent_parse_setup (GstLatentParse * self, const struct vae_st_header *hdr)
   self->info.space = self->latent_space;
   self->batch = t->shape[0];
   self->frames_per_item = tf;
-  self->video = t->n_dims == 5;
+  self->video = t->n_dims == 5 && tf > 1;
   GST_OBJECT_LOCK (self);
   self->fpl = self->video ? self->frames_per_latent : 1;
   GST_OBJECT_UNLOCK (self);

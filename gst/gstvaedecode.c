@@ -9,15 +9,30 @@
  *
  * vaedecode runs the decoder half of a VAE on a stream of `video/x-latent` buffers, one
  * latent frame each, and outputs `video/x-raw` frames 8 times the latent size (16 times for
- * wan2.2, taew2_2, taehv1_5 (and their _super decoders) and FLUX.2's normalized latents, which hold 2x2 patches; 32 for
- * taeltx_2). The model file is a safetensors file or a PyTorch `.pth` (read without running
+ * wan2.2, taew2_2, taehv1_5 (and their _super decoders), qwenimage2.1 and FLUX.2's normalized latents, which
+ * hold 2x2 patches; 32 for taeltx_2 and hunyuanimage2.1). The model file is a safetensors file or a PyTorch `.pth` (read without running
  * any of its code: a weights-only unpickler); its family is detected from its keys and
- * shapes: the AutoencoderKL image decoders (sd1, sd2, sdxl, sd3, flux1, flux2), the TAESD image
+ * shapes: the AutoencoderKL image decoders (sd1, sd2, sdxl, sd3, flux1, flux2, hunyuanimage2.1), the TAESD image
  * decoders (taesd, taesdxl, taesd3, taef1, taef2), the Wan 2.1 and 2.2 VAEs (wan2.1, wan2.2),
- * SeedVR2's video VAE (seedvr2), the TAEHV video decoders (taew2_1, taew2_2, taehv, taehv1_5,
+ * Qwen-Image 2.1's RGBA VAE (qwenimage2.1), SeedVR2's video VAE (seedvr2), the TAEHV video decoders (taew2_1, taew2_2, taehv, taehv1_5,
  * taeltx_2, taecvx, taew2_2_super, taehv1_5_super) and Stable Video Diffusion's temporal
  * decoder (svd). The output is converted to the negotiated format (RGB, RGBA, RGBx, BGRx, BGRA,
- * I420, NV12) with 8-bit values rounded to nearest.
+ * ARGB, ABGR, AYUV, I420, A420, NV12) with 8-bit values rounded to nearest.
+ *
+ * ## Alpha
+ *
+ * A decoder with an alpha channel (qwenimage2.1) gives straight (not premultiplied) alpha, mapped
+ * to bytes as colour is ((y + 1) / 2, clamped): the colour bytes do not change with alpha, as
+ * GStreamer's RGBA formats and compositor expect. With such a model vaedecode offers the formats
+ * with alpha first (RGBA, BGRA, ARGB, ABGR, AYUV, A420), RGBA preferred: 8 bits per channel,
+ * no chroma subsampling, what pngenc and compositor take. A format without alpha (RGB, RGBx,
+ * BGRx, I420, NV12) drops it: the colour of transparent pixels is whatever the model made there.
+ * Every other decoder writes opaque alpha (255) into the formats that have it.
+ * |[
+ * gst-launch-1.0 filesrc location=qwen21.latent ! latentparse \
+ *     ! vaedecode model-file=qwen_image_2.1_vae_bf16.safetensors ! video/x-raw,format=RGBA \
+ *     ! pngenc ! multifilesink location=image-%02d.png
+ * ]|
  *
  * ## AutoencoderKL and latent spaces
  *
@@ -226,7 +241,9 @@ GST_DEBUG_CATEGORY (gst_vae_decode_debug);
 #define GST_CAT_DEFAULT gst_vae_decode_debug
 
 #define VAE_ERR_SIZE 512
-#define VAE_OUTPUT_FORMATS "{ RGB, RGBA, RGBx, BGRx, BGRA, I420, NV12 }"
+#define VAE_OUTPUT_FORMATS "{ RGB, RGBA, RGBx, BGRx, BGRA, ARGB, ABGR, AYUV, I420, A420, NV12 }"
+/* the same, those with alpha first: what a decoder with alpha offers */
+#define VAE_OUTPUT_FORMATS_ALPHA "{ RGBA, BGRA, ARGB, ABGR, AYUV, A420, RGB, RGBx, BGRx, I420, NV12 }"
 
 typedef enum
 {
@@ -851,6 +868,14 @@ gst_vae_decode_transform_caps (GstBaseTransform * trans,
         GstCaps *tmpl = gst_static_pad_template_get_caps (&src_template);
         out = gst_structure_copy (gst_caps_get_structure (tmpl, 0));
         gst_caps_unref (tmpl);
+        if (self->model && self->model->out_channels == 4) {
+          GstStructure *alpha = gst_structure_from_string ("x, format = "
+              VAE_OUTPUT_FORMATS_ALPHA, NULL);
+
+          gst_structure_set_value (out, "format",
+              gst_structure_get_value (alpha, "format"));
+          gst_structure_free (alpha);
+        }
       } else {
         out = gst_structure_from_string (GST_LATENT_MEDIA_TYPE
             ", type = (string) { float32, float16, bfloat16 }", NULL);
@@ -917,6 +942,14 @@ gst_vae_decode_pixel_format (GstVideoFormat format)
       return VAE_PIXEL_I420;
     case GST_VIDEO_FORMAT_NV12:
       return VAE_PIXEL_NV12;
+    case GST_VIDEO_FORMAT_ARGB:
+      return VAE_PIXEL_ARGB;
+    case GST_VIDEO_FORMAT_ABGR:
+      return VAE_PIXEL_ABGR;
+    case GST_VIDEO_FORMAT_AYUV:
+      return VAE_PIXEL_AYUV;
+    case GST_VIDEO_FORMAT_A420:
+      return VAE_PIXEL_A420;
     default:
       return VAE_PIXEL_RGB;
   }

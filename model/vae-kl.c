@@ -248,7 +248,7 @@ int vae_kl_recognise(const struct vae_st_header * hdr, struct vae_naming * namin
         }
         snprintf(key, sizeof(key), "%sdecoder.conv_in.weight", p);
         const struct vae_st_tensor * in = vae_st_header_find(hdr, key);
-        if (in && in->n_dims == 4) {
+        if (in && (in->n_dims == 4 || (in->n_dims == 5 && in->shape[1] == 64 && in->shape[2] == 1))) {
             naming->kind = in->shape[1] == 64 ? VAE_KL_NAMING_HUNYUAN : VAE_KL_NAMING_LDM;
             snprintf(key, sizeof(key), "%sdecoder.up.", p);
             naming->levels = vae_name_most_index(hdr, key, ".", err, err_size) + 1;
@@ -380,18 +380,11 @@ static int32_t kl_hunyuan_row(int32_t k, int32_t n);
 
 static bool kl_hunyuan_map(struct vae_model * m, const char * name, int64_t n, int64_t cin, int64_t div, bool shuffled,
                            char * err, size_t err_size) {
-    int32_t *                    rows    = malloc((size_t) n * sizeof(*rows));
-    const struct vae_st_tensor * none[1] = { NULL };
-    if (!rows || !vae_weights_add(m, name, 4, (const int64_t[]) { n, cin, 1, 1 }, none, 0)) {
-        free(rows);
-        snprintf(err, err_size, "out of memory");
-        return false;
-    }
-    for (int32_t k = 0; k < (int32_t) n; k++) {
+    int32_t * rows = vae_weights_add_rows(m, name, n, cin, NULL, err, err_size);
+    for (int32_t k = 0; rows && k < (int32_t) n; k++) {
         rows[k] = (int32_t) ((shuffled ? kl_hunyuan_row(k, (int32_t) n) : k) / div);
     }
-    ((struct vae_weight *) vae_model_weight(m, name))->rows = rows;
-    return true;
+    return rows != NULL;
 }
 
 // an upsampler's conv gives sub-position k = 2 dy + dx of channel c as row k C + c; pixel_shuffle
@@ -444,6 +437,11 @@ static bool kl_hunyuan_prepare(struct vae_model * m, char * err, size_t err_size
 // the decoder (MODELS.md §D.5); a named one where the file's shapes allow it
 static bool kl_prepare(struct vae_model * m, const struct vae_st_header * hdr, enum vae_family want, char * err,
                        size_t err_size) {
+    // HunyuanImage 2.1: Tencent's .ckpt may hold its convs 5-D with a time axis of 1 (as its loader squeezes)
+    const struct vae_weight * in = vae_model_weight(m, "decoder.conv_in.weight");
+    if (in && in->n_dims == 5 && in->shape[1] == 64 && !vae_weights_drop_time_axis(m, "hunyuanimage2.1", err, err_size)) {
+        return false;
+    }
     if (!vae_kl_prepare(m, err, err_size)) {
         return false;
     }

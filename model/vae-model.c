@@ -14,10 +14,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-// the families in detection order: the first whose recognise takes a file loads it (SVD before
-// the AutoencoderKL it extends)
+// the families in detection order: the first whose recognise takes a file loads it (DC-AE, and
+// SVD that extends it, before the AutoencoderKL whose `decoder.conv_in.weight` they share)
 static const struct vae_family_desc * const model_families[] = {
-    &vae_taesd_family, &vae_wan_family, &vae_seedvr_family, &vae_taehv_family, &vae_svd_family, &vae_kl_family,
+    &vae_taesd_family, &vae_wan_family,  &vae_seedvr_family, &vae_taehv_family,
+    &vae_dcae_family,  &vae_svd_family, &vae_kl_family,
 };
 
 #define MODEL_N_FAMILIES (int) (sizeof(model_families) / sizeof(model_families[0]))
@@ -146,6 +147,9 @@ struct vae_model * vae_model_load(const char * path, enum vae_family family, cha
         m->family_certain = m->family_certain || family != VAE_FAMILY_AUTO;
         if (m->frames_per_latent == 0) {
             m->frames_per_latent = 1;
+        }
+        if (m->out_channels == 0) {
+            m->out_channels = 3;
         }
         snprintf(m->description, sizeof(m->description), "%s%s decoder, %d latent channels, %d tensors",
                  vae_family_name(m->family), m->family_certain ? "" : " (or a family with the same shapes)",

@@ -41,6 +41,8 @@ enum vae_family {
     VAE_FAMILY_SVD,       // Stable Video Diffusion's temporal decoder (4 ch, scale 0.18215; whole-clip temporal blocks)
     VAE_FAMILY_SEEDVR2,   // SeedVR2's causal video VAE (16 ch, 8x, 4 frames per latent; scale 0.9152)
     VAE_FAMILY_HYIMAGE21, // AutoencoderKL of HunyuanImage 2.1 (64 ch, 32x; scale 0.75289)
+    VAE_FAMILY_QWEN21,    // Qwen-Image 2.1's VAE (64 ch, 16x, RGBA; Wan 2.2's network for images, 2-D convs)
+    VAE_FAMILY_DCAE,      // SANA's DC-AE (f32c32: 32 ch, 32x; scale 0.41407)
     VAE_FAMILY_COUNT,
 };
 
@@ -76,9 +78,10 @@ struct vae_weight {
     const struct vae_st_tensor * mix;
     bool                         aux;     // read outside the graphs (FLUX.2's latent statistics)
     // rows (owned, shape[0] of them; NULL: none): row k of the data is row rows[k] of the file's
-    // tensor (Wan 2.2's head and a 4x4-patch TAEHV's last conv, whose outputs are reordered for
-    // pixel_shuffle), or, for a weight with no tensor in the
-    // file (n_src 0), row rows[k] of the identity [shape[1], shape[1]]: a 1x1 conv that moves channels
+    // tensor viewed as rows of this weight's row size (Wan 2.2's head and a 4x4-patch TAEHV's last
+    // conv, whose outputs are reordered for pixel_shuffle; DC-AE's to_out cut in column halves), or,
+    // for a weight with no tensor in the file (n_src 0), row rows[k] of the identity [shape[1],
+    // shape[1]]: a 1x1 conv that moves channels
     int32_t * rows;
 };
 
@@ -97,6 +100,7 @@ struct vae_model {
     bool                first_apart;      // the first latent frame of a stream has a graph of its own (Wan)
     bool                clip_calls;       // a decode call's frames all depend on each other (SVD's temporal
                                           // blocks): a call is a clip of its own, never padded
+    int                 out_channels;     // 3: RGB; 4: RGBA, straight (not premultiplied) alpha
     enum vae_space      own_space;        // the space the decoder itself takes
     float               out_scale, out_offset; // decoder output -> [0, 1], clamped when packed
     int                 n_weights;
@@ -204,7 +208,8 @@ struct vae_causal_step {
 
 // the steps of model (at most max), in order; 0 for a family that does not tile this way
 int                vae_model_causal_steps(const struct vae_model * model, struct vae_causal_step * steps, int max);
-// whole frames [1, z, h, w] -> the head's output [1, steps[0].cin, h, w]
+// whole frames [1, z, h, w] -> the head's output [1, steps[0].cin, H, W] (the latent grid; DC-AE's
+// head runs its attention levels, at up to 4x)
 struct vae_graph * vae_model_causal_head_build(const struct vae_model * model, int h, int w, char * err,
                                                size_t err_size);
 // one step on an h x w tile: input 0 = x [1, cin, h, w], then r [1, rin, h, w] where rin > 0, then

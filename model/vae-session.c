@@ -40,7 +40,7 @@ struct vae_session {
     vae_state_t *             state;           // causal decoders
     struct vae_tiled *        tiled;           // the tiled decode, in place of step (AutoencoderKL)
     struct vae_tiled_video *  tiled_video;     // the same for causal video decoders
-    const float *             tiled_out;       // the frames of its last decode [ready, 3, H, W]
+    const float *             tiled_out;       // the frames of its last decode [ready, out_channels, H, W]
     struct vae_graph *        done;            // the graph whose output holds the ready frames
     int                       skip, ready, popped; // output frames: first ready one, ready ones, popped ones
     uint64_t                  latents_in, frames_out;
@@ -409,6 +409,7 @@ bool vae_session_pop_frame(struct vae_session * s, struct vae_frame * dst, char 
     const int n = session_next_frame(s, err, err_size);
     dst->scale  = s->model->out_scale;
     dst->offset = s->model->out_offset;
+    dst->alpha  = s->model->out_channels == 4;
     if (n >= 0 && s->tiled_out) {
         if (dst->width != s->model->scale * s->w || dst->height != s->model->scale * s->h) {
             snprintf(err, err_size, "the frame is %dx%d but the decoder gives %dx%d", dst->width, dst->height,
@@ -419,8 +420,8 @@ bool vae_session_pop_frame(struct vae_session * s, struct vae_frame * dst, char 
             snprintf(err, err_size, "a tiled decode gives its frames in host memory, not in device memory");
             return false;
         }
-        vae_frame_pack(s->tiled_out + (size_t) n * 3 * dst->width * dst->height, 1, (int64_t) dst->width * dst->height,
-                       dst);
+        const size_t hw = (size_t) dst->width * dst->height;
+        vae_frame_pack(s->tiled_out + (size_t) n * s->model->out_channels * hw, 1, (int64_t) hw, dst);
         return true;
     }
     return n >= 0 && vae_backend_graph_read_frame(s->backend, s->done, n, dst, err, err_size);
@@ -430,7 +431,8 @@ bool vae_session_pop_output(struct vae_session * s, float * dst, char * err, siz
     const int n = session_next_frame(s, err, err_size);
     if (n >= 0 && s->tiled_out) {
         const size_t hw = (size_t) s->model->scale * s->h * (size_t) s->model->scale * s->w;
-        memcpy(dst, s->tiled_out + (size_t) n * 3 * hw, 3 * hw * sizeof(float));
+        const size_t floats = (size_t) s->model->out_channels * hw;
+        memcpy(dst, s->tiled_out + (size_t) n * floats, floats * sizeof(float));
         return true;
     }
     return n >= 0 && vae_backend_graph_read_output(s->backend, s->done, n, 1, dst, err, err_size);

@@ -1,6 +1,7 @@
 // The exact tiled decode of a causal video decoder (Wan 2.1 and 2.2, SeedVR2), for frames whose
-// whole-frame step does not fit, or a tile size the user asked for. The head (through the mid
-// block, whose attention needs the whole frame) runs on the whole latent frame; the family's later
+// whole-frame step does not fit, or a tile size the user asked for; image decoders built the same
+// way use it too (Qwen-Image 2.1, every frame a first; DC-AE). The head (through the mid block,
+// whose attention needs the whole frame; DC-AE's attention levels) runs on the whole frame; the family's later
 // steps (vae_causal_step: convs that reach one pixel) run one at a time over tiles with a 1-pixel
 // border, each tile keeping only the pixels it owns, as vae-tile.c does for AutoencoderKL; a step
 // that GroupNorms its input is given the statistics of the whole frame, taken in host memory. Time
@@ -50,6 +51,7 @@ struct vae_tiled_video {
     const struct vae_model * model;
     vae_backend_t *          backend;
     int                      h, w, tile;
+    int                      head_h, head_w; // the head's output (the latent grid, or DC-AE's 4x of it)
     size_t                   max_bytes;
     int                      n_steps;
     struct vae_causal_step   steps[VAE_CAUSAL_MAX_STEPS];
@@ -58,7 +60,7 @@ struct vae_tiled_video {
     struct tv_buf            bufs[TV_MAX_BUFS];
     size_t                   live, live_peak;   // floats of the buffers in use: now, and at most
     struct tv_buf *          slot[2];        // the kept inputs of residual slots 0 and 1
-    float *                  out;            // [max_out, 3, H, W]
+    float *                  out;            // [max_out, out_channels, H, W]
     int                      n_out, max_out, out_h, out_w;
     float *                  crop, * crop_r, * crop_y;
     size_t                   crop_floats, crop_y_floats;
@@ -198,7 +200,8 @@ static bool tv_walk(struct vae_tiled_video * t, int k, struct tv_buf * x, bool f
             if (!last && !y[f]) {
                 return false;
             }
-            dst[f] = last ? t->out + (size_t) (t->n_out + f) * 3 * t->out_h * t->out_w : y[f]->data;
+            dst[f] = last ? t->out + (size_t) (t->n_out + f) * t->model->out_channels * t->out_h * t->out_w
+                          : y[f]->data;
         }
         const bool ok = dry || tv_run_step(t, k, x->data, r ? r->data : NULL, dst, first, err, err_size);
         tv_drop(t, x);
@@ -223,7 +226,8 @@ static bool tv_decode(struct vae_tiled_video * t, const float * latent, bool fir
     }
     t->slot[0] = t->slot[1] = NULL;
     t->n_out = 0, t->live = 0;
-    struct tv_buf * x = tv_acquire(t, (size_t) t->steps[0].cin * (size_t) t->h * (size_t) t->w, dry, err, err_size);
+    struct tv_buf * x = tv_acquire(t, (size_t) t->steps[0].cin * (size_t) t->head_h * (size_t) t->head_w, dry, err,
+                                   err_size);
     if (!x) {
         return false;
     }
@@ -286,7 +290,7 @@ void vae_tiled_video_free(struct vae_tiled_video * t) {
 // where every step runs, what its tiles and buffers hold; its graphs prepared once (and released)
 // so that memory is known and checked, and the causal state of each of its tiles made
 static bool tv_plan_steps(struct vae_tiled_video * t, char * err, size_t err_size) {
-    int h = t->h, w = t->w, ys[TV_MAX_SPANS], yo[TV_MAX_SPANS];
+    int h = t->head_h, w = t->head_w, ys[TV_MAX_SPANS], yo[TV_MAX_SPANS];
     t->max_out = 1;
     for (int k = 0; k < t->n_steps; k++) {
         const struct vae_causal_step * s = &t->steps[k];
@@ -349,6 +353,9 @@ struct vae_tiled_video * vae_tiled_video_new(const struct vae_model * model, vae
     struct vae_graph * head = ok ? tv_prepare(t, vae_model_causal_head_build(model, h, w, err, err_size), err, err_size)
                                  : NULL;
     ok = head != NULL;
+    if (head) {
+        t->head_h = (int) head->output->ne[2], t->head_w = (int) head->output->ne[3];
+    }
     if (head && head->n_states > 0) {
         ok             = (t->head_state = vae_backend_state_new(backend, head, err, err_size)) != NULL;
         t->state_bytes = vae_backend_state_bytes(backend, t->head_state);
@@ -358,7 +365,8 @@ struct vae_tiled_video * vae_tiled_video_new(const struct vae_model * model, vae
     }
     ok = ok && tv_plan_steps(t, err, err_size);
     if (ok) {
-        t->out    = malloc((size_t) t->max_out * 3 * (size_t) t->out_h * (size_t) t->out_w * sizeof(float));
+        t->out    = malloc((size_t) t->max_out * t->model->out_channels * (size_t) t->out_h * (size_t) t->out_w *
+                           sizeof(float));
         t->crop   = malloc((t->crop_floats ? t->crop_floats : 1) * sizeof(float));
         t->crop_r = malloc((t->crop_floats ? t->crop_floats : 1) * sizeof(float));
         t->crop_y = malloc((t->crop_y_floats ? t->crop_y_floats : 1) * sizeof(float));
@@ -378,7 +386,7 @@ struct vae_tiled_video * vae_tiled_video_new(const struct vae_model * model, vae
 }
 
 size_t vae_tiled_video_peak_bytes(const struct vae_tiled_video * t) {
-    const size_t floats = (size_t) t->max_out * 3 * (size_t) t->out_h * (size_t) t->out_w + 2 * t->crop_floats +
-                          t->crop_y_floats + t->live_peak;
+    const size_t floats = (size_t) t->max_out * t->model->out_channels * (size_t) t->out_h * (size_t) t->out_w +
+                          2 * t->crop_floats + t->crop_y_floats + t->live_peak;
     return t->graph_peak + t->state_bytes + floats * sizeof(float);
 }

@@ -16,6 +16,12 @@
 // one pixel. With the head they are wan_causal_family: the whole-sequence graph (vae_causal_build) chains
 // them, and the tiled decode (vae-tile-video.c) runs them one at a time over tiles of a frame.
 //
+// Qwen-Image 2.1's VAE (MODELS.md J.4) is Wan 2.2's network for images: 64 latent channels, five
+// up-blocks, every conv 2-D (a time axis of 1: the loader drops it), and a head of 4 channels,
+// RGBA, without unpatchify. It decodes each latent frame alone as the first step of a stream: the
+// time_convs never run (their weights are loaded and ignored) and a temporal DupUp3D shortcut keeps
+// its second time slot (a channel map of its own where that is not the identity).
+//
 // Files: the original names (`Wan2.1_VAE.pth`, ComfyUI's `wan_2.1_vae.safetensors`), canonical
 // here, or diffusers' AutoencoderKLWan (Qwen-Image's VAE has exactly its names), whose up-blocks
 // flatten into the original `upsamples` list (2.1) or nest (2.2).
@@ -26,6 +32,23 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+// Qwen-Image 2.1's latent statistics (MODELS.md J.4; diffusers' AutoencoderKLQwenImage21 defaults)
+static const float wan_qwen21_mean[64] = {
+    0.5126f,  0.7721f,  -0.0631f, 1.3506f,  -0.7855f, -2.1025f, -0.3458f, 1.3722f,  1.8873f,  -1.7177f, -0.6510f,
+    0.2732f,  0.7562f,  -0.6163f, -1.0277f, 3.8363f,  2.0210f,  0.0472f,  0.9320f,  2.0087f,  2.4954f,  -0.1391f,
+    -1.4249f, 1.8464f,  -0.5236f, 1.2826f,  3.7046f,  -1.3035f, 2.7286f,  -1.4518f, -1.9036f, -1.9955f, -0.0342f,
+    -1.0265f, -0.7636f, 3.0555f,  0.0746f,  -3.0751f, -0.1076f, 1.7376f,  -1.0914f, -1.9435f, -0.2784f, -1.3680f,
+    0.4809f,  -0.4433f, 0.3764f,  0.5729f,  -2.0595f, 1.0960f,  -1.3260f, -2.0211f, -5.0179f, 0.5275f,  4.0162f,
+    1.8505f,  0.3026f,  1.9373f,  1.4937f,  0.2632f,  0.5547f,  -1.7121f, -0.1562f, 0.0304f,
+};
+static const float wan_qwen21_std[64] = {
+    3.2001f, 3.2936f, 3.4321f, 3.0091f, 3.1061f, 4.0379f, 4.0705f, 3.7910f, 3.0785f, 3.6500f, 3.9308f, 3.0904f, 2.8778f,
+    3.7675f, 3.7320f, 5.0756f, 3.2864f, 4.0397f, 3.1317f, 4.0443f, 2.9249f, 3.9454f, 3.0988f, 4.2489f, 3.4896f, 3.8513f,
+    3.9323f, 3.4719f, 3.7498f, 4.2830f, 3.5694f, 4.2467f, 3.9037f, 3.2947f, 5.0770f, 3.5075f, 3.2700f, 3.4767f, 2.8063f,
+    5.1125f, 3.5327f, 4.7833f, 3.1286f, 4.1819f, 3.8527f, 3.8312f, 3.5605f, 4.3875f, 3.9624f, 4.0168f, 3.5643f, 4.0550f,
+    5.5614f, 4.2963f, 4.4080f, 3.4959f, 3.8747f, 3.7608f, 3.5735f, 3.1490f, 3.7662f, 3.6746f, 3.4563f, 3.8161f,
+};
 
 // Wan 2.1 (MODELS.md B.4) and Wan 2.2 (B.8) latent statistics: raw z = normalized x * std + mean
 const float vae_wan21_mean[16] = { -0.7571f, -0.7089f, -0.9113f, 0.1075f, -0.1745f, 0.9653f, -0.1517f, 1.5508f,
@@ -47,15 +70,27 @@ const float vae_wan22_std[48] = {
 };
 
 
-// causal 3x3x3 conv `name` with bias on x, adding r
+// Qwen-Image 2.1: 2-D convs, every latent frame an image of its own (the first step of a stream)
+static bool wan_image(const struct vae_model * m) {
+    return m->family == VAE_FAMILY_QWEN21;
+}
+
+// Wan 2.2 and Qwen-Image 2.1: up-blocks that nest their entries, each with a DupUp3D shortcut
+static bool wan_nested(const struct vae_model * m) {
+    return m->family == VAE_FAMILY_WAN22 || m->family == VAE_FAMILY_QWEN21;
+}
+
+// causal 3x3x3 conv `name` with bias on x, adding r (Qwen-Image 2.1: a 3x3 conv)
 static struct vae_tensor * wan_causal(struct vae_builder * b, struct vae_tensor * x, const char * name,
                                       struct vae_tensor * r) {
-    return vae_builder_conv3d(b, x, name, 3, 3, r, false);
+    return wan_image(b->model) ? vae_builder_conv2d(b, x, name, 3, true, r, VAE_ACT_NONE, false)
+                               : vae_builder_conv3d(b, x, name, 3, 3, r, false);
 }
 
 // a 1x1x1 CausalConv3d is a per-frame 1x1 conv
 static struct vae_tensor * wan_pointwise(struct vae_builder * b, struct vae_tensor * x, const char * name) {
-    return vae_builder_conv3d(b, x, name, 1, 1, NULL, false);
+    return wan_image(b->model) ? vae_builder_conv2d(b, x, name, 1, true, NULL, VAE_ACT_NONE, false)
+                               : vae_builder_conv3d(b, x, name, 1, 1, NULL, false);
 }
 
 // RMS norm with the gamma `name` ([C, 1, 1, 1]; [C, 1, 1] in the attention block)
@@ -122,21 +157,21 @@ static struct vae_tensor * wan_dup_up(struct vae_builder * b, struct vae_tensor 
                                       const char * resample, bool first) {
     char n[96];
     snprintf(n, sizeof(n), "%s.time_conv.weight", resample);
-    const int ft = vae_model_weight(b->model, n) ? 2 : 1;
-    if (ft == 2 && first) {
-        // the first step keeps the second of the ft frames; a temporal block keeps its width, so
-        // that half of its map is the identity
-        return vae_graph_upsample2x(b->g, x);
+    const int  ft    = vae_model_weight(b->model, n) ? 2 : 1;
+    const bool slot1 = ft == 2 && first; // the first step keeps the second of the ft frames
+    snprintf(n, sizeof(n), "%s.avg_shortcut_first.weight", block);
+    if (slot1 && !vae_model_weight(b->model, n)) {
+        return vae_graph_upsample2x(b->g, x); // (that half of the map is the identity)
     }
     snprintf(n, sizeof(n), "%s.resample.1.weight", resample);
     const int64_t       cout = vae_model_weight(b->model, n)->shape[0];
     struct vae_tensor * map  = vae_builder_weight(b, 4, (const int64_t[]) { -1, x->ne[1], 1, 1 },
-                                                  "%s.avg_shortcut.weight", block);
+                                                  slot1 ? "%s.avg_shortcut_first.weight" : "%s.avg_shortcut.weight", block);
     if (!map) {
         return NULL;
     }
     struct vae_tensor * t = vae_graph_conv2d(b->g, x, map, NULL, NULL, VAE_ACT_NONE); // [N, ft Cout s, H, W]
-    t = ft > 1 ? vae_graph_frame_split(b->g, t, ft) : t;                               // [N ft, Cout s, H, W]
+    t = ft > 1 && !slot1 ? vae_graph_frame_split(b->g, t, ft) : t;                     // [N ft, Cout s, H, W]
     return t->ne[1] == cout ? vae_graph_upsample2x(b->g, t) : vae_graph_pixel_shuffle(b->g, t);
 }
 
@@ -177,7 +212,7 @@ static int wan_list_steps(const struct vae_model * m, struct vae_causal_step * s
         *s = (struct vae_causal_step) { .kind = WAN_STEP_RESAMPLE, .up = 2, .res = -1,
                                         .cin    = vae_model_dim(m, name, ".resample.1.weight", 1),
                                         .cout   = vae_model_dim(m, name, ".resample.1.weight", 0),
-                                        .frames = vae_model_dim(m, name, ".time_conv.weight", 0) ? 2 : 1 };
+                                        .frames = vae_model_dim(m, name, ".time_conv.weight", 0) && !wan_image(m) ? 2 : 1 };
         snprintf(s->name, sizeof(s->name), "%s", name);
         if (block) {
             snprintf(s->aux, sizeof(s->aux), "%s", block);
@@ -193,7 +228,7 @@ static int wan_list_steps(const struct vae_model * m, struct vae_causal_step * s
 static int wan_steps(const struct vae_model * m, struct vae_causal_step * steps, int max) {
     const bool wan22 = m->family == VAE_FAMILY_WAN22;
     int        n     = 0;
-    if (wan22) {
+    if (wan_nested(m)) {
         for (int i = 0;; i++) {
             char block[48], list[64];
             snprintf(block, sizeof(block), "decoder.upsamples.%d", i);
@@ -237,16 +272,18 @@ static struct vae_tensor * wan_step(struct vae_builder * b, const struct vae_cau
             snprintf(c, sizeof(c), "%s.residual.6", s->name);
             return r ? wan_norm_conv(b, x, n, c, r) : NULL;
         case WAN_STEP_RESAMPLE:
-            r = s->aux[0] ? wan_dup_up(b, r, s->aux, s->name, first) : NULL;
+            first = first || wan_image(b->model);
+            r     = s->aux[0] ? wan_dup_up(b, r, s->aux, s->name, first) : NULL;
             return !s->aux[0] || r ? wan_resample(b, x, s->name, first, r) : NULL;
         default: {
             const bool          wan22 = b->model->family == VAE_FAMILY_WAN22;
+            const int           out   = wan22 ? 12 : b->model->out_channels;
             struct vae_tensor * y     = wan_norm_conv(b, x, "decoder.head.0.gamma", "decoder.head.2", NULL);
-            if (y && y->ne[1] != (wan22 ? 12 : 3)) {
+            if (y && y->ne[1] != out) {
                 return vae_builder_fail(b, "tensor 'decoder.head.2.weight' gives %lld output channels, not %s",
-                                        (long long) y->ne[1], wan22 ? "12 (RGB in 2x2 patches)" : "3 (RGB)");
+                                        (long long) y->ne[1], wan22 ? "12 (RGB in 2x2 patches)" : out == 4 ? "4 (RGBA)" : "3 (RGB)");
             }
-            return y && wan22 ? vae_graph_pixel_shuffle(b->g, y) : y;          // [N', 3, 16h, 16w]
+            return y && wan22 ? vae_graph_pixel_shuffle(b->g, y) : y;          // [N', 3 (4), 16h, 16w]
         }
     }
 }
@@ -405,7 +442,9 @@ static bool wan22_head(struct vae_model * m, char * err, size_t err_size) {
 // (o ft 4 + a 4 + p) / r, r = Cout ft 4 / Cin. It becomes the channel map
 // `decoder.upsamples.I.avg_shortcut.weight` [ft Cout s, Cin, 1, 1], row (a Cout + o) s + p, that
 // frame_split(ft) and then pixel_shuffle (s = 4) or, where p does not change the channel (4 | r),
-// a nearest 2x (s = 1) turn into the shortcut (wan_dup_up)
+// a nearest 2x (s = 1) turn into the shortcut (wan_dup_up). The first step of a stream keeps time
+// offset ft - 1 alone: the rows of a = ft - 1, `avg_shortcut_first` where they are not the identity
+// (Qwen-Image 2.1's temporal block that halves the width)
 static bool wan22_shortcut(struct vae_model * m, int block, char * err, size_t err_size) {
     char name[96];
     snprintf(name, sizeof(name), "decoder.upsamples.%d.upsamples.0.residual.0.gamma", block);
@@ -424,34 +463,32 @@ static bool wan22_shortcut(struct vae_model * m, int block, char * err, size_t e
     }
     snprintf(name, sizeof(name), "decoder.upsamples.%d.upsamples.%d.time_conv.weight", block, j);
     const int64_t ft = vae_model_weight(m, name) ? 2 : 1, cout = out->shape[0];
-    // (the temporal blocks keep their width: the first step's shortcut is then a plain nearest 2x)
-    if (cin < 1 || cout < 1 || cin > 65536 || cout > 65536 || (ft == 2 && cin != cout) || (cout * ft * 4) % cin != 0) {
-        snprintf(err, err_size, "wan2.2: up-block %d goes from %lld to %lld channels%s: not a DupUp3D shortcut this "
-                 "build knows", block, (long long) cin, (long long) cout, ft == 2 ? " with temporal upsampling" : "");
+    if (cin < 1 || cout < 1 || cin > 65536 || cout > 65536 || (cout * ft * 4) % cin != 0) {
+        snprintf(err, err_size, "%s: up-block %d goes from %lld to %lld channels%s: not a DupUp3D shortcut this "
+                 "build knows", vae_family_variant(&vae_wan_family, m->family)->name, block, (long long) cin,
+                 (long long) cout, ft == 2 ? " with temporal upsampling" : "");
         return false;
     }
-    const int64_t r = cout * ft * 4 / cin, s = r % 4 == 0 ? 1 : 4, n = ft * cout * s;
-    snprintf(name, sizeof(name), "decoder.upsamples.%d.avg_shortcut.weight", block);
-    int32_t * rows = malloc((size_t) n * sizeof(*rows));
-    const struct vae_st_tensor * none[1] = { NULL };
-    if (vae_model_weight(m, name)) {
-        snprintf(err, err_size, "tensor '%s' is not part of a Wan 2.2 decoder (its shortcuts have no weights)", name);
-    } else if (!rows || !vae_weights_add(m, name, 4, (const int64_t[]) { n, cin, 1, 1 }, none, 0)) {
-        snprintf(err, err_size, "out of memory");
-    } else {
+    // (the first step's rows are the identity where the block keeps its width: (o ft 4 + 4) / (ft 4) = o)
+    const int64_t r = cout * ft * 4 / cin, s = r % 4 == 0 ? 1 : 4;
+    for (int first = 0; first < (ft == 2 && !(s == 1 && cin == cout) ? 2 : 1); first++) {
+        const int64_t a0 = first ? ft - 1 : 0, n = (first ? 1 : ft) * cout * s;
+        snprintf(name, sizeof(name), first ? "decoder.upsamples.%d.avg_shortcut_first.weight"
+                                           : "decoder.upsamples.%d.avg_shortcut.weight", block);
+        int32_t * rows = vae_weights_add_rows(m, name, n, cin, NULL, err, err_size);
+        if (!rows) {
+            return false;
+        }
         for (int64_t k = 0; k < n; k++) {
-            const int64_t p = k % s, o = k / s % cout, a = k / s / cout;
+            const int64_t p = k % s, o = k / s % cout, a = a0 + k / s / cout;
             rows[k]         = (int32_t) ((o * ft * 4 + a * 4 + p) / r);
         }
-        ((struct vae_weight *) vae_model_weight(m, name))->rows = rows;
-        return true;
     }
-    free(rows);
-    return false;
+    return true;
 }
 
 static bool wan22_prepare(struct vae_model * m, char * err, size_t err_size) {
-    bool ok = wan22_head(m, err, err_size);
+    bool ok = wan_image(m) || wan22_head(m, err, err_size);
     for (int i = 0; ok; i++) {
         char name[96];
         snprintf(name, sizeof(name), "decoder.upsamples.%d.upsamples.0.residual.0.gamma", i);
@@ -463,33 +500,48 @@ static bool wan22_prepare(struct vae_model * m, char * err, size_t err_size) {
     return ok;
 }
 
-// Wan 2.1, or Wan 2.2 where the up-blocks nest their entries (`decoder.upsamples.I.upsamples.J`)
+// Qwen-Image 2.1: its convs as 2-D ones (the original names store them with a time axis of 1),
+// its time_convs loaded and ignored (one frame never runs them)
+static bool wan_qwen21_weights(struct vae_model * m, char * err, size_t err_size) {
+    for (int i = 0; i < m->n_weights; i++) {
+        m->weights[i].aux = m->weights[i].aux || strstr(m->weights[i].name, ".time_conv.");
+    }
+    return vae_weights_drop_time_axis(m, "qwenimage2.1", err, err_size);
+}
+
+// Wan 2.1, or Wan 2.2 where the up-blocks nest their entries (`decoder.upsamples.I.upsamples.J`),
+// or Qwen-Image 2.1 (nested, 64 latent channels, 2-D convs)
 static bool wan_prepare(struct vae_model * m, const struct vae_st_header * hdr, enum vae_family want, char * err,
                         size_t err_size) {
-    (void) hdr;
-    const struct vae_weight * post = vae_model_weight(m, "conv2.weight");
-    const struct vae_weight * in   = vae_model_weight(m, "decoder.conv1.weight");
-    if (!in || in->n_dims != 5 || (post && (post->n_dims != 5 || post->shape[1] != in->shape[1]))) {
-        snprintf(err, err_size, "Wan-style names but no 5-D 'decoder.conv1.weight' matching 'conv2.weight'");
+    (void) hdr, (void) want; // (the loader refuses another family)
+    const struct vae_weight * post   = vae_model_weight(m, "conv2.weight");
+    const struct vae_weight * in     = vae_model_weight(m, "decoder.conv1.weight");
+    const bool                nested = vae_model_weight(m, "decoder.upsamples.0.upsamples.0.residual.0.gamma") != NULL;
+    m->family         = !nested ? VAE_FAMILY_WAN21 : in && in->shape[1] == 64 ? VAE_FAMILY_QWEN21 : VAE_FAMILY_WAN22;
+    m->family_certain = true;
+    if (wan_image(m) && !wan_qwen21_weights(m, err, err_size)) {
         return false;
     }
-    const bool wan22   = vae_model_weight(m, "decoder.upsamples.0.upsamples.0.residual.0.gamma") != NULL;
-    m->latent_channels = (int) in->shape[1];
-    if (m->latent_channels != (wan22 ? 48 : 16)) {
-        snprintf(err, err_size, "a Wan 2.%d-style decoder with %d latent channels: only %d (Wan 2.%d) is known",
-                 wan22 ? 2 : 1, m->latent_channels, wan22 ? 48 : 16, wan22 ? 2 : 1);
+    const int dims = wan_image(m) ? 4 : 5;
+    if (!in || in->n_dims != dims || (post && (post->n_dims != dims || post->shape[1] != in->shape[1]))) {
+        snprintf(err, err_size, "Wan-style names but no %d-D 'decoder.conv1.weight' matching 'conv2.weight'", dims);
+        return false;
+    }
+    const struct vae_variant * v = vae_family_variant(&vae_wan_family, m->family);
+    m->latent_channels           = (int) in->shape[1];
+    if (m->latent_channels != v->channels) {
+        snprintf(err, err_size, "a %s-style decoder with %d latent channels: only %d is known", v->name,
+                 m->latent_channels, v->channels);
         return false;
     }
     m->own_space         = VAE_SPACE_RAW;
-    m->scale             = wan22 ? 16 : 8;
-    m->frames_per_latent = 4;
-    m->first_apart       = true;
+    m->scale             = nested ? 16 : 8;
+    m->frames_per_latent = wan_image(m) ? 1 : 4;
+    m->first_apart       = !wan_image(m);
+    m->out_channels      = wan_image(m) ? 4 : 3; // (RGBA)
     m->out_scale         = 0.5f; // [-1, 1] -> [0, 1]
     m->out_offset        = 0.5f;
-    m->family            = wan22 ? VAE_FAMILY_WAN22 : VAE_FAMILY_WAN21;
-    m->family_certain    = true;
-    (void) want; // (the loader refuses another)
-    return !wan22 || wan22_prepare(m, err, err_size);
+    return !nested || wan22_prepare(m, err, err_size);
 }
 
 // raw latents; the diffusion model's are normalized per channel (MODELS.md B.4, B.8)
@@ -498,6 +550,9 @@ static const struct vae_variant wan_variants[] = {
       .mean = vae_wan21_mean, .std = vae_wan21_std },
     { VAE_FAMILY_WAN22, "wan2.2", "Wan 2.2 VAE of TI2V-5B (48 ch, 16x spatial scale)", 48, true,
       .mean = vae_wan22_mean, .std = vae_wan22_std },
+    { VAE_FAMILY_QWEN21, "qwenimage2.1",
+      "Qwen-Image 2.1's VAE (64 ch, 16x spatial scale, RGBA with straight alpha; normalized z = x * std + mean)", 64,
+      false, .mean = wan_qwen21_mean, .std = wan_qwen21_std },
 };
 
 const struct vae_family_desc vae_wan_family = {

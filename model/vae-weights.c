@@ -398,6 +398,41 @@ bool vae_weights_add(struct vae_model * m, const char * name, int n_dims, const 
     return true;
 }
 
+bool vae_weights_drop_time_axis(struct vae_model * m, const char * family, char * err, size_t err_size) {
+    for (int i = 0; i < m->n_weights; i++) {
+        struct vae_weight * w = &m->weights[i];
+        if (w->n_dims != 5) {
+            continue;
+        }
+        if (w->shape[2] != 1) {
+            snprintf(err, err_size, "%s: tensor '%s' has a time axis of %lld, not 1 (a 2-D decoder's conv)", family,
+                     w->src[0]->name, (long long) w->shape[2]);
+            return false;
+        }
+        w->n_dims   = 4;
+        w->shape[2] = w->shape[3];
+        w->shape[3] = w->shape[4];
+    }
+    return true;
+}
+
+int32_t * vae_weights_add_rows(struct vae_model * m, const char * name, int64_t n, int64_t cin,
+                               const struct vae_st_tensor * src, char * err, size_t err_size) {
+    if (vae_model_weight(m, name)) {
+        snprintf(err, err_size, "tensor '%s' is not part of a %s decoder (the loader makes that weight)", name,
+                 m->desc->name);
+        return NULL;
+    }
+    int32_t * rows = malloc((size_t) n * sizeof(*rows));
+    if (!rows || !vae_weights_add(m, name, 4, (const int64_t[]) { n, cin, 1, 1 }, &src, src != NULL)) {
+        free(rows);
+        snprintf(err, err_size, "out of memory");
+        return NULL;
+    }
+    ((struct vae_weight *) vae_model_weight(m, name))->rows = rows;
+    return rows;
+}
+
 // the mid block's attention `at` (C channels, those of `decoder.conv_in.weight`): q, k, v and the
 // output projection (parts, in that order) as [C, C, 1, 1] (diffusers stores [C, C]); q, k and v
 // joined into one conv `<at>.<qkv>` [3C, C, 1, 1]

@@ -29,6 +29,14 @@ bool vae_weights_check_used(const struct vae_model * m, const struct vae_graph *
 // none, see vae_weight.rows); the weights move (and stay sorted)
 bool vae_weights_add(struct vae_model * m, const char * name, int n_dims, const int64_t * shape,
                      const struct vae_st_tensor * const * src, int n_src);
+// a new 1x1 conv `name` [n, cin, 1, 1] whose row k is row rows[k] of src viewed as rows of cin
+// values (src NULL: of the identity [cin, cin], a channel map; see vae_weight.rows): the rows, owned
+// by the weight, for the caller to fill; NULL after a message (the name taken, or out of memory)
+int32_t * vae_weights_add_rows(struct vae_model * m, const char * name, int64_t n, int64_t cin,
+                               const struct vae_st_tensor * src, char * err, size_t err_size);
+// every 5-D weight of a 2-D decoder stored with a time axis of 1 ([O, I, 1, k, k]) as the 4-D one
+// it is; false with a message naming a tensor whose time axis is longer (family names the decoder)
+bool vae_weights_drop_time_axis(struct vae_model * m, const char * family, char * err, size_t err_size);
 // w's rows reordered when its data is made (vae_weight.rows): row k of n is the file's row from(k, n)
 bool vae_weights_reorder_rows(struct vae_weight * w, int32_t (*from)(int32_t k, int32_t n), char * err,
                               size_t err_size);

@@ -1066,13 +1066,27 @@ static void test_inputs(void) {
 
 #define SENTINEL 0xA5
 
+// the 4:2:0 formats (planar luma, subsampled chroma)
 static bool is_yuv(enum vae_pixel_format f) {
-    return f == VAE_PIXEL_I420 || f == VAE_PIXEL_NV12;
+    return f == VAE_PIXEL_I420 || f == VAE_PIXEL_NV12 || f == VAE_PIXEL_A420;
 }
 
 static const char * fmt_name(enum vae_pixel_format f) {
-    static const char * n[] = { "RGB", "RGBA", "RGBX", "BGRX", "BGRA", "I420", "NV12" };
+    static const char * n[] = { "RGB", "RGBA", "RGBX", "BGRX", "BGRA", "I420", "NV12", "ARGB", "ABGR", "AYUV", "A420" };
     return n[f];
+}
+
+// the byte positions of a packed format: R, G, B (AYUV: Y, U, V), the fourth byte (-1: none) and
+// whether it is padding (always 255) rather than alpha; bytes per pixel
+static int packed_layout(enum vae_pixel_format f, int pos[3], int * a, bool * pad) {
+    static const int layout[][5] = {
+        [VAE_PIXEL_RGB] = { 0, 1, 2, -1, 3 }, [VAE_PIXEL_RGBA] = { 0, 1, 2, 3, 4 }, [VAE_PIXEL_RGBX] = { 0, 1, 2, 3, 4 },
+        [VAE_PIXEL_BGRX] = { 2, 1, 0, 3, 4 }, [VAE_PIXEL_BGRA] = { 2, 1, 0, 3, 4 }, [VAE_PIXEL_ARGB] = { 1, 2, 3, 0, 4 },
+        [VAE_PIXEL_ABGR] = { 3, 2, 1, 0, 4 }, [VAE_PIXEL_AYUV] = { 1, 2, 3, 0, 4 },
+    };
+    pos[0] = layout[f][0], pos[1] = layout[f][1], pos[2] = layout[f][2], *a = layout[f][3];
+    *pad   = f == VAE_PIXEL_RGBX || f == VAE_PIXEL_BGRX;
+    return layout[f][4];
 }
 
 // v01 in double (NaN -> 0)
@@ -1107,20 +1121,27 @@ struct frame_case {
     bool         full;
 };
 
-// src: the backend's own floats of frame n, [3, H, W]
+// whether byte `got` is the alpha of pixel i: the model's fourth channel where f->alpha, else opaque
+static bool alpha_ok(const float * src, size_t plane, size_t i, const struct vae_frame * f, int got) {
+    int e1 = 255, e2 = 255;
+    if (f->alpha) {
+        rgb_byte_expect(src[3 * plane + i], f->scale, f->offset, &e1, &e2);
+    }
+    return got == e1 || got == e2;
+}
+
+// src: the backend's own floats of frame n, [3, H, W] ([4, H, W] where f->alpha)
 static void check_frame(const char * label, const float * src, int H, int W, const struct vae_frame * f,
-                        uint8_t * const bufs[3], const size_t sizes[3]) {
+                        uint8_t * const bufs[4], const size_t sizes[4]) {
     long bad_rgb = 0, bad_y = 0, bad_c = 0, bad_pad = 0, bad_alpha = 0, max_c = 0, ties = 0;
     const size_t plane = (size_t) H * W;
+    const double kr = f->kr, kb = f->kb, kg = 1.0 - kr - kb;
+    const double ys = f->full_range ? 255 : 219, yo = f->full_range ? 0 : 16, cs = f->full_range ? 255 : 224;
     char         first[256] = "";
     if (!is_yuv(f->format)) {
-        int r = 0, g = 1, b = 2, a = -1, bpp = 3;
-        if (f->format == VAE_PIXEL_RGBA || f->format == VAE_PIXEL_RGBX) {
-            a = 3, bpp = 4;
-        } else if (f->format == VAE_PIXEL_BGRA || f->format == VAE_PIXEL_BGRX) {
-            r = 2, b = 0, a = 3, bpp = 4;
-        }
-        const int pos[3] = { r, g, b };
+        int       pos[3], a;
+        bool      pad;
+        const int bpp = packed_layout(f->format, pos, &a, &pad);
         for (size_t i = 0; i < sizes[0]; i++) {
             const int yy = (int) (i / (size_t) f->strides[0]), xb = (int) (i % (size_t) f->strides[0]);
             if (xb >= W * bpp) {
@@ -1129,12 +1150,26 @@ static void check_frame(const char * label, const float * src, int H, int W, con
             }
             const int x = xb / bpp, byte = xb % bpp;
             if (byte == a) {
-                if (f->format == VAE_PIXEL_RGBA || f->format == VAE_PIXEL_BGRA) {
-                    bad_alpha += bufs[0][i] != 255;
-                }
+                bad_alpha += pad ? bufs[0][i] != 255 : !alpha_ok(src, plane, (size_t) yy * W + x, f, bufs[0][i]);
                 continue;
             }
             const int c = byte == pos[0] ? 0 : byte == pos[1] ? 1 : 2;
+            if (f->format == VAE_PIXEL_AYUV) { // Y, U, V of the pixel itself (4:4:4)
+                double rgb[3];
+                for (int k = 0; k < 3; k++) {
+                    rgb[k] = unit_d(src[k * plane + (size_t) yy * W + x], f->scale, f->offset);
+                }
+                const double l = kr * rgb[0] + kg * rgb[1] + kb * rgb[2];
+                const double v = c == 0 ? yo + ys * l
+                                 : c == 1 ? 128 + cs * (rgb[2] - l) / (2 * (1 - kb)) : 128 + cs * (rgb[0] - l) / (2 * (1 - kr));
+                bool      tie;
+                const int e = code_of(v, &tie);
+                ties += tie;
+                if (abs(bufs[0][i] - e) > (c == 0 && !tie ? 0 : 1) && !bad_y++) {
+                    snprintf(first, sizeof(first), "AYUV (%d,%d) byte %d: %d, want %d", x, yy, byte, bufs[0][i], e);
+                }
+                continue;
+            }
             int       e1, e2;
             const float v = src[c * plane + (size_t) yy * W + x];
             rgb_byte_expect(v, f->scale, f->offset, &e1, &e2);
@@ -1146,10 +1181,14 @@ static void check_frame(const char * label, const float * src, int H, int W, con
             }
         }
     } else {
-        const double kr = f->kr, kb = f->kb, kg = 1.0 - kr - kb;
-        const double ys = f->full_range ? 255 : 219, yo = f->full_range ? 0 : 16, cs = f->full_range ? 255 : 224;
-        const int    cw = (W + 1) / 2;
-        const bool   nv12 = f->format == VAE_PIXEL_NV12;
+        const int  cw   = (W + 1) / 2;
+        const bool nv12 = f->format == VAE_PIXEL_NV12;
+        // A420's alpha plane, full resolution
+        for (size_t i = 0; f->format == VAE_PIXEL_A420 && i < sizes[3]; i++) {
+            const int yy = (int) (i / (size_t) f->strides[3]), x = (int) (i % (size_t) f->strides[3]);
+            bad_pad += x >= W && bufs[3][i] != SENTINEL;
+            bad_alpha += x < W && !alpha_ok(src, plane, (size_t) yy * W + x, f, bufs[3][i]);
+        }
         // luma, and the padding of the luma plane
         for (size_t i = 0; i < sizes[0]; i++) {
             const int yy = (int) (i / (size_t) f->strides[0]), x = (int) (i % (size_t) f->strides[0]);
@@ -1220,16 +1259,16 @@ static void check_frame(const char * label, const float * src, int H, int W, con
     CHECK(bad_y == 0, "%s: %ld luma bytes differ (%s)", label, bad_y, first);
     CHECK(bad_c == 0, "%s: %ld chroma bytes off by more than 1 (%s)", label, bad_c, first);
     CHECK(bad_pad == 0, "%s: %ld bytes written past the rows (stride padding)", label, bad_pad);
-    CHECK(bad_alpha == 0, "%s: %ld alpha bytes are not 255", label, bad_alpha);
+    CHECK(bad_alpha == 0, "%s: %ld alpha bytes are not the model's alpha (255 without one)", label, bad_alpha);
 }
 
-// read frame n of a prepared, computed 3-channel graph in every format and check it against
-// the backend's own floats (so only the packing is under test)
+// read frame n of a prepared, computed 3-channel (4: RGBA) graph in every format and check it
+// against the backend's own floats (so only the packing is under test)
 static void check_frames(const char * what, struct vae_graph * g, const float * out, int n, int extra,
                          const struct frame_case * fc) {
-    const int H = (int) g->output->ne[2], W = (int) g->output->ne[3];
-    for (int fmt = VAE_PIXEL_RGB; fmt <= VAE_PIXEL_NV12; fmt++) {
-        if (is_yuv(fmt) != (fc->kr > 0)) {
+    const int C = (int) g->output->ne[1], H = (int) g->output->ne[2], W = (int) g->output->ne[3];
+    for (int fmt = VAE_PIXEL_RGB; fmt <= VAE_PIXEL_A420; fmt++) {
+        if ((is_yuv(fmt) || fmt == VAE_PIXEL_AYUV) != (fc->kr > 0)) {
             continue;
         }
         struct vae_frame f = { 0 };
@@ -1237,8 +1276,9 @@ static void check_frames(const char * what, struct vae_graph * g, const float * 
         f.width = W, f.height = H;
         f.scale = fc->scale, f.offset = fc->offset;
         f.kr = fc->kr, f.kb = fc->kb, f.full_range = fc->full;
-        uint8_t * bufs[3] = { NULL, NULL, NULL };
-        size_t    sizes[3] = { 0, 0, 0 };
+        f.alpha            = C == 4;
+        uint8_t * bufs[4] = { NULL, NULL, NULL, NULL };
+        size_t    sizes[4] = { 0, 0, 0, 0 };
         const int cw = (W + 1) / 2, ch = (H + 1) / 2;
         if (!is_yuv(f.format)) {
             const int bpp = fmt == VAE_PIXEL_RGB ? 3 : 4;
@@ -1247,15 +1287,19 @@ static void check_frames(const char * what, struct vae_graph * g, const float * 
         } else {
             f.strides[0] = W + extra;
             sizes[0]     = (size_t) f.strides[0] * H;
-            if (fmt == VAE_PIXEL_I420) {
+            if (fmt != VAE_PIXEL_NV12) {
                 f.strides[1] = f.strides[2] = cw + extra;
                 sizes[1] = sizes[2] = (size_t) f.strides[1] * ch;
             } else {
                 f.strides[1] = 2 * cw + extra;
                 sizes[1]     = (size_t) f.strides[1] * ch;
             }
+            if (fmt == VAE_PIXEL_A420) {
+                f.strides[3] = W + extra;
+                sizes[3]     = (size_t) f.strides[3] * H;
+            }
         }
-        for (int p = 0; p < 3; p++) {
+        for (int p = 0; p < 4; p++) {
             if (sizes[p]) {
                 bufs[p] = xmalloc(sizes[p]);
                 memset(bufs[p], SENTINEL, sizes[p]);
@@ -1269,9 +1313,9 @@ static void check_frames(const char * what, struct vae_graph * g, const float * 
                  fmt_name(f.format), W, H, n, extra, fc->scale, fc->offset, fc->what);
         CHECK(ok, "%s: %s", label, err);
         if (ok) {
-            check_frame(label, out + (size_t) n * 3 * H * W, H, W, &f, bufs, sizes);
+            check_frame(label, out + (size_t) n * C * H * W, H, W, &f, bufs, sizes);
         }
-        for (int p = 0; p < 3; p++) {
+        for (int p = 0; p < 4; p++) {
             free(bufs[p]);
         }
     }
@@ -1302,18 +1346,18 @@ static void test_frames(void) {
     const int n_sizes = g_quick ? 1 : (int) (sizeof(sizes) / sizeof(sizes[0]));
     for (int s = 0; s < n_sizes; s++) {
         const int W = sizes[s][0], H = sizes[s][1];
-        // the input itself as the output: exact floats, NaN and Inf included
-        {
+        // the input itself as the output: exact floats, NaN and Inf included; RGB, then RGBA
+        for (int C = 3; C <= 4; C++) {
             struct pool        pl = { 0 };
             struct vae_graph * g  = graph_new(true);
             const int          N  = 2;
-            vae_graph_set_output(g, vae_graph_input(g, N, 3, H, W));
-            rng_seed((uint64_t) (5000 + s));
-            float * in = rnd(&pl, (size_t) N * 3 * H * W, -1.5f, 1.5f);
-            put_specials(in, N, H, W);
+            vae_graph_set_output(g, vae_graph_input(g, N, C, H, W));
+            rng_seed((uint64_t) (5000 + 10 * C + s));
+            float * in = rnd(&pl, (size_t) N * C * H * W, -1.5f, 1.5f);
+            put_specials(in, N * C / 3, H, W);
             const float * out = run_keep(&pl, g, in, false);
             if (out) {
-                CHECK(same_floats(out, in, (size_t) N * 3 * H * W), "an input-only graph changed its values");
+                CHECK(same_floats(out, in, (size_t) N * C * H * W), "an input-only graph changed its values");
                 for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
                     if (g_quick && c != 0 && c != 2) {
                         continue;

@@ -17,8 +17,8 @@
 // where each CUDA thread is a fiber on the CPU, a thousand times slower than a GPU: one decode per
 // family at a tiny size, the same limits. The real TAEF2 weights (TAESD's family) on two 2x3 (h x w)
 // crops of the latents in one step; Wan 2.1, Wan 2.2, TAEHV and a super TAEHV on three latent
-// frames of 2x3, one per step, after a reset; AutoencoderKL of SD on 3x4 latents and of HunyuanImage 2.1 on 2x3
-// ones, whole and in tiles; Wan 2.1 and
+// frames of 2x3, one per step, after a reset; AutoencoderKL of SD on 3x4 latents, HunyuanImage 2.1's,
+// Qwen-Image 2.1's (RGBA) and DC-AE on 2x3 ones, whole and in tiles; Wan 2.1 and
 // SeedVR2 on two latent frames of 3x3 in 2x2 tiles of 16 pixels, at fp32 and bf16. Each conv runs on its
 // precision's 64x64 tiles (VAE_GPU_CONV_VARIANT, unless set) instead of the timing of every tile
 // variant at prepare; no raw decode. About 65 s on two CPU cores.
@@ -106,9 +106,9 @@ struct run {
     bool ends;
 };
 
-// the frames of a decode: 8-bit RGB [F, H, W, 3], or raw f32 [F, 3, H, W]
+// the frames of a decode: 8-bit RGB [F, H, W, 3] (RGBA: 4), or raw f32 [F, 3 (4), H, W]
 struct decoded {
-    int       frames, height, width;
+    int       frames, height, width, channels;
     int       tile;   // vae_session_tile_size
     uint8_t * rgb;
     float *   raw;
@@ -122,7 +122,7 @@ static void decoded_free(struct decoded * d) {
 
 // pop every ready frame into d (cap frames at most)
 static bool pop_ready(struct vae_session * s, struct decoded * d, int cap) {
-    const size_t n = (size_t) 3 * d->height * d->width;
+    const size_t n = (size_t) d->channels * d->height * d->width;
     while (vae_session_frames_ready(s) > 0) {
         if (d->frames >= cap) {
             CHECK(false, "more than the %d frames the latents make", cap);
@@ -132,11 +132,11 @@ static bool pop_ready(struct vae_session * s, struct decoded * d, int cap) {
         if (d->raw) {
             ok = vae_session_pop_output(s, d->raw + (size_t) d->frames * n, err, sizeof(err));
         } else {
-            struct vae_frame f = { .format  = VAE_PIXEL_RGB,
+            struct vae_frame f = { .format  = d->channels == 4 ? VAE_PIXEL_RGBA : VAE_PIXEL_RGB,
                                    .width   = d->width,
                                    .height  = d->height,
                                    .planes  = { d->rgb + (size_t) d->frames * n },
-                                   .strides = { 3 * d->width } };
+                                   .strides = { d->channels * d->width } };
             ok                 = vae_session_pop_frame(s, &f, err, sizeof(err));
         }
         CHECK(ok, "pop: %s", err);
@@ -157,8 +157,9 @@ static bool decode(const struct vae_model * m, vae_backend_t * b, const struct l
     for (int t = 0; t < L->T; t++) {
         cap += vae_model_frames_of_latent(m, (uint64_t) t);
     }
-    *d = (struct decoded) { .height = m->scale * patch * L->h, .width = m->scale * patch * L->w };
-    const size_t              n   = (size_t) cap * 3 * d->height * d->width;
+    *d = (struct decoded) { .height = m->scale * patch * L->h, .width = m->scale * patch * L->w,
+                            .channels = m->out_channels };
+    const size_t              n   = (size_t) cap * d->channels * d->height * d->width;
     struct vae_session_config cfg = { L->C, L->h, L->w, space, r->chunk, 0, r->tile };
     struct vae_session *      s   = vae_session_new(m, b, &cfg, err, sizeof(err));
     CHECK(s != NULL, "session on %s: %s", vae_backend_name(b), err);
@@ -226,7 +227,7 @@ static void check_decodes(const char * name, const struct vae_model * m, const s
     printf("%s: %d latent frames of %d x %dx%d -> %d frames of %dx%d (cpu: %.2f s)\n", name, L->T, L->C, L->w, L->h,
            ref.frames, ref.width, ref.height,
            (double) (t1.tv_sec - t0.tv_sec) + 1e-9 * (double) (t1.tv_nsec - t0.tv_nsec));
-    const size_t n = (size_t) ref.frames * 3 * ref.height * ref.width;
+    const size_t n = (size_t) ref.frames * ref.channels * ref.height * ref.width;
     for (int i = 0; i < N_PRECISIONS; i++) {
         const enum vae_precision p = precisions[i];
         if (small_variants) {
@@ -392,6 +393,13 @@ static void test_kl(void) {
     check_fixture("kl_f2 (normalized latents, 2x2 patches)", path_in(data_dir, "kl_f2.safetensors"),
                   path_in(data_dir, "kl_f2.normalized.latent"), false, VAE_SPACE_NORMALIZED);
     static const struct run hy_runs[] = { { 1, 0, 0 }, { 1, 0, 40 }, { 1, 0, 16 } };
+    check_fixture_runs("qwen21_b4 (RGBA), whole and in tiles", path_in(data_dir, "qwen21_b4.diffusers.safetensors"),
+                       path_in(data_dir, "qwen21_b4.latent"), false, VAE_SPACE_RAW, hy_runs, 3, 0, 0, 0);
+    check_fixture_runs("dcae_w32, whole and in tiles", path_in(data_dir, "dcae_w32.diffusers.safetensors"),
+                       path_in(data_dir, "dcae_w32.latent"), false, VAE_SPACE_RAW, hy_runs, 3, 0, 0, 0);
+    check_fixture("dcae_w32 (normalized latents: linear attention everywhere)",
+                  path_in(data_dir, "dcae_w32.diffusers.safetensors"), path_in(data_dir, "dcae_w32.normalized.latent"),
+                  false, VAE_SPACE_NORMALIZED);
     check_fixture_runs("hyimage_w64, whole and in tiles", path_in(data_dir, "hyimage_w64.orig.safetensors"),
                        path_in(data_dir, "hyimage_w64.latent"), false, VAE_SPACE_RAW, hy_runs, 3, 0, 0, 0);
 
@@ -429,6 +437,10 @@ static void test_small(void) {
     check_kl_sd("kl_sd whole and in tiles", 3, 4, kl_runs, 2);
     check_fixture_runs("hyimage_w64 whole and in tiles", path_in(data_dir, "hyimage_w64.orig.safetensors"),
                        path_in(data_dir, "hyimage_w64.latent"), false, VAE_SPACE_RAW, kl_runs, 2, 1, 2, 3);
+    check_fixture_runs("qwen21_b4 (RGBA) whole and in tiles", path_in(data_dir, "qwen21_b4.orig.safetensors"),
+                       path_in(data_dir, "qwen21_b4.latent"), false, VAE_SPACE_RAW, kl_runs, 2, 1, 2, 3);
+    check_fixture_runs("dcae_w32 whole and in tiles", path_in(data_dir, "dcae_w32.orig.safetensors"),
+                       path_in(data_dir, "dcae_w32.latent"), false, VAE_SPACE_RAW, kl_runs, 2, 1, 2, 3);
     check_svd();
     // causal video in 2x2 tiles (each with its own state; SeedVR2's given the whole frame's
     // GroupNorm statistics): 24x24 frames of 3x3 latents, two latent frames (SeedVR2's fixture with

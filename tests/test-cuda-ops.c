@@ -1027,12 +1027,13 @@ static void test_nan(void) {
 
 // ---- read_frame: the bytes of the CPU's frames -------------------------------------------------
 
+// the 4:2:0 formats (planar luma, subsampled chroma)
 static bool is_yuv(enum vae_pixel_format f) {
-    return f == VAE_PIXEL_I420 || f == VAE_PIXEL_NV12;
+    return f == VAE_PIXEL_I420 || f == VAE_PIXEL_NV12 || f == VAE_PIXEL_A420;
 }
 
 static const char * fmt_name(enum vae_pixel_format f) {
-    static const char * n[] = { "RGB", "RGBA", "RGBX", "BGRX", "BGRA", "I420", "NV12" };
+    static const char * n[] = { "RGB", "RGBA", "RGBX", "BGRX", "BGRA", "I420", "NV12", "ARGB", "ABGR", "AYUV", "A420" };
     return n[f];
 }
 
@@ -1058,28 +1059,29 @@ static const struct frame_case frame_cases[] = {
 struct frame_buf {
     struct vae_frame          f;
     const struct frame_case * fc;
-    uint8_t *                 p[3];
-    size_t                    size[3];
-    int                       row[3];   // bytes of a row that belong to the frame
+    uint8_t *                 p[4];
+    size_t                    size[4];
+    int                       row[4];   // bytes of a row that belong to the frame
     bool                      read;
 };
 
 static void frame_buf_init(struct frame_buf * fb, enum vae_pixel_format fmt, int W, int H, int extra,
-                           const struct frame_case * fc) {
+                           const struct frame_case * fc, bool alpha) {
     memset(fb, 0, sizeof(*fb));
     fb->fc = fc;
     fb->f  = (struct vae_frame) { .format = fmt, .width = W, .height = H, .scale = fc->scale, .offset = fc->offset,
-                                  .kr = fc->kr, .kb = fc->kb, .full_range = fc->full };
+                                  .kr = fc->kr, .kb = fc->kb, .full_range = fc->full, .alpha = alpha };
     const int cw = (W + 1) / 2, ch = (H + 1) / 2;
-    int       rows[3] = { H, ch, ch };
+    int       rows[4] = { H, ch, ch, H };
     if (!is_yuv(fmt)) {
         fb->row[0] = W * (fmt == VAE_PIXEL_RGB ? 3 : 4);
     } else {
         fb->row[0] = W;
-        fb->row[1] = fmt == VAE_PIXEL_I420 ? cw : 2 * cw;
-        fb->row[2] = fmt == VAE_PIXEL_I420 ? cw : 0;
+        fb->row[1] = fmt != VAE_PIXEL_NV12 ? cw : 2 * cw;
+        fb->row[2] = fmt != VAE_PIXEL_NV12 ? cw : 0;
+        fb->row[3] = fmt == VAE_PIXEL_A420 ? W : 0;
     }
-    for (int i = 0; i < 3; i++) {
+    for (int i = 0; i < 4; i++) {
         if (fb->row[i]) {
             fb->f.strides[i] = fb->row[i] + extra;
             fb->size[i]      = (size_t) fb->f.strides[i] * rows[i];
@@ -1091,7 +1093,7 @@ static void frame_buf_init(struct frame_buf * fb, enum vae_pixel_format fmt, int
 }
 
 static void frame_buf_free(struct frame_buf * fb) {
-    for (int i = 0; i < 3; i++) {
+    for (int i = 0; i < 4; i++) {
         free(fb->p[i]);
     }
 }
@@ -1110,10 +1112,10 @@ static bool read_frame_to(vae_backend_t * b, struct vae_graph * g, int n, struct
     }
 #ifdef GPU_TEST_CUDA_RUNTIME
     struct vae_frame f  = fb->f;
-    void *           d[3] = { NULL, NULL, NULL };
+    void *           d[4] = { NULL, NULL, NULL, NULL };
     bool             ok = true;
     f.device            = true;
-    for (int i = 0; i < 3; i++) {
+    for (int i = 0; i < 4; i++) {
         if (fb->size[i]) {
             ok = ok && cudaMalloc(&d[i], fb->size[i]) == cudaSuccess &&
                  cudaMemcpy(d[i], fb->p[i], fb->size[i], cudaMemcpyHostToDevice) == cudaSuccess;
@@ -1128,7 +1130,7 @@ static bool read_frame_to(vae_backend_t * b, struct vae_graph * g, int n, struct
         snprintf(err, err_size, "cudaDeviceSynchronize after read_frame: %s", cudaGetErrorString(cudaGetLastError()));
         ok = false;
     }
-    for (int i = 0; i < 3; i++) {
+    for (int i = 0; i < 4; i++) {
         if (d[i]) {
             ok = ok && cudaMemcpy(fb->p[i], d[i], fb->size[i], cudaMemcpyDeviceToHost) == cudaSuccess;
             cudaFree(d[i]);
@@ -1159,14 +1161,14 @@ static int read_all_frames(vae_backend_t * b, struct vae_graph * g, int n, int e
                            struct frame_buf * bufs, const char * label) {
     const int H = (int) g->output->ne[2], W = (int) g->output->ne[3];
     int       count = 0;
-    for (int fmt = VAE_PIXEL_RGB; fmt <= VAE_PIXEL_NV12; fmt++) {
+    for (int fmt = VAE_PIXEL_RGB; fmt <= VAE_PIXEL_A420; fmt++) {
         for (int c = 0; c < (int) (sizeof(frame_cases) / sizeof(frame_cases[0])); c++) {
-            if (is_yuv((enum vae_pixel_format) fmt) != (frame_cases[c].kr > 0)) {
+            if ((is_yuv((enum vae_pixel_format) fmt) || fmt == VAE_PIXEL_AYUV) != (frame_cases[c].kr > 0)) {
                 continue;
             }
             struct frame_buf * fb = &bufs[count++];
             char               err[512] = "";
-            frame_buf_init(fb, (enum vae_pixel_format) fmt, W, H, extra, &frame_cases[c]);
+            frame_buf_init(fb, (enum vae_pixel_format) fmt, W, H, extra, &frame_cases[c], g->output->ne[1] == 4);
             fb->read = read_frame_to(b, g, n, fb, device, err, sizeof(err));
             CHECK(fb->read, "%s %s%s on %s (%s frame): %s", label, fmt_name(fb->f.format), frame_cases[c].what,
                   vae_backend_name(b), device ? "device" : "host", err);
@@ -1198,7 +1200,7 @@ static void check_frames(const char * label, struct vae_graph * g, const float *
             char      first[200] = "";
             for (int k = 0; k < n_got && k < n_ref; k++) {
                 unread += !got[k].read || !ref[k].read;
-                for (int pl = 0; pl < 3 && got[k].read && ref[k].read; pl++) {
+                for (int pl = 0; pl < 4 && got[k].read && ref[k].read; pl++) {
                     for (size_t j = 0; j < got[k].size[pl]; j++) {
                         const int a = got[k].p[pl][j], r = ref[k].p[pl][j];
                         if ((int) (j % (size_t) got[k].f.strides[pl]) >= got[k].row[pl]) {
@@ -1254,15 +1256,19 @@ static void test_frames(void) {
         rng_seed((uint64_t) (5000 + s));
         // the input itself as the output: the same floats on both backends at every precision
         // (NaN, infinities; 1e30 is Inf in fp16 and packs the same)
-        struct vae_graph * g = graph_new(true);
-        vae_graph_set_output(g, vae_graph_input(g, 2, 3, H, W));
-        float * in = rnd(&pl, (size_t) 2 * 3 * H * W, -1.5f, 1.5f);
-        put_specials(in, (size_t) 2 * 3 * H * W);
-        for (int n = 0; n < 2; n++) {
-            snprintf(label, sizeof(label), "read_frame(input,%dx%d,frame %d,stride+%d)", W, H, n, extra);
-            check_frames(label, g, in, n, extra, false);
+        // (NaN, infinities; 1e30 is Inf in fp16 and packs the same); RGB, then RGBA (alpha)
+        for (int C = 3; C <= 4; C++) {
+            struct vae_graph * g = graph_new(true);
+            vae_graph_set_output(g, vae_graph_input(g, 2, C, H, W));
+            float * in = rnd(&pl, (size_t) 2 * C * H * W, -1.5f, 1.5f);
+            put_specials(in, (size_t) 2 * C * H * W);
+            for (int n = 0; n < 2; n++) {
+                snprintf(label, sizeof(label), "read_frame(input,%d ch,%dx%d,frame %d,stride+%d)", C, W, H, n, extra);
+                check_frames(label, g, in, n, extra, false);
+            }
+            vae_graph_free(g);
         }
-        vae_graph_free(g);
+        struct vae_graph * g;
         // a 3-channel conv and tanh clamp as the output (frame 1 of 2), fp32
         g                     = graph_new(true);
         struct vae_tensor * x = vae_graph_input(g, 2, 5, H, W);

@@ -1234,6 +1234,144 @@ worst_level_between (GstBuffer * a, GstBuffer * b)
   return worst;
 }
 
+/* ---- Qwen-Image 2.1: RGBA out (gen_qwen21_fixtures.py: latent [1,64,5,7] -> [1,4,1,80,112]) ---- */
+
+#define QWEN21_CAPS "video/x-latent, type=float32, channels=64, width=7, " \
+  "height=5, framerate=16/1"
+
+/* the width x height frame `model` decodes from image 0 of `latent` (under latent_caps), in the
+ * sink caps `caps` (NULL: any video/x-raw), and the format negotiated */
+static GstBuffer *
+decode_frame (const gchar * model, const gchar * latent_caps,
+    const gchar * latent, const gchar * caps, gint width, gint height,
+    GstVideoFormat * format)
+{
+  GstBus *bus;
+  GstHarness *h = model_harness (model, NULL, &bus);
+  GstVideoInfo info;
+  GstCaps *out_caps;
+  GstBuffer *out;
+
+  gst_harness_set_sink_caps_str (h, caps ? caps : "video/x-raw");
+  gst_harness_set_src_caps_str (h, latent_caps);
+  fail_unless_equals_int (gst_harness_push (h, image_latent_buffer (latent,
+              0)), GST_FLOW_OK);
+  out = gst_harness_pull (h);
+  out_caps = gst_pad_get_current_caps (h->sinkpad);
+  fail_unless (gst_video_info_from_caps (&info, out_caps));
+  fail_unless_equals_int (GST_VIDEO_INFO_WIDTH (&info), width);
+  fail_unless_equals_int (GST_VIDEO_INFO_HEIGHT (&info), height);
+  *format = GST_VIDEO_INFO_FORMAT (&info);
+  gst_caps_unref (out_caps);
+  harness_teardown (h, bus);
+  return out;
+}
+
+/* the 112x80 frame qwen21_b4 decodes from its latent */
+static GstBuffer *
+qwen21_frame (const gchar * caps, GstVideoFormat * format)
+{
+  return decode_frame ("qwen21_b4.orig.safetensors", QWEN21_CAPS,
+      "qwen21_b4.latent", caps, 112, 80, format);
+}
+
+/* the largest difference, in levels, between sample `at` + `step` i of a frame and channel c of
+ * diffusers' RGBA decode ((y + 1) / 2 clamped, rounded to nearest; alpha as colour) */
+static gint
+qwen21_worst_level (GstBuffer * frame, gint c, gsize at, gsize step)
+{
+  gchar *path = data_path ("qwen21_b4.expected.safetensors");
+  gint64 shape[5];
+  gfloat *expected = read_tensor (path, "decoded", shape);
+  const gint hw = 80 * 112;
+  GstMapInfo map;
+  gint i, worst = 0;
+
+  fail_unless_equals_int (shape[1], 4);
+  gst_buffer_map (frame, &map, GST_MAP_READ);
+  fail_unless (map.size >= at + (hw - 1) * step + 1);
+  for (i = 0; i < hw; i++) {
+    gfloat v = (expected[c * hw + i] + 1.0f) * 0.5f;
+    gint want = (gint) (CLAMP (v, 0.0f, 1.0f) * 255.0f + 0.5f);
+    worst = MAX (worst, ABS (map.data[at + i * step] - want));
+  }
+  gst_buffer_unmap (frame, &map);
+  g_free (expected);
+  g_free (path);
+  return worst;
+}
+
+/* a model with alpha prefers RGBA; each format with alpha carries diffusers' alpha (straight:
+ * the colour bytes are the same as RGB's), a format without alpha drops it */
+GST_START_TEST (test_alpha_formats)
+{
+  static const struct
+  {
+    const gchar *caps;
+    gint at[4], bpp;            /* the bytes of R, G, B and alpha (-1: none); bytes per pixel */
+  } packed[] = {
+    {NULL, {0, 1, 2, 3}, 4}, {"video/x-raw, format=BGRA", {2, 1, 0, 3}, 4},
+    {"video/x-raw, format=ARGB", {1, 2, 3, 0}, 4},
+    {"video/x-raw, format=ABGR", {3, 2, 1, 0}, 4},
+    {"video/x-raw, format=RGB", {0, 1, 2, -1}, 3},
+  };
+  const gsize hw = 80 * 112;
+  GstVideoFormat format;
+  GstBuffer *out, *i420;
+  GstMapInfo map;
+  guint k;
+  gint c;
+
+  for (k = 0; k < G_N_ELEMENTS (packed); k++) {
+    out = qwen21_frame (packed[k].caps, &format);
+    if (!packed[k].caps)
+      fail_unless_equals_int (format, GST_VIDEO_FORMAT_RGBA);
+    fail_unless_equals_int (gst_buffer_get_size (out), hw * packed[k].bpp);
+    for (c = 0; c < 4; c++)
+      if (packed[k].at[c] >= 0)
+        fail_unless (qwen21_worst_level (out, c, packed[k].at[c],
+                packed[k].bpp) <= 1, "%s: channel %d",
+            packed[k].caps ? packed[k].caps : "any caps", c);
+    gst_buffer_unref (out);
+  }
+  /* A420: I420's planes, then the alpha plane */
+  i420 = qwen21_frame ("video/x-raw, format=I420", &format);
+  out = qwen21_frame ("video/x-raw, format=A420", &format);
+  fail_unless_equals_int (gst_buffer_get_size (out),
+      gst_buffer_get_size (i420) + hw);
+  gst_buffer_map (i420, &map, GST_MAP_READ);
+  fail_unless (gst_buffer_memcmp (out, 0, map.data, map.size) == 0);
+  fail_unless (qwen21_worst_level (out, 3, map.size, 1) <= 1);
+  gst_buffer_unmap (i420, &map);
+  gst_buffer_unref (out);
+  gst_buffer_unref (i420);
+  /* AYUV: alpha first */
+  out = qwen21_frame ("video/x-raw, format=AYUV", &format);
+  fail_unless (qwen21_worst_level (out, 3, 0, 4) <= 1);
+  gst_buffer_unref (out);
+}
+
+GST_END_TEST;
+
+/* a model without alpha writes opaque alpha */
+GST_START_TEST (test_alpha_opaque)
+{
+  GstVideoFormat format;
+  GstBuffer *out = decode_frame ("kl_sd.safetensors", KL_SD_CAPS,
+      "kl_sd.latent", "video/x-raw, format=ARGB", 56, 40, &format);
+  GstMapInfo map;
+  gsize i;
+
+  fail_unless_equals_int (format, GST_VIDEO_FORMAT_ARGB);
+  gst_buffer_map (out, &map, GST_MAP_READ);
+  for (i = 0; i < map.size; i += 4)
+    fail_unless_equals_int (map.data[i], 255);
+  gst_buffer_unmap (out, &map);
+  gst_buffer_unref (out);
+}
+
+GST_END_TEST;
+
 /* the SD-like file (LDM naming, BF16) decodes raw latents (auto) to 8x frames that match
  * diffusers within a level */
 GST_START_TEST (test_kl_pixels)
@@ -2218,6 +2356,47 @@ GST_START_TEST (test_parse_5d)
 
 GST_END_TEST;
 
+/* a 5-D tensor of one latent frame per item ([1, 64, 1, 5, 7], diffusers' layout of Qwen-Image
+ * 2.1's latents) holds images, which an image decoder takes: the same frame as the 4-D tensor's */
+GST_START_TEST (test_parse_5d_images)
+{
+  gchar *path = data_path ("qwen21_b4.5d.latent");
+  gchar *model = data_path ("qwen21_b4.orig.safetensors");
+  gchar *desc = g_strdup_printf ("latentparse ! vaedecode backend=cpu "
+      "model-file=%s", model);
+  gchar *contents;
+  gsize len;
+  GstHarness *h = new_harness (desc);
+  GstBuffer *out;
+  GstVideoFormat format;
+  GstBuffer *four = qwen21_frame (NULL, &format);
+
+  fail_unless (g_file_get_contents (path, &contents, &len, NULL));
+  gst_harness_set_src_caps_str (h, "application/octet-stream");
+  gst_harness_set_sink_caps_str (h, "video/x-raw, format=RGBA");
+  fail_unless_equals_int (gst_harness_push (h,
+          gst_buffer_new_wrapped (contents, len)), GST_FLOW_OK);
+  fail_unless (gst_harness_push_event (h, gst_event_new_eos ()));
+  out = gst_harness_pull (h);
+  fail_unless_equals_int (gst_buffer_get_size (out),
+      gst_buffer_get_size (four));
+  {
+    GstMapInfo map;
+
+    gst_buffer_map (four, &map, GST_MAP_READ);
+    fail_unless (gst_buffer_memcmp (out, 0, map.data, map.size) == 0);
+    gst_buffer_unmap (four, &map);
+  }
+  gst_buffer_unref (out);
+  gst_buffer_unref (four);
+  gst_harness_teardown (h);
+  g_free (desc);
+  g_free (model);
+  g_free (path);
+}
+
+GST_END_TEST;
+
 /* the real Wan 2.1 latents, [1, 16, 16, 40, 64] BF16: 16 latent frames stamped for 61 frames
  * at 16 fps (latent 0: frame 0; latent k: frames 4k-3 .. 4k) */
 GST_START_TEST (test_parse_wan_latent)
@@ -3067,6 +3246,9 @@ vaedecode_suite (void)
   tcase_add_test (tc, test_precision_warning);
   tcase_add_test (tc, test_negotiation_and_pixels);
   tcase_add_test (tc, test_output_formats);
+  tcase_add_test (tc, test_alpha_formats);
+  tcase_add_test (tc, test_alpha_opaque);
+  tcase_add_test (tc, test_parse_5d_images);
   tcase_add_test (tc, test_chunks_timestamps_eos);
   tcase_add_test (tc, test_flush);
   tcase_add_test (tc, test_wrong_channel_count);

@@ -1,4 +1,5 @@
-// The AutoencoderKL decoders (SD 1.x/2.x, SDXL, SD3, FLUX.1, FLUX.2, HunyuanImage 2.1) through the decode session,
+// The AutoencoderKL decoders (SD 1.x/2.x, SDXL, SD3, FLUX.1, FLUX.2, HunyuanImage 2.1), Qwen-Image 2.1's
+// RGBA decoder and SANA's DC-AE through the decode session,
 // without GStreamer: random-weight fixtures against diffusers (tests/data/kl_*, made by
 // gen_kl_fixtures.py) in every naming a checkpoint uses (LDM, diffusers, diffusers before its
 // attention rename, full checkpoints with `first_stage_model.` or `vae.` prefixes, BFL's FLUX.2),
@@ -11,7 +12,7 @@
 #include <stdint.h>
 #include <unistd.h>
 
-// one decode through a session: the raw output [3, height, width] (caller frees)
+// one decode through a session: the raw output [3 (RGBA: 4), height, width] (caller frees)
 struct image {
     int     height, width;
     float * data;
@@ -32,7 +33,7 @@ static struct image decode_one(const struct vae_model * m, const float * lat, in
     }
     img.peak  = vae_session_peak_bytes(s);
     img.tile  = vae_session_tile_size(s);
-    float * y = malloc((size_t) 3 * img.height * img.width * sizeof(float));
+    float * y = malloc((size_t) m->out_channels * img.height * img.width * sizeof(float));
     bool    ok = vae_session_push(s, lat, err, sizeof(err)) &&
               (vae_session_frames_ready(s) > 0 || vae_session_drain(s, err, sizeof(err)));
     if (ok && vae_session_frames_ready(s) != 1) {
@@ -341,7 +342,7 @@ static void check_tiles(const char * what, const struct vae_model * m, const flo
         char label[160];
         snprintf(label, sizeof(label), "tile-size %d (in use %d, peak %.2f MiB) vs whole", tiles[i], y.tile,
                  (double) y.peak / 1048576.0);
-        check_close(label, y.data, ref.data, (size_t) 3 * H * W, 1e-4);
+        check_close(label, y.data, ref.data, (size_t) m->out_channels * H * W, 1e-4);
         CHECK(y.tile > 0 && y.tile <= tiles[i], "%s: tile-size %d gave tiles of %d", what, tiles[i], y.tile);
         if (tiles[i] < smallest) {
             smallest      = tiles[i];
@@ -441,6 +442,119 @@ static void test_hunyuanimage(void) {
                                           sizeof(err));
     CHECK(!m && strstr(err, "model-family flux2 was asked for, but the file holds a hunyuanimage2.1-style "
                             "AutoencoderKL decoder (64 latent channels)"), "hyimage as flux2: %s", m ? "loaded" : err);
+    vae_model_free(m);
+    free(z);
+    free(x);
+    free(exp);
+    free(expn);
+}
+
+// ---- Qwen-Image 2.1 (64 channels, RGBA; tests/data/qwen21_b4.*, gen_qwen21_fixtures.py) ----
+
+// the values of y [n] clamped to [-1, 1], as vae.decode gives them
+static void clamp_unit(float * y, size_t n) {
+    for (size_t i = 0; y && i < n; i++) {
+        y[i] = y[i] < -1.0f ? -1.0f : y[i] > 1.0f ? 1.0f : y[i];
+    }
+}
+
+static void test_qwen21(void) {
+    int64_t ls[5], xs[5], es[5];
+    float * z    = read_tensor(path_in(data_dir, "qwen21_b4.latent"), "latent_tensor", ls);      // [1, 64, 5, 7]
+    float * x    = read_tensor(path_in(data_dir, "qwen21_b4.normalized.latent"), "latent_tensor", xs); // [1, 64, 1, 5, 7]
+    float * expu = read_tensor(path_in(data_dir, "qwen21_b4.expected.safetensors"), "decoded_unclamped", es);
+    float * exp  = read_tensor(path_in(data_dir, "qwen21_b4.expected.safetensors"), "decoded", es);
+    float * expn = read_tensor(path_in(data_dir, "qwen21_b4.expected.safetensors"), "decoded_normalized", es);
+    const int    h = (int) ls[2], w = (int) ls[3], H = (int) es[3], W = (int) es[4];
+    const size_t n = (size_t) 4 * H * W;
+    printf("qwen21_b4 (64 channels, RGBA, 2-D convs, DupUp3D first slots), %dx%d -> %dx%d:\n", w, h, W, H);
+    static const char * files[] = { "qwen21_b4.orig.safetensors", "qwen21_b4.diffusers.safetensors" };
+    for (int v = 0; z && x && exp && expu && expn && v < 2; v++) {
+        struct vae_model * m = load(path_in(data_dir, files[v]), VAE_FAMILY_AUTO);
+        if (!m) {
+            continue;
+        }
+        printf("  %-34s %s\n", files[v], m->description);
+        CHECK(m->family == VAE_FAMILY_QWEN21 && m->latent_channels == 64 && m->scale == 16 && m->out_channels == 4 &&
+                  !vae_family_is_video(m->family),
+              "%s: %s, %d channels, scale %d, %d output channels", files[v], vae_family_name(m->family),
+              m->latent_channels, m->scale, m->out_channels);
+        char         what[128];
+        struct image y = decode_ok(files[v], m, z, 64, h, w, VAE_SPACE_RAW, 0, H, W);
+        snprintf(what, sizeof(what), "%s RGBA vs diffusers (unclamped)", files[v]);
+        check_close(what, y.data, expu, n, 1e-4);
+        clamp_unit(y.data, n);
+        snprintf(what, sizeof(what), "%s RGBA, clamped, vs vae.decode", files[v]);
+        check_close(what, y.data, exp, n, 1e-4);
+        free(y.data);
+        y = decode_ok(files[v], m, x, 64, h, w, VAE_SPACE_NORMALIZED, 0, H, W);
+        clamp_unit(y.data, n);
+        snprintf(what, sizeof(what), "%s normalized (x * std + mean) vs diffusers", files[v]);
+        check_close(what, y.data, expn, n, 1e-4);
+        free(y.data);
+        if (v == 0) { // exact tiles (every step after the mid block), 112x80: 48 divides neither side
+            static const int tiles[2] = { 48, 16 };
+            check_tiles("qwen21_b4", m, z, 64, h, w, VAE_SPACE_RAW, tiles, 2, true);
+        }
+        vae_model_free(m);
+    }
+    struct vae_model * m = vae_model_load(path_in(data_dir, "qwen21_b4.orig.safetensors"), VAE_FAMILY_WAN22, err,
+                                          sizeof(err));
+    CHECK(!m && strstr(err, "model-family wan2.2 was asked for, but the file holds a qwenimage2.1 decoder"),
+          "qwen21 as wan2.2: %s", m ? "loaded" : err);
+    vae_model_free(m);
+    free(z);
+    free(x);
+    free(exp);
+    free(expu);
+    free(expn);
+}
+
+// ---- DC-AE (SANA f32c32: 32 channels, 32x; tests/data/dcae_w32.*, gen_dcae_fixtures.py) ----
+
+static void test_dcae(void) {
+    int64_t ls[5], xs[5], es[5], ns[5];
+    float * z    = read_latent("dcae_w32.latent", ls);            // 3x5: quadratic attention at the last level
+    float * x    = read_latent("dcae_w32.normalized.latent", xs); // 3x7: linear everywhere
+    float * exp  = read_tensor(path_in(data_dir, "dcae_w32.expected.safetensors"), "decoded", es);
+    float * expn = read_tensor(path_in(data_dir, "dcae_w32.expected.safetensors"), "decoded_normalized", ns);
+    printf("dcae_w32 (widths 4..32, EfficientViT levels 5..3, 5x5 multi-scale), %lldx%lld and normalized %lldx%lld:\n",
+           (long long) ls[3], (long long) ls[2], (long long) xs[3], (long long) xs[2]);
+    static const char * files[] = { "dcae_w32.diffusers.safetensors", "dcae_w32.orig.safetensors" };
+    for (int v = 0; z && x && exp && expn && v < 2; v++) {
+        struct vae_model * m = load(path_in(data_dir, files[v]), VAE_FAMILY_AUTO);
+        if (!m) {
+            continue;
+        }
+        printf("  %-32s %s\n", files[v], m->description);
+        CHECK(m->family == VAE_FAMILY_DCAE && m->family_certain && m->latent_channels == 32 && m->scale == 32,
+              "%s: %s, %d channels, scale %d", files[v], vae_family_name(m->family), m->latent_channels, m->scale);
+        char         what[128];
+        struct image y = decode_ok(files[v], m, z, 32, (int) ls[2], (int) ls[3], VAE_SPACE_RAW, 0, (int) es[2],
+                                   (int) es[3]);
+        snprintf(what, sizeof(what), "%s raw vs diffusers", files[v]);
+        check_close(what, y.data, exp, (size_t) 3 * es[2] * es[3], 1e-4);
+        free(y.data);
+        y = decode_ok(files[v], m, x, 32, (int) xs[2], (int) xs[3], VAE_SPACE_NORMALIZED, 0, (int) ns[2], (int) ns[3]);
+        snprintf(what, sizeof(what), "%s normalized (x / 0.41407) vs diffusers", files[v]);
+        check_close(what, y.data, expn, (size_t) 3 * ns[2] * ns[3], 1e-4);
+        free(y.data);
+        if (v == 0) { // exact tiles over the ResBlock levels (the attention ones run whole)
+            static const int tiles[2] = { 40, 16 };
+            check_tiles("dcae_w32", m, z, 32, (int) ls[2], (int) ls[3], VAE_SPACE_RAW, tiles, 2, true);
+        }
+        vae_model_free(m);
+    }
+    // a missing tensor is named; the wrong family named is refused
+    const char * path = edited_model("dcae_w32.diffusers.safetensors", "decoder.up_blocks.4.1.conv_out.conv_point.weight",
+                                     NULL);
+    struct vae_model * m = path ? vae_model_load(path, VAE_FAMILY_AUTO, err, sizeof(err)) : NULL;
+    CHECK(path && !m && strstr(err, "'decoder.up_blocks.4.1.conv_out.conv_point.weight' is missing"),
+          "dcae without a conv_point: %s", m ? "loaded" : err);
+    vae_model_free(m);
+    m = vae_model_load(path_in(data_dir, "dcae_w32.orig.safetensors"), VAE_FAMILY_FLUX2, err, sizeof(err));
+    CHECK(!m && strstr(err, "model-family flux2 was asked for, but the file holds a dcae decoder"), "dcae as flux2: %s",
+          m ? "loaded" : err);
     vae_model_free(m);
     free(z);
     free(x);
@@ -558,6 +672,8 @@ int main(void) {
     test_spaces();
     test_tiles();
     test_hunyuanimage();
+    test_qwen21();
+    test_dcae();
     test_errors();
     vae_backend_free(cpu);
     return vae_test_summary();

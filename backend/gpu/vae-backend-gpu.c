@@ -1006,18 +1006,23 @@ static bool gpu_graph_compute(vae_backend_t * backend, struct vae_graph * g, vae
 
 // ---- output -----------------------------------------------------------------------------------
 
-// bytes of the planes of a frame in a tight layout, and the offsets of each plane in it
-static size_t gpu_frame_layout(const struct vae_frame * f, size_t offsets[3], int strides[3]) {
+// bytes of the planes of a frame in a tight layout, the offsets of each plane in it, and how many
+static size_t gpu_frame_layout(const struct vae_frame * f, size_t offsets[4], int strides[4], int * n_planes) {
     const int w = f->width, h = f->height, cw = (w + 1) / 2, ch = (h + 1) / 2;
-    memset(strides, 0, 3 * sizeof(int));
-    offsets[0] = offsets[1] = offsets[2] = 0;
+    memset(strides, 0, 4 * sizeof(int));
+    memset(offsets, 0, 4 * sizeof(size_t));
+    *n_planes = 1;
     switch (f->format) {
         case VAE_PIXEL_RGB: strides[0] = 3 * w; return (size_t) strides[0] * h;
         case VAE_PIXEL_I420:
-            strides[0] = w, strides[1] = strides[2] = cw;
+        case VAE_PIXEL_A420:
+            *n_planes  = f->format == VAE_PIXEL_A420 ? 4 : 3;
+            strides[0] = strides[3] = w, strides[1] = strides[2] = cw;
             offsets[1] = (size_t) w * h, offsets[2] = offsets[1] + (size_t) cw * ch;
-            return offsets[2] + (size_t) cw * ch;
+            offsets[3] = offsets[2] + (size_t) cw * ch;
+            return offsets[3] + (f->format == VAE_PIXEL_A420 ? (size_t) w * h : 0);
         case VAE_PIXEL_NV12:
+            *n_planes  = 2;
             strides[0] = w, strides[1] = 2 * cw;
             offsets[1] = (size_t) w * h;
             return offsets[1] + (size_t) 2 * cw * ch;
@@ -1059,10 +1064,10 @@ static bool gpu_graph_read_frame(vae_backend_t * backend, struct vae_graph * g, 
     } else {
         // packed on the device into tight staging planes, then copied row by row into dst's
         struct vae_frame dev = *dst;
-        size_t           offsets[3];
-        const size_t     bytes = gpu_frame_layout(dst, offsets, dev.strides);
-        const int        n_planes = dst->format == VAE_PIXEL_I420 ? 3 : dst->format == VAE_PIXEL_NV12 ? 2 : 1;
-        e = gpu_stage(cg, bytes);
+        size_t           offsets[4];
+        int              n_planes;
+        const size_t     bytes = gpu_frame_layout(dst, offsets, dev.strides, &n_planes);
+        e                      = gpu_stage(cg, bytes);
         for (int i = 0; i < n_planes && e == cudaSuccess; i++) {
             dev.planes[i] = (uint8_t *) cg->stage + offsets[i];
         }
@@ -1071,7 +1076,7 @@ static bool gpu_graph_read_frame(vae_backend_t * backend, struct vae_graph * g, 
             e = vae_gpu_frame_pack(*out, n, &dev, backend->precision, ctx->stream);
         }
         for (int i = 0; i < n_planes && e == cudaSuccess; i++) {
-            const int rows = i == 0 ? dst->height : (dst->height + 1) / 2;
+            const int rows = i == 0 || i == 3 ? dst->height : (dst->height + 1) / 2;
             e = cudaMemcpy2DAsync(dst->planes[i], (size_t) dst->strides[i], dev.planes[i], (size_t) dev.strides[i],
                                   (size_t) dev.strides[i], (size_t) rows, cudaMemcpyDeviceToHost, ctx->stream);
         }

@@ -24,7 +24,7 @@ uses exactly the reference's numbers. Written:
 - hyimage_w64.names.txt (format of kl_sd.names.txt): the orig file's names in the variants `orig`,
   `diffusers` (the decoder in diffusers' names + a few encoder tensors to ignore; the tests write
   that file from the orig one, tests/vae-test-data.h renamed_model) and `vae` (Tencent's .ckpt:
-  every name under `vae.`); --diffusers-file also writes hyimage_w64.diffusers.safetensors;
+  every name under `vae.`, the 3x3 convs 5-D with a time axis of 1, as its loader accepts them); --diffusers-file also writes hyimage_w64.diffusers.safetensors;
 - hyimage_w64.orig.safetensors: the same values in the original Tencent / ComfyUI names
   (`decoder.up.L.block.J.*`, `decoder.up.L.upsample.conv.*`, `decoder.mid.{block_1,attn_1,block_2}`,
   as hunyuan_image_2.1_vae_fp16.safetensors), + the same encoder tensors renamed;
@@ -462,8 +462,11 @@ def main():
         for k, v in keep.items():
             on = orig_name(k, cfg)
             vn = {"orig": on, "diffusers": k, "vae": "vae." + on}[variant]
+            shape = list(v.shape)
+            if variant == "vae" and len(shape) == 4 and shape[2] == 3:  # 5-D, a time axis of 1
+                shape.insert(2, 1)
             lines.append(f"{variant}\t{on}\t{vn}\tF16\t"
-                         f"[{', '.join(str(d) for d in v.shape)}]")
+                         f"[{', '.join(str(d) for d in shape)}]")
     path = os.path.join(args.out, f"{TAG}.names.txt")
     with open(path, "w") as f:
         f.write("\n".join(lines) + "\n")
