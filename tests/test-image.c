@@ -518,7 +518,7 @@ static void test_dcae(void) {
     float * x    = read_latent("dcae_w32.normalized.latent", xs); // 3x7: linear everywhere
     float * exp  = read_tensor(path_in(data_dir, "dcae_w32.expected.safetensors"), "decoded", es);
     float * expn = read_tensor(path_in(data_dir, "dcae_w32.expected.safetensors"), "decoded_normalized", ns);
-    printf("dcae_w32 (widths 4..32, EfficientViT levels 5..3, 5x5 multi-scale), %lldx%lld and normalized %lldx%lld:\n",
+    printf("dcae_w32 (widths 4..64, EfficientViT levels 5..3, 5x5 multi-scale), %lldx%lld and normalized %lldx%lld:\n",
            (long long) ls[3], (long long) ls[2], (long long) xs[3], (long long) xs[2]);
     static const char * files[] = { "dcae_w32.diffusers.safetensors", "dcae_w32.orig.safetensors" };
     for (int v = 0; z && x && exp && expn && v < 2; v++) {

@@ -680,9 +680,12 @@ expect_stopped (const gchar * queue)
     check_frame (gst_sample_get_buffer (sample), &s, k++);
     gst_sample_unref (sample);
     /* (sent from another thread: in push mode the source finishes its push first, which
-     * waits for the frames we take here) */
-    if (k == 3)
+     * waits for the frames we take here; the pause lets that thread run before we take them
+     * all, on a loaded machine too) */
+    if (k == 3) {
       thread = g_thread_new ("eos", send_eos, p);
+      g_usleep (G_USEC_PER_SEC / 10);
+    }
   }
   fail_unless (gst_app_sink_is_eos (GST_APP_SINK (sink)), "%s: no EOS", desc);
   g_thread_join (thread);

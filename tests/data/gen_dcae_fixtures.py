@@ -10,10 +10,11 @@ The references are computed by the UPSTREAM implementation, diffusers' `Autoenco
 `mit-han-lab/dc-ae-f32c32-sana-1.0-diffusers` configuration (config.json: latent 32 channels, six
 levels, decoder block types ResBlock x3 then EfficientViTBlock x3, 3 layers per level, qkv
 multiscales ((), (), (), (5,), (5,), (5,)), norm rms_norm, act silu, upsample_block_type
-"interpolate", in_shortcut, conv act relu, scaling factor 0.41407) with the widths divided by 32:
-block_out_channels (4, 8, 16, 16, 32, 32) (released (128, 256, 512, 512, 1024, 1024); every
-repeat_interleave ratio is the released one) and attention_head_dim 16 (released 32), so the
-EfficientViT levels have 2, 2 and 1 heads (level 5, 4, 3). Random weights (fixed seeds; the
+"interpolate", in_shortcut, conv act relu, scaling factor 0.41407) with reduced widths:
+block_out_channels (4, 8, 16, 16, 32, 64) (released (128, 256, 512, 512, 1024, 1024): conv_in's
+repeat_interleave ratio is 2 (released 32), the up-samplers' shortcut ratios 2 and 4 as released)
+and attention_head_dim 16 (released 32), so the EfficientViT levels have 4, 2 and 1 heads (level
+5, 4, 3). Random weights (fixed seeds; the
 RMSNorm weights and biases too), rounded to F16 *before* the reference is computed and stored as
 F16, so the decoder under test uses exactly the reference's numbers. Re-running rewrites
 byte-identical files (same torch build).
@@ -68,7 +69,7 @@ import taesd_torch as tt  # noqa: E402  (safetensors writer)
 GEN = "tests/data/gen_dcae_fixtures.py"
 TAG = "dcae_w32"
 SCALING_FACTOR = 0.41407
-WIDTHS = (4, 8, 16, 16, 32, 32)
+WIDTHS = (4, 8, 16, 16, 32, 64)
 HEAD_DIM = 16
 LATENT_HW = (3, 5)        # level 5: 15 tokens <= 16: quadratic form there
 NORMALIZED_HW = (3, 7)    # 21 tokens > 16: linear form everywhere
