@@ -261,7 +261,8 @@ static int dcae_recognise(const struct vae_st_header * hdr, struct vae_naming * 
         naming->kind = DCAE_NAMING_ORIG;
         return 1;
     }
-    for (int i = 0; vae_st_header_find(hdr, "decoder.conv_in.weight") && i < hdr->n_tensors; i++) {
+    const bool conv_in = vae_st_header_find(hdr, "decoder.conv_in.weight") != NULL;
+    for (int i = 0; conv_in && i < hdr->n_tensors; i++) {
         const char * name = hdr->tensors[i].name, * end;
         if (strncmp(name, "decoder.up_blocks.", 18) == 0 && vae_name_index(name + 18, &end) >= 0 && *end == '.' &&
             vae_name_index(end + 1, &end) >= 0 && *end == '.') {

@@ -101,9 +101,7 @@ def fixture_config():
 
 
 def describe(y):
-    return (f"{tuple(y.shape)} min {y.min().item():.4f} max {y.max().item():.4f} "
-            f"mean {y.mean().item():.4f} std {y.std().item():.4f}, "
-            f"{100 * (y.abs() > 1).double().mean().item():.2f}% beyond +-1")
+    return tt.describe(y) + f", {100 * (y.abs() > 1).double().mean().item():.2f}% beyond +-1"
 
 
 # --------------------------------------------------------------------------------------------
@@ -363,11 +361,6 @@ def stats(vae, z):
     return " ".join(f"{n}:{s:.2f}/{mx:.1f}" for n, s, mx in rows)
 
 
-def latent_file(z, space):
-    return ({"latent_tensor": z, "latent_format_version_0": torch.zeros(0)},
-            {"generator": GEN, "space": space})
-
-
 def main():
     ap = argparse.ArgumentParser(description="generate the DC-AE test fixtures")
     ap.add_argument("--out", default=HERE)
@@ -447,20 +440,15 @@ def main():
          {"generator": GEN, "model": model + "; diffusers names (+ 5 encoder tensors to ignore)"})
     save(f"{TAG}.orig.safetensors", {k: v.half() for k, v in orig.items()},
          {"generator": GEN, "model": model + "; original mit-han-lab/efficientvit names (+ 5 encoder tensors to ignore)"})
-    save(f"{TAG}.latent", *latent_file(z, "raw DC-AE latent z (decoder input), NCHW"))
+    save(f"{TAG}.latent", *tt.latent_file(z, GEN, "raw DC-AE latent z (decoder input), NCHW"))
     save(f"{TAG}.normalized.latent",
-         *latent_file(x, f"SANA diffusion latent x, NCHW; z = x / {SCALING_FACTOR}"))
+         *tt.latent_file(x, GEN, f"SANA diffusion latent x, NCHW; z = x / {SCALING_FACTOR}"))
     save(f"{TAG}.expected.safetensors", {"decoded": y, "decoded_normalized": yn},
          {"reference": f"diffusers {diffusers.__version__} AutoencoderDC.decode(z).sample, fp32 CPU, "
                        f"torch {torch.__version__}; not clamped", "model": model,
           "decoded": f"decode({TAG}.latent)",
           "decoded_normalized": f"decode(x / {SCALING_FACTOR}), x = {TAG}.normalized.latent"})
-    total = 0
-    for p in written:
-        size = os.path.getsize(p)
-        total += size
-        print(f"wrote {os.path.relpath(p)} {size} bytes")
-    print(f"total {total} bytes in {len(written)} files")
+    tt.report_written(written)
 
 
 if __name__ == "__main__":

@@ -81,8 +81,7 @@ SEED = 7001
 
 
 def describe(y):
-    return (f"{tuple(y.shape)} min {y.min().item():.4f} max {y.max().item():.4f} mean {y.mean().item():.4f} "
-            f"std {y.std().item():.4f}, {100 * (y.abs() > 1).double().mean().item():.2f}% beyond +-1")
+    return tt.describe(y) + f", {100 * (y.abs() > 1).double().mean().item():.2f}% beyond +-1"
 
 
 # --------------------------------------------------------------------------------------------
@@ -339,10 +338,6 @@ def stats(vae, z):
     return " ".join(f"{n}:{s:.2f}/{mx:.1f}" for n, s, mx in rows)
 
 
-def latent_file(z, space):
-    return ({"latent_tensor": z, "latent_format_version_0": torch.zeros(0)}, {"generator": GEN, "space": space})
-
-
 def main():
     ap = argparse.ArgumentParser(description="generate HunyuanImage 2.1 VAE test fixtures")
     ap.add_argument("--out", default=HERE)
@@ -449,9 +444,9 @@ def main():
              {"generator": GEN, "model": model + ", diffusers names (+ 7 encoder tensors to ignore)"})
     save(f"{TAG}.orig.safetensors", {k: v.half() for k, v in orig.items()},
          {"generator": GEN, "model": model + ", original Tencent / ComfyUI names (+ 7 encoder tensors to ignore)"})
-    save(f"{TAG}.latent", *latent_file(z, "raw HunyuanImage 2.1 VAE latent z (decoder input), NCHW"))
+    save(f"{TAG}.latent", *tt.latent_file(z, GEN, "raw HunyuanImage 2.1 VAE latent z (decoder input), NCHW"))
     save(f"{TAG}.normalized.latent",
-         *latent_file(x, f"HunyuanImage 2.1 diffusion latent x, NCHW; z = x / {scale} (no shift)"))
+         *tt.latent_file(x, GEN, f"HunyuanImage 2.1 diffusion latent x, NCHW; z = x / {scale} (no shift)"))
     save(f"{TAG}.expected.safetensors", {"decoded": y, "decoded_normalized": yn},
          {"reference": f"diffusers {diffusers.__version__} AutoencoderKLHunyuanImage.decode(z).sample, fp32 CPU, "
                        f"torch {torch.__version__}; not clamped", "model": model,
@@ -471,11 +466,7 @@ def main():
     with open(path, "w") as f:
         f.write("\n".join(lines) + "\n")
     written.append(path)
-    total = 0
-    for p in written:
-        total += os.path.getsize(p)
-        print(f"wrote {os.path.relpath(p)} {os.path.getsize(p)} bytes")
-    print(f"total {total} bytes in {len(written)} files")
+    tt.report_written(written)
 
 
 if __name__ == "__main__":

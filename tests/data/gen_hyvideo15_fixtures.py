@@ -64,39 +64,14 @@ ENCODER_SAMPLE = ("encoder.conv_in.conv.weight", "encoder.conv_in.conv.bias",
                   "encoder.norm_out.gamma", "encoder.conv_out.conv.bias")
 
 
-def uni(g, shape, bound):
-    return (torch.rand(shape, generator=g, dtype=torch.float64) * 2 - 1) * bound
-
-
-def fan_in(shape):
-    n = 1
-    for d in shape[1:]:
-        n *= d
-    return n
-
-
-def round_f16_bf16(t):
-    """float32 values exactly representable in both BF16 and F16 (BF16 rounding, magnitudes below
-    2^-14 flushed to 0); checked."""
-    r = t.float().to(torch.bfloat16).float()
-    r[r.abs() < 2.0 ** -14] = 0.0
-    assert torch.equal(r.to(torch.float16).float(), r) and torch.equal(r.to(torch.bfloat16).float(), r)
-    return r
-
-
-def describe(y):
-    return (f"{tuple(y.shape)} min {y.min().item():.4f} max {y.max().item():.4f} "
-            f"mean {y.mean().item():.4f} std {y.std().item():.4f}")
-
-
 def init_weights(names_shapes, seed):
     g = torch.Generator().manual_seed(seed)
     out = {}
     for name, shape in names_shapes:
         if name.endswith(".gamma"):
-            v = 1.0 + uni(g, shape, 0.25)
+            v = 1.0 + tt.uni(g, shape, 0.25)
         elif name.endswith(".bias"):
-            v = uni(g, shape, 0.1)
+            v = tt.uni(g, shape, 0.1)
         elif name.endswith(".weight"):
             if name.startswith("decoder.conv_out."):
                 gain = 0.7
@@ -108,10 +83,10 @@ def init_weights(names_shapes, seed):
                 gain = 0.7
             else:
                 gain = 1.0
-            v = uni(g, shape, gain * (3.0 / fan_in(shape)) ** 0.5)
+            v = tt.uni(g, shape, gain * (3.0 / tt.fan_in(shape)) ** 0.5)
         else:
             raise ValueError(f"unexpected parameter {name} {shape}")
-        out[name] = round_f16_bf16(v)
+        out[name] = tt.round_f16_bf16(v)
     return out
 
 
@@ -291,7 +266,7 @@ def main():
     dec_n = decode(vae, x / SCALING)
     for name, y in (("decoded", dec), ("decoded_prefix2", dec_p2), ("decoded_normalized", dec_n)):
         frac = (y.abs() >= 1.0).double().mean().item()
-        print(f"hyvideo15: {name} {describe(y)}  |y|>=1: {100 * frac:.2f}%")
+        print(f"hyvideo15: {name} {tt.describe(y)}  |y|>=1: {100 * frac:.2f}%")
     d = (dec_p2 - dec[:, :, :dec_p2.shape[2]]).abs().max().item()
     print(f"hyvideo15: max |decode(z[:, :, :2]) - decode(z)[:, :, :5]| = {d:.3g}")
     a = attention_spread(vae, z)
@@ -377,12 +352,7 @@ def main():
     d2 = decode(v2, z)
     print(f"hyvideo15: max |decode(orig file renamed back) - decode(diffusers)| = {(d2 - dec).abs().max().item():.3g}")
 
-    total = 0
-    for p in written:
-        size = os.path.getsize(p)
-        total += size
-        print(f"wrote {os.path.relpath(p)} {size} bytes")
-    print(f"total {total} bytes in {len(written)} files")
+    tt.report_written(written)
 
 
 if __name__ == "__main__":

@@ -102,38 +102,27 @@ ENCODER_SAMPLE = ("encoder.conv_out.conv.weight", "encoder.conv_out.conv.bias",
                   "encoder.down_blocks.0.downsamplers.0.conv.conv.bias")
 
 
-def uni(g, shape, bound):
-    return (torch.rand(shape, generator=g, dtype=torch.float64) * 2 - 1) * bound
-
-
-def round_f16_bf16(t):
-    r = t.float().to(torch.bfloat16).float()
-    r[r.abs() < 2.0 ** -14] = 0.0
-    assert torch.equal(r.to(torch.float16).float(), r) and torch.equal(r.to(torch.bfloat16).float(), r)
-    return r
-
-
 def init_weights(names_shapes, seed):
     g = torch.Generator().manual_seed(seed)
     out = {}
     for name, shape in names_shapes:
         if name == "latents_mean":
-            v = uni(g, shape, 0.5)
+            v = tt.uni(g, shape, 0.5)
         elif name == "latents_std":
-            v = 1.25 + uni(g, shape, 0.75)
+            v = 1.25 + tt.uni(g, shape, 0.75)
         elif name.endswith(".bias"):
-            v = uni(g, shape, 0.1)
+            v = tt.uni(g, shape, 0.1)
         elif name.endswith(".weight") and len(shape) == 5:
             fan = shape[1] * shape[2] * shape[3] * shape[4]
             gain = 0.6 if ".conv2." in name else 1.0          # residual branch
             if name == "decoder.conv_out.conv.weight":
                 gain = 0.8
-            v = uni(g, shape, gain * (3.0 / fan) ** 0.5)
+            v = tt.uni(g, shape, gain * (3.0 / fan) ** 0.5)
         elif name.endswith(".weight"):                       # encoder LayerNorm (none in decoder)
-            v = 1.0 + uni(g, shape, 0.25)
+            v = 1.0 + tt.uni(g, shape, 0.25)
         else:
             raise ValueError(f"unexpected parameter {name} {shape}")
-        out[name] = round_f16_bf16(v)
+        out[name] = tt.round_f16_bf16(v)
     return out
 
 
@@ -184,11 +173,6 @@ def original_to_diffusers(orig, n_up):
             k = bm[m.group(1)] + m.group(2)
         out[k.replace(".res_blocks.", ".resnets.")] = v
     return out
-
-
-def describe(y):
-    return (f"{tuple(y.shape)} min {y.min().item():.4f} max {y.max().item():.4f} "
-            f"mean {y.mean().item():.4f} std {y.std().item():.4f}")
 
 
 def receptive_field(tag, T=64):
@@ -285,8 +269,8 @@ def main():
             explicit = vae.decode(z, causal=False).sample
             dec_causal = vae.decode(z, causal=True).sample
         assert torch.equal(explicit, dec)
-        print(f"{tag}: decoded {describe(dec)}  |y|>1: {100 * (dec.abs() > 1).double().mean().item():.2f}%")
-        print(f"{tag}: decoded_first2 {describe(dec2)}")
+        print(f"{tag}: decoded {tt.describe(dec)}  |y|>1: {100 * (dec.abs() > 1).double().mean().item():.2f}%")
+        print(f"{tag}: decoded_first2 {tt.describe(dec2)}")
         diff = (dec[:, :, :9] - dec2).abs().amax(dim=(0, 1, 3, 4))
         print(f"{tag}: max |decode(z)[:, :, f] - decode(z[:, :, :2])[:, :, f]| per frame f=0..8: "
               + " ".join(f"{x:.3g}" for x in diff.tolist()))
@@ -335,12 +319,7 @@ def main():
         if args.rf:
             receptive_field(tag)
 
-    total = 0
-    for p in written:
-        size = os.path.getsize(p)
-        total += size
-        print(f"wrote {os.path.relpath(p)} {size} bytes")
-    print(f"total {total} bytes in {len(written)} files")
+    tt.report_written(written)
 
 
 if __name__ == "__main__":

@@ -88,31 +88,6 @@ ENCODER_SAMPLE = ("quant_conv.weight", "quant_conv.bias", "encoder.conv_in.weigh
                   "encoder.norm_out.gamma")
 
 
-def uni(g, shape, bound):
-    return (torch.rand(shape, generator=g, dtype=torch.float64) * 2 - 1) * bound
-
-
-def fan_in(shape):
-    n = 1
-    for d in shape[1:]:
-        n *= d
-    return n
-
-
-def round_f16_bf16(t):
-    """float32 values exactly representable in both BF16 and F16: BF16 rounding, magnitudes below
-    2^-14 (F16's smallest normal) flushed to 0; checked."""
-    r = t.float().to(torch.bfloat16).float()
-    r[r.abs() < 2.0 ** -14] = 0.0
-    assert torch.equal(r.to(torch.float16).float(), r) and torch.equal(r.to(torch.bfloat16).float(), r)
-    return r
-
-
-def describe(y):
-    return (f"{tuple(y.shape)} min {y.min().item():.4f} max {y.max().item():.4f} "
-            f"mean {y.mean().item():.4f} std {y.std().item():.4f}")
-
-
 def qwen21_init(names_shapes, seed):
     """Random weights in diffusers naming.  Every RMS norm re-normalises, so only the gains of the
     last conv of each residual branch, the attention and the output conv set the scale."""
@@ -120,9 +95,9 @@ def qwen21_init(names_shapes, seed):
     out = {}
     for name, shape in names_shapes:
         if name.endswith(".gamma"):
-            v = 1.0 + uni(g, shape, 0.25)
+            v = 1.0 + tt.uni(g, shape, 0.25)
         elif name.endswith(".bias"):
-            v = uni(g, shape, 0.1)
+            v = tt.uni(g, shape, 0.1)
         elif name.endswith(".weight"):
             if name.startswith("decoder.conv_out."):
                 gain = 0.7
@@ -132,10 +107,10 @@ def qwen21_init(names_shapes, seed):
                 gain = 0.6          # residual branch
             else:
                 gain = 1.0
-            v = uni(g, shape, gain * (3.0 / fan_in(shape)) ** 0.5)
+            v = tt.uni(g, shape, gain * (3.0 / tt.fan_in(shape)) ** 0.5)
         else:
             raise ValueError(f"unexpected parameter {name} {shape}")
-        out[name] = round_f16_bf16(v)
+        out[name] = tt.round_f16_bf16(v)
     return out
 
 
@@ -426,7 +401,7 @@ def main():
     dec_n, _ = decode_unclamped(vae, denormalize(x))
     for name, y in (("decoded_unclamped", dec_raw), ("decoded", dec), ("decoded_normalized", dec_n)):
         frac = (y.abs() >= 1.0).double().mean().item()
-        print(f"qwen21: {name} {describe(y)}  |y|>=1: {100 * frac:.2f}%")
+        print(f"qwen21: {name} {tt.describe(y)}  |y|>=1: {100 * frac:.2f}%")
     if args.stats:
         print("qwen21 stats:", stats(vae, z))
     with torch.no_grad():
@@ -504,12 +479,7 @@ def main():
     else:
         print("qwen21: COMFY_DIR not set: ComfyUI module check skipped")
 
-    total = 0
-    for p in written:
-        size = os.path.getsize(p)
-        total += size
-        print(f"wrote {os.path.relpath(p)} {size} bytes")
-    print(f"total {total} bytes in {len(written)} files")
+    tt.report_written(written)
 
 
 if __name__ == "__main__":

@@ -15,6 +15,7 @@ State-dict keys are the ORIGINAL upstream names (`1.weight`, `3.conv.0.weight`,
 """
 
 import json
+import os
 import re
 import struct
 
@@ -159,6 +160,54 @@ def round_to_dtype(t, dtype):
     """Round a float32 tensor through `dtype` (torch.float16 / torch.bfloat16) and back, so the
     float32 value is exactly representable in that dtype."""
     return t.to(dtype).to(torch.float32)
+
+
+# --------------------------------------------------------------------------------------------
+# What the fixture generators (gen_*_fixtures.py) share
+# --------------------------------------------------------------------------------------------
+
+def uni(g, shape, bound):
+    """Uniform [-bound, bound) in float64 from generator g."""
+    return (torch.rand(shape, generator=g, dtype=torch.float64) * 2 - 1) * bound
+
+
+def fan_in(shape):
+    """Inputs per output of a weight of this shape (the product of all but the first dimension)."""
+    n = 1
+    for d in shape[1:]:
+        n *= d
+    return n
+
+
+def round_f16_bf16(t):
+    """float32 values exactly representable in both BF16 and F16: BF16 rounding, magnitudes below
+    2^-14 (F16's smallest normal) flushed to 0; checked."""
+    r = t.float().to(torch.bfloat16).float()
+    r[r.abs() < 2.0 ** -14] = 0.0
+    assert torch.equal(r.to(torch.float16).float(), r) and torch.equal(r.to(torch.bfloat16).float(), r)
+    return r
+
+
+def describe(y):
+    """Shape and statistics of a tensor, for a generator's printout."""
+    return (f"{tuple(y.shape)} min {y.min().item():.4f} max {y.max().item():.4f} "
+            f"mean {y.mean().item():.4f} std {y.std().item():.4f}")
+
+
+def latent_file(z, generator, space):
+    """The tensors and metadata of a ComfyUI `.latent` file holding z."""
+    return ({"latent_tensor": z, "latent_format_version_0": torch.zeros(0)},
+            {"generator": generator, "space": space})
+
+
+def report_written(paths):
+    """Print each file written with its size, and the total."""
+    total = 0
+    for p in paths:
+        size = os.path.getsize(p)
+        total += size
+        print(f"wrote {os.path.relpath(p)} {size} bytes")
+    print(f"total {total} bytes in {len(paths)} files")
 
 
 # --------------------------------------------------------------------------------------------
