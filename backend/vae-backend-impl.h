@@ -49,6 +49,7 @@ struct vae_backend {
     const struct vae_backend_i * iface;
     void *                       context;
     enum vae_precision           precision;   // in effect (never AUTO)
+    char                         notice[256]; // vae_backend_take_notice's, "" when none (the backend writes it)
 };
 
 // whether g's cancel flag is set; an acquire load, so that what the setting thread wrote before

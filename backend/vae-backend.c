@@ -88,6 +88,15 @@ const char * vae_backend_name(vae_backend_t * backend) {
     return backend->iface->get_name(backend);
 }
 
+bool vae_backend_take_notice(vae_backend_t * backend, char * buf, size_t size) {
+    if (!backend->notice[0]) {
+        return false;
+    }
+    snprintf(buf, size, "%s", backend->notice);
+    backend->notice[0] = '\0';
+    return true;
+}
+
 bool vae_backend_graph_prepare(vae_backend_t * backend, struct vae_graph * g, size_t max_bytes, char * err,
                                size_t err_size) {
     return backend->iface->graph_prepare(backend, g, max_bytes, err, err_size);

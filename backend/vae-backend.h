@@ -109,6 +109,10 @@ struct vae_graph {
                                            //   nonzero stops a compute of this graph between two nodes,
                                            //   which then fails with VAE_BACKEND_INTERRUPTED (see
                                            //   vae_backend_graph_compute); set by whoever builds the graph
+    float *              node_ms;          // NULL, or n_nodes floats: each compute that succeeds writes there
+                                           //   every node's time in ms (profiling: the GPU backends put
+                                           //   events between nodes and launch directly, never a recorded
+                                           //   graph; the CPU's waits for each node); set by the caller
 };
 
 // the message of a compute stopped by its graph's cancel flag
@@ -242,6 +246,10 @@ vae_backend_t *    vae_backend_init(enum vae_backend_type type, int device, enum
 void               vae_backend_free(vae_backend_t * backend);
 const char *       vae_backend_name(vae_backend_t * backend);
 enum vae_precision vae_backend_precision(vae_backend_t * backend);   // never AUTO
+// a condition worth a warning that failed nothing (a GPU launching a graph directly because
+// recording it failed, with the cause), once: true and the text in buf the first time after it
+// arose, then false until another arises
+bool               vae_backend_take_notice(vae_backend_t * backend, char * buf, size_t size);
 
 // convert weights, plan memory (sets g->peak_bytes), create what the ops need; refuses a plan
 // larger than max_bytes (0 = the device's memory) with a message giving both sizes

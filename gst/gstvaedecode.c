@@ -1428,6 +1428,17 @@ gst_vae_decode_interrupted (GstVaeDecode * self)
   return TRUE;
 }
 
+/* what the backend noticed during a decode that failed nothing (a GPU graph that could not
+ * be recorded, with the cause), in the debug log */
+static void
+gst_vae_decode_log_notices (GstVaeDecode * self)
+{
+  char notice[VAE_ERR_SIZE];
+
+  while (vae_session_take_notice (self->session, notice, sizeof (notice)))
+    GST_WARNING_OBJECT (self, "%s", notice);
+}
+
 /* decode what is queued and push it: end of stream, new caps, or a DISCONT latent frame
  * that starts a new causal stream */
 static GstFlowReturn
@@ -1448,6 +1459,7 @@ gst_vae_decode_drain (GstVaeDecode * self)
         ("Could not decode the last latent frames: %s", err), (NULL));
     return GST_FLOW_ERROR;
   }
+  gst_vae_decode_log_notices (self);
   while (ret == GST_FLOW_OK) {
     ret = gst_vae_decode_generate_output (trans, &buf);
     if (ret != GST_FLOW_OK || buf == NULL)
@@ -1533,6 +1545,7 @@ gst_vae_decode_submit_input_buffer (GstBaseTransform * trans,
             self->frames_in, err), (NULL));
     return GST_FLOW_ERROR;
   }
+  gst_vae_decode_log_notices (self);
   /* latent frame k of the stream gives 1 frame for k = 0, frames_per_latent after */
   k = vae_session_latents_in (self->session) - 1;
   gst_vae_decode_add_stamps (self, pts, duration,

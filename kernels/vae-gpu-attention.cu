@@ -574,8 +574,9 @@ extern "C" cudaError_t vae_gpu_attention(struct vae_gpu_act qkv, struct vae_gpu_
                                          enum vae_precision p, cudaStream_t s) {
     (void) scratch;
     // the tensor-core kernel moves 16-byte vectors; y must not be qkv (every block reads all of a frame)
-    if (!qkv.data || !y.data || (uintptr_t) qkv.data % 16 || (uintptr_t) y.data % 16 || qkv.data == y.data ||
-        p <= VAE_PRECISION_AUTO || p >= VAE_PRECISION_COUNT) {
+    if (!qkv.data || !y.data || (uintptr_t) qkv.data % 16 || (uintptr_t) y.data % 16 ||
+        p <= VAE_PRECISION_AUTO || p >= VAE_PRECISION_COUNT || !vae_gpu_shape_ok(qkv) || !vae_gpu_shape_ok(y) ||
+        vae_gpu_act_overlap(qkv, y, p)) {
         return cudaErrorInvalidValue;
     }
     if (qkv.n < 1 || qkv.n > 65535 || qkv.h < 1 || qkv.w < 1 || (long long) qkv.h * qkv.w > (1 << 30) ||

@@ -66,3 +66,27 @@ static inline bool vae_gpu_act_ok(struct vae_gpu_act a) {
 static inline bool vae_gpu_precision_ok(enum vae_precision p) {
     return p > VAE_PRECISION_AUTO && p < VAE_PRECISION_COUNT;
 }
+
+// whether the bytes of [a, a + na) and [b, b + nb) meet: an input and an output that share any
+// byte are refused, not only the same pointer (an arena offset off by a few rows would otherwise
+// race between blocks silently)
+static inline bool vae_gpu_bytes_overlap(const void * a, size_t na, const void * b, size_t nb) {
+    const uintptr_t x = (uintptr_t) a, y = (uintptr_t) b;
+    return a && b && na && nb && x < y + nb && y < x + na;
+}
+
+// the bytes activation a takes at precision p
+static inline size_t vae_gpu_act_bytes(struct vae_gpu_act a, enum vae_precision p) {
+    return (size_t) a.n * a.h * a.w * a.cp * vae_gpu_elem_bytes(p);
+}
+
+// whether activations a and b share a byte
+static inline bool vae_gpu_act_overlap(struct vae_gpu_act a, struct vae_gpu_act b, enum vae_precision p) {
+    return vae_gpu_bytes_overlap(a.data, vae_gpu_act_bytes(a, p), b.data, vae_gpu_act_bytes(b, p));
+}
+
+// an operand shaped like y that an element-wise op may read in place: y itself, or apart from it
+static inline bool vae_gpu_in_place_ok(const void * a, struct vae_gpu_act y, enum vae_precision p) {
+    const size_t n = vae_gpu_act_bytes(y, p);
+    return a == y.data || !vae_gpu_bytes_overlap(a, n, y.data, n);
+}

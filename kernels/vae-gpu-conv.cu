@@ -783,7 +783,12 @@ extern "C" cudaError_t vae_gpu_conv(const struct vae_gpu_conv_args * a, enum vae
                        y.cp == vae_gpu_cpad(y.c) && y.n == x.n && y.h == sc * x.h && y.w == sc * x.w;
     const bool kernel = a->k > 0 && a->k % 2 == 1 && a->kt >= 1 && (!a->up || (a->k == 3 && a->kt == 1)) &&
                         (a->kt > 1) == (a->hist != nullptr);
-    const bool ptrs = x.data && y.data && a->weights && x.data != y.data && vae_gpu_conv_aligned(x.data) &&
+    // y apart from x and the history (every block reads a window of them), the residual y or apart
+    const size_t hist_bytes = (size_t) (a->kt - 1) * x.h * x.w * x.cp * vae_gpu_elem_bytes(p);
+    const bool   apart = vae_gpu_precision_ok(p) && !vae_gpu_act_overlap(x, y, p) &&
+                       !vae_gpu_bytes_overlap(a->hist, hist_bytes, y.data, vae_gpu_act_bytes(y, p)) &&
+                       vae_gpu_in_place_ok(a->residual, y, p);
+    const bool ptrs = x.data && y.data && a->weights && apart && vae_gpu_conv_aligned(x.data) &&
                       vae_gpu_conv_aligned(y.data) && vae_gpu_conv_aligned(a->hist) &&
                       vae_gpu_conv_aligned(a->weights) && vae_gpu_conv_aligned(a->bias) &&
                       vae_gpu_conv_aligned(a->residual);

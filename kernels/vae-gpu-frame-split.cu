@@ -44,7 +44,7 @@ static cudaError_t vae_gpu_frame_split_launch(struct vae_gpu_act x, struct vae_g
 
 extern "C" cudaError_t vae_gpu_frame_split(struct vae_gpu_act x, struct vae_gpu_act y, int k, enum vae_precision p,
                                            cudaStream_t s) {
-    if (!vae_gpu_act_ok(x) || !vae_gpu_act_ok(y) || !vae_gpu_precision_ok(p) || x.data == y.data || k < 1 ||
+    if (!vae_gpu_act_ok(x) || !vae_gpu_act_ok(y) || !vae_gpu_precision_ok(p) || vae_gpu_act_overlap(x, y, p) || k < 1 ||
         x.c % k != 0 || y.n != x.n * k || y.c != x.c / k || y.h != x.h || y.w != x.w) {
         return cudaErrorInvalidValue;
     }

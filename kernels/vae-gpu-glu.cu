@@ -28,7 +28,7 @@ static cudaError_t vae_gpu_glu_launch(struct vae_gpu_act x, struct vae_gpu_act y
 
 extern "C" cudaError_t vae_gpu_glu(struct vae_gpu_act x, struct vae_gpu_act y, enum vae_act act, enum vae_precision p,
                                    cudaStream_t s) {
-    if (!vae_gpu_act_ok(x) || !vae_gpu_act_ok(y) || !vae_gpu_precision_ok(p) || x.data == y.data || y.n != x.n ||
+    if (!vae_gpu_act_ok(x) || !vae_gpu_act_ok(y) || !vae_gpu_precision_ok(p) || vae_gpu_act_overlap(x, y, p) || y.n != x.n ||
         y.h != x.h || y.w != x.w || x.c != 2 * y.c) {
         return cudaErrorInvalidValue;
     }

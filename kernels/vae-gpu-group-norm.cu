@@ -301,7 +301,8 @@ extern "C" cudaError_t vae_gpu_group_norm_apply(struct vae_gpu_act x, struct vae
                                                 const float * beta, enum vae_act act, enum vae_precision p,
                                                 cudaStream_t s) {
     if (!vae_gpu_act_ok(x) || !vae_gpu_act_ok(y) || !vae_gpu_gn_groups_ok(x, groups) || !vae_gpu_precision_ok(p) ||
-        y.n != x.n || y.c != x.c || y.h != x.h || y.w != x.w || !stats || !gamma || !beta) {
+        y.n != x.n || y.c != x.c || y.h != x.h || y.w != x.w || !vae_gpu_in_place_ok(x.data, y, p) || !stats ||
+        !gamma || !beta) {
         return cudaErrorInvalidValue;
     }
     cudaError_t err;

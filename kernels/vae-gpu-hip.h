@@ -54,6 +54,7 @@
 #define cudaSuccess                             hipSuccess
 #define cudaErrorInvalidValue                   hipErrorInvalidValue
 #define cudaErrorMemoryAllocation               hipErrorOutOfMemory
+#define cudaErrorDeviceUninitialized            hipErrorInvalidContext
 #define cudaErrorNotSupported                   hipErrorNotSupported
 #define cudaGetLastError                        hipGetLastError
 #define cudaGetErrorString                      hipGetErrorString

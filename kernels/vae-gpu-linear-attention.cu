@@ -134,7 +134,7 @@ extern "C" size_t vae_gpu_linear_attention_scratch(struct vae_gpu_act qkv, int h
 extern "C" cudaError_t vae_gpu_linear_attention(struct vae_gpu_act qkv, struct vae_gpu_act y, int hd, void * scratch,
                                                 enum vae_precision p, cudaStream_t s) {
     const bool linear = qkv.h * qkv.w > hd;
-    if (!vae_gpu_act_ok(qkv) || !vae_gpu_act_ok(y) || !vae_gpu_precision_ok(p) || qkv.data == y.data || hd < 1 ||
+    if (!vae_gpu_act_ok(qkv) || !vae_gpu_act_ok(y) || !vae_gpu_precision_ok(p) || vae_gpu_act_overlap(qkv, y, p) || hd < 1 ||
         y.n != qkv.n || y.h != qkv.h || y.w != qkv.w || qkv.c != 3 * y.c || y.c % hd != 0 ||
         (linear && (!scratch || vae_gpu_la_tile(hd) < 1))) {
         return cudaErrorInvalidValue;

@@ -59,7 +59,7 @@ static cudaError_t vae_gpu_pixel_shuffle_launch(struct vae_gpu_act x, struct vae
 
 extern "C" cudaError_t vae_gpu_pixel_shuffle(struct vae_gpu_act x, struct vae_gpu_act y, enum vae_precision p,
                                              cudaStream_t s) {
-    if (!vae_gpu_act_ok(x) || !vae_gpu_act_ok(y) || !vae_gpu_precision_ok(p) || x.data == y.data || x.c % 4 != 0 ||
+    if (!vae_gpu_act_ok(x) || !vae_gpu_act_ok(y) || !vae_gpu_precision_ok(p) || vae_gpu_act_overlap(x, y, p) || x.c % 4 != 0 ||
         y.c != x.c / 4 || y.n != x.n || y.h != 2 * x.h || y.w != 2 * x.w) {
         return cudaErrorInvalidValue;
     }

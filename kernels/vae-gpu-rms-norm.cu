@@ -97,7 +97,8 @@ extern "C" cudaError_t vae_gpu_rms_norm(struct vae_gpu_act x, struct vae_gpu_act
     // gamma and beta are staged in the default 48 KiB of shared memory
     if (!vae_gpu_act_ok(x) || !vae_gpu_act_ok(y) || !vae_gpu_precision_ok(p) || !gamma ||
         (uintptr_t) residual % 16 != 0 || y.n != x.n ||
-        y.c != x.c || y.h != x.h || y.w != x.w || 2 * x.cp * sizeof(float) > 48 * 1024 || !(eps >= 0.0f)) {
+        y.c != x.c || y.h != x.h || y.w != x.w || !vae_gpu_in_place_ok(x.data, y, p) ||
+        !vae_gpu_in_place_ok(residual, y, p) || 2 * x.cp * sizeof(float) > 48 * 1024 || !(eps >= 0.0f)) {
         return cudaErrorInvalidValue;
     }
     cudaError_t err;

@@ -35,7 +35,7 @@ static cudaError_t vae_gpu_tanh_clamp_launch(const T * x, T * y, size_t n, int c
 extern "C" cudaError_t vae_gpu_tanh_clamp(struct vae_gpu_act x, struct vae_gpu_act y, float scale,
                                           enum vae_precision p, cudaStream_t s) {
     if (!vae_gpu_act_ok(x) || !vae_gpu_act_ok(y) || !vae_gpu_precision_ok(p) || y.n != x.n || y.c != x.c ||
-        y.h != x.h || y.w != x.w || !std::isfinite(scale) || scale == 0.0f) {
+        y.h != x.h || y.w != x.w || !vae_gpu_in_place_ok(x.data, y, p) || !std::isfinite(scale) || scale == 0.0f) {
         return cudaErrorInvalidValue;
     }
     const size_t n = (size_t) x.n * x.h * x.w * x.cp;

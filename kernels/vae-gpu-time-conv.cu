@@ -49,8 +49,8 @@ static cudaError_t vae_gpu_time_conv_launch(struct vae_gpu_act x, struct vae_gpu
 extern "C" cudaError_t vae_gpu_time_conv(struct vae_gpu_act x, struct vae_gpu_act y, const void * residual,
                                          const float * w, const float * bias, int kt, enum vae_act act,
                                          enum vae_precision p, cudaStream_t s) {
-    if (!vae_gpu_act_ok(x) || !vae_gpu_act_ok(y) || !vae_gpu_precision_ok(p) || !w || x.data == y.data ||
-        y.n != x.n || y.h != x.h || y.w != x.w || kt < 1 || kt % 2 == 0) {
+    if (!vae_gpu_act_ok(x) || !vae_gpu_act_ok(y) || !vae_gpu_precision_ok(p) || !w || vae_gpu_act_overlap(x, y, p) ||
+        !vae_gpu_in_place_ok(residual, y, p) || y.n != x.n || y.h != x.h || y.w != x.w || kt < 1 || kt % 2 == 0) {
         return cudaErrorInvalidValue;
     }
     cudaError_t err;

@@ -43,7 +43,7 @@ static cudaError_t vae_gpu_upsample2x_launch(struct vae_gpu_act x, struct vae_gp
 
 extern "C" cudaError_t vae_gpu_upsample2x(struct vae_gpu_act x, struct vae_gpu_act y, enum vae_precision p,
                                           cudaStream_t s) {
-    if (!vae_gpu_act_ok(x) || !vae_gpu_act_ok(y) || !vae_gpu_precision_ok(p) || x.data == y.data || y.n != x.n ||
+    if (!vae_gpu_act_ok(x) || !vae_gpu_act_ok(y) || !vae_gpu_precision_ok(p) || vae_gpu_act_overlap(x, y, p) || y.n != x.n ||
         y.c != x.c || y.h != 2 * x.h || y.w != 2 * x.w) {
         return cudaErrorInvalidValue;
     }

@@ -454,6 +454,10 @@ void vae_session_reset(struct vae_session * s) {
     }
 }
 
+bool vae_session_take_notice(struct vae_session * s, char * buf, size_t size) {
+    return vae_backend_take_notice(s->backend, buf, size);
+}
+
 int vae_session_chunk_frames(const struct vae_session * s) {
     return s->cfg.chunk_frames;
 }

@@ -58,6 +58,7 @@
 
 #ifdef GPU_TEST_CUDA_RUNTIME
 #include <cuda_runtime_api.h>   // device frames: cudaMalloc, cudaMemset, cudaMemcpy
+#include "vae-kernels.h"        // the kernels' own checks (overlaps)
 #endif
 
 #define SENTINEL  0xA5
@@ -1308,6 +1309,57 @@ static float * compute_read(vae_backend_t * b, struct pool * pl, struct vae_grap
     return ok ? o : NULL;
 }
 
+// profiling (g->node_ms): each node's time, positive for the convs, together no more than the
+// compute's wall time (the events lie between nodes, not from the start), and the same output as
+// the recorded graph's replay before and after
+static void case_profile(vae_backend_t * b, int N, int Ci, int H, int W) {
+    struct pool        pl = { 0 };
+    struct vae_graph * g  = small_net(&pl, N, Ci, H, W);
+    const float *      in = rnd(&pl, (size_t) N * Ci * H * W, -1, 1);
+    char               err[512] = "", label[160];
+    snprintf(label, sizeof(label), "profile(small_net n=%d,cin=%d,h=%d,w=%d) on %s", N, Ci, H, W, vae_backend_name(b));
+    const bool ok = vae_backend_graph_prepare(b, g, 0, err, sizeof(err));
+    CHECK(ok, "%s: prepare: %s", label, err);
+    float * ms = pool_add(&pl, xmalloc((size_t) g->n_nodes * sizeof(float)));
+    for (int i = 0; i < g->n_nodes; i++) {
+        ms[i] = -1.0f;
+    }
+    float * plain[2] = { NULL, NULL }, *profiled = NULL;
+    double  wall = 0.0;
+    if (ok) {
+        plain[0] = compute_read(b, &pl, g, in, 0, N);
+        plain[0] = compute_read(b, &pl, g, in, 0, N); // (the second compute records, where the backend does)
+        g->node_ms = ms;
+        struct timespec t0, t1;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        profiled = compute_read(b, &pl, g, in, 0, N);
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+        wall       = 1e3 * (double) (t1.tv_sec - t0.tv_sec) + 1e-6 * (double) (t1.tv_nsec - t0.tv_nsec);
+        g->node_ms = NULL;
+        plain[1]   = compute_read(b, &pl, g, in, 0, N);
+    }
+    double sum = 0.0;
+    for (int i = 0; ok && i < g->n_nodes; i++) {
+        const enum vae_op op = g->nodes[i]->op;
+        CHECK(isfinite(ms[i]) && ms[i] >= 0.0f, "%s: node %d (%s) took %g ms", label, i, vae_op_name(op), ms[i]);
+        CHECK(ms[i] > 0.0f || (op != VAE_OP_CONV2D && op != VAE_OP_UPSAMPLE_CONV2D), "%s: conv node %d took 0 ms",
+              label, i);
+        sum += ms[i];
+    }
+    CHECK(!ok || sum <= wall, "%s: the nodes took %.3f ms together, the compute %.3f ms", label, sum, wall);
+    const size_t n = out_count(g);
+    CHECK(!ok || (plain[0] && profiled && plain[1] && memcmp(plain[0], profiled, n * sizeof(float)) == 0 &&
+                  memcmp(plain[0], plain[1], n * sizeof(float)) == 0),
+          "%s: the profiled compute's output differs from the replayed one's", label);
+    if (ok) {
+        printf("%s: %d nodes, %.3f ms of %.3f ms\n", label, g->n_nodes, sum, wall);
+    }
+    vae_backend_graph_release(b, g);
+    vae_graph_free(g);
+    pool_free(&pl);
+}
+
+
 static void reuse_on(vae_backend_t * b) {
     struct pool        pl = { 0 };
     char               err[512];
@@ -1393,7 +1445,61 @@ static void reuse_on(vae_backend_t * b) {
     pool_free(&pl);
 }
 
+// a graph computed three times is recorded at its second compute: no notice; on the emulator
+// with every capture refused (VAE_GPU_EMU_NO_CAPTURE=1), a notice naming the cause, once, and
+// the same output launched directly
+static void case_record(enum vae_precision p) {
+    struct pool        pl = { 0 };
+    struct vae_graph * g  = small_net(&pl, 1, 5, 4, 3);
+    const float *      in = rnd(&pl, (size_t) 5 * 4 * 3, -1, 1);
+    char               err[512] = "", notice[256] = "";
+    for (int refuse = 0; refuse < 2; refuse++) {
+#ifndef VAE_GPU_EMU
+        if (refuse) {
+            break;
+        }
+#endif
+        if (refuse) {
+            setenv("VAE_GPU_EMU_NO_CAPTURE", "1", 1);
+        }
+        vae_backend_t * b  = vae_backend_init(GPU_BACKEND, 0, p, err, sizeof(err));
+        const bool      ok = b && vae_backend_graph_prepare(b, g, 0, err, sizeof(err));
+        CHECK(ok, "record: %s", err);
+        float * out[3] = { NULL, NULL, NULL };
+        for (int k = 0; ok && k < 3; k++) {
+            out[k] = compute_read(b, &pl, g, in, 0, 1);
+        }
+        const bool noticed = ok && vae_backend_take_notice(b, notice, sizeof(notice));
+        if (refuse) {
+            CHECK(noticed && strstr(notice, "could not record") && strstr(notice, "cudaError"),
+                  "a refused capture gave the notice \"%s\"", noticed ? notice : "");
+            CHECK(!vae_backend_take_notice(b, notice, sizeof(notice)), "the notice was given twice");
+        } else {
+            CHECK(!noticed, "the graph was not recorded: %s", notice);
+        }
+        CHECK(!ok || (out[0] && out[1] && out[2] && !memcmp(out[0], out[1], out_count(g) * sizeof(float)) &&
+                      !memcmp(out[0], out[2], out_count(g) * sizeof(float))),
+              "record%s: the three computes differ", refuse ? " refused" : "");
+        printf("[%s] record%s: %s\n", vae_precision_name(p), refuse ? " (capture refused)" : "",
+               noticed ? notice : "recorded, no notice");
+        vae_backend_graph_release(b, g);
+        vae_backend_free(b);
+        unsetenv("VAE_GPU_EMU_NO_CAPTURE");
+    }
+    vae_graph_free(g);
+    pool_free(&pl);
+}
+
 static void test_reuse_errors(void) {
+    rng_seed(6900);
+    case_record(VAE_PRECISION_FP32);
+    case_profile(cpu_be, 2, 5, 5, 4);
+    for (int i = 0; i < N_PRECISIONS; i++) { // (one precision: the events do not depend on it)
+        if (gpu[precisions[i]]) {
+            case_profile(gpu[precisions[i]], 2, 5, 5, 4);
+            break;
+        }
+    }
     rng_seed(7000);
     char            err[512] = "";
     vae_backend_t * b        = vae_backend_init(GPU_BACKEND, 99, VAE_PRECISION_FP32, err, sizeof(err));
@@ -1487,16 +1593,20 @@ static void test_cancel(void) {
 // ---- contexts and the runtime's error slot ------------------------------------------------------
 
 #ifdef GPU_TEST_CUDA_RUNTIME
-// driver entry points through the runtime, as the backend finds them (tests do not link libcuda);
-// the CUDA 12.0 signatures
+// driver entry points through the runtime, as the backend finds them (tests do not link libcuda),
+// each asked for at the CUDA version whose signature is typed here: cuCtxCreate has three
+// (cudaTypedefs.h: PFN_cuCtxCreate_v3020 (ctx, flags, dev), _v11040 with exec-affinity parameters
+// before the flags, _v12050 with a CUctxCreateParams), and a driver asked at 12000 returns the
+// second, which took the device for flags (CUDA_ERROR_INVALID_DEVICE on an H200); the others the
+// CUDA 12.0 signatures
 typedef int (*ctx_create_fn)(void ** ctx, unsigned flags, int device);
 typedef int (*ctx_ptr_fn)(void * ctx);     // cuCtxDestroy, cuCtxPushCurrent
 typedef int (*ctx_out_fn)(void ** ctx);    // cuCtxPopCurrent, cuCtxGetCurrent
 
-static void * driver_fn(const char * name) {
+static void * driver_fn(const char * name, unsigned version) {
     void *                               fn = NULL;
     enum cudaDriverEntryPointQueryResult q;
-    const cudaError_t e = cudaGetDriverEntryPointByVersion(name, &fn, 12000, cudaEnableDefault, &q);
+    const cudaError_t e = cudaGetDriverEntryPointByVersion(name, &fn, version, cudaEnableDefault, &q);
     CHECK(e == cudaSuccess && q == cudaDriverEntryPointSuccess && fn, "the driver has no %s", name);
     return e == cudaSuccess && q == cudaDriverEntryPointSuccess ? fn : NULL;
 }
@@ -1536,7 +1646,8 @@ static void test_contexts_on(ctx_create_fn create, ctx_ptr_fn destroy, ctx_ptr_f
                              ctx_out_fn current) {
     void * c[2] = { NULL, NULL };
     for (int i = 0; i < 2; i++) {
-        CHECK(create(&c[i], 0, 0) == 0, "cuCtxCreate failed");
+        const int rc = create(&c[i], 0, 0);
+        CHECK(rc == 0, "cuCtxCreate failed: CUresult %d", rc);
         if (!c[i]) {
             break;
         }
@@ -1565,7 +1676,8 @@ static void test_contexts_on(ctx_create_fn create, ctx_ptr_fn destroy, ctx_ptr_f
         err[0]                = 0;
         const bool ok         = vae_backend_graph_prepare(b, g, 0, err, sizeof(err));
         CHECK(!ok, "prepare in a destroyed context succeeded");
-        CHECK_ERR_HAS(err, "current");
+        CHECK_ERR_HAS(err, "context");
+        CHECK(!strstr(err, "out of device memory"), "a destroyed context reported as out of memory: \"%s\"", err);
         void * now = NULL;
         current(&now);
         CHECK(now == c[1], "a refused prepare changed the caller's current context");
@@ -1616,14 +1728,79 @@ static void test_packed_and_stale(void) {
 static void test_contexts(void) {
     rng_seed(8000);
     test_packed_and_stale();
-    ctx_create_fn create  = (ctx_create_fn) driver_fn("cuCtxCreate");
-    ctx_ptr_fn    destroy = (ctx_ptr_fn) driver_fn("cuCtxDestroy");
-    ctx_ptr_fn    push    = (ctx_ptr_fn) driver_fn("cuCtxPushCurrent");
-    ctx_out_fn    pop     = (ctx_out_fn) driver_fn("cuCtxPopCurrent");
-    ctx_out_fn    current = (ctx_out_fn) driver_fn("cuCtxGetCurrent");
+    ctx_create_fn create  = (ctx_create_fn) driver_fn("cuCtxCreate", 3020);
+    ctx_ptr_fn    destroy = (ctx_ptr_fn) driver_fn("cuCtxDestroy", 12000);
+    ctx_ptr_fn    push    = (ctx_ptr_fn) driver_fn("cuCtxPushCurrent", 12000);
+    ctx_out_fn    pop     = (ctx_out_fn) driver_fn("cuCtxPopCurrent", 12000);
+    ctx_out_fn    current = (ctx_out_fn) driver_fn("cuCtxGetCurrent", 12000);
     if (create && destroy && push && pop && current) {
         test_contexts_on(create, destroy, push, pop, current);
     }
+}
+#endif
+
+// ---- operands that share bytes ------------------------------------------------------------------
+#ifdef GPU_TEST_CUDA_RUNTIME
+
+// every kernel refuses an output that shares a byte with an input it reads across pixels (x, the
+// history), not only the same pointer; an element-wise op takes y == x or y apart from x, and a
+// residual y itself or apart. One device buffer, the operands at offsets into it
+static void test_overlaps(void) {
+    const enum vae_precision p     = VAE_PRECISION_FP32;
+    const int                n = 1, c = 16, h = 4, w = 4;
+    const size_t             bytes = (size_t) n * c * h * w * sizeof(float);   // one activation (c = cp)
+    uint8_t *                buf   = NULL;
+    float *                  vec   = NULL;   // gamma, beta, weights: zeros
+    if (cudaMalloc((void **) &buf, 4 * bytes) != cudaSuccess || cudaMalloc((void **) &vec, bytes) != cudaSuccess ||
+        cudaMemset(buf, 0, 4 * bytes) != cudaSuccess || cudaMemset(vec, 0, bytes) != cudaSuccess) {
+        CHECK(false, "overlaps: cudaMalloc failed");
+        return;
+    }
+    struct vae_gpu_act x = { buf, n, c, c, h, w }, y_in = x, y_part = x, y_apart = x, up = x;
+    y_part.data          = buf + bytes / 2;   // the second half of x and beyond
+    y_apart.data         = buf + bytes;
+    up.h = 2 * h, up.w = 2 * w;
+    struct vae_gpu_act up_part = up;
+    up_part.data               = buf + 16;
+    const struct {
+        const char * what;
+        cudaError_t  got, want;
+    } cases[] = {
+        { "upsample2x, y over x's tail", vae_gpu_upsample2x(x, up_part, p, 0), cudaErrorInvalidValue },
+        { "tanh_clamp in place", vae_gpu_tanh_clamp(x, y_in, 2.0f, p, 0), cudaSuccess },
+        { "tanh_clamp, y over x's tail", vae_gpu_tanh_clamp(x, y_part, 2.0f, p, 0), cudaErrorInvalidValue },
+        { "tanh_clamp apart", vae_gpu_tanh_clamp(x, y_apart, 2.0f, p, 0), cudaSuccess },
+        { "rms_norm in place", vae_gpu_rms_norm(x, y_in, NULL, vec, NULL, false, 0.0f, VAE_ACT_NONE, p, 0),
+          cudaSuccess },
+        { "rms_norm, y over x's tail", vae_gpu_rms_norm(x, y_part, NULL, vec, NULL, false, 0.0f, VAE_ACT_NONE, p, 0),
+          cudaErrorInvalidValue },
+        { "rms_norm, residual over y's tail",
+          vae_gpu_rms_norm(x, y_apart, buf + bytes + bytes / 2, vec, NULL, false, 0.0f, VAE_ACT_NONE, p, 0),
+          cudaErrorInvalidValue },
+        { "time_conv, y over x's tail", vae_gpu_time_conv(x, y_part, NULL, vec, NULL, 1, VAE_ACT_NONE, p, 0),
+          cudaErrorInvalidValue },
+        { "grouped conv, y over x's tail",
+          vae_gpu_group_conv(x, y_part, NULL, vec, NULL, c, 1, VAE_ACT_NONE, p, 0), cudaErrorInvalidValue },
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        CHECK(cases[i].got == cases[i].want, "overlaps: %s: %s, not %s", cases[i].what, cudaGetErrorName(cases[i].got),
+              cudaGetErrorName(cases[i].want));
+    }
+    // the implicit-GEMM conv: a causal one whose history (one frame, `bytes`) ends inside y, and
+    // one whose y starts inside x
+    struct vae_gpu_conv_args a = { 0 };
+    a.x = x, a.y = y_apart, a.weights = vec, a.k = 1, a.kt = 2;
+    a.y.data = buf + 3 * bytes;
+    a.hist   = buf + 3 * bytes - bytes / 2;   // its last half is y's first
+    CHECK(vae_gpu_conv(&a, p, 0) == cudaErrorInvalidValue, "overlaps: a conv history over y accepted");
+    a.hist = buf + 2 * bytes;
+    a.y    = y_part;
+    CHECK(vae_gpu_conv(&a, p, 0) == cudaErrorInvalidValue, "overlaps: a conv y over x's tail accepted");
+    CHECK(cudaDeviceSynchronize() == cudaSuccess, "overlaps: the accepted kernels failed");
+    printf("overlaps: %zu element-wise and data-movement cases and 2 convs refused or taken as they should\n",
+           sizeof(cases) / sizeof(cases[0]));
+    cudaFree(buf);
+    cudaFree(vec);
 }
 #endif
 
@@ -1674,10 +1851,11 @@ int main(int argc, char ** argv) {
         { "graphs", test_graphs },
         { "nan", test_nan },
         { "read_frame", test_frames },
-        { "reuse, errors", test_reuse_errors },
+        { "reuse, errors, profiling", test_reuse_errors },
         { "cancel", test_cancel },
 #ifdef GPU_TEST_CUDA_RUNTIME
         { "contexts, packed weights, stale errors", test_contexts },
+        { "overlaps", test_overlaps },
 #endif
     };
     for (size_t i = 0; i < sizeof(sections) / sizeof(sections[0]); i++) {

@@ -29,6 +29,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #define CPU_ALIGN 64
@@ -850,6 +851,12 @@ static bool cpu_run_time_conv(struct cpu_context * ctx, struct cpu_graph * cg, c
     return true;
 }
 
+static double cpu_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return 1e3 * (double) ts.tv_sec + 1e-6 * (double) ts.tv_nsec;
+}
+
 static bool cpu_graph_compute(vae_backend_t * backend, struct vae_graph * g, vae_state_t * state,
                               const float * const * inputs, char * err, size_t err_size) {
     struct cpu_context * ctx = backend->context;
@@ -863,8 +870,15 @@ static bool cpu_graph_compute(vae_backend_t * backend, struct vae_graph * g, vae
             return false;
         }
     }
-    bool stopped = false;
+    bool   stopped = false;
+    double t0      = g->node_ms ? cpu_ms() : 0.0;
     for (int i = 0; i < g->n_nodes && !(stopped = stopped || vae_graph_cancelled(g)); i++) {
+        if (i > 0 && g->node_ms) { // (node i - 1 ends when the stream has run it)
+            dnnl_stream_wait(ctx->stream);
+            const double t1    = cpu_ms();
+            g->node_ms[i - 1] = (float) (t1 - t0);
+            t0                 = t1;
+        }
         const struct vae_tensor * t = g->nodes[i];
         float *                   y = cpu_node_data(cg, t);
         const float *             x = t->src[0] ? cpu_node_data(cg, t->src[0]) : NULL;
@@ -931,6 +945,9 @@ static bool cpu_graph_compute(vae_backend_t * backend, struct vae_graph * g, vae
     if (st != dnnl_success) {
         snprintf(err, err_size, "oneDNN stream failed: %s", dnnl_status2str(st));
         return false;
+    }
+    if (g->node_ms && !stopped) {
+        g->node_ms[g->n_nodes - 1] = (float) (cpu_ms() - t0);
     }
     if (stopped) {
         snprintf(err, err_size, "%s", VAE_BACKEND_INTERRUPTED);

@@ -94,6 +94,7 @@ struct gpu_graph {
     cudaGraphExec_t    exec;
     const void *       exec_state;       // the state the recorded graph reads and writes
     bool               no_graph;         // recording failed or VAE_GPU_NO_GRAPHS=1: launch directly
+    cudaEvent_t *      marks;            // profiling (g->node_ms): n_nodes + 1 events, made at its first compute
 };
 
 // the remembered frames of each causal conv, by slot: [kt - 1, H, W, cin_p] in the storage type; a
@@ -278,7 +279,7 @@ static struct vae_gpu_conv_args gpu_conv_args(struct gpu_graph * cg, const struc
 }
 
 // the fastest of the n variants of conv a, each timed over GPU_TIME_RUNS runs after a warm-up on
-// the arena (whose contents do not matter yet); a causal conv's state does not exist yet, so it
+// the arena (filled with a constant by prepare); a causal conv's state does not exist yet, so it
 // reads zeros of the state's size (state_bytes). After a failure a->variant is the variant that
 // failed (-1: none had started)
 static cudaError_t gpu_time_variants(struct gpu_context * ctx, struct vae_gpu_conv_args * a, enum vae_precision p,
@@ -332,8 +333,8 @@ static cudaError_t gpu_time_variants(struct gpu_context * ctx, struct vae_gpu_co
     return e;
 }
 
-// the fastest variant for this conv's shape: remembered, or timed now on the arena (whose
-// contents do not matter yet); VAE_GPU_CONV_VARIANT=v forces variant v (tests cover each)
+// the fastest variant for this conv's shape: remembered, or timed now on the arena (filled with a
+// constant); VAE_GPU_CONV_VARIANT=v forces variant v (tests cover each)
 static bool gpu_choose_variant(vae_backend_t * backend, struct gpu_graph * cg, const struct vae_tensor * t,
                                 char * err, size_t err_size) {
     struct gpu_context *    ctx  = backend->context;
@@ -380,6 +381,17 @@ static bool gpu_choose_variant(vae_backend_t * backend, struct gpu_graph * cg, c
 
 // ---- prepare ----------------------------------------------------------------------------------
 
+// the profiling events of a graph of n nodes (in its context)
+static void gpu_marks_free(struct gpu_graph * cg, int n) {
+    for (int i = 0; cg->marks && i <= n; i++) {
+        if (cg->marks[i]) {
+            cudaEventDestroy(cg->marks[i]);
+        }
+    }
+    free(cg->marks);
+    cg->marks = NULL;
+}
+
 static void gpu_graph_release(vae_backend_t * backend, struct vae_graph * g) {
     struct gpu_context * ctx = backend->context;
     struct gpu_graph *   cg  = g->backend_data;
@@ -399,6 +411,7 @@ static void gpu_graph_release(vae_backend_t * backend, struct vae_graph * g) {
         if (cg->exec) {
             cudaGraphExecDestroy(cg->exec);
         }
+        gpu_marks_free(cg, g->n_nodes);
         cudaFree(cg->mem);
         cudaFree(cg->stage);
         gpu_leave(ctx);
@@ -407,6 +420,7 @@ static void gpu_graph_release(vae_backend_t * backend, struct vae_graph * g) {
     free(cg->in_host);
     free(cg->in_floats);
     free(cg->nodes);
+    free(cg->marks); // (still there when the context could not be entered)
     free(cg);
     g->backend_data = NULL;
     g->peak_bytes   = 0;
@@ -599,11 +613,19 @@ static bool gpu_graph_prepare(vae_backend_t * backend, struct vae_graph * g, siz
     }
     bool        ok = true;
     cudaError_t ce = cudaMalloc(&cg->mem, cg->mem_bytes);
-    if (ce != cudaSuccess) {
+    if (ce == cudaErrorMemoryAllocation) {
         snprintf(err, err_size, "out of device memory: decoding [%lld, %lld, %lld, %lld] needs %.1f MiB of activations "
                  "(%s)", (long long) g->input->ne[0], (long long) g->input->ne[1], (long long) g->input->ne[2],
                  (long long) g->input->ne[3], cg->mem_bytes / 1048576.0, cudaGetErrorString(ce));
         (void) cudaGetLastError(); // (clear it: an allocation failure does not break the context)
+        ok = false;
+    } else if (ce != cudaSuccess) {
+        // the driver lets a destroyed context be made current (seen on an H200, driver 580): its
+        // first runtime call is where that shows, with "invalid device context"
+        snprintf(err, err_size, VAE_GPU_VENDOR " error allocating %.1f MiB on device %d: %s (%s)%s", cg->mem_bytes / 1048576.0,
+                 ctx->place.device, cudaGetErrorString(ce), cudaGetErrorName(ce),
+                 ce == cudaErrorDeviceUninitialized ? "; the context this backend was made in is gone (destroyed by "
+                                                      "its owner?)" : "");
         ok = false;
     }
     if (ok) {
@@ -630,6 +652,16 @@ static bool gpu_graph_prepare(vae_backend_t * backend, struct vae_graph * g, siz
     }
     free(plan);
     ok = ok && gpu_prepare_weights(backend, g, err, err_size);
+    // the variants are timed on the arena: bytes 0x3c, finite and small at every precision (0.0115
+    // in fp32 and bf16, 1.06 in fp16), so that no timing reads memory never written (initcheck
+    // reported it on an H200) nor NaN or denormals left by an earlier user of the memory
+    if (ok) {
+        ce = cudaMemsetAsync(cg->mem, 0x3c, cg->mem_bytes, ctx->stream);
+        if (ce != cudaSuccess) {
+            snprintf(err, err_size, VAE_GPU_VENDOR " error preparing the graph: %s", cudaGetErrorString(ce));
+            ok = false;
+        }
+    }
     for (int i = 0; ok && i < g->n_nodes; i++) {
         if (gpu_implicit_gemm(g->nodes[i])) {
             ok = gpu_choose_variant(backend, cg, g->nodes[i], err, err_size);
@@ -799,9 +831,10 @@ static cudaError_t gpu_state_update(struct gpu_context * ctx, struct gpu_graph *
 
 // every launch of one compute, in order, on the stream. checked (never while the stream is being
 // recorded): one node ahead of the device, the cancel flag read before each node (see the top);
-// *stopped tells that it was set, and nothing after that node was launched
+// *stopped tells that it was set, and nothing after that node was launched. marks (profiling, or
+// NULL): events recorded before the first node and after each
 static cudaError_t gpu_launch(vae_backend_t * backend, struct vae_graph * g, vae_state_t * state, bool checked,
-                               const struct vae_tensor ** failed, bool * stopped) {
+                               const cudaEvent_t * marks, const struct vae_tensor ** failed, bool * stopped) {
     struct gpu_context *    ctx = backend->context;
     struct gpu_graph *      cg  = g->backend_data;
     const enum vae_precision p   = backend->precision;
@@ -810,6 +843,9 @@ static cudaError_t gpu_launch(vae_backend_t * backend, struct vae_graph * g, vae
     *stopped                     = false;
     for (int i = 0; i < g->n_inputs && e == cudaSuccess; i++) {
         e = cudaMemcpyAsync(cg->in_dev[i], cg->in_host[i], cg->in_floats[i] * sizeof(float), cudaMemcpyHostToDevice, s);
+    }
+    if (marks && e == cudaSuccess) {
+        e = cudaEventRecord(marks[0], s);
     }
     for (int i = 0; i < g->n_nodes && e == cudaSuccess; i++) {
         const struct vae_tensor *  t    = g->nodes[i];
@@ -899,6 +935,9 @@ static cudaError_t gpu_launch(vae_backend_t * backend, struct vae_graph * g, vae
         if (checked && e == cudaSuccess) {
             e = cudaEventRecord(ctx->fence[i & 1], s);
         }
+        if (marks && e == cudaSuccess) {
+            e = cudaEventRecord(marks[i + 1], s);
+        }
     }
     return e;
 }
@@ -942,12 +981,25 @@ static bool gpu_graph_compute(vae_backend_t * backend, struct vae_graph * g, vae
         cudaGraphExecDestroy(cg->exec);
         cg->exec = NULL;
     }
-    if (!cg->exec && !cg->no_graph && cg->computes > 0 && !priming && short_enough) {
+    if (g->node_ms && !cg->marks) { // (profiling: made once, kept with the graph)
+        cg->marks = calloc((size_t) g->n_nodes + 1, sizeof(cudaEvent_t));
+        e         = cg->marks ? cudaSuccess : cudaErrorMemoryAllocation;
+        for (int i = 0; e == cudaSuccess && i <= g->n_nodes; i++) {
+            e = cudaEventCreate(&cg->marks[i]);
+        }
+        if (e != cudaSuccess) {
+            gpu_marks_free(cg, g->n_nodes);
+            gpu_leave(ctx);
+            snprintf(err, err_size, VAE_GPU_VENDOR " error making the profiling events: %s", cudaGetErrorString(e));
+            return false;
+        }
+    }
+    if (!cg->exec && !cg->no_graph && cg->computes > 0 && !priming && short_enough && !g->node_ms) {
         // record once; a failure to record only costs the replay
         cudaGraph_t graph = NULL;
         e = cudaStreamBeginCapture(ctx->stream, cudaStreamCaptureModeThreadLocal);
         if (e == cudaSuccess) {
-            const cudaError_t launched = gpu_launch(backend, g, state, false, &failed, &stopped);
+            const cudaError_t launched = gpu_launch(backend, g, state, false, NULL, &failed, &stopped);
             e = cudaStreamEndCapture(ctx->stream, &graph);
             if (launched != cudaSuccess) {
                 e = launched;
@@ -963,23 +1015,30 @@ static bool gpu_graph_compute(vae_backend_t * backend, struct vae_graph * g, vae
             (void) cudaGetLastError();
             cg->exec     = NULL;
             cg->no_graph = true;
+            snprintf(backend->notice, sizeof(backend->notice), VAE_GPU_VENDOR " could not record the graph of "
+                     "[%lld, %lld, %lld, %lld] (%s: %s): its computes launch node by node instead of replaying it",
+                     (long long) g->input->ne[0], (long long) g->input->ne[1], (long long) g->input->ne[2],
+                     (long long) g->input->ne[3], cudaGetErrorName(e), cudaGetErrorString(e));
         }
         cg->exec_state = state;
         e              = cudaSuccess;
     }
     const double start  = gpu_seconds();
-    const bool   replay = cg->exec && !priming;
+    const bool   replay = cg->exec && !priming && !g->node_ms;
     if (replay && vae_graph_cancelled(g)) {
         stopped = true;
     } else if (replay) {
         e = cudaGraphLaunch(cg->exec, ctx->stream);
         failed = NULL;
     } else {
-        e = gpu_launch(backend, g, state, g->cancel != NULL, &failed, &stopped);
+        e = gpu_launch(backend, g, state, g->cancel != NULL, g->node_ms ? cg->marks : NULL, &failed, &stopped);
     }
     if (e == cudaSuccess) { // (stopped: what was launched before the flag finishes first)
         e = cudaStreamSynchronize(ctx->stream);
         failed = NULL;
+    }
+    for (int i = 0; g->node_ms && !replay && !stopped && e == cudaSuccess && i < g->n_nodes; i++) {
+        e = cudaEventElapsedTime(&g->node_ms[i], cg->marks[i], cg->marks[i + 1]);
     }
     gpu_leave(ctx);
     cg->computes++;

@@ -108,50 +108,55 @@ static inline const struct vae_tensor * consumer(const struct vae_graph * g, con
     return NULL;
 }
 
+// node t's model FLOPs (every conv at its unfused cost; 0 for the ops not counted) and, in
+// *executed, what the graph as built runs for it (see struct flops)
+static inline double node_flops(const struct vae_graph * g, const struct vae_tensor * t, double * executed) {
+    *executed = 0.0;
+    if (t->op == VAE_OP_ATTENTION) {
+        // per frame, q k^T and softmax(.) v: 2 matmuls of (H W)^2 C multiply-adds
+        const double hw = (double) t->ne[2] * (double) t->ne[3];
+        *executed       = 2.0 * 2.0 * hw * hw * (double) t->ne[1] * (double) t->ne[0];
+        return *executed;
+    }
+    if (t->op != VAE_OP_CONV2D && t->op != VAE_OP_UPSAMPLE_CONV2D && t->op != VAE_OP_CAUSAL_CONV3D) {
+        return 0.0;
+    }
+    // w: [Cout, Cin, k, k] or [Cout, Cin, kt, k, k] (unused dims are 1)
+    const struct vae_tensor * w = t->src[1];
+    double macs_per_px = 1.0;
+    for (int d = 0; d < VAE_MAX_DIMS; d++) macs_per_px *= (double) w->ne[d];
+    const double out_px = (double) t->ne[0] * (double) t->ne[2] * (double) t->ne[3];
+    const double fl     = 2.0 * macs_per_px * out_px;
+    if (t->op == VAE_OP_UPSAMPLE_CONV2D) {
+        // each output pixel of nearest2x + 3x3 sees only 2x2 distinct inputs per channel
+        *executed = fl * 4.0 / 9.0;
+        return fl;
+    }
+    *executed = fl;
+    if (t->op == VAE_OP_CONV2D && w->ne[2] == 1 && w->ne[3] == 1) {
+        // a 1x1 conv that feeds (through a frame split) a 2x upsample: TAEHV's TGrow, which
+        // upstream runs after the upsample, at 4x the pixels; the graph moved it before
+        const struct vae_tensor * c = consumer(g, t);
+        if (c && c->op == VAE_OP_FRAME_SPLIT) c = consumer(g, c);
+        if (c && (c->op == VAE_OP_UPSAMPLE_CONV2D || c->op == VAE_OP_UPSAMPLE2X)) return fl * 4.0;
+    }
+    return fl;
+}
+
 static inline struct flops count_flops(const struct vae_graph * g) {
     struct flops f = { 0 };
     for (int i = 0; i < g->n_nodes; i++) {
         const struct vae_tensor * t = g->nodes[i];
-        if (t->op == VAE_OP_ATTENTION) {
-            // per frame, q k^T and softmax(.) v: 2 matmuls of (H W)^2 C multiply-adds
-            const double hw = (double) t->ne[2] * (double) t->ne[3];
-            const double fl = 2.0 * 2.0 * hw * hw * (double) t->ne[1] * (double) t->ne[0];
-            f.model += fl;
-            f.executed += fl;
-            f.attention += fl;
-            f.n_attention++;
-            continue;
-        }
-        if (t->op != VAE_OP_CONV2D && t->op != VAE_OP_UPSAMPLE_CONV2D && t->op != VAE_OP_CAUSAL_CONV3D) {
-            continue;
-        }
-        // w: [Cout, Cin, k, k] or [Cout, Cin, kt, k, k] (unused dims are 1)
-        const struct vae_tensor * w = t->src[1];
-        double macs_per_px = 1.0;
-        for (int d = 0; d < VAE_MAX_DIMS; d++) macs_per_px *= (double) w->ne[d];
-        const double out_px = (double) t->ne[0] * (double) t->ne[2] * (double) t->ne[3];
-        const double fl     = 2.0 * macs_per_px * out_px;
-        if (t->op == VAE_OP_UPSAMPLE_CONV2D) {
-            // each output pixel of nearest2x + 3x3 sees only 2x2 distinct inputs per channel
-            f.model += fl;
-            f.executed += fl * 4.0 / 9.0;
-            f.n_upconv++;
-            continue;
-        }
-        double model_fl = fl;
-        if (t->op == VAE_OP_CONV2D && w->ne[2] == 1 && w->ne[3] == 1) {
-            // a 1x1 conv that feeds (through a frame split) a 2x upsample: TAEHV's TGrow, which
-            // upstream runs after the upsample, at 4x the pixels; the graph moved it before
-            const struct vae_tensor * c = consumer(g, t);
-            if (c && c->op == VAE_OP_FRAME_SPLIT) c = consumer(g, c);
-            if (c && (c->op == VAE_OP_UPSAMPLE_CONV2D || c->op == VAE_OP_UPSAMPLE2X)) model_fl *= 4.0;
-        }
-        f.model += model_fl;
-        f.executed += fl;
-        if (t->op == VAE_OP_CAUSAL_CONV3D) {
-            f.n_causal++;
-        } else {
-            f.n_conv++;
+        double                    executed;
+        const double              model = node_flops(g, t, &executed);
+        f.model += model;
+        f.executed += executed;
+        switch (t->op) {
+            case VAE_OP_ATTENTION: f.attention += model; f.n_attention++; break;
+            case VAE_OP_UPSAMPLE_CONV2D: f.n_upconv++; break;
+            case VAE_OP_CAUSAL_CONV3D: f.n_causal++; break;
+            case VAE_OP_CONV2D: f.n_conv++; break;
+            default: break;
         }
     }
     return f;

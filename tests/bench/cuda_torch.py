@@ -143,18 +143,20 @@ def timed(fn, x):
 
 
 def cmd_time(args):
-    torch.backends.cudnn.benchmark = True
     dt = DTYPES[args.dtype]
     m, fn, z, T = build(args)
     m = to_layout(m.to("cuda"), "channels_last")
     z = input_layout(z.to("cuda"), "channels_last")
     if z.dim() == 4:
         z = z.contiguous(memory_format=torch.channels_last)
-    # the reference first, while the weights are the file's: the decode in fp32, TF32 off
+    # the reference first, while the weights are the file's: the decode in fp32, TF32 off, without
+    # cudnn.benchmark (under it the AutoencoderKL 1024x1024 reference took 45 s on an H200)
     set_precision("fp32")
+    torch.backends.cudnn.benchmark = False
     with torch.inference_mode():
         yr, ref_ms = timed(fn, z)
         ref = as_frames(yr, args.model)
+    torch.backends.cudnn.benchmark = True
     ref.numpy().astype("<f4").tofile(os.path.join(args.dir, f"{args.model}.ref32.f32"))
     del yr
     torch.cuda.empty_cache()  # its blocks are not the timed decodes' memory

@@ -20,7 +20,7 @@
 # pack reads BUILD (default /tmp/vae-build-gpu: outside the tree, so it does not travel),
 # CUDA_ARCHS (default 90: H100/H200), SHARED (default ../shared beside the tree), SHARED_FILES
 # and DIFFUSERS (the wheel's requirement). run reads VAE_BENCH_PYTHON (default python3) and OUT
-# (where the logs go; the device tool sets it). sanitize reads SANITIZE_TOOLS (default the four),
+# (where the logs go; the device tool sets it), tests TEST_TIMEOUT (seconds per program, default 300). sanitize reads SANITIZE_TOOLS (default the four),
 # SANITIZE_TIMEOUT (seconds per tool, default 540: a device command has 10 minutes, so a whole
 # suite may need one command per tool) and COMPUTE_SANITIZER (default the one on PATH, else CUDA's).
 
@@ -70,17 +70,21 @@ pack() {
 # diffusers importable, the fixtures where the tests look
 setup() {
     local py=${VAE_BENCH_PYTHON:-python3}
-    rm -rf "$X" && mkdir -p "$X" || return 1
-    "$py" -c 'import sys, tarfile; tarfile.open(sys.argv[1]).extractall(sys.argv[2])' "$CARRY/carry.tar.xz" "$X" ||
-        { echo "cannot unpack $CARRY/carry.tar.xz (was it carried?)" >&2; return 1; }
+    # unpacked once per archive: a second subcommand in the same call reuses it
+    if ! [ "$X/.unpacked" -nt "$CARRY/carry.tar.xz" ]; then
+        rm -rf "$X" && mkdir -p "$X" || return 1
+        "$py" -c 'import sys, tarfile; tarfile.open(sys.argv[1]).extractall(sys.argv[2])' "$CARRY/carry.tar.xz" "$X" ||
+            { echo "cannot unpack $CARRY/carry.tar.xz (was it carried?)" >&2; return 1; }
+        touch "$X/.unpacked"
+    fi
     export LD_LIBRARY_PATH=$X/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
     if ldd "$X"/bin/* | grep 'not found'; then
         echo "libraries missing on this machine (above): pack them too" >&2
         return 1
     fi
     if ! "$py" -c 'import diffusers' 2>/dev/null; then
-        "$py" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target "$X/site" "$X"/whl/*.whl ||
-            return 1
+        [ -d "$X/site" ] || "$py" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir \
+            --target "$X/site" "$X"/whl/*.whl || return 1
         export PYTHONPATH=$X/site${PYTHONPATH:+:$PYTHONPATH}
     fi
     export VAE_SHARED_DIR=$X/shared VAE_TEST_DATA=$ROOT/tests/data VAE_BENCH_PYTHON=$py PYTHONUNBUFFERED=1
@@ -96,7 +100,7 @@ status=0
 tests() {
     for t in test-cuda-ops test-cuda-decode; do
         echo "== $t"
-        timeout 300 "$X/bin/$t" >"$OUT/$t.log" 2>&1
+        timeout "${TEST_TIMEOUT:-300}" "$X/bin/$t" >"$OUT/$t.log" 2>&1
         local rc=$?
         tail -n 30 "$OUT/$t.log"
         echo "== $t: exit $rc$([ $rc = 77 ] && echo ' (skipped)')"

@@ -21,6 +21,7 @@ typedef enum cudaError {
     cudaErrorMemoryAllocation   = 2,
     cudaErrorInvalidConfiguration = 9,
     cudaErrorInvalidDevice      = 101,
+    cudaErrorDeviceUninitialized = 201,
     cudaErrorInsufficientDriver = 35,
     cudaErrorNoDevice           = 100,
     cudaErrorInvalidResourceHandle = 400,

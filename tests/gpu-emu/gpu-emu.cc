@@ -832,8 +832,10 @@ static emu_context * emu_ctx_runtime() {
     return emu_ctx_top();
 }
 static int emu_ctx_get(void ** c) { *c = emu_ctx_top(); return 0; }
+// a destroyed context is pushed as any other (the H200's driver 580.159.04 did: the runtime's first
+// call in it failed with cudaErrorDeviceUninitialized, "invalid device context")
 static int emu_ctx_push(void * c) {
-    if (!c || !((emu_context *) c)->live) {
+    if (!c) {
         return 201;   // CUDA_ERROR_INVALID_CONTEXT
     }
     emu_ctx_stack.push_back((emu_context *) c);
@@ -857,6 +859,15 @@ static int emu_ctx_create(void ** c, unsigned, int device) {
     emu_ctx_stack.push_back((emu_context *) *c);
     return 0;
 }
+// cuCtxCreate's later signatures (CUDA 13.0's cudaTypedefs.h: PFN_cuCtxCreate_v11040 takes an
+// exec-affinity array and its length before the flags, PFN_cuCtxCreate_v12050 a CUctxCreateParams);
+// without parameters they are the first one
+static int emu_ctx_create_v11040(void ** c, const void * params, int n_params, unsigned flags, int device) {
+    return params || n_params ? 1 /* CUDA_ERROR_INVALID_VALUE */ : emu_ctx_create(c, flags, device);
+}
+static int emu_ctx_create_v12050(void ** c, const void * params, unsigned flags, int device) {
+    return params ? 1 : emu_ctx_create(c, flags, device);
+}
 static int emu_ctx_destroy(void * c) {
     emu_context * x = (emu_context *) c;
     if (!x || !x->live || x == &emu_primary_ctx) {
@@ -876,7 +887,7 @@ extern "C" cudaError_t vae_emu_func_set_attribute(const void * fn, enum cudaFunc
     }
     emu_context * ctx = emu_ctx_runtime();
     if (!ctx->live) {
-        return emu_err(cudaErrorContextIsDestroyed);
+        return emu_err(cudaErrorDeviceUninitialized);
     }
     ctx->attr[fn] = v;
     return cudaSuccess;
@@ -961,7 +972,7 @@ void vae_emu_launch(const vae_emu_cfg & cfg, const void * fn, std::function<void
     const size_t threads = (size_t) b.x * b.y * b.z;
     emu_context * ctx = emu_ctx_runtime();
     if (!ctx->live) {
-        emu_err(cudaErrorContextIsDestroyed);
+        emu_err(cudaErrorDeviceUninitialized);
         return;
     }
     auto         it    = ctx->attr.find(fn);
@@ -989,14 +1000,30 @@ const char * cudaGetErrorString(cudaError_t e) {
         case cudaErrorInvalidConfiguration: return "invalid configuration argument";
         case cudaErrorInvalidDevice:        return "invalid device ordinal";
         case cudaErrorContextIsDestroyed:   return "context is destroyed";
+        case cudaErrorDeviceUninitialized:  return "invalid device context";
         default:                            return "emulated CUDA error";
     }
 }
 
+// the runtime's names (constant strings, as CUDA's are: two in one printf stay apart)
 const char * cudaGetErrorName(cudaError_t e) {
-    static char s[32];
-    snprintf(s, sizeof(s), "cudaError %d", (int) e);
-    return e == cudaSuccess ? "cudaSuccess" : s;
+    switch (e) {
+        case cudaSuccess:                       return "cudaSuccess";
+        case cudaErrorInvalidValue:             return "cudaErrorInvalidValue";
+        case cudaErrorMemoryAllocation:         return "cudaErrorMemoryAllocation";
+        case cudaErrorInvalidConfiguration:     return "cudaErrorInvalidConfiguration";
+        case cudaErrorInsufficientDriver:       return "cudaErrorInsufficientDriver";
+        case cudaErrorNoDevice:                 return "cudaErrorNoDevice";
+        case cudaErrorInvalidDevice:            return "cudaErrorInvalidDevice";
+        case cudaErrorDeviceUninitialized:      return "cudaErrorDeviceUninitialized";
+        case cudaErrorInvalidResourceHandle:    return "cudaErrorInvalidResourceHandle";
+        case cudaErrorNotReady:                 return "cudaErrorNotReady";
+        case cudaErrorContextIsDestroyed:       return "cudaErrorContextIsDestroyed";
+        case cudaErrorLaunchFailure:            return "cudaErrorLaunchFailure";
+        case cudaErrorNotSupported:             return "cudaErrorNotSupported";
+        case cudaErrorStreamCaptureUnsupported: return "cudaErrorStreamCaptureUnsupported";
+        default:                                return "cudaErrorUnknown";
+    }
 }
 
 cudaError_t cudaGetLastError(void) {
@@ -1051,12 +1078,17 @@ cudaError_t cudaDeviceGetAttribute(int * v, enum cudaDeviceAttr a, int d) {
     return cudaSuccess;
 }
 
-cudaError_t cudaGetDriverEntryPointByVersion(const char * symbol, void ** fn, unsigned, unsigned long long,
+// the signature a symbol had at CUDA version `version` (the newest ABI not newer than it), as the
+// driver answers; the others have had one signature since before 12.0
+cudaError_t cudaGetDriverEntryPointByVersion(const char * symbol, void ** fn, unsigned version, unsigned long long,
                                              enum cudaDriverEntryPointQueryResult * q) {
+    void * create = version >= 12050   ? (void *) emu_ctx_create_v12050
+                    : version >= 11040 ? (void *) emu_ctx_create_v11040
+                                       : (void *) emu_ctx_create;
     *fn = strcmp(symbol, "cuCtxGetCurrent") == 0    ? (void *) emu_ctx_get
           : strcmp(symbol, "cuCtxPushCurrent") == 0 ? (void *) emu_ctx_push
           : strcmp(symbol, "cuCtxPopCurrent") == 0  ? (void *) emu_ctx_pop
-          : strcmp(symbol, "cuCtxCreate") == 0      ? (void *) emu_ctx_create
+          : strcmp(symbol, "cuCtxCreate") == 0      ? create
           : strcmp(symbol, "cuCtxDestroy") == 0     ? (void *) emu_ctx_destroy
                                                     : nullptr;
     *q  = *fn ? cudaDriverEntryPointSuccess : cudaDriverEntryPointSymbolNotFound;
@@ -1067,7 +1099,7 @@ cudaError_t cudaMalloc(void ** p, size_t n) {
     emu_init_once();
     *p = nullptr;
     if (!emu_ctx_runtime()->live) {
-        return emu_err(cudaErrorContextIsDestroyed);
+        return emu_err(cudaErrorDeviceUninitialized);
     }
     if (n == 0) {
         return cudaSuccess;
@@ -1147,9 +1179,15 @@ cudaError_t cudaStreamSynchronize(cudaStream_t s) {
     return s && s->capture ? emu_err(cudaErrorStreamCaptureUnsupported) : cudaSuccess;
 }
 
+// VAE_GPU_EMU_NO_CAPTURE=1: every capture is refused, as a driver may refuse one (tests of the
+// backend's fallback to direct launches)
 cudaError_t cudaStreamBeginCapture(cudaStream_t s, enum cudaStreamCaptureMode) {
     if (!s || s->capture) {
         return emu_err(cudaErrorInvalidValue);
+    }
+    const char * refuse = getenv("VAE_GPU_EMU_NO_CAPTURE");
+    if (refuse && refuse[0] == '1') {
+        return emu_err(cudaErrorStreamCaptureUnsupported);
     }
     s->capture = new vae_emu_graph;
     return cudaSuccess;
