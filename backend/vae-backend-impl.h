@@ -43,6 +43,8 @@ struct vae_backend_i {
                               char * err, size_t err_size);
     // free what graph_prepare made (g->backend_data); g stays valid
     void (*graph_release)(vae_backend_t * backend, struct vae_graph * g);
+    // NULL, or the implementation prepare chose for node i of g, NULL where it had no choice
+    const char * (*node_impl)(vae_backend_t * backend, const struct vae_graph * g, int i);
 };
 
 struct vae_backend {

@@ -88,6 +88,12 @@ const char * vae_backend_name(vae_backend_t * backend) {
     return backend->iface->get_name(backend);
 }
 
+const char * vae_backend_node_impl(vae_backend_t * backend, const struct vae_graph * g, int i) {
+    return backend->iface->node_impl && g->backend_data && i >= 0 && i < g->n_nodes
+               ? backend->iface->node_impl(backend, g, i)
+               : NULL;
+}
+
 bool vae_backend_take_notice(vae_backend_t * backend, char * buf, size_t size) {
     if (!backend->notice[0]) {
         return false;

@@ -250,6 +250,9 @@ enum vae_precision vae_backend_precision(vae_backend_t * backend);   // never AU
 // recording it failed, with the cause), once: true and the text in buf the first time after it
 // arose, then false until another arises
 bool               vae_backend_take_notice(vae_backend_t * backend, char * buf, size_t size);
+// what prepare chose for node i of the prepared g where it chooses (a GPU conv's tile variant,
+// timed at prepare: "mma-bf16 128x128x32", ...), else NULL
+const char *       vae_backend_node_impl(vae_backend_t * backend, const struct vae_graph * g, int i);
 
 // convert weights, plan memory (sets g->peak_bytes), create what the ops need; refuses a plan
 // larger than max_bytes (0 = the device's memory) with a message giving both sizes

@@ -1344,6 +1344,11 @@ static void case_profile(vae_backend_t * b, int N, int Ci, int H, int W) {
         CHECK(isfinite(ms[i]) && ms[i] >= 0.0f, "%s: node %d (%s) took %g ms", label, i, vae_op_name(op), ms[i]);
         CHECK(ms[i] > 0.0f || (op != VAE_OP_CONV2D && op != VAE_OP_UPSAMPLE_CONV2D), "%s: conv node %d took 0 ms",
               label, i);
+        // the GPU names each conv's tile variant; the CPU has no choice to name
+        const char * impl = vae_backend_node_impl(b, g, i);
+        const bool   conv = op == VAE_OP_CONV2D || op == VAE_OP_UPSAMPLE_CONV2D;
+        CHECK(b == cpu_be ? impl == NULL : (impl && impl[0]) == conv, "%s: node %d (%s): implementation '%s'", label,
+              i, vae_op_name(op), impl ? impl : "(none)");
         sum += ms[i];
     }
     CHECK(!ok || sum <= wall, "%s: the nodes took %.3f ms together, the compute %.3f ms", label, sum, wall);

@@ -159,10 +159,25 @@ fi
 
 # Ctrl-C on an mp4 example run with -e (as every example that writes a container is): the EOS it
 # sends ends the decode, the muxer finishes the file, and the file plays with exactly the frames
-# decoded so far (the count vaedecode's warning gives; all 61 where the decode finished first)
-timeout -s INT 5 gst-launch-1.0 -e filesrc location="$shared/media/wan21_cheesecake.latent" ! latentparse \
+# decoded so far (the count vaedecode's warning gives; all 61 where the decode finished first).
+# The interrupt comes once vaedecode has posted progress for a frame (-m prints its messages), at
+# most 60 s on: a fixed 5 s came before the first frame once, on a loaded machine
+gst-launch-1.0 -e -m filesrc location="$shared/media/wan21_cheesecake.latent" ! latentparse \
     ! vaedecode model-file="$data/wan21_b4.orig.safetensors" latent-space=normalized \
-    ! video/x-raw,format=I420 ! x264enc ! mp4mux ! filesink location="$tmp/stopped.mp4" >"$tmp/out" 2>&1
+    ! video/x-raw,format=I420 ! x264enc ! mp4mux ! filesink location="$tmp/stopped.mp4" >"$tmp/out" 2>&1 &
+launch=$!
+for _ in $(seq 600); do
+    grep -q 'vaedecode-progress' "$tmp/out" && break
+    kill -0 $launch 2>/dev/null || break
+    sleep 0.1
+done
+kill -INT $launch 2>/dev/null
+for _ in $(seq 600); do   # (an EOS that never finishes fails below, it does not hang the test)
+    kill -0 $launch 2>/dev/null || break
+    sleep 0.1
+done
+kill -KILL $launch 2>/dev/null
+wait $launch
 pushed=$(grep -o 'the [0-9]* frames decoded were pushed' "$tmp/out" | grep -o '[0-9]*')
 pushed=${pushed:-61}
 gst-discoverer-1.0 "$tmp/stopped.mp4" >"$tmp/disc" 2>&1

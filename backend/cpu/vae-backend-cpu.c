@@ -995,6 +995,7 @@ static const struct vae_backend_i cpu_backend_i = {
     /* .graph_read_frame  = */ cpu_graph_read_frame,
     /* .graph_read_output = */ cpu_graph_read_output,
     /* .graph_release     = */ cpu_graph_release,
+    /* .node_impl         = */ NULL,
 };
 
 vae_backend_t * vae_backend_cpu_init(enum vae_precision precision, char * err, size_t err_size) {

@@ -1175,6 +1175,11 @@ static bool gpu_graph_read_output(vae_backend_t * backend, struct vae_graph * g,
     return true;
 }
 
+static const char * gpu_node_impl(vae_backend_t * backend, const struct vae_graph * g, int i) {
+    const struct gpu_graph * cg = g->backend_data;
+    return gpu_implicit_gemm(g->nodes[i]) ? vae_gpu_conv_variant_name(backend->precision, cg->nodes[i].variant) : NULL;
+}
+
 static const struct vae_backend_i gpu_backend_i = {
     /* .get_name          = */ gpu_get_name,
     /* .free              = */ gpu_free,
@@ -1188,6 +1193,7 @@ static const struct vae_backend_i gpu_backend_i = {
     /* .graph_read_frame  = */ gpu_graph_read_frame,
     /* .graph_read_output = */ gpu_graph_read_output,
     /* .graph_release     = */ gpu_graph_release,
+    /* .node_impl         = */ gpu_node_impl,
 };
 
 // ---- init -------------------------------------------------------------------------------------

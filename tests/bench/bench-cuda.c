@@ -366,8 +366,8 @@ static void profile_layers(const struct result * r, const struct vae_model * mod
            r->name, later ? "a later" : "the", lh, lw, (long long) g->output->ne[0], (long long) g->output->ne[1],
            (long long) g->output->ne[2], (long long) g->output->ne[3], vae_precision_name(vae_backend_precision(be)),
            runs);
-    printf("%4s %-17s %-34s %-22s %9s %9s %8s %6s %9s %8s\n", "#", "op", "name", "out [N,C,H,W]", "ms", "GFLOP",
-           "TFLOP/s", "%peak", "MB", "GB/s");
+    printf("%4s %-17s %-34s %-22s %-22s %9s %9s %8s %6s %9s %8s\n", "#", "op", "name", "out [N,C,H,W]",
+           "impl (chosen at prepare)", "ms", "GFLOP", "TFLOP/s", "%peak", "MB", "GB/s");
     for (int i = 0; i < g->n_nodes; i++) {
         const struct vae_tensor * t = g->nodes[i];
         qsort(ms + (size_t) i * runs, (size_t) runs, sizeof(float), cmp_float);
@@ -381,8 +381,10 @@ static void profile_layers(const struct result * r, const struct vae_model * mod
             snprintf(tf, sizeof(tf), "%.1f", fl / (m / 1e3) / 1e12);
             if (o->peak_tflops > 0) snprintf(pct, sizeof(pct), "%.1f", 100.0 * fl / (m / 1e3) / 1e12 / o->peak_tflops);
         }
-        printf("%4d %-17s %-34.34s %-22s %9.4f %9.2f %8s %6s %9.2f %8.0f\n", i, vae_op_name(t->op),
-               t->name ? t->name : "-", shape, m, fl / 1e9, tf, pct, by / 1e6, m > 0 ? by / (m / 1e3) / 1e9 : 0.0);
+        const char * impl = vae_backend_node_impl(be, g, i);
+        printf("%4d %-17s %-34.34s %-22s %-22.22s %9.4f %9.2f %8s %6s %9.2f %8.0f\n", i, vae_op_name(t->op),
+               t->name ? t->name : "-", shape, impl ? impl : "-", m, fl / 1e9, tf, pct, by / 1e6,
+               m > 0 ? by / (m / 1e3) / 1e9 : 0.0);
         op_ms[t->op] += m;
         op_fl[t->op] += fl;
         op_b[t->op] += by;

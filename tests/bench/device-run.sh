@@ -9,13 +9,15 @@
 #   tests/bench/device-run.sh bench [ARGS...] there: bench-cuda ARGS only
 #   tests/bench/device-run.sh sanitize [WORD] there: test-cuda-ops (its sections matching WORD)
 #                                             under compute-sanitizer memcheck, racecheck, synccheck, initcheck
+#   tests/bench/device-run.sh elements        there: test-elements' CUDA group (the element on the GPU)
 #
 # CARRY (default .gpu, relative to the tree's root; .gitignore ignores it) must be ignored by git and
 # named in the device tool's `carry`. The archive holds bin/ (bench-cuda, test-cuda-ops,
-# test-cuda-decode), lib/ (every shared library they load apart from the C/C++ runtime and the
-# driver: oneDNN, libgomp, libOpenCL), shared/ (the files of ../shared the tests and the benchmark
-# read) and whl/ (diffusers, pure Python, installed there with --no-deps: the image has its
-# dependencies). See tests/bench/README.md.
+# test-cuda-decode, test-elements), plugins/ (the GStreamer plugin, built with GStreamer's CUDA
+# library), lib/ and lib-gst/ (every shared library they load apart from the C/C++ runtime and the
+# driver: oneDNN, libgomp, libOpenCL; GLib's and GStreamer's, which the GPU machine lacks), shared/ (the files
+# of ../shared the tests and the benchmark read) and whl/ (diffusers, pure Python, installed there
+# with --no-deps: the image has its dependencies). See tests/bench/README.md.
 #
 # pack reads BUILD (default /tmp/vae-build-gpu: outside the tree, so it does not travel),
 # CUDA_ARCHS (default 90: H100/H200), SHARED (default ../shared beside the tree), SHARED_FILES
@@ -29,7 +31,7 @@ cd "$(dirname "$0")/../.." || exit 1
 ROOT=$PWD
 CARRY=${CARRY:-.gpu}
 X=/tmp/vae-gpu
-BINS="bench-cuda test-cuda-ops test-cuda-decode"
+BINS="bench-cuda test-cuda-ops test-cuda-decode test-elements"
 
 pack() {
     set -e
@@ -39,15 +41,24 @@ pack() {
     if [ ! -f "$build/build.ninja" ]; then
         meson setup "$build" -Dcuda=enabled -Dgpu_archs="${CUDA_ARCHS:-90}" -Dtests=enabled --buildtype=release
     fi
-    ninja -C "$build" $(for b in $BINS; do echo "tests/$b"; done)
+    ninja -C "$build" $(for b in $BINS; do echo "tests/$b"; done) gst/libgstvaedecode.so
     local stage
     stage=$(mktemp -d)
-    mkdir -p "$stage/bin" "$stage/lib" "$stage/shared" "$stage/whl"
+    mkdir -p "$stage/bin" "$stage/lib" "$stage/plugins" "$stage/shared" "$stage/whl"
     for b in $BINS; do cp "$build/tests/$b" "$stage/bin/"; done
-    # the libraries the GPU machine may lack: all but the C/C++ runtime and the driver's
-    ldd "$stage"/bin/* | awk '$2 == "=>" && $3 ~ /^\// { print $1, $3 }' | sort -u |
-        grep -Ev '^(linux-vdso|ld-linux|libc|libm|libdl|librt|libpthread|libstdc\+\+|libgcc_s|libcuda|libnvidia)[.-]' |
-        while read -r name path; do cp -L "$path" "$stage/lib/$name"; done
+    cp "$build/gst/libgstvaedecode.so" "$stage/plugins/"
+    # the libraries the GPU machine may lack: all but the C/C++ runtime and the driver's; those
+    # only the element's test needs (GLib, GStreamer and theirs) apart in lib-gst/, on the library
+    # path of that test alone (older than the image's, they could break its Python)
+    mkdir -p "$stage/lib-gst"
+    libs() {
+        ldd "$@" | awk '$2 == "=>" && $3 ~ /^\// { print $1, $3 }' | sort -u |
+            grep -Ev '^(linux-vdso|ld-linux|libc|libm|libdl|librt|libpthread|libstdc\+\+|libgcc_s|libcuda|libnvidia)[.-]'
+    }
+    libs "$stage"/bin/bench-cuda "$stage"/bin/test-cuda-* | while read -r name path; do cp -L "$path" "$stage/lib/$name"; done
+    libs "$stage"/bin/test-elements "$stage"/plugins/* | while read -r name path; do
+        [ -e "$stage/lib/$name" ] || cp -L "$path" "$stage/lib-gst/$name"
+    done
     for f in $files; do
         mkdir -p "$stage/shared/$(dirname "$f")"
         cp "$shared/$f" "$stage/shared/$f"
@@ -78,7 +89,7 @@ setup() {
         touch "$X/.unpacked"
     fi
     export LD_LIBRARY_PATH=$X/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-    if ldd "$X"/bin/* | grep 'not found'; then
+    if LD_LIBRARY_PATH=$X/lib-gst:$LD_LIBRARY_PATH ldd "$X"/bin/* "$X"/plugins/* | grep 'not found'; then
         echo "libraries missing on this machine (above): pack them too" >&2
         return 1
     fi
@@ -116,6 +127,19 @@ bench() {
     [ "$rc" = 0 ] || status=1
 }
 
+# test-elements' CUDA group (CK_RUN_CASE): the plugin from plugins/ alone, no system plugins, the
+# registry scanned in process (the image has no gst-plugin-scanner); $OUT/test-elements.log
+elements() {
+    echo "== test-elements (cuda)"
+    LD_LIBRARY_PATH=$X/lib-gst:$LD_LIBRARY_PATH GST_PLUGIN_SYSTEM_PATH_1_0= GST_PLUGIN_PATH_1_0=$X/plugins \
+        GST_REGISTRY_FORK=no CK_RUN_CASE=cuda \
+        timeout "${TEST_TIMEOUT:-300}" "$X/bin/test-elements" >"$OUT/test-elements.log" 2>&1
+    local rc=$?
+    grep -E 'skipped|Checks|Failures|Errors|:[EF]:|PSNR|bytes' "$OUT/test-elements.log" | head -40
+    echo "== test-elements: exit $rc"
+    [ $rc = 0 ] || status=1
+}
+
 # test-cuda-ops under each tool: a tool's report fails the run (--error-exitcode), the logs go to
 # $OUT/sanitize-TOOL.log; racecheck and synccheck look at shared memory and barriers, memcheck at
 # every access out of bounds or misaligned, initcheck at reads of device memory never written
@@ -144,6 +168,7 @@ case $cmd in
     tests) setup && tests || status=1 ;;
     bench) setup && bench "$@" || status=1 ;;
     sanitize) setup && sanitize "$@" || status=1 ;;
-    *) sed -n '2,11p' "$0" >&2; exit 2 ;;
+    elements) setup && elements || status=1 ;;
+    *) sed -n '2,12p' "$0" >&2; exit 2 ;;
 esac
 exit $status
