@@ -1091,6 +1091,10 @@ gst_vae_decode_set_caps (GstBaseTransform * trans, GstCaps * incaps,
             info.height, info.channels, err), (NULL));
     return FALSE;
   }
+  /* what the memory made the session choose instead of what was asked (fewer latent
+   * frames per step, tiles): exact all the same, slower */
+  while (vae_session_take_notice (self->session, err, sizeof (err)))
+    GST_ELEMENT_WARNING (self, RESOURCE, SETTINGS, ("%s", err), (NULL));
   self->caps_error = FALSE;
   /* the frames go on from where they are, at the new caps' rate */
   if (GST_CLOCK_TIME_IS_VALID (self->ts_base) && self->in_info.fps_n > 0) {
@@ -2066,7 +2070,10 @@ gst_vae_decode_class_init (GstVaeDecodeClass * klass)
    * call once the stream ends (EOS or a DISCONT latent buffer), without seams. Its memory
    * then grows with the clip (every temporal GroupNorm spans all its frames); a clip whose
    * decode does not fit #GstVaeDecode:max-memory is refused with an error that names the
-   * limit (set chunk-frames then).
+   * limit (set chunk-frames then). A chunk whose decode does not fit
+   * #GstVaeDecode:max-memory (or the device) is halved until it fits, then, for the decoders
+   * that tile, tiles are used, with a WARNING message that names the choice and the cause
+   * (the frames are the same); svd's chunk is never changed.
    */
   g_object_class_install_property (gobject_class, PROP_CHUNK_FRAMES,
       g_param_spec_uint ("chunk-frames", "Chunk frames",
@@ -2078,7 +2085,8 @@ gst_vae_decode_class_init (GstVaeDecodeClass * klass)
    * The largest tile edge, in output pixels, for decoding an AutoencoderKL (sd1, sd2, sdxl,
    * sd3, flux1, flux2), Wan or SeedVR2 frame in tiles: 0, or 16 and up (a tile as large as the frame decodes
    * it whole). 0 decodes whole frames unless they do not fit in #GstVaeDecode:max-memory,
-   * and then halves the tile edge from half the frame's until the tiles fit. The tiling is exact: the
+   * and then halves the tile edge from half the frame's until the tiles fit (a WARNING
+   * message says so, naming the tile and the cause). The tiling is exact: the
    * GroupNorm statistics and the mid-block attention are computed over the whole frame, and
    * each layer reads a one-pixel border from its neighbours' stored results, so a tiled
    * frame equals the untiled one to rounding. No overlap is needed, hence there is no

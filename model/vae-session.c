@@ -45,6 +45,7 @@ struct vae_session {
     int                       skip, ready, popped; // output frames: first ready one, ready ones, popped ones
     uint64_t                  latents_in, frames_out;
     bool                      ended;           // drained: the next push starts a new stream
+    char                      notice[400];     // what vae_session_new chose instead of what was asked, "" if nothing
 };
 
 // one latent frame as pushed
@@ -109,6 +110,38 @@ static bool session_tiled_new(struct vae_session * s, int tile, char * err, size
     }
     s->cfg.tile_size = s->tiled || s->tiled_video ? tile : 0;
     return s->cfg.tile_size > 0;
+}
+
+// the graphs of a step of cfg.chunk_frames latent frames (and of the first latent frame alone,
+// where it has its own) and the causal state, prepared; false when they do not fit (err says
+// why): each graph alone, and with the state of a decoder that can tile, all together
+static bool session_steps_new(struct vae_session * s, char * err, size_t err_size) {
+    bool ok = (s->step = session_graph(s, s->cfg.chunk_frames, false, err, err_size)) != NULL &&
+              (!s->model->first_apart || (s->first = session_graph(s, 1, true, err, err_size)) != NULL) &&
+              (s->step->n_states == 0 || (s->state = vae_backend_state_new(s->backend, s->step, err, err_size)) != NULL);
+    const size_t limit = vae_backend_limit(s->backend, s->cfg.max_bytes);
+    if (ok && s->state && session_can_tile(s->model) && vae_session_peak_bytes(s) > limit) {
+        char a[32], b[32];
+        snprintf(err, err_size, "whole frames need %s with the causal state, above the %s %s",
+                 vae_backend_bytes_str(a, (double) vae_session_peak_bytes(s)), vae_backend_bytes_str(b, (double) limit),
+                 s->cfg.max_bytes ? "memory limit" : "of memory available");
+        ok = false;
+    }
+    return ok;
+}
+
+// a smaller chunk, and the queue with it (vae_session_peak_bytes counts the queue)
+static void session_set_chunk(struct vae_session * s, int chunk) {
+    float * q = realloc(s->queue, (size_t) chunk * session_queue_floats(s) * sizeof(float));
+    s->queue  = q ? q : s->queue; // (a smaller block: kept as it was where realloc fails)
+    s->cfg.chunk_frames = s->capacity = chunk;
+}
+
+static void session_steps_free(struct vae_session * s) {
+    session_graph_free(s, s->step);
+    session_graph_free(s, s->first);
+    vae_backend_state_free(s->backend, s->state);
+    s->step = s->first = NULL, s->state = NULL;
 }
 
 // whole frames did not fit (err says why): the largest tile that does, halving from the frame
@@ -216,26 +249,31 @@ struct vae_session * vae_session_new(const struct vae_model * model, vae_backend
     if (ok && s->cfg.tile_size > 0) {
         ok = session_tiled_new(s, s->cfg.tile_size, err, err_size);
     } else if (ok && !s->whole) { // (a whole clip's graph is made at the drain, for its length)
-        ok = (s->step = session_graph(s, s->cfg.chunk_frames, false, err, err_size)) != NULL &&
-             (!model->first_apart || (s->first = session_graph(s, 1, true, err, err_size)) != NULL) &&
-             (s->step->n_states == 0 || (s->state = vae_backend_state_new(backend, s->step, err, err_size)) != NULL);
-        // each graph fits; with the causal state of a decoder that can tile, the whole must too
-        const size_t limit = vae_backend_limit(backend, c->max_bytes);
-        if (ok && s->state && session_can_tile(model) && vae_session_peak_bytes(s) > limit) {
-            char a[32], b[32];
-            snprintf(err, err_size, "whole frames need %s with the causal state, above the %s %s",
-                     vae_backend_bytes_str(a, (double) vae_session_peak_bytes(s)), vae_backend_bytes_str(b, (double) limit),
-                     c->max_bytes ? "memory limit" : "of memory available");
-            ok = false;
+        ok = session_steps_new(s, err, err_size);
+        // out of memory with several latent frames per step: fewer, halving (never for clip_calls,
+        // whose chunk is upstream's decode call), then tiles where the family tiles (one latent
+        // frame at a time); each exact, the choice told once (vae_session_take_notice)
+        char why[256];
+        snprintf(why, sizeof(why), "%s", err);
+        const int asked = s->cfg.chunk_frames;
+        while (!ok && s->cfg.chunk_frames > 1 && !model->clip_calls) {
+            session_steps_free(s);
+            session_set_chunk(s, s->cfg.chunk_frames / 2);
+            ok = session_steps_new(s, err, err_size);
         }
-        // (a tiled video decode takes one latent frame at a time, whatever the chunk)
-        if (!ok && session_can_tile(model) && (s->cfg.chunk_frames == 1 || !session_is_kl(model))) {
-            session_graph_free(s, s->step);
-            session_graph_free(s, s->first);
-            vae_backend_state_free(backend, s->state);
-            s->step = s->first = NULL, s->state = NULL;
-            s->cfg.chunk_frames = 1;
-            ok                  = session_tile_to_fit(s, side, err, err_size);
+        if (ok && s->cfg.chunk_frames < asked) {
+            snprintf(s->notice, sizeof(s->notice), "chunk-frames %d does not fit (%s): decoding %d latent frames per "
+                     "step", asked, why, s->cfg.chunk_frames);
+        }
+        if (!ok && session_can_tile(model)) {
+            session_steps_free(s);
+            session_set_chunk(s, 1);
+            snprintf(err, err_size, "%s", why);
+            ok = session_tile_to_fit(s, side, err, err_size);
+            if (ok) {
+                snprintf(s->notice, sizeof(s->notice), "whole frames do not fit (%s): decoding in tiles of at most "
+                         "%d pixels", why, s->cfg.tile_size);
+            }
         }
     }
     if (!ok) {
@@ -455,6 +493,11 @@ void vae_session_reset(struct vae_session * s) {
 }
 
 bool vae_session_take_notice(struct vae_session * s, char * buf, size_t size) {
+    if (s->notice[0]) {
+        snprintf(buf, size, "%s", s->notice);
+        s->notice[0] = '\0';
+        return true;
+    }
     return vae_backend_take_notice(s->backend, buf, size);
 }
 

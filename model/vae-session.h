@@ -62,7 +62,9 @@ int  vae_session_frames_ready(const struct vae_session * s);
 bool vae_session_pop_frame(struct vae_session * s, struct vae_frame * dst, char * err, size_t err_size);
 // the oldest ready frame as the decoder's raw f32 output [3, H, W] (unclamped; tests, tools)
 bool vae_session_pop_output(struct vae_session * s, float * dst, char * err, size_t err_size);
-// what the backend noticed that failed nothing (vae_backend_take_notice), once
+// once each, what failed nothing but is worth a warning: what vae_session_new chose instead of
+// what was asked (fewer latent frames per step, or tiles, when the memory does not hold those
+// asked for), then what the backend noticed (vae_backend_take_notice)
 bool vae_session_take_notice(struct vae_session * s, char * buf, size_t size);
 // forget queued latents, undelivered frames and the causal state: the next push starts a new stream
 void vae_session_reset(struct vae_session * s);

@@ -1386,9 +1386,12 @@ GST_START_TEST (test_kl_pixels)
 
 GST_END_TEST;
 
+static guint count_warnings (GstBus * bus, const gchar * needle);
+
 /* tile-size=16 (output pixels): tiles of a 56x40 frame at every level, the same frame as the
  * whole-frame decode (exact tiling, no overlap) and as diffusers'; a max-memory below the
- * whole frame's (about 9 MB here) but above 16-pixel tiles' (about 3 MB) tiles by itself */
+ * whole frame's (about 9 MB here) but above 16-pixel tiles' (about 3 MB) tiles by itself, and
+ * says so once (a WARNING naming the tiles and the cause) */
 GST_START_TEST (test_kl_tiled)
 {
   GstBuffer *whole = decode_image ("kl_sd.safetensors", NULL, KL_SD_CAPS,
@@ -1409,6 +1412,19 @@ GST_START_TEST (test_kl_tiled)
   worst = worst_level_between (whole, limited);
   fail_unless (worst <= 1, "max-memory tiles and whole frames differ by %d",
       worst);
+  {
+    GstBus *bus;
+    GstHarness *h = model_harness ("kl_sd.safetensors", "max-memory=5000000",
+        &bus);
+
+    gst_harness_set_sink_caps_str (h, "video/x-raw, format=RGB");
+    gst_harness_set_src_caps_str (h, KL_SD_CAPS);
+    fail_unless_equals_int (gst_harness_push (h,
+            image_latent_buffer ("kl_sd.latent", 0)), GST_FLOW_OK);
+    gst_buffer_unref (gst_harness_pull (h));
+    fail_unless_equals_int (count_warnings (bus, "whole frames do not fit"), 1);
+    harness_teardown (h, bus);
+  }
 
   /* the properties and their defaults */
   g_object_get (e, "tile-size", &tile_size, "max-memory", &max_memory, NULL);
@@ -1711,44 +1727,70 @@ cuda_ready (const gchar * test, gboolean memory)
   return TRUE;
 }
 
-/* decode the TAEF2 reference latents with these properties, downstream taking sink_caps
- * (NULL: anything); the frames go to frames[], the negotiated caps are returned. EOS
- * drains: a GPU may decode several latent frames per step. */
-static GstCaps *
-taef2_decode (const gchar * props, const gchar * sink_caps,
-    GstBuffer * frames[TAEF2_FRAMES])
+/* TAEF2 reference latent frame i as a buffer stamped at i/24 s */
+static GstBuffer *
+taef2_latent (gint i)
 {
-  gchar *model = shared_path (TAEF2_MODEL);
   gchar *latent = shared_path (TAEF2_LATENT);
-  GstBus *bus;
-  GstHarness *h = path_harness (model, props, &bus);
   gint64 shape[5];
   gfloat *lat = read_tensor (latent, "latent_tensor", shape);
   const gsize n = shape[1] * shape[2] * shape[3];
-  GstCaps *caps;
-  gint i;
+  GstBuffer *buf;
 
   fail_unless (shape[0] >= TAEF2_FRAMES && n == 32 * 16 * 24);
-  if (sink_caps)
-    gst_harness_set_sink_caps_str (h, sink_caps);
-  gst_harness_set_src_caps_str (h, TAEF2_CAPS);
-  for (i = 0; i < TAEF2_FRAMES; i++) {
-    GstBuffer *buf = gst_buffer_new_memdup (lat + i * n, n * sizeof (gfloat));
+  buf = gst_buffer_new_memdup (lat + i * n, n * sizeof (gfloat));
+  GST_BUFFER_PTS (buf) = gst_util_uint64_scale (i, GST_SECOND, 24);
+  g_free (lat);
+  g_free (latent);
+  return buf;
+}
 
-    GST_BUFFER_PTS (buf) = gst_util_uint64_scale (i, GST_SECOND, 24);
-    fail_unless_equals_int (gst_harness_push (h, buf), GST_FLOW_OK);
-  }
-  fail_unless (gst_harness_push_event (h, gst_event_new_eos ()));
-  fail_unless_equals_int (gst_harness_buffers_received (h), TAEF2_FRAMES);
+/* the TAEF2 frames h decoded from latent frames pushed up to an EOS: TAEF2_FRAMES of them,
+ * stamped in order, into frames[]; the negotiated caps are returned */
+static GstCaps *
+taef2_pull (GstHarness * h, GstBuffer * frames[TAEF2_FRAMES])
+{
+  gint i;
+
+  fail_unless_equals_int (gst_harness_buffers_in_queue (h), TAEF2_FRAMES);
   for (i = 0; i < TAEF2_FRAMES; i++) {
     frames[i] = gst_harness_pull (h);
     fail_unless_equals_uint64 (GST_BUFFER_PTS (frames[i]),
         gst_util_uint64_scale (i, GST_SECOND, 24));
   }
-  caps = gst_pad_get_current_caps (h->sinkpad);
+  return gst_pad_get_current_caps (h->sinkpad);
+}
+
+/* the TAEF2 reference latents through h (started; sink caps set or not), then EOS, which
+ * drains (a GPU may decode several latent frames per step); as taef2_pull */
+static GstCaps *
+taef2_run (GstHarness * h, GstBuffer * frames[TAEF2_FRAMES])
+{
+  gint i;
+
+  gst_harness_set_src_caps_str (h, TAEF2_CAPS);
+  for (i = 0; i < TAEF2_FRAMES; i++)
+    fail_unless_equals_int (gst_harness_push (h, taef2_latent (i)),
+        GST_FLOW_OK);
+  fail_unless (gst_harness_push_event (h, gst_event_new_eos ()));
+  return taef2_pull (h, frames);
+}
+
+/* decode the TAEF2 reference latents with these properties, downstream taking sink_caps
+ * (NULL: anything); the frames go to frames[], the negotiated caps are returned */
+static GstCaps *
+taef2_decode (const gchar * props, const gchar * sink_caps,
+    GstBuffer * frames[TAEF2_FRAMES])
+{
+  gchar *model = shared_path (TAEF2_MODEL);
+  GstBus *bus;
+  GstHarness *h = path_harness (model, props, &bus);
+  GstCaps *caps;
+
+  if (sink_caps)
+    gst_harness_set_sink_caps_str (h, sink_caps);
+  caps = taef2_run (h, frames);
   harness_teardown (h, bus);
-  g_free (lat);
-  g_free (latent);
   g_free (model);
   return caps;
 }
@@ -2005,7 +2047,9 @@ GST_END_TEST;
  * a level */
 GST_START_TEST (test_cuda_memory_output)
 {
-  const gchar *formats[] = { "RGB", "RGBA", "BGRx", "I420", "NV12" };
+  const gchar *formats[] = { "RGB", "RGBA", "RGBx", "BGRx", "BGRA", "ARGB",
+    "ABGR", "AYUV", "I420", "A420", "NV12"
+  };
   guint f;
 
   if (!cuda_ready ("test_cuda_memory_output", TRUE))
@@ -2073,6 +2117,160 @@ GST_START_TEST (test_cuda_tiled_memory)
   gst_caps_unref (rgb);
   gst_buffer_unref (tiled);
   gst_buffer_unref (whole);
+}
+
+GST_END_TEST;
+
+/* the GstCudaContext object in element e's "gst.cuda.context" (NULL: none) */
+static GObject *
+cuda_context_of (GstElement * e)
+{
+  GstContext *c = gst_element_get_context (e, "gst.cuda.context");
+  const GValue *v;
+  GObject *o = NULL;
+
+  if (c == NULL)
+    return NULL;
+  v = gst_structure_get_value (gst_context_get_structure (c),
+      "gst.cuda.context");
+  if (v != NULL && G_VALUE_HOLDS_OBJECT (v))
+    o = g_value_get_object (v);
+  gst_context_unref (c);
+  return o;
+}
+
+/* each of frames[] (CUDA memory, taking caps) within a level of the CPU's */
+static void
+check_frames_cuda (const gchar * what, GstCaps * caps,
+    GstBuffer * frames[TAEF2_FRAMES], GstCaps * ref_caps,
+    GstBuffer * ref[TAEF2_FRAMES])
+{
+  gint i;
+
+  fail_unless (caps_have_cuda (caps), "%s: no CUDA memory caps", what);
+  for (i = 0; i < TAEF2_FRAMES; i++) {
+    gdouble mean;
+    gint worst;
+
+    fail_unless (buffer_is_cuda (frames[i]), "%s: frame %d not in CUDA memory",
+        what, i);
+    worst = worst_level_frames (caps, frames[i], ref_caps, ref[i], &mean);
+    fail_unless (worst <= 1 && mean <= 0.1, "%s: frame %d differs from the "
+        "cpu's by %d levels (mean %.3f)", what, i, worst, mean);
+  }
+}
+
+#define CUDA_RGBA "video/x-raw(" CUDA_FEATURE "), format=RGBA"
+
+/* two decoders on one device at once, the second given the first's GstCudaContext (as a
+ * pipeline shares it through GstContext): the same context object in both, their latent
+ * frames pushed in turn, and each decoder's frames the CPU's */
+GST_START_TEST (test_cuda_two_decoders)
+{
+  GstBuffer *ref[TAEF2_FRAMES], *a[TAEF2_FRAMES], *b[TAEF2_FRAMES];
+  GstCaps *ref_caps, *caps_a, *caps_b;
+  GstBus *bus_a, *bus_b;
+  GstHarness *ha, *hb;
+  GstElement *e;
+  GstContext *shared;
+  gchar *model;
+  gint i;
+
+  if (!cuda_ready ("test_cuda_two_decoders", TRUE))
+    return;
+  ref_caps = taef2_decode ("backend=cpu", "video/x-raw, format=RGBA", ref);
+  model = shared_path (TAEF2_MODEL);
+  ha = path_harness (model, "backend=cuda precision=fp32", &bus_a);
+  gst_harness_set_sink_caps_str (ha, CUDA_RGBA);
+  gst_harness_set_src_caps_str (ha, TAEF2_CAPS);
+  fail_unless (cuda_context_of (ha->element) != NULL,
+      "the first decoder has no gst.cuda.context");
+  shared = gst_element_get_context (ha->element, "gst.cuda.context");
+
+  /* the second one gets it before it starts */
+  e = make_decoder ();
+  g_object_set (e, "model-file", model, NULL);
+  gst_util_set_object_arg (G_OBJECT (e), "backend", "cuda");
+  gst_util_set_object_arg (G_OBJECT (e), "precision", "fp32");
+  gst_element_set_context (e, shared);
+  bus_b = gst_bus_new ();
+  gst_element_set_bus (e, bus_b);
+  hb = gst_harness_new_with_element (e, "sink", "src");
+  gst_object_unref (e);
+  gst_harness_set_sink_caps_str (hb, CUDA_RGBA);
+  gst_harness_set_src_caps_str (hb, TAEF2_CAPS);
+  fail_unless (cuda_context_of (hb->element) == cuda_context_of (ha->element),
+      "the second decoder did not take the first's GstCudaContext");
+
+  for (i = 0; i < TAEF2_FRAMES; i++) {
+    fail_unless_equals_int (gst_harness_push (ha, taef2_latent (i)),
+        GST_FLOW_OK);
+    fail_unless_equals_int (gst_harness_push (hb, taef2_latent (i)),
+        GST_FLOW_OK);
+  }
+  fail_unless (gst_harness_push_event (ha, gst_event_new_eos ()));
+  fail_unless (gst_harness_push_event (hb, gst_event_new_eos ()));
+  caps_a = taef2_pull (ha, a);
+  caps_b = taef2_pull (hb, b);
+  check_frames_cuda ("first decoder", caps_a, a, ref_caps, ref);
+  check_frames_cuda ("second decoder", caps_b, b, ref_caps, ref);
+  for (i = 0; i < TAEF2_FRAMES; i++) {
+    gst_buffer_unref (a[i]);
+    gst_buffer_unref (b[i]);
+    gst_buffer_unref (ref[i]);
+  }
+  gst_caps_unref (caps_a);
+  gst_caps_unref (caps_b);
+  gst_caps_unref (ref_caps);
+  gst_context_unref (shared);
+  harness_teardown (hb, bus_b);
+  harness_teardown (ha, bus_a);
+  g_free (model);
+}
+
+GST_END_TEST;
+
+/* state changes on the GPU: decoded, then READY and NULL and back to PLAYING, the same
+ * stream decoded again each time into CUDA memory, the CPU's frames every time */
+GST_START_TEST (test_cuda_state_changes)
+{
+  const GstState downs[] = { GST_STATE_READY, GST_STATE_NULL, GST_STATE_READY };
+  GstBuffer *ref[TAEF2_FRAMES], *out[TAEF2_FRAMES];
+  GstCaps *ref_caps, *caps;
+  GstBus *bus;
+  GstHarness *h;
+  gchar *model;
+  guint k;
+  gint i;
+
+  if (!cuda_ready ("test_cuda_state_changes", TRUE))
+    return;
+  ref_caps = taef2_decode ("backend=cpu", "video/x-raw, format=RGBA", ref);
+  model = shared_path (TAEF2_MODEL);
+  h = path_harness (model, "backend=cuda precision=fp32", &bus);
+  gst_harness_set_sink_caps_str (h, CUDA_RGBA);
+  for (k = 0; k <= G_N_ELEMENTS (downs); k++) {
+    gchar what[64];
+
+    if (k > 0) {
+      fail_unless (gst_element_set_state (h->element, downs[k - 1]) !=
+          GST_STATE_CHANGE_FAILURE);
+      fail_unless_equals_int (gst_element_set_state (h->element,
+              GST_STATE_PLAYING), GST_STATE_CHANGE_SUCCESS);
+    }
+    g_snprintf (what, sizeof (what), "decode %u (after %s)", k,
+        k ? gst_element_state_get_name (downs[k - 1]) : "the start");
+    caps = taef2_run (h, out);
+    check_frames_cuda (what, caps, out, ref_caps, ref);
+    for (i = 0; i < TAEF2_FRAMES; i++)
+      gst_buffer_unref (out[i]);
+    gst_caps_unref (caps);
+  }
+  for (i = 0; i < TAEF2_FRAMES; i++)
+    gst_buffer_unref (ref[i]);
+  gst_caps_unref (ref_caps);
+  harness_teardown (h, bus);
+  g_free (model);
 }
 
 GST_END_TEST;
@@ -3299,6 +3497,8 @@ vaedecode_suite (void)
   tcase_add_test (tc, test_cuda_memory_output);
   tcase_add_test (tc, test_cuda_system_memory);
   tcase_add_test (tc, test_cuda_tiled_memory);
+  tcase_add_test (tc, test_cuda_two_decoders);
+  tcase_add_test (tc, test_cuda_state_changes);
   tcase_add_test (tc, test_cuda_precision);
 
   /* HIP without its runtime (the no-device case: test-hip-ops and test-hip-decode skip on it) */

@@ -258,6 +258,26 @@ static void check_tiled(const char * model_file, const char * latent_file, enum 
               max_abs_diff(fit.data, whole.data, (size_t) fit.frames * 3 * fit.height * fit.width) <= 1e-4,
           "%s within %zu bytes: tile-size %d, peak %zu, %d frames", model_file, limit, fit.tile, fit.peak, fit.frames);
     free(fit.data);
+    // a limit that 4 latent frames per step exceed and 1 does not: 1 per step, whole frames, the
+    // choice told once
+    cfg.tile_size = 0;
+    s             = whole.data ? vae_session_new(m, cpu, &cfg, err, sizeof(err)) : NULL;
+    const size_t one = s ? vae_session_peak_bytes(s) : 0;
+    vae_session_free(s);
+    cfg.chunk_frames = 4, cfg.max_bytes = one;
+    s                = one ? vae_session_new(m, cpu, &cfg, err, sizeof(err)) : NULL;
+    char notice[512] = "";
+    CHECK(s && vae_session_chunk_frames(s) == 1 && vae_session_tile_size(s) == 0 &&
+              vae_session_take_notice(s, notice, sizeof(notice)) && strstr(notice, "chunk-frames 4 does not fit") &&
+              strstr(notice, "decoding 1 latent frames per step") && !vae_session_take_notice(s, notice, sizeof(notice)),
+          "%s: chunk-frames 4 within %zu bytes: %s", model_file, one, s ? notice : err);
+    printf("%s: chunk-frames 4 within %zu bytes: %s\n", model_file, one, notice);
+    vae_session_free(s);
+    struct video fewer = one ? decode_video(m, lat, ls, space, 4, 0, 0, one) : (struct video) { 0 };
+    CHECK(fewer.data && fewer.tile == 0 && fewer.frames == whole.frames &&
+              max_abs_diff(fewer.data, whole.data, (size_t) fewer.frames * 3 * fewer.height * fewer.width) <= 1e-4,
+          "%s: chunk-frames 4 within %zu bytes: tile-size %d, %d frames", model_file, one, fewer.tile, fewer.frames);
+    free(fewer.data);
     free(whole.data);
     free(lat);
     free(exp);
