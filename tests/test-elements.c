@@ -2160,7 +2160,19 @@ check_frames_cuda (const gchar * what, GstCaps * caps,
   }
 }
 
-#define CUDA_RGBA "video/x-raw(" CUDA_FEATURE "), format=RGBA"
+/* a TAEF2 decoder on the GPU at fp32 giving RGBA in CUDA memory, and the CPU's frames of the
+ * same latents in *ref (and their caps in *ref_caps) */
+static GstHarness *
+taef2_cuda_harness (const gchar * model, GstBus ** bus, GstCaps ** ref_caps,
+    GstBuffer * ref[TAEF2_FRAMES])
+{
+  GstHarness *h = path_harness (model, "backend=cuda precision=fp32", bus);
+
+  *ref_caps = taef2_decode ("backend=cpu", "video/x-raw, format=RGBA", ref);
+  gst_harness_set_sink_caps_str (h, "video/x-raw(" CUDA_FEATURE "), "
+      "format=RGBA");
+  return h;
+}
 
 /* two decoders on one device at once, the second given the first's GstCudaContext (as a
  * pipeline shares it through GstContext): the same context object in both, their latent
@@ -2178,10 +2190,8 @@ GST_START_TEST (test_cuda_two_decoders)
 
   if (!cuda_ready ("test_cuda_two_decoders", TRUE))
     return;
-  ref_caps = taef2_decode ("backend=cpu", "video/x-raw, format=RGBA", ref);
   model = shared_path (TAEF2_MODEL);
-  ha = path_harness (model, "backend=cuda precision=fp32", &bus_a);
-  gst_harness_set_sink_caps_str (ha, CUDA_RGBA);
+  ha = taef2_cuda_harness (model, &bus_a, &ref_caps, ref);
   gst_harness_set_src_caps_str (ha, TAEF2_CAPS);
   fail_unless (cuda_context_of (ha->element) != NULL,
       "the first decoder has no gst.cuda.context");
@@ -2197,7 +2207,8 @@ GST_START_TEST (test_cuda_two_decoders)
   gst_element_set_bus (e, bus_b);
   hb = gst_harness_new_with_element (e, "sink", "src");
   gst_object_unref (e);
-  gst_harness_set_sink_caps_str (hb, CUDA_RGBA);
+  gst_harness_set_sink_caps_str (hb, "video/x-raw(" CUDA_FEATURE "), "
+      "format=RGBA");
   gst_harness_set_src_caps_str (hb, TAEF2_CAPS);
   fail_unless (cuda_context_of (hb->element) == cuda_context_of (ha->element),
       "the second decoder did not take the first's GstCudaContext");
@@ -2245,10 +2256,8 @@ GST_START_TEST (test_cuda_state_changes)
 
   if (!cuda_ready ("test_cuda_state_changes", TRUE))
     return;
-  ref_caps = taef2_decode ("backend=cpu", "video/x-raw, format=RGBA", ref);
   model = shared_path (TAEF2_MODEL);
-  h = path_harness (model, "backend=cuda precision=fp32", &bus);
-  gst_harness_set_sink_caps_str (h, CUDA_RGBA);
+  h = taef2_cuda_harness (model, &bus, &ref_caps, ref);
   for (k = 0; k <= G_N_ELEMENTS (downs); k++) {
     gchar what[64];
 
