@@ -78,8 +78,11 @@ bug m-tail $conv - "tensor-core epilogue drops its m < M bound: rows past M are 
     $'        if (m < p.M && n < p.cout_p) {\n            float v[C::VEC];' \
     $'        if (n < p.cout_p) {\n            float v[C::VEC];'
 bug pack-coefficient kernels/vae-gpu-frame-pack.cu - "I420/NV12 U uses kr instead of kb: 128 + cs (B - Y) / (2 (1 - kr))" \
-    'vae_gpu_pack_chroma(cs, mean[2], luma, kb)' \
-    'vae_gpu_pack_chroma(cs, mean[2], luma, kr)'
+    'vae_gpu_pack_chroma(cs, mean[2], luma, f.kb)' \
+    'vae_gpu_pack_chroma(cs, mean[2], luma, f.kr)'
+bug overlap-same-pointer kernels/vae-gpu-tanh-clamp.cu - "tanh_clamp checks in place by pointer only: y over x's tail accepted" \
+    '!vae_gpu_in_place_ok(x.data, y, p) ||' \
+    '(x.data != y.data && x.data == NULL) ||'
 bug smem-overflow kernels/vae-gpu-rms-norm.cu - "gamma/beta staging loop ch <= cp: writes sm_beta[cp], one past the dynamic shared array" \
     'for (int ch = threadIdx.x; ch < cp; ch += blockDim.x) {' \
     'for (int ch = threadIdx.x; ch <= cp; ch += blockDim.x) {'
