@@ -142,7 +142,8 @@
  * GstContext (the element asks its neighbours and the application for one, and makes and
  * announces its own when none comes), so CUDA elements downstream take them without a copy.
  * Frames of a tiled decode are assembled in host memory and uploaded when downstream maps
- * them. System-memory output works with every backend; the CPU backend offers only that.
+ * them. CUDA memory comes in the formats GStreamer's CUDA allocator lays out (RGB, RGBA, RGBx,
+ * BGRx, BGRA, ARGB, ABGR, I420, NV12); AYUV and A420 are system memory only. System-memory output works with every backend; the CPU backend offers only that.
  * Without a GPU or a driver, backend auto decodes on the CPU (logged at INFO level) and
  * backend cuda fails with an error that names the cause.
  *
@@ -232,6 +233,7 @@
 #ifdef HAVE_GST_CUDA
 #include <gst/cuda/gstcudabufferpool.h>
 #include <gst/cuda/gstcudaloader.h>
+#include <gst/cuda/gstcudamemory.h>
 #include <gst/cuda/gstcudautils.h>
 #else
 #define GST_CAPS_FEATURE_MEMORY_CUDA_MEMORY "memory:CUDAMemory"
@@ -244,6 +246,10 @@ GST_DEBUG_CATEGORY (gst_vae_decode_debug);
 #define VAE_OUTPUT_FORMATS "{ RGB, RGBA, RGBx, BGRx, BGRA, ARGB, ABGR, AYUV, I420, A420, NV12 }"
 /* the same, those with alpha first: what a decoder with alpha offers */
 #define VAE_OUTPUT_FORMATS_ALPHA "{ RGBA, BGRA, ARGB, ABGR, AYUV, A420, RGB, RGBx, BGRx, I420, NV12 }"
+/* in CUDA memory, those GStreamer's CUDA allocator lays out (1.22's knows neither AYUV nor
+ * A420: it asserts on them) */
+#define VAE_CUDA_FORMATS "{ RGB, RGBA, RGBx, BGRx, BGRA, ARGB, ABGR, I420, NV12 }"
+#define VAE_CUDA_FORMATS_ALPHA "{ RGBA, BGRA, ARGB, ABGR, RGB, RGBx, BGRx, I420, NV12 }"
 
 typedef enum
 {
@@ -360,7 +366,7 @@ static GstStaticPadTemplate src_template = GST_STATIC_PAD_TEMPLATE ("src",
     GST_STATIC_CAPS (
 #ifdef HAVE_GST_CUDA
         GST_VIDEO_CAPS_MAKE_WITH_FEATURES (GST_CAPS_FEATURE_MEMORY_CUDA_MEMORY,
-            VAE_OUTPUT_FORMATS) "; "
+            VAE_CUDA_FORMATS) "; "
 #endif
         GST_VIDEO_CAPS_MAKE (VAE_OUTPUT_FORMATS)));
 
@@ -905,10 +911,20 @@ gst_vae_decode_transform_caps (GstBaseTransform * trans,
       result = gst_caps_merge_structure (result, out);
     }
   }
-  /* the same frames in CUDA memory, preferred */
+  /* the same frames in CUDA memory, preferred, in the formats it can hold */
   if (direction == GST_PAD_SINK && cuda) {
     GstCaps *in_cuda = gst_caps_copy (result);
+    GstStructure *formats = gst_structure_from_string ("x, format = "
+        VAE_CUDA_FORMATS, NULL);
+    GstStructure *alpha = gst_structure_from_string ("x, format = "
+        VAE_CUDA_FORMATS_ALPHA, NULL);
 
+    for (i = 0; i < gst_caps_get_size (in_cuda); i++)
+      gst_structure_set_value (gst_caps_get_structure (in_cuda, i), "format",
+          gst_structure_get_value (self->model
+              && self->model->out_channels == 4 ? alpha : formats, "format"));
+    gst_structure_free (formats);
+    gst_structure_free (alpha);
     gst_caps_set_features_simple (in_cuda,
         gst_caps_features_new (GST_CAPS_FEATURE_MEMORY_CUDA_MEMORY, NULL));
     gst_caps_append (in_cuda, result);
@@ -1195,6 +1211,10 @@ gst_vae_decode_decide_allocation (GstBaseTransform * trans, GstQuery * query)
     config = gst_buffer_pool_get_config (pool);
     if (!gst_buffer_pool_config_validate_params (config, caps, info.size, min,
             max) || !gst_buffer_pool_set_config (pool, config)) {
+      GST_ELEMENT_ERROR (self, RESOURCE, SETTINGS,
+          ("Could not configure the %s buffer pool for %" GST_PTR_FORMAT,
+              cuda ? "CUDA" : "video", caps), (NULL));
+      self->caps_error = TRUE;
       gst_object_unref (pool);
       return FALSE;
     }
@@ -1933,6 +1953,11 @@ gst_vae_decode_class_init (GstVaeDecodeClass * klass)
   gobject_class->set_property = gst_vae_decode_set_property;
   gobject_class->get_property = gst_vae_decode_get_property;
   gobject_class->finalize = gst_vae_decode_finalize;
+#ifdef HAVE_GST_CUDA
+  /* GstCudaBufferPool allocates through the allocator this registers; GStreamer's CUDA
+   * library does not register it itself (nvcodec's plugin does, when it is loaded) */
+  gst_cuda_memory_init_once ();
+#endif
 
   /**
    * GstVaeDecode:model-file:

@@ -643,21 +643,32 @@ static const vae_gpu_conv_variant vae_gpu_conv_fp32_variants[] = {
 };
 
 // the tensor-core tiles of a 16-bit storage type T (named tn) in warps of W lanes
-#define VAE_GPU_CONV_MMA16(tn, T, W)                                                       \
-    {                                                                                      \
-        VAE_GPU_CONV_VARIANT("mma-" tn " 128x128x32 8w", T, 128, 128, 32, 2, 4, 2, true, W), \
-        VAE_GPU_CONV_VARIANT("mma-" tn " 128x128x32 4w", T, 128, 128, 32, 2, 2, 2, true, W), \
-        VAE_GPU_CONV_VARIANT("mma-" tn " 128x64x32", T, 128, 64, 32, 2, 2, 4, true, W),      \
-        VAE_GPU_CONV_VARIANT("mma-" tn " 64x64x32", T, 64, 64, 32, 2, 2, 4, true, W),        \
-    }
-static const vae_gpu_conv_variant vae_gpu_conv_fp16_variants[] = VAE_GPU_CONV_MMA16("f16", __half, 32);
-static const vae_gpu_conv_variant vae_gpu_conv_bf16_variants[] = VAE_GPU_CONV_MMA16("bf16", __nv_bfloat16, 32);
-
+#define VAE_GPU_CONV_MMA16(tn, T, W)                                                     \
+    VAE_GPU_CONV_VARIANT("mma-" tn " 128x128x32 8w", T, 128, 128, 32, 2, 4, 2, true, W), \
+    VAE_GPU_CONV_VARIANT("mma-" tn " 128x128x32 4w", T, 128, 128, 32, 2, 2, 2, true, W), \
+    VAE_GPU_CONV_VARIANT("mma-" tn " 128x64x32", T, 128, 64, 32, 2, 2, 4, true, W),      \
+    VAE_GPU_CONV_VARIANT("mma-" tn " 64x64x32", T, 64, 64, 32, 2, 2, 4, true, W)
 #if defined(VAE_GPU_AMD)
+static const vae_gpu_conv_variant vae_gpu_conv_fp16_variants[] = { VAE_GPU_CONV_MMA16("f16", __half, 32) };
+static const vae_gpu_conv_variant vae_gpu_conv_bf16_variants[] = { VAE_GPU_CONV_MMA16("bf16", __nv_bfloat16, 32) };
 // AMD: the same tiles in waves of 64 for CDNA; no tf32 (RDNA has none; CDNA3's xf32 is not used)
-static const vae_gpu_conv_variant vae_gpu_conv_fp16_w64_variants[] = VAE_GPU_CONV_MMA16("f16", __half, 64);
-static const vae_gpu_conv_variant vae_gpu_conv_bf16_w64_variants[] = VAE_GPU_CONV_MMA16("bf16", __nv_bfloat16, 64);
+static const vae_gpu_conv_variant vae_gpu_conv_fp16_w64_variants[] = { VAE_GPU_CONV_MMA16("f16", __half, 64) };
+static const vae_gpu_conv_variant vae_gpu_conv_bf16_w64_variants[] = { VAE_GPU_CONV_MMA16("bf16", __nv_bfloat16, 64) };
 #else
+// NVIDIA: then 2 warps of 64x16 for the layers of at most 16 output channels, a decoder's last
+// conv (3 channels: a 64-wide tile computes 21 times what it keeps). On an H200 at bf16 the
+// autotuner picks it there in TAEF2, AutoencoderKL and Wan (Wan's head conv 2.31 -> 1.93 ms; the
+// tile is bound by gathering the input, 8 GB through shared memory, not by the multiplies).
+// Wider tiles (128x256 and 256x128 in 8 warps of 64x64, 128x128 in slices of 64) were slower than
+// 128x128x32 4w on every layer of the three decoders there, and are not kept
+static const vae_gpu_conv_variant vae_gpu_conv_fp16_variants[] = {
+    VAE_GPU_CONV_MMA16("f16", __half, 32),
+    VAE_GPU_CONV_VARIANT("mma-f16 128x16x32", __half, 128, 16, 32, 2, 1, 4, true, 32),
+};
+static const vae_gpu_conv_variant vae_gpu_conv_bf16_variants[] = {
+    VAE_GPU_CONV_MMA16("bf16", __nv_bfloat16, 32),
+    VAE_GPU_CONV_VARIANT("mma-bf16 128x16x32", __nv_bfloat16, 128, 16, 32, 2, 1, 4, true, 32),
+};
 static const vae_gpu_conv_variant vae_gpu_conv_tf32_variants[] = {
     VAE_GPU_CONV_VARIANT("mma-tf32 128x128x16 8w", float, 128, 128, 16, 2, 4, 2, true, 32),
     VAE_GPU_CONV_VARIANT("mma-tf32 128x128x16 4w", float, 128, 128, 16, 2, 2, 2, true, 32),

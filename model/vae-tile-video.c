@@ -319,17 +319,26 @@ static bool tv_plan_steps(struct vae_tiled_video * t, char * err, size_t err_siz
         if (!g) {
             return false;
         }
+        // every tile keeps its own causal state in the backend's memory (on a GPU, the device's):
+        // together about the whole frame's
         bool ok = true;
+        int  i  = 0;
         if (g->n_states > 0) {
             ok = (p->states = calloc((size_t) (p->ny * p->nx), sizeof(*p->states))) != NULL;
-            for (int i = 0; ok && i < p->ny * p->nx; i++) {
+            if (!ok) {
+                snprintf(err, err_size, "out of host memory");
+            }
+            for (; ok && i < p->ny * p->nx; i++) {
                 ok = (p->states[i] = vae_backend_state_new(t->backend, g, err, err_size)) != NULL;
-                t->state_bytes += vae_backend_state_bytes(t->backend, p->states[i]);
+                t->state_bytes += ok ? vae_backend_state_bytes(t->backend, p->states[i]) : 0;
             }
         }
         vae_tile_release(t->backend, g);
         if (!ok) {
-            snprintf(err, err_size, "out of host memory for the causal state of step %s", s->name);
+            char why[256], held[32];
+            snprintf(why, sizeof(why), "%s", err);
+            snprintf(err, err_size, "the causal state of step %s, tile %d of %d (the tiles' states hold %s by then): %s",
+                     s->name, i, p->ny * p->nx, vae_backend_bytes_str(held, (double) t->state_bytes), why);
             return false;
         }
     }

@@ -1895,6 +1895,63 @@ check_against_cpu (const gchar * props, const gchar * sink_caps,
   g_free (cpu_sink);
 }
 
+/* CUDA memory, without a GPU: the allocator GstCudaBufferPool takes is registered once the
+ * element is (without it no CUDA pool can be configured: every push was not-negotiated on
+ * an H200), and the CUDA caps offer only formats that GStreamer 1.22's CUDA allocator lays
+ * out (gst_cuda_allocator_alloc asserts on others, AYUV and A420 among them) */
+GST_START_TEST (test_cuda_allocator)
+{
+  static const gchar *allocatable[] = { "I420", "YV12", "I420_10LE", "Y42B",
+    "I422_10LE", "I422_12LE", "NV12", "NV21", "P010_10LE", "P016_LE", "Y444",
+    "Y444_16LE", "RGBP", "BGRP", "GBR", "GBRA", "BGRA", "RGBA", "RGBx", "BGRx",
+    "ARGB", "ABGR", "RGB", "BGR", "BGR10A2_LE", "RGB10A2_LE", "YUY2", "UYVY"
+  };
+  GstElement *e;
+  GstPad *src;
+  GstCaps *caps;
+  GstAllocator *allocator;
+  guint i, j, k, n = 0;
+
+  if (!plugin_has_cuda_memory ()) {
+    g_printerr ("test_cuda_allocator: skipped, the plugin has no CUDA memory "
+        "output\n");
+    return;
+  }
+  e = make_decoder ();
+  allocator = gst_allocator_find ("gst.cuda.memory");
+  fail_unless (allocator != NULL, "GStreamer's CUDA allocator is not "
+      "registered");
+  gst_object_unref (allocator);
+  gst_util_set_object_arg (G_OBJECT (e), "backend", "auto");
+  src = gst_element_get_static_pad (e, "src");
+  caps = gst_pad_query_caps (src, NULL);
+  for (i = 0; i < gst_caps_get_size (caps); i++) {
+    GstCapsFeatures *f = gst_caps_get_features (caps, i);
+    const GValue *formats =
+        gst_structure_get_value (gst_caps_get_structure (caps, i), "format");
+
+    if (f == NULL || !gst_caps_features_contains (f, CUDA_FEATURE))
+      continue;
+    fail_unless (GST_VALUE_HOLDS_LIST (formats), "%" GST_PTR_FORMAT, caps);
+    for (j = 0; j < gst_value_list_get_size (formats); j++, n++) {
+      const gchar *format =
+          g_value_get_string (gst_value_list_get_value (formats, j));
+      gboolean found = FALSE;
+
+      for (k = 0; k < G_N_ELEMENTS (allocatable); k++)
+        found |= g_str_equal (format, allocatable[k]);
+      fail_unless (found, "CUDA memory in format %s, which GStreamer's CUDA "
+          "allocator does not lay out", format);
+    }
+  }
+  fail_unless (n >= 9, "%u formats in CUDA memory: %" GST_PTR_FORMAT, n, caps);
+  gst_caps_unref (caps);
+  gst_object_unref (src);
+  gst_object_unref (e);
+}
+
+GST_END_TEST;
+
 /* built, no GPU: backend=cuda fails naming the cause; auto decodes on the CPU */
 GST_START_TEST (test_cuda_no_device)
 {
@@ -2043,12 +2100,12 @@ GST_START_TEST (test_hip_no_device)
 GST_END_TEST;
 
 /* CUDA memory out of the CUDA backend at fp32 (preferred when downstream takes anything),
- * every format through the pitched rows of GStreamer's CUDA pool: the CPU's frames within
+ * every format it takes, through the pitched rows of GStreamer's CUDA pool: the CPU's frames within
  * a level */
 GST_START_TEST (test_cuda_memory_output)
 {
   const gchar *formats[] = { "RGB", "RGBA", "RGBx", "BGRx", "BGRA", "ARGB",
-    "ABGR", "AYUV", "I420", "A420", "NV12"
+    "ABGR", "I420", "NV12"
   };
   guint f;
 
@@ -2241,23 +2298,26 @@ GST_START_TEST (test_cuda_two_decoders)
 
 GST_END_TEST;
 
-/* state changes on the GPU: decoded, then READY and NULL and back to PLAYING, the same
- * stream decoded again each time into CUDA memory, the CPU's frames every time */
-GST_START_TEST (test_cuda_state_changes)
+/* decoded, then READY and NULL and back to PLAYING, the same stream decoded again each time
+ * (the harness's source flushed of its EOS and starting a new stream: a state change clears the
+ * element's pads), the CPU's frames every time: on the CPU the same bytes, on the GPU (cuda)
+ * within a level, in CUDA memory */
+static void
+check_state_changes (gboolean cuda)
 {
   const GstState downs[] = { GST_STATE_READY, GST_STATE_NULL, GST_STATE_READY };
   GstBuffer *ref[TAEF2_FRAMES], *out[TAEF2_FRAMES];
   GstCaps *ref_caps, *caps;
   GstBus *bus;
-  GstHarness *h;
-  gchar *model;
+  gchar *model = shared_path (TAEF2_MODEL);
+  GstHarness *h = path_harness (model, cuda ? "backend=cuda precision=fp32" :
+      NULL, &bus);
   guint k;
   gint i;
 
-  if (!cuda_ready ("test_cuda_state_changes", TRUE))
-    return;
-  model = shared_path (TAEF2_MODEL);
-  h = taef2_cuda_harness (model, &bus, &ref_caps, ref);
+  ref_caps = taef2_decode ("backend=cpu", "video/x-raw, format=RGBA", ref);
+  gst_harness_set_sink_caps_str (h, cuda ? "video/x-raw(" CUDA_FEATURE "), "
+      "format=RGBA" : "video/x-raw, format=RGBA");
   for (k = 0; k <= G_N_ELEMENTS (downs); k++) {
     gchar what[64];
 
@@ -2266,13 +2326,29 @@ GST_START_TEST (test_cuda_state_changes)
           GST_STATE_CHANGE_FAILURE);
       fail_unless_equals_int (gst_element_set_state (h->element,
               GST_STATE_PLAYING), GST_STATE_CHANGE_SUCCESS);
+      fail_unless (gst_harness_push_event (h, gst_event_new_flush_start ()));
+      fail_unless (gst_harness_push_event (h,
+              gst_event_new_flush_stop (TRUE)));
+      fail_unless (gst_harness_push_event (h,
+              gst_event_new_stream_start ("again")));
     }
     g_snprintf (what, sizeof (what), "decode %u (after %s)", k,
         k ? gst_element_state_get_name (downs[k - 1]) : "the start");
     caps = taef2_run (h, out);
-    check_frames_cuda (what, caps, out, ref_caps, ref);
-    for (i = 0; i < TAEF2_FRAMES; i++)
+    fail_unless (caps_have_cuda (caps) == cuda, "%s: CUDA memory caps %d",
+        what, caps_have_cuda (caps));
+    for (i = 0; i < TAEF2_FRAMES; i++) {
+      gdouble mean;
+      gint worst;
+
+      fail_unless (buffer_is_cuda (out[i]) == cuda, "%s: frame %d in CUDA "
+          "memory %d", what, i, buffer_is_cuda (out[i]));
+      worst = worst_level_frames (caps, out[i], ref_caps, ref[i], &mean);
+      fail_unless (worst <= (cuda ? 1 : 0) && mean <= 0.1, "%s: frame %d "
+          "differs from the CPU's first by %d levels (mean %.3f)", what, i,
+          worst, mean);
       gst_buffer_unref (out[i]);
+    }
     gst_caps_unref (caps);
   }
   for (i = 0; i < TAEF2_FRAMES; i++)
@@ -2280,6 +2356,19 @@ GST_START_TEST (test_cuda_state_changes)
   gst_caps_unref (ref_caps);
   harness_teardown (h, bus);
   g_free (model);
+}
+
+GST_START_TEST (test_state_changes)
+{
+  check_state_changes (FALSE);
+}
+
+GST_END_TEST;
+
+GST_START_TEST (test_cuda_state_changes)
+{
+  if (cuda_ready ("test_cuda_state_changes", TRUE))
+    check_state_changes (TRUE);
 }
 
 GST_END_TEST;
@@ -3487,6 +3576,7 @@ vaedecode_suite (void)
   tcase_add_test (tc, test_parse_wan_latent);
   tcase_add_test (tc, test_parse_errors);
   tcase_add_test (tc, test_cpu_no_cuda_caps);
+  tcase_add_test (tc, test_state_changes);
   tcase_add_test (tc, test_timestamps_from_rate);
   tcase_add_test (tc, test_timestamps_segment_start);
   tcase_add_test (tc, test_rtp_timestamps);
@@ -3502,6 +3592,7 @@ vaedecode_suite (void)
   tc = tcase_create ("cuda");
   tcase_set_timeout (tc, 300);
   suite_add_tcase (s, tc);
+  tcase_add_test (tc, test_cuda_allocator);
   tcase_add_test (tc, test_cuda_no_device);
   tcase_add_test (tc, test_cuda_memory_output);
   tcase_add_test (tc, test_cuda_system_memory);

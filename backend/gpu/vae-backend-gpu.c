@@ -136,7 +136,11 @@ static bool gpu_enter(struct gpu_context * ctx, char * err, size_t err_size) {
     return true;
 }
 
+// and the other way: an error of ours (every one is reported where it happened) is not left in
+// that slot for the caller's next runtime call to find (on an H200, a prepare refused in a
+// destroyed context left cudaErrorDeviceUninitialized to the next kernel launched after it)
 static void gpu_leave(struct gpu_context * ctx) {
+    (void) cudaGetLastError();
     vae_gpu_place_leave(&ctx->place);
 }
 

@@ -9,7 +9,7 @@
 //
 //   bench-cuda [--models LIST] [--precision P] [--runs N] [--warmup W] [--python PATH] [--no-peer]
 //              [--dir DIR] [--model PATH] [--taef2-latent HxW] [--kl-latent HxW] [--wan-latent HxW]
-//              [--latent-frames T] [--chunk-frames C] [--profile]
+//              [--latent-frames T] [--chunk-frames C] [--profile] [--leave-free MIB]
 //
 // A benchmark, not a test: it exits 0 when our side ran for every model, whether or not the peer
 // could. See tests/bench/README.md.
@@ -48,6 +48,7 @@ struct opts {
     const char *       taef2;
     bool               no_peer;
     bool               profile;        // --profile: per-layer times of one latent frame's graph
+    int                leave_free_mib; // --leave-free: device memory taken before each session but this (0: none)
     double             peak_tflops;    // the measured peak (0: none), for the per-layer fractions
 };
 
@@ -97,7 +98,7 @@ static void usage(FILE * f) {
     fprintf(f,
             "usage: bench-cuda [--models LIST] [--precision P] [--runs N] [--warmup W] [--python PATH] [--no-peer]\n"
             "                  [--dir DIR] [--model PATH] [--taef2-latent HxW] [--kl-latent HxW] [--wan-latent HxW]\n"
-            "                  [--latent-frames T] [--chunk-frames C]\n"
+            "                  [--latent-frames T] [--chunk-frames C] [--profile] [--leave-free MIB]\n"
             "  --models LIST       comma-separated, of taef2, kl, wan (default all three)\n"
             "  --precision P       fp32, tf32, fp16 or bf16 (default bf16), both sides\n"
             "  --runs N            timed decodes per model and side; Wan: timed streams (default 20)\n"
@@ -114,7 +115,9 @@ static void usage(FILE * f) {
             "  --latent-frames T   Wan: latent frames per stream, >= 2 (default 5: 1 + 4 x 4 = 17 frames)\n"
             "  --chunk-frames C    Wan: latent frames per decode step of the session (default 0: its choice)\n"
             "  --profile           also each layer's device time in one latent frame's graph (a later one for\n"
-            "                      Wan), CUDA events around every node, beside its FLOPs and bytes\n",
+            "                      Wan), CUDA events around every node, beside its FLOPs and bytes\n"
+            "  --leave-free MIB    before each session, take all the device's free memory but MIB (cudaMalloc):\n"
+            "                      the session's out-of-memory fallback (a smaller chunk, then tiles) on hardware\n",
             DEFAULT_PYTHON, TAEF2_FILE, TAEF2_LATENT, TAEF2_LATENT, KL_LATENT, KL_LATENT, WAN_LATENT_H, WAN_LATENT_W);
 }
 
@@ -292,6 +295,20 @@ static double used_mib(void) {
     return (double) (total_b - free_b) / 1048576.0;
 }
 
+// all the device's free memory but leave_mib, taken (NULL if less is free), so that the session
+// meets a real cudaMalloc failure, not only its own plan's limit (vae_backend_limit is the total)
+static void * take_device_memory(int leave_mib, const char * name) {
+    size_t free_b = 0, total_b = 0;
+    void * p      = NULL;
+    if (cudaMemGetInfo(&free_b, &total_b) != cudaSuccess || free_b <= (size_t) leave_mib * 1048576) return NULL;
+    const size_t take = free_b - (size_t) leave_mib * 1048576;
+    if (cudaMalloc(&p, take) != cudaSuccess) return NULL;
+    cudaMemGetInfo(&free_b, &total_b);
+    printf("%s: --leave-free: took %.0f MiB of the device's memory, %.0f MiB free\n", name, take / 1048576.0,
+           free_b / 1048576.0);
+    return p;
+}
+
 // --- per layer ------------------------------------------------------------------------------------
 
 static int cmp_float(const void * a, const void * b) {
@@ -415,6 +432,7 @@ static void ours_run(struct result * r, const struct opts * o, const char * weig
     vae_backend_t *      be       = NULL;
     struct vae_session * s        = NULL;
     void *               dev_buf  = NULL;
+    void *               ballast  = NULL;  // --leave-free
     const int            lh = o->lh[m], lw = o->lw[m], T = r->T;
 
     if (!(model = vae_model_load(weights, VAE_FAMILY_AUTO, err, sizeof(err)))) {
@@ -486,6 +504,10 @@ static void ours_run(struct result * r, const struct opts * o, const char * weig
     } else {
         printf("%s: cudaMalloc of a device frame: %s; timing with host f32 output\n", r->name, cudaGetErrorString(ce));
     }
+    if (o->leave_free_mib > 0 && !(ballast = take_device_memory(o->leave_free_mib, r->name))) {
+        snprintf(r->reason, sizeof(r->reason), "--leave-free %d: the device has less free", o->leave_free_mib);
+        goto done;
+    }
     r->base_used_mib = used_mib();
 
     const struct vae_session_config cfg = { channels, lh, lw, m == M_KL ? VAE_SPACE_RAW : VAE_SPACE_AUTO,
@@ -498,6 +520,10 @@ static void ours_run(struct result * r, const struct opts * o, const char * weig
         goto done;
     }
     r->chunk = vae_session_chunk_frames(s);
+    {
+        char notice[512];
+        while (vae_session_take_notice(s, notice, sizeof(notice))) printf("%s: session notice: %s\n", r->name, notice);
+    }
     double sum = 0.0, first_sum = 0.0;
     for (int i = 0; i < o->warmup + o->runs; i++) {
         struct stream_time t;
@@ -553,6 +579,7 @@ static void ours_run(struct result * r, const struct opts * o, const char * weig
 done:
     // everything ours goes before the peer runs: it gets the GPU to itself
     vae_session_free(s);
+    cudaFree(ballast);
     if (r->ok && o->profile) {
         profile_layers(r, model, be, lat, lh, lw, o);
     }
@@ -857,6 +884,11 @@ int main(int argc, char ** argv) {
         } else if (!strcmp(a, "--chunk-frames") && has_val) {
             if (!parse_int(argv[++i], 0, &o.chunk_frames)) {
                 fprintf(stderr, "bench-cuda: --chunk-frames takes an integer >= 0 (0: the session's choice)\n");
+                return 2;
+            }
+        } else if (!strcmp(a, "--leave-free") && has_val) {
+            if (!parse_int(argv[++i], 1, &o.leave_free_mib)) {
+                fprintf(stderr, "bench-cuda: --leave-free takes MiB >= 1\n");
                 return 2;
             }
         } else if (!strcmp(a, "--profile")) {

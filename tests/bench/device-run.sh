@@ -5,7 +5,7 @@
 #
 #   tests/bench/device-run.sh pack            here: build, then write $CARRY/carry.tar.xz
 #   tests/bench/device-run.sh run [ARGS...]   there, from the tree's root: the tests, then bench-cuda ARGS
-#   tests/bench/device-run.sh tests           there: test-cuda-ops and test-cuda-decode only
+#   tests/bench/device-run.sh tests [ARGS...] there: test-cuda-ops and test-cuda-decode only (TEST_PROGRAMS), given ARGS
 #   tests/bench/device-run.sh bench [ARGS...] there: bench-cuda ARGS only
 #   tests/bench/device-run.sh sanitize [WORD] there: test-cuda-ops (its sections matching WORD)
 #                                             under compute-sanitizer memcheck, racecheck, synccheck, initcheck
@@ -22,7 +22,8 @@
 # pack reads BUILD (default /tmp/vae-build-gpu: outside the tree, so it does not travel),
 # CUDA_ARCHS (default 90: H100/H200), SHARED (default ../shared beside the tree), SHARED_FILES
 # and DIFFUSERS (the wheel's requirement). run reads VAE_BENCH_PYTHON (default python3) and OUT
-# (where the logs go; the device tool sets it), tests TEST_TIMEOUT (seconds per program, default 300). sanitize reads SANITIZE_TOOLS (default the four),
+# (where the logs go; the device tool sets it), tests TEST_TIMEOUT (seconds per program, default 300)
+# and TEST_PROGRAMS (default both; e.g. VAE_GPU_CONV_VARIANT=5 TEST_PROGRAMS=test-cuda-ops ... tests conv2d). sanitize reads SANITIZE_TOOLS (default the four),
 # SANITIZE_TIMEOUT (seconds per tool, default 540: a device command has 10 minutes, so a whole
 # suite may need one command per tool) and COMPUTE_SANITIZER (default the one on PATH, else CUDA's).
 
@@ -109,9 +110,9 @@ diffusers.__version__, "GPU seen by torch:", torch.cuda.is_available())' || echo
 
 status=0
 tests() {
-    for t in test-cuda-ops test-cuda-decode; do
-        echo "== $t"
-        timeout "${TEST_TIMEOUT:-300}" "$X/bin/$t" >"$OUT/$t.log" 2>&1
+    for t in ${TEST_PROGRAMS:-test-cuda-ops test-cuda-decode}; do
+        echo "== $t $*"
+        timeout "${TEST_TIMEOUT:-300}" "$X/bin/$t" "$@" >"$OUT/$t.log" 2>&1
         local rc=$?
         tail -n 30 "$OUT/$t.log"
         echo "== $t: exit $rc$([ $rc = 77 ] && echo ' (skipped)')"
@@ -165,7 +166,7 @@ shift
 case $cmd in
     pack) pack ;;
     run) setup && tests && bench "$@" || status=1 ;;
-    tests) setup && tests || status=1 ;;
+    tests) setup && tests "$@" || status=1 ;;
     bench) setup && bench "$@" || status=1 ;;
     sanitize) setup && sanitize "$@" || status=1 ;;
     elements) setup && elements || status=1 ;;

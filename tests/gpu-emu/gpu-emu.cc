@@ -1116,7 +1116,10 @@ cudaError_t cudaMalloc(void ** p, size_t n) {
 }
 
 cudaError_t cudaFree(void * p) {
-    emu_ctx_runtime();
+    // in a destroyed context, as every runtime call there (the driver took its memory with it)
+    if (!emu_ctx_runtime()->live) {
+        return emu_err(cudaErrorDeviceUninitialized);
+    }
     if (!p) {
         return cudaSuccess;
     }
