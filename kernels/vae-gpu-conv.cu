@@ -607,20 +607,21 @@ static __global__ void __launch_bounds__(C::THREADS, VAE_GPU_CONV_MINB(C)) vae_g
 
 // ---- launchers ---------------------------------------------------------------------------------------
 
+// shared memory past 48 KB must be asked for, in each context (an attribute belongs to the
+// context current at the call: a GstCudaContext is not the primary one): once per backend, at its
+// init (vae_gpu_conv_setup), not at each launch, which would repeat it inside every captured graph
+template <class C> static cudaError_t vae_gpu_conv_setup_t() {
+    if (C::SMEM > 48 * 1024) {
+        return cudaFuncSetAttribute(vae_gpu_conv_kernel<C>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int) C::SMEM);
+    }
+    return cudaSuccess;
+}
+
 template <class C> static cudaError_t vae_gpu_conv_launch(vae_gpu_conv_params p, cudaStream_t s) {
     p.nt                   = (p.cout_p + C::BN - 1) / C::BN;
     const long long blocks = (long long) ((p.M + C::BM - 1) / C::BM) * (p.up ? 4 : 1) * p.nt;
     if (blocks > INT_MAX) {
         return cudaErrorInvalidValue;
-    }
-    if (C::SMEM > 48 * 1024) {
-        // shared memory past 48 KB must be asked for, in each context (an attribute belongs to the
-        // context current at the call: a GstCudaContext is not the primary one), so at each launch
-        const cudaError_t err = cudaFuncSetAttribute(vae_gpu_conv_kernel<C>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                                     (int) C::SMEM);
-        if (err != cudaSuccess) {
-            return err;
-        }
     }
     vae_gpu_conv_kernel<C><<<(unsigned) blocks, C::THREADS, C::SMEM, s>>>(p);
     return cudaGetLastError();
@@ -629,10 +630,12 @@ template <class C> static cudaError_t vae_gpu_conv_launch(vae_gpu_conv_params p,
 struct vae_gpu_conv_variant {
     const char * name;
     cudaError_t (*launch)(vae_gpu_conv_params, cudaStream_t);
+    cudaError_t (*setup)();
 };
 
-#define VAE_GPU_CONV_VARIANT(name, T, BM, BN, BK, WGM, WGN, MINB, TC, W) \
-    { name, vae_gpu_conv_launch<vae_gpu_conv_cfg<T, BM, BN, BK, WGM, WGN, MINB, TC, W>> }
+#define VAE_GPU_CONV_VARIANT(name, T, BM, BN, BK, WGM, WGN, MINB, TC, W)                  \
+    { name, vae_gpu_conv_launch<vae_gpu_conv_cfg<T, BM, BN, BK, WGM, WGN, MINB, TC, W>>, \
+      vae_gpu_conv_setup_t<vae_gpu_conv_cfg<T, BM, BN, BK, WGM, WGN, MINB, TC, W>> }
 
 // per precision: 8 warps of 64x32, 4 warps of 64x64 (more registers, fewer shared-memory reads
 // per mma), then the narrow tiles for few output channels or few pixels
@@ -809,21 +812,7 @@ extern "C" cudaError_t vae_gpu_conv(const struct vae_gpu_conv_args * a, enum vae
         (long long) (a->kt - 1) * x.h * x.w > room || (long long) a->kt * ks * ks * x.cp > room) {
         return cudaErrorInvalidValue;
     }
-    int         dev = 0, major = 0, minor = 0, warp = 0;
-    cudaError_t err = cudaGetDevice(&dev);
-    if (err == cudaSuccess) {
-        err = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev);
-    }
-    if (err == cudaSuccess) {
-        err = cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev);
-    }
-    if (err == cudaSuccess) {
-        err = cudaDeviceGetAttribute(&warp, cudaDevAttrWarpSize, dev);
-    }
-    if (err != cudaSuccess) {
-        return err;
-    }
-    if (a->variant < 0 || a->variant >= vae_gpu_conv_variants(p, major * 10 + minor)) {
+    if ((a->warp != 32 && a->warp != 64) || a->variant < 0 || a->variant >= vae_gpu_conv_variants(p, a->cc)) {
         return cudaErrorInvalidValue;
     }
     vae_gpu_conv_params q = {};
@@ -845,5 +834,16 @@ extern "C" cudaError_t vae_gpu_conv(const struct vae_gpu_conv_args * a, enum vae
     q.K      = a->kt * (int) (ks * ks) * x.cp;
     q.act    = a->act;
     int n = 0;
-    return vae_gpu_conv_table(p, warp, &n)[a->variant].launch(q, s);
+    return vae_gpu_conv_table(p, a->warp, &n)[a->variant].launch(q, s);
+}
+
+extern "C" cudaError_t vae_gpu_conv_setup(enum vae_precision p, int cc, int warp) {
+    int                          n = 0;
+    const vae_gpu_conv_variant * t = vae_gpu_conv_table(p, warp, &n);
+    cudaError_t                  e = cudaSuccess;
+    n                              = vae_gpu_conv_variants(p, cc) < n ? vae_gpu_conv_variants(p, cc) : n;
+    for (int v = 0; v < n && e == cudaSuccess; v++) {
+        e = t[v].setup();
+    }
+    return e;
 }

@@ -38,6 +38,7 @@ struct vae_gpu_device_info {
     char   name[256];
     char   arch[32];      // sm_86
     int    cc;            // major * 10 + minor, as vae_gpu_conv_variants takes it
+    int    warp;          // lanes per warp (32)
     size_t total_bytes;
 };
 
@@ -133,6 +134,7 @@ static inline cudaError_t vae_gpu_device_query(int device, struct vae_gpu_device
     if (e == cudaSuccess) {
         snprintf(d->name, sizeof(d->name), "%s", prop.name);
         d->cc          = prop.major * 10 + prop.minor;
+        d->warp        = prop.warpSize;
         d->total_bytes = prop.totalGlobalMem;
         snprintf(d->arch, sizeof(d->arch), "sm_%d", d->cc);
     }

@@ -47,6 +47,7 @@
 #define vae_gpu_conv_variants      vae_hip_gpu_conv_variants
 #define vae_gpu_conv_variant_name  vae_hip_gpu_conv_variant_name
 #define vae_gpu_conv               vae_hip_gpu_conv
+#define vae_gpu_conv_setup         vae_hip_gpu_conv_setup
 #define vae_gpu_frame_pack         vae_hip_gpu_frame_pack
 
 // ---- the runtime under CUDA's names ------------------------------------------------------------
@@ -141,6 +142,7 @@ struct vae_gpu_device_info {
     char   name[256];
     char   arch[32];      // gfx1100 (the target, without its feature flags)
     int    cc;            // major * 10 + minor (gfx1100: 110, gfx90a: 90), as vae_gpu_conv_variants takes it
+    int    warp;          // lanes per wave: 32 (RDNA) or 64 (CDNA)
     size_t total_bytes;
 };
 
@@ -189,6 +191,7 @@ static inline hipError_t vae_gpu_device_query(int device, struct vae_gpu_device_
     if (e == hipSuccess) {
         snprintf(d->name, sizeof(d->name), "%s", prop.name);
         d->cc          = prop.major * 10 + prop.minor;
+        d->warp        = prop.warpSize;
         d->total_bytes = prop.totalGlobalMem;
         snprintf(d->arch, sizeof(d->arch), "%.*s", (int) strcspn(prop.gcnArchName, ":"), prop.gcnArchName);
     }

@@ -130,6 +130,7 @@ struct vae_gpu_conv_args {
     bool               up;
     enum vae_act       act;
     int                variant;    // tile configuration, 0 .. vae_gpu_conv_variants() - 1
+    int                cc, warp;   // the device's (vae_gpu_device_query): a launch asks the runtime nothing
 };
 // elements (of the storage type) the packed weights take
 size_t vae_gpu_conv_packed_count(int cout, int cin, int k, int kt, bool up);
@@ -142,6 +143,10 @@ void vae_gpu_conv_pack(const float * w, int cout, int cin, int k, int kt, bool u
 int        vae_gpu_conv_variants(enum vae_precision p, int cc);
 const char * vae_gpu_conv_variant_name(enum vae_precision p, int variant);
 cudaError_t vae_gpu_conv(const struct vae_gpu_conv_args * a, enum vae_precision p, cudaStream_t s);
+// in the current context, what precision p's tiles need there before their first launch (the
+// opt-in to more than 48 KB of shared memory, an attribute of that context): once per context
+// that launches them, before any vae_gpu_conv there
+cudaError_t vae_gpu_conv_setup(enum vae_precision p, int cc, int warp);
 
 // ---- frame packing (vae-gpu-frame-pack.cu) ----------------------------------------------------
 // frame i of the 3-channel x -> 8-bit pixels in dst's planes, which are device pointers: the same

@@ -1758,9 +1758,9 @@ static void test_overlaps(void) {
     const int                n = 1, c = 16, h = 4, w = 4;
     const size_t             bytes = (size_t) n * c * h * w * sizeof(float);   // one activation (c = cp)
     uint8_t *                buf   = NULL;
-    float *                  vec   = NULL;   // gamma, beta, weights: zeros
-    if (cudaMalloc((void **) &buf, 4 * bytes) != cudaSuccess || cudaMalloc((void **) &vec, bytes) != cudaSuccess ||
-        cudaMemset(buf, 0, 4 * bytes) != cudaSuccess || cudaMemset(vec, 0, bytes) != cudaSuccess) {
+    float *                  vec   = NULL;   // gamma, beta, weights: zeros (2 x 16 x 16 of the conv's)
+    if (cudaMalloc((void **) &buf, 4 * bytes) != cudaSuccess || cudaMalloc((void **) &vec, 2 * bytes) != cudaSuccess ||
+        cudaMemset(buf, 0, 4 * bytes) != cudaSuccess || cudaMemset(vec, 0, 2 * bytes) != cudaSuccess) {
         CHECK(false, "overlaps: cudaMalloc failed");
         return;
     }
@@ -1797,15 +1797,24 @@ static void test_overlaps(void) {
     // the implicit-GEMM conv: a causal one whose history (one frame, `bytes`) ends inside y, and
     // one whose y starts inside x
     struct vae_gpu_conv_args a = { 0 };
+    int                      dev = 0, major = 0, minor = 0;
     a.x = x, a.y = y_apart, a.weights = vec, a.k = 1, a.kt = 2;
+    CHECK(cudaGetDevice(&dev) == cudaSuccess &&
+              cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) == cudaSuccess &&
+              cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev) == cudaSuccess &&
+              cudaDeviceGetAttribute(&a.warp, cudaDevAttrWarpSize, dev) == cudaSuccess,
+          "overlaps: the device's attributes");
+    a.cc     = major * 10 + minor;
     a.y.data = buf + 3 * bytes;
     a.hist   = buf + 3 * bytes - bytes / 2;   // its last half is y's first
     CHECK(vae_gpu_conv(&a, p, 0) == cudaErrorInvalidValue, "overlaps: a conv history over y accepted");
     a.hist = buf + 2 * bytes;
     a.y    = y_part;
     CHECK(vae_gpu_conv(&a, p, 0) == cudaErrorInvalidValue, "overlaps: a conv y over x's tail accepted");
+    a.y.data = buf + 3 * bytes;   // x, the history and y apart: taken (the refusals were the overlaps')
+    CHECK(vae_gpu_conv(&a, p, 0) == cudaSuccess, "overlaps: a conv with its operands apart refused");
     CHECK(cudaDeviceSynchronize() == cudaSuccess, "overlaps: the accepted kernels failed");
-    printf("overlaps: %zu element-wise and data-movement cases and 2 convs refused or taken as they should\n",
+    printf("overlaps: %zu element-wise and data-movement cases and 3 convs refused or taken as they should\n",
            sizeof(cases) / sizeof(cases[0]));
     cudaFree(buf);
     cudaFree(vec);

@@ -60,6 +60,7 @@ struct gpu_choice {
 struct gpu_context {
     struct vae_gpu_place  place;          // the device (and CUDA context) everything runs in
     int                   device, cc;     // cc: as vae_gpu_conv_variants takes it (vae_gpu_device_info)
+    int                   warp;           // lanes per warp (wave)
     size_t                total_bytes;
     cudaStream_t          stream;
     cudaEvent_t           fence[2];       // after nodes of even and odd index (computes with a cancel flag)
@@ -265,7 +266,8 @@ static struct gpu_weights * gpu_weights_get(vae_backend_t * backend, const struc
 
 // ---- convolutions -----------------------------------------------------------------------------
 
-static struct vae_gpu_conv_args gpu_conv_args(struct gpu_graph * cg, const struct vae_tensor * t, const void * hist) {
+static struct vae_gpu_conv_args gpu_conv_args(const struct gpu_context * ctx, struct gpu_graph * cg,
+                                               const struct vae_tensor * t, const void * hist) {
     const struct gpu_node * node = &cg->nodes[t->index];
     struct vae_gpu_conv_args a    = { 0 };
     a.x        = cg->nodes[t->src[0]->index].act;
@@ -279,6 +281,8 @@ static struct vae_gpu_conv_args gpu_conv_args(struct gpu_graph * cg, const struc
     a.up       = t->op == VAE_OP_UPSAMPLE_CONV2D;
     a.act      = t->act;
     a.variant  = node->variant;
+    a.cc       = ctx->cc;
+    a.warp     = ctx->warp;
     return a;
 }
 
@@ -343,7 +347,7 @@ static bool gpu_choose_variant(vae_backend_t * backend, struct gpu_graph * cg, c
                                 char * err, size_t err_size) {
     struct gpu_context *    ctx  = backend->context;
     struct gpu_node *       node = &cg->nodes[t->index];
-    struct vae_gpu_conv_args a    = gpu_conv_args(cg, t, NULL);
+    struct vae_gpu_conv_args a    = gpu_conv_args(ctx, cg, t, NULL);
     const int                n    = vae_gpu_conv_variants(backend->precision, ctx->cc);
     const char *             env  = getenv("VAE_GPU_CONV_VARIANT");
     if (env && env[0]) {
@@ -923,7 +927,7 @@ static cudaError_t gpu_launch(vae_backend_t * backend, struct vae_graph * g, vae
                     break;
                 }
                 const bool                     causal = t->op == VAE_OP_CAUSAL_CONV3D;
-                const struct vae_gpu_conv_args a      = gpu_conv_args(cg, t, causal ? state->data[t->i[0]] : NULL);
+                const struct vae_gpu_conv_args a      = gpu_conv_args(ctx, cg, t, causal ? state->data[t->i[0]] : NULL);
                 if (causal && t->i[1] && !state->written[t->i[0]]) {
                     e = gpu_state_replicate(ctx, cg, t, state, p);
                 }
@@ -1226,6 +1230,7 @@ vae_backend_t * vae_backend_cuda_init(int device, enum vae_precision precision, 
         return NULL;
     }
     ctx->cc          = info.cc;
+    ctx->warp        = info.warp;
     ctx->total_bytes = info.total_bytes;
     if (precision == VAE_PRECISION_AUTO) {
         precision = ctx->cc >= 80 ? VAE_PRECISION_BF16 : VAE_PRECISION_FP16;
@@ -1244,9 +1249,12 @@ vae_backend_t * vae_backend_cuda_init(int device, enum vae_precision precision, 
     for (int i = 0; i < 2 && e == cudaSuccess; i++) {
         e = cudaEventCreate(&ctx->fence[i]);
     }
-    if (e != cudaSuccess) {
-        snprintf(err, err_size, "could not create a " VAE_GPU_VENDOR " stream on device %d: %s", ctx->device,
-                 cudaGetErrorString(e));
+    // the conv tiles' attributes in this context, once: no launch (nor captured graph) sets them
+    const cudaError_t es = e == cudaSuccess ? vae_gpu_conv_setup(precision, ctx->cc, ctx->warp) : cudaSuccess;
+    if (e != cudaSuccess || es != cudaSuccess) {
+        snprintf(err, err_size, "could not %s on " VAE_GPU_VENDOR " device %d: %s",
+                 e != cudaSuccess ? "create a stream" : "set up the conv kernels", ctx->device,
+                 cudaGetErrorString(e != cudaSuccess ? e : es));
         for (int i = 0; i < 2; i++) {
             if (ctx->fence[i]) {
                 cudaEventDestroy(ctx->fence[i]);
