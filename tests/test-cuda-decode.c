@@ -11,7 +11,8 @@
 // (vae_session_pop_output, a second decode) are compared too; their max abs error is printed for
 // information. Video decoders stream with one latent frame per step, with an automatic chunk and
 // after a reset mid-stream: each must give the CPU's frames. KL decodes in tiles on the GPU are
-// compared with the CPU's whole-frame decode.
+// compared with the CPU's whole-frame decode. Last, out of device memory for real (a cudaMalloc
+// holding the rest): a Wan session asked for 4 latent frames per step takes fewer and says so.
 //
 // `test-cuda-decode small` is the list for the emulator of tests/gpu-emu (test-gpu-emu-decode),
 // where each CUDA thread is a fiber on the CPU, a thousand times slower than a GPU: one decode per
@@ -31,6 +32,10 @@
 
 #include <stdint.h>
 #include <time.h>
+
+#ifdef GPU_TEST_CUDA_RUNTIME
+#include <cuda_runtime_api.h>   // out of memory for real: cudaMemGetInfo, cudaMalloc
+#endif
 
 static bool small;           // the emulator's list (see the top)
 static bool small_variants;  // and the 64x64 conv tiles, VAE_GPU_CONV_VARIANT being unset
@@ -110,6 +115,8 @@ struct run {
 struct decoded {
     int       frames, height, width, channels;
     int       tile;   // vae_session_tile_size
+    int       chunk;  // vae_session_chunk_frames
+    char      notice[512];   // what the session told (vae_session_take_notice), "" if nothing
     uint8_t * rgb;
     float *   raw;
 };
@@ -166,7 +173,9 @@ static bool decode(const struct vae_model * m, vae_backend_t * b, const struct l
     if (!s) {
         return false;
     }
-    d->tile = vae_session_tile_size(s);
+    d->tile  = vae_session_tile_size(s);
+    d->chunk = vae_session_chunk_frames(s);
+    vae_session_take_notice(s, d->notice, sizeof(d->notice));
     if (raw) {
         d->raw = malloc(n * sizeof(float));
     } else {
@@ -455,6 +464,67 @@ static void test_small(void) {
                        2, 3, 3);
 }
 
+#ifdef GPU_TEST_CUDA_RUNTIME
+// the device memory a session of chunk latent frames per step takes (cudaMemGetInfo around it)
+static size_t session_device_bytes(const struct vae_model * m, vae_backend_t * b, const struct latents * L,
+                                   int chunk) {
+    const struct vae_session_config cfg = { L->C, L->h, L->w, VAE_SPACE_RAW, chunk, 0, 0 };
+    size_t                          free0 = 0, free1 = 0, total = 0;
+    CHECK(cudaMemGetInfo(&free0, &total) == cudaSuccess, "cudaMemGetInfo");
+    struct vae_session * s = vae_session_new(m, b, &cfg, err, sizeof(err));
+    CHECK(s != NULL, "session of chunk %d: %s", chunk, err);
+    CHECK(cudaMemGetInfo(&free1, &total) == cudaSuccess, "cudaMemGetInfo");
+    vae_session_free(s);
+    return free0 > free1 ? free0 - free1 : 0;
+}
+
+// out of device memory for real, not by the plan's count: all the device's free memory but what
+// lies between one and four latent frames per step taken by one cudaMalloc, a session asked for
+// four takes fewer (the allocation failed: the plan counts the whole device), says so once, and
+// decodes what the CPU does (Wan 2.1 at fp32; on an H200 the same fallback was seen at 480x832)
+static void test_out_of_memory(void) {
+    const enum vae_precision p = VAE_PRECISION_FP32;
+    struct vae_model *       m = vae_model_load(path_in(data_dir, "wan21_b4.orig.safetensors"), VAE_FAMILY_AUTO, err,
+                                                sizeof(err));
+    struct latents           L = { 0 };
+    CHECK(m != NULL, "wan21_b4: %s", err);
+    if (!m || !gpu[p] || !read_latents(path_in(data_dir, "wan21_b4.latent"), true, &L)) {
+        vae_model_free(m);
+        return;
+    }
+    static const struct run one = { 1, 0, 0 }, four = { 4, 0, 0 };
+    struct decoded          ref, got = { 0 };
+    if (small) {   // (the emulator's time: 3 latent frames of 3x3; the 64x64 tiles of fp32)
+        crop_latents(&L, 3, 3, 3);
+        setenv("VAE_GPU_CONV_VARIANT", "2", 1);
+    }
+    session_device_bytes(m, gpu[p], &L, 1);   // (the weights uploaded once)
+    const size_t need1 = session_device_bytes(m, gpu[p], &L, 1), need4 = session_device_bytes(m, gpu[p], &L, 4);
+    size_t       free_b = 0, total = 0;
+    void *       ballast = NULL;
+    CHECK(need4 > need1 && cudaMemGetInfo(&free_b, &total) == cudaSuccess && free_b > (need1 + need4) / 2 &&
+              cudaMalloc(&ballast, free_b - (need1 + need4) / 2) == cudaSuccess,
+          "out of memory: 1 latent frame per step takes %zu bytes, 4 take %zu; %zu free", need1, need4, free_b);
+    if (ballast && decode(m, cpu, &L, VAE_SPACE_RAW, &one, false, &ref)) {
+        const bool decoded = decode(m, gpu[p], &L, VAE_SPACE_RAW, &four, false, &got);
+        CHECK(decoded && got.chunk < 4 && got.tile == 0 && strstr(got.notice, "chunk-frames 4 does not fit") &&
+                  strstr(got.notice, "out of device memory"),
+              "out of memory: chunk %d, tile %d, notice \"%s\"", got.chunk, got.tile, got.notice);
+        const double db = decoded ? psnr(got.rgb, ref.rgb, (size_t) ref.frames * ref.channels * ref.height * ref.width)
+                                  : 0.0;
+        CHECK(db >= min_psnr(p), "out of memory: PSNR %.2f dB against the cpu", db);
+        printf("out of memory: 1 latent frame per step takes %zu bytes, 4 take %zu; with %zu free, chunk-frames 4 "
+               "decoded %d per step, PSNR %.2f dB against the cpu; the notice: %s\n", need1, need4,
+               (need1 + need4) / 2, got.chunk, db, got.notice);
+        decoded_free(&ref);
+        decoded_free(&got);
+    }
+    cudaFree(ballast);
+    free(L.data);
+    vae_model_free(m);
+}
+#endif
+
 // ---- main ----------------------------------------------------------------------------------------
 
 
@@ -482,6 +552,11 @@ int main(int argc, char ** argv) {
         test_kl();
         check_svd();
     }
+#ifdef GPU_TEST_CUDA_RUNTIME
+    if (have_gpu) {
+        test_out_of_memory();
+    }
+#endif
     for (int i = 0; i < N_PRECISIONS; i++) {
         vae_backend_free(gpu[precisions[i]]);
     }

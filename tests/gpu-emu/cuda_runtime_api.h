@@ -103,6 +103,7 @@ cudaError_t  cudaGetDriverEntryPointByVersion(const char * symbol, void ** fn, u
                                               enum cudaDriverEntryPointQueryResult * status);
 cudaError_t  cudaMalloc(void ** p, size_t n);
 cudaError_t  cudaFree(void * p);
+cudaError_t  cudaMemGetInfo(size_t * free_bytes, size_t * total_bytes);
 cudaError_t  cudaHostAlloc(void ** p, size_t n, unsigned flags);
 cudaError_t  cudaFreeHost(void * p);
 cudaError_t  cudaMemcpy(void * dst, const void * src, size_t n, enum cudaMemcpyKind k);

@@ -197,6 +197,9 @@ struct emu_alloc {
     size_t map_bytes, bytes;
 };
 static std::map<char *, emu_alloc> emu_allocs;   // by first usable byte
+// the device's memory: cudaMalloc fails past it, as the driver's, and cudaMemGetInfo counts it
+static const size_t EMU_DEVICE_BYTES = (size_t) 8 << 30;
+static size_t       emu_live_bytes;   // held by cudaMalloc
 
 // n usable bytes whose end (rounded up to `align`) touches an inaccessible page; a page before too
 static char * emu_map(size_t n, size_t align, char ** map, size_t * map_bytes) {
@@ -1053,7 +1056,7 @@ cudaError_t cudaGetDeviceProperties(struct cudaDeviceProp * p, int d) {
     p->major = EMU_SM / 10;
     p->minor = EMU_SM % 10;
 #endif
-    p->totalGlobalMem         = (size_t) 8 << 30;
+    p->totalGlobalMem         = EMU_DEVICE_BYTES;
     p->sharedMemPerBlock      = EMU_SMEM_DEFAULT;
     p->sharedMemPerBlockOptin = emu_smem_optin();
     p->multiProcessorCount    = 4;
@@ -1106,12 +1109,23 @@ cudaError_t cudaMalloc(void ** p, size_t n) {
     }
     emu_alloc a;
     a.bytes = n;
-    char * b = emu_map(n, 256, &a.map, &a.map_bytes);
+    char * b = n <= EMU_DEVICE_BYTES - emu_live_bytes ? emu_map(n, 256, &a.map, &a.map_bytes) : nullptr;
     if (!b) {
         return emu_err(cudaErrorMemoryAllocation);
     }
     emu_allocs[b] = a;
-    *p            = b;
+    emu_live_bytes += n;
+    *p = b;
+    return cudaSuccess;
+}
+
+cudaError_t cudaMemGetInfo(size_t * free_bytes, size_t * total_bytes) {
+    emu_init_once();
+    if (!emu_ctx_runtime()->live) {
+        return emu_err(cudaErrorDeviceUninitialized);
+    }
+    *free_bytes  = EMU_DEVICE_BYTES - emu_live_bytes;
+    *total_bytes = EMU_DEVICE_BYTES;
     return cudaSuccess;
 }
 
@@ -1128,6 +1142,7 @@ cudaError_t cudaFree(void * p) {
         return emu_err(cudaErrorInvalidValue);
     }
     munmap(it->second.map, it->second.map_bytes);
+    emu_live_bytes -= it->second.bytes;
     emu_allocs.erase(it);
     return cudaSuccess;
 }
