@@ -143,7 +143,8 @@
  * announces its own when none comes), so CUDA elements downstream take them without a copy.
  * Frames of a tiled decode are assembled in host memory and uploaded when downstream maps
  * them. CUDA memory comes in the formats GStreamer's CUDA allocator lays out (RGB, RGBA, RGBx,
- * BGRx, BGRA, ARGB, ABGR, I420, NV12); AYUV and A420 are system memory only. System-memory output works with every backend; the CPU backend offers only that.
+ * BGRx, BGRA, ARGB, ABGR, I420, NV12); AYUV and A420 are system memory only. System-memory
+ * output works with every backend; the CPU backend offers only that.
  * Without a GPU or a driver, backend auto decodes on the CPU (logged at INFO level) and
  * backend cuda fails with an error that names the cause.
  *

@@ -840,9 +840,9 @@ extern "C" cudaError_t vae_gpu_conv(const struct vae_gpu_conv_args * a, enum vae
 extern "C" cudaError_t vae_gpu_conv_setup(enum vae_precision p, int cc, int warp) {
     int                          n = 0;
     const vae_gpu_conv_variant * t = vae_gpu_conv_table(p, warp, &n);
+    const int                    m = vae_gpu_conv_variants(p, cc);   // (those the device runs)
     cudaError_t                  e = cudaSuccess;
-    n                              = vae_gpu_conv_variants(p, cc) < n ? vae_gpu_conv_variants(p, cc) : n;
-    for (int v = 0; v < n && e == cudaSuccess; v++) {
+    for (int v = 0; v < n && v < m && e == cudaSuccess; v++) {
         e = t[v].setup();
     }
     return e;
