@@ -58,6 +58,7 @@
 
 #ifdef GPU_TEST_CUDA_RUNTIME
 #include <cuda_runtime_api.h>   // device frames: cudaMalloc, cudaMemset, cudaMemcpy
+#include "vae-gpu-cuda.h"       // vae_gpu_device_query: the compute capability and warp the kernels take
 #include "vae-kernels.h"        // the kernels' own checks (overlaps)
 #endif
 
@@ -1796,15 +1797,13 @@ static void test_overlaps(void) {
     }
     // the implicit-GEMM conv: a causal one whose history (one frame, `bytes`) ends inside y, and
     // one whose y starts inside x
-    struct vae_gpu_conv_args a = { 0 };
-    int                      dev = 0, major = 0, minor = 0;
+    struct vae_gpu_conv_args   a   = { 0 };
+    struct vae_gpu_device_info info = { 0 };
+    int                        dev  = 0;
     a.x = x, a.y = y_apart, a.weights = vec, a.k = 1, a.kt = 2;
-    CHECK(cudaGetDevice(&dev) == cudaSuccess &&
-              cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) == cudaSuccess &&
-              cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev) == cudaSuccess &&
-              cudaDeviceGetAttribute(&a.warp, cudaDevAttrWarpSize, dev) == cudaSuccess,
+    CHECK(cudaGetDevice(&dev) == cudaSuccess && vae_gpu_device_query(dev, &info) == cudaSuccess,
           "overlaps: the device's attributes");
-    a.cc     = major * 10 + minor;
+    a.cc = info.cc, a.warp = info.warp;
     a.y.data = buf + 3 * bytes;
     a.hist   = buf + 3 * bytes - bytes / 2;   // its last half is y's first
     CHECK(vae_gpu_conv(&a, p, 0) == cudaErrorInvalidValue, "overlaps: a conv history over y accepted");
@@ -1825,16 +1824,15 @@ static void test_overlaps(void) {
 // VAE_GPU_CONV_VARIANT=v names a tile the precisions do not all have (fp32 has 3, tf32 4, the
 // 16-bit ones on NVIDIA 5): those without it are left out of the run, with a note
 static void gpu_keep_variant(void) {
-    const char * v   = getenv("VAE_GPU_CONV_VARIANT");
-    int          dev = 0, major = 0, minor = 0;
-    if (!v || cudaGetDevice(&dev) != cudaSuccess ||
-        cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess ||
-        cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev) != cudaSuccess) {
+    const char *               v    = getenv("VAE_GPU_CONV_VARIANT");
+    struct vae_gpu_device_info info = { 0 };
+    int                        dev  = 0;
+    if (!v || cudaGetDevice(&dev) != cudaSuccess || vae_gpu_device_query(dev, &info) != cudaSuccess) {
         return;
     }
     for (int i = 0; i < N_PRECISIONS; i++) {
         const enum vae_precision p = precisions[i];
-        const int                n = vae_gpu_conv_variants(p, major * 10 + minor);
+        const int                n = vae_gpu_conv_variants(p, info.cc);
         if (gpu[p] && atoi(v) >= n) {
             printf("%s: conv variants 0..%d, none %s: not tested\n", vae_precision_name(p), n - 1, v);
             vae_backend_free(gpu[p]);

@@ -23,7 +23,8 @@
 # CUDA_ARCHS (default 90: H100/H200), SHARED (default ../shared beside the tree), SHARED_FILES
 # and DIFFUSERS (the wheel's requirement). run reads VAE_BENCH_PYTHON (default python3) and OUT
 # (where the logs go; the device tool sets it), tests TEST_TIMEOUT (seconds per program, default 300)
-# and TEST_PROGRAMS (default both; e.g. VAE_GPU_CONV_VARIANT=5 TEST_PROGRAMS=test-cuda-ops ... tests conv2d). sanitize reads SANITIZE_TOOLS (default the four),
+# and TEST_PROGRAMS (default both; e.g. VAE_GPU_CONV_VARIANT=4 TEST_PROGRAMS=test-cuda-ops ... tests
+# conv). sanitize reads SANITIZE_TOOLS (default the four),
 # SANITIZE_TIMEOUT (seconds per tool, default 540: a device command has 10 minutes, so a whole
 # suite may need one command per tool) and COMPUTE_SANITIZER (default the one on PATH, else CUDA's).
 
