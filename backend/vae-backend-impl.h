@@ -15,13 +15,17 @@ struct vae_backend_i {
     bool (*graph_prepare)(vae_backend_t * backend, struct vae_graph * g, size_t max_bytes, char * err, size_t err_size);
     // the bytes graph_prepare allows when max_bytes is 0 (the device's memory, as it counts it)
     size_t (*memory)(vae_backend_t * backend);
-    // zeroed storage for every state slot of g (the last kt-1 input frames of each causal conv)
+    // zeroed storage for every state slot of g (the last kt-1 input frames of each causal conv; a
+    // causal attention's key/value cache, empty)
     vae_state_t * (*state_new)(vae_backend_t * backend, const struct vae_graph * g, char * err, size_t err_size);
     // zero every slot
     void (*state_reset)(vae_backend_t * backend, vae_state_t * state);
     // device memory the state holds
     size_t (*state_bytes)(vae_backend_t * backend, const vae_state_t * state);
     void (*state_free)(vae_backend_t * backend, vae_state_t * state);
+    // NULL where no state grows (a backend without VAE_OP_CAUSAL_ATTENTION), else the most bytes
+    // the state may grow to (0: no limit but the device's)
+    void (*state_set_limit)(vae_backend_t * backend, vae_state_t * state, size_t bytes);
     // run every node; inputs[i] is host f32 [N, C, H, W] for input number i; a state is given
     // when g->n_states > 0 and must match the shapes of its slots (the backend checks).
     // Cancellation (the idea of ggml's abort_callback, as data): g->cancel, NULL or a flag that
@@ -59,6 +63,13 @@ struct vae_backend {
 static inline bool vae_graph_cancelled(const struct vae_graph * g) {
     return g->cancel && __atomic_load_n(g->cancel, __ATOMIC_ACQUIRE) != 0;
 }
+
+// the room, in frames, that the key/value cache of causal attention t grows to when it holds room
+// for cap frames and needs `need` (frames of `frame` bytes): twice cap, or need where that is more,
+// as `limit` (0: none) allows beside the `other` bytes of the state; -1 when even need does not
+// fit, err saying how many frames do
+int64_t vae_backend_kv_room(const struct vae_tensor * t, int64_t cap, int64_t need, size_t frame, size_t other,
+                            size_t limit, char * err, size_t err_size);
 
 // the groups of a convolution node: a grouped VAE_OP_CONV2D's, the depthwise conv's input channels, else 1
 static inline int vae_conv_groups(const struct vae_tensor * t) {

@@ -59,6 +59,24 @@ vae_backend_t * vae_backend_init(enum vae_backend_type type, int device, enum va
     return vae_backend_cpu_init(precision, err, err_size);
 }
 
+int64_t vae_backend_kv_room(const struct vae_tensor * t, int64_t cap, int64_t need, size_t frame, size_t other,
+                            size_t limit, char * err, size_t err_size) {
+    const int64_t want = 2 * cap > need ? 2 * cap : need;
+    if (!limit || (limit >= other && (size_t) want <= (limit - other) / frame)) {
+        return want;
+    }
+    const int64_t fit = limit < other ? 0 : (int64_t) ((limit - other) / frame);
+    if (fit >= need) {
+        return fit;
+    }
+    char a[32], b[32];
+    snprintf(err, err_size, "the key/value cache of %s would hold %lld frames of %lld positions (%s a frame), above "
+             "the state's limit of %s: it holds %lld frames", t->name ? t->name : "?", (long long) need,
+             (long long) (t->ne[2] * t->ne[3]), vae_backend_bytes_str(a, (double) frame),
+             vae_backend_bytes_str(b, (double) limit), (long long) fit);
+    return -1;
+}
+
 const char * vae_backend_bytes_str(char buf[32], double bytes) {
     if (bytes >= 1048576.0) {
         snprintf(buf, 32, "%.1f MiB", bytes / 1048576.0);
@@ -118,6 +136,12 @@ void vae_backend_state_reset(vae_backend_t * backend, vae_state_t * state) {
 
 size_t vae_backend_state_bytes(vae_backend_t * backend, const vae_state_t * state) {
     return state ? backend->iface->state_bytes(backend, state) : 0;
+}
+
+void vae_backend_state_set_limit(vae_backend_t * backend, vae_state_t * state, size_t bytes) {
+    if (backend->iface->state_set_limit) {
+        backend->iface->state_set_limit(backend, state, bytes);
+    }
 }
 
 void vae_backend_state_free(vae_backend_t * backend, vae_state_t * state) {

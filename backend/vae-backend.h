@@ -39,14 +39,23 @@ enum vae_op {
     VAE_OP_CAUSAL_CONV3D,    // y[t] = act(b + r[t] + sum_k conv2d(xh[t + k], w[:, :, k])), k < kt, where
                              //   xh = the last kt-1 frames of x from earlier computes (the state)
                              //   followed by x; src: x, w [Cout, Cin, kt, k, k], b [Cout] or NULL, r or
-                             //   NULL; i[0] = state slot; i[1] = what the state holds after a reset:
-                             //   0 zeros, 1 kt-1 copies of the first frame the op then sees (SeedVR2)
+                             //   NULL; i[0] = state slot; i[1] = flags (enum vae_causal_edges): what the
+                             //   state holds after a reset, zeros or kt-1 copies of the first frame the
+                             //   op then sees (SeedVR2, HunyuanVideo 1.5), and what the conv reads outside
+                             //   the frame, zeros or the nearest edge pixel (HunyuanVideo 1.5's
+                             //   F.pad(mode="replicate"))
     VAE_OP_RMS_NORM,         // y = act(x * s * g + b + r), per pixel over its C channels, |x| = their L2 norm;
                              //   i[0] = 0: s = sqrt(C) / max(|x|, 1e-12) (Wan's F.normalize);
                              //   i[0] = 1: s = 1 / sqrt(|x|^2 / C + eps), f[0] = eps (diffusers' RMSNorm: DC-AE)
                              //   src: x, g [C], b [C] or NULL, r (like x: a residual) or NULL
     VAE_OP_ATTENTION,        // per frame, one head over the H*W positions: src qkv [N, 3C, H, W] ->
                              //   [N, C, H, W], o = softmax(q k^T / sqrt(C)) v; q, k, v = thirds of qkv
+    VAE_OP_CAUSAL_ATTENTION, // block-causal attention over a stream's frames with a key/value cache: src qkv
+                             //   [N, 3C, H, W] -> [N, C, H, W], one head, o = softmax(q k^T / sqrt(C)) v where
+                             //   a query of frame t sees every position of the frames the state holds (all
+                             //   those of earlier computes since its reset) and of frames 0..t of this one;
+                             //   i[0] = state slot, which grows by the frame's keys and values each frame
+                             //   (2 C H W values) up to the state's limit (vae_backend_state_set_limit)
     VAE_OP_LINEAR_ATTENTION, // EfficientViT's ReLU linear attention (diffusers' SanaMultiscaleAttnProcessor2_0),
                              //   per frame: src qkv [N, G 3 hd, H, W] -> [N, G hd, H, W], i[0] = hd; group g
                              //   reads channels [3 hd g, 3 hd (g+1)): q, k, v (hd each), q = ReLU(q), k = ReLU(k);
@@ -66,6 +75,12 @@ enum vae_op {
                              //   outside [0, N); src: x, w [Cout, Cin, kt, 1, 1], b [Cout] or NULL, r or NULL
                              //   (the cpu backend takes kt <= 3)
     VAE_OP_COUNT,
+};
+
+// VAE_OP_CAUSAL_CONV3D's flags (i[1])
+enum vae_causal_edges {
+    VAE_CAUSAL_FIRST_FRAME = 1,   // after a reset the history is kt-1 copies of the first frame, not zeros
+    VAE_CAUSAL_REPLICATE   = 2,   // outside the frame the conv reads the nearest edge pixel, not zeros
 };
 
 enum vae_act {
@@ -152,9 +167,11 @@ struct vae_tensor * vae_graph_time_conv(struct vae_graph * g, struct vae_tensor 
 struct vae_tensor * vae_graph_causal_conv3d(struct vae_graph * g, struct vae_tensor * x, struct vae_tensor * w,
                                             struct vae_tensor * b, struct vae_tensor * r, enum vae_act act, int slot);
 // the same whose history after a state reset repeats the first frame it sees (i[1] = 1)
-struct vae_tensor * vae_graph_causal_conv3d_replicate(struct vae_graph * g, struct vae_tensor * x, struct vae_tensor * w,
-                                                      struct vae_tensor * b, struct vae_tensor * r, enum vae_act act,
-                                                      int slot);
+// the same with the flags `edges` (enum vae_causal_edges): the history after a reset and the
+// conv's spatial padding
+struct vae_tensor * vae_graph_causal_conv3d_edges(struct vae_graph * g, struct vae_tensor * x, struct vae_tensor * w,
+                                                  struct vae_tensor * b, struct vae_tensor * r, enum vae_act act,
+                                                  int slot, int edges);
 // Wan's: x / max(|x|, 1e-12) * sqrt(C) * gamma (i[0] = 0, see VAE_OP_RMS_NORM)
 struct vae_tensor * vae_graph_rms_norm(struct vae_graph * g, struct vae_tensor * x, struct vae_tensor * gamma,
                                        enum vae_act act);
@@ -164,6 +181,9 @@ struct vae_tensor * vae_graph_rms_norm_eps(struct vae_graph * g, struct vae_tens
                                            struct vae_tensor * gamma, struct vae_tensor * beta, struct vae_tensor * r,
                                            enum vae_act act);
 struct vae_tensor * vae_graph_attention(struct vae_graph * g, struct vae_tensor * qkv);
+// block-causal attention over the frames of a stream, its keys and values kept in state slot `slot`
+// (see VAE_OP_CAUSAL_ATTENTION): qkv [N, 3C, H, W] -> [N, C, H, W]
+struct vae_tensor * vae_graph_causal_attention(struct vae_graph * g, struct vae_tensor * qkv, int slot);
 // ReLU linear attention of heads of hd channels (see VAE_OP_LINEAR_ATTENTION): qkv [N, G 3 hd, H, W]
 struct vae_tensor * vae_graph_linear_attention(struct vae_graph * g, struct vae_tensor * qkv, int hd);
 // x [N, 2C, H, W] -> x[:C] * act(x[C:]) (see VAE_OP_GLU)
@@ -271,6 +291,10 @@ typedef struct vae_state vae_state_t;
 vae_state_t * vae_backend_state_new(vae_backend_t * backend, const struct vae_graph * g, char * err, size_t err_size);
 void          vae_backend_state_reset(vae_backend_t * backend, vae_state_t * state);   // back to the start
 size_t        vae_backend_state_bytes(vae_backend_t * backend, const vae_state_t * state);
+// the most bytes the state may grow to (0, the default: as much as the device gives): a causal
+// attention's key/value cache grows by a frame's keys and values each frame, and a compute that
+// would take it past the limit fails, naming the frames the limit holds, before changing anything
+void          vae_backend_state_set_limit(vae_backend_t * backend, vae_state_t * state, size_t bytes);
 void          vae_backend_state_free(vae_backend_t * backend, vae_state_t * state);
 // run the graph on host f32 input [N, C, H, W]; state: NULL when g->n_states == 0, else read
 // and updated. A graph with one input only. When g->cancel is set (by another thread, at any

@@ -207,11 +207,12 @@ struct vae_tensor * vae_graph_causal_conv3d(struct vae_graph * g, struct vae_ten
     return t;
 }
 
-struct vae_tensor * vae_graph_causal_conv3d_replicate(struct vae_graph * g, struct vae_tensor * x, struct vae_tensor * w,
-                                                      struct vae_tensor * b, struct vae_tensor * r, enum vae_act act,
-                                                      int slot) {
+struct vae_tensor * vae_graph_causal_conv3d_edges(struct vae_graph * g, struct vae_tensor * x, struct vae_tensor * w,
+                                                  struct vae_tensor * b, struct vae_tensor * r, enum vae_act act,
+                                                  int slot, int edges) {
+    assert((edges & ~(VAE_CAUSAL_FIRST_FRAME | VAE_CAUSAL_REPLICATE)) == 0);
     struct vae_tensor * t = vae_graph_causal_conv3d(g, x, w, b, r, act, slot);
-    t->i[1]               = 1;
+    t->i[1]               = edges;
     return t;
 }
 
@@ -246,6 +247,17 @@ struct vae_tensor * vae_graph_attention(struct vae_graph * g, struct vae_tensor 
     struct vae_tensor * t = graph_node(g, VAE_OP_ATTENTION, qkv->ne[0], qkv->ne[1] / 3, qkv->ne[2], qkv->ne[3]);
     t->src[0] = qkv;
     t->name   = qkv->name;
+    return t;
+}
+
+struct vae_tensor * vae_graph_causal_attention(struct vae_graph * g, struct vae_tensor * qkv, int slot) {
+    assert(slot >= 0);
+    struct vae_tensor * t = vae_graph_attention(g, qkv);
+    t->op                 = VAE_OP_CAUSAL_ATTENTION;
+    t->i[0]               = slot;
+    if (slot >= g->n_states) {
+        g->n_states = slot + 1;
+    }
     return t;
 }
 
@@ -308,6 +320,7 @@ const char * vae_op_name(enum vae_op op) {
         [VAE_OP_UPSAMPLE_CONV2D] = "upsample_conv2d", [VAE_OP_UPSAMPLE2X] = "upsample2x",
         [VAE_OP_GROUP_NORM] = "group_norm", [VAE_OP_CAUSAL_CONV3D] = "causal_conv3d",
         [VAE_OP_RMS_NORM] = "rms_norm",     [VAE_OP_ATTENTION] = "attention",
+        [VAE_OP_CAUSAL_ATTENTION] = "causal_attention",
         [VAE_OP_LINEAR_ATTENTION] = "linear_attention", [VAE_OP_GLU] = "glu",
         [VAE_OP_FRAME_SPLIT] = "frame_split", [VAE_OP_PIXEL_SHUFFLE] = "pixel_shuffle",
         [VAE_OP_DEPTHWISE_CONV2D] = "depthwise_conv2d", [VAE_OP_TIME_CONV] = "time_conv",

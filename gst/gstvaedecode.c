@@ -14,7 +14,8 @@
  * any of its code: a weights-only unpickler); its family is detected from its keys and
  * shapes: the AutoencoderKL image decoders (sd1, sd2, sdxl, sd3, flux1, flux2, hunyuanimage2.1), the TAESD image
  * decoders (taesd, taesdxl, taesd3, taef1, taef2), the Wan 2.1 and 2.2 VAEs (wan2.1, wan2.2),
- * Qwen-Image 2.1's RGBA VAE (qwenimage2.1), SeedVR2's video VAE (seedvr2), the TAEHV video decoders (taew2_1, taew2_2, taehv, taehv1_5,
+ * Qwen-Image 2.1's RGBA VAE (qwenimage2.1), SeedVR2's video VAE (seedvr2), HunyuanVideo 1.5's VAE
+ * (hunyuanvideo1.5), the TAEHV video decoders (taew2_1, taew2_2, taehv, taehv1_5,
  * taeltx_2, taecvx, taew2_2_super, taehv1_5_super) and Stable Video Diffusion's temporal
  * decoder (svd). The output is converted to the negotiated format (RGB, RGBA, RGBx, BGRx, BGRA,
  * ARGB, ABGR, AYUV, I420, A420, NV12) with 8-bit values rounded to nearest.
@@ -1970,7 +1971,8 @@ gst_vae_decode_class_init (GstVaeDecodeClass * klass)
    * (the other tensors are ignored); a TAESD-family decoder (taesd, taesdxl, taesd3, taef1,
    * taef2) in the original, diffusers or ComfyUI naming; the Wan 2.1 or 2.2 VAE in the
    * original or diffusers naming; SeedVR2's VAE (seedvr2: its `ema_vae.pth` or ComfyUI's
-   * `ema_vae_fp16.safetensors`); a TAEHV decoder (taew2_1, taew2_2, taehv, taehv1_5,
+   * `ema_vae_fp16.safetensors`); HunyuanVideo 1.5's VAE (hunyuanvideo1.5) in the original
+   * or diffusers naming; a TAEHV decoder (taew2_1, taew2_2, taehv, taehv1_5,
    * taeltx_2, taecvx, taew2_2_super, taehv1_5_super); or SVD's temporal decoder (svd) in the
    * original (sgm) or diffusers naming. Encoder tensors are ignored; a decoder tensor the
    * family does not use is refused, by name. Loaded on the way to PAUSED; like model-family, backend, device-id and

@@ -8,9 +8,15 @@
 // passes S and P between them through shared memory and sizes its tiles from the device's shared
 // memory. fp32 and tf32, head dims that are not a multiple of 16 or above 512, and bf16 before
 // sm_80 take a SIMT kernel that computes in true f32.
+//
+// The causal form (HunyuanVideo 1.5's mid block) is the same kernels with the keys and values read
+// from a cache instead of the query's frame: the cache holds the qkv rows of every frame of the
+// stream so far (this compute's appended first), and a query of frame t sees the first nk0 + (t +
+// 1) N of them, nk0 the positions held before this compute: the block-causal mask, never built.
 
 #include "vae-gpu-common.cuh"
 
+#include <limits.h>
 #include <math.h>
 #include <type_traits>
 
@@ -118,10 +124,13 @@ static __device__ __forceinline__ void vae_gpu_attn_tile_load(T * dst, const T *
     }
 }
 
-// grid (ceil(N / BQ), frames); qkv rows are 3 * D wide (no padding), y rows D
+// grid (ceil(N / BQ), frames); qkv rows are 3 * D wide (no padding), y rows D. kv: NULL, keys and
+// values of the query's own frame; else the cache's rows (the same layout), the first nk0 + (t + 1) N
+// of them for frame t
 template <typename T, int BQ, int BK, int NW>
 static __global__ void __launch_bounds__(VAE_GPU_ATTN_THREADS, 1)
-    vae_gpu_attention_tc(const T * __restrict__ qkv, T * __restrict__ y, int N, int D, float sl2) {
+    vae_gpu_attention_tc(const T * __restrict__ qkv, const T * __restrict__ kv, T * __restrict__ y, int N, int nk0,
+                         int D, float sl2) {
     // (the sm_75 build of bf16, and a wave count of the other warp width on AMD: never launched)
     if constexpr ((std::is_same<T, __nv_bfloat16>::value && !VAE_GPU_ATTN_BF16_MMA) ||
                   VAE_GPU_ATTN_THREADS / NW != VAE_GPU_WARP) {
@@ -143,12 +152,14 @@ static __global__ void __launch_bounds__(VAE_GPU_ATTN_THREADS, 1)
         const int w = threadIdx.x / W, lane = threadIdx.x % W;
         const int q0  = blockIdx.x * BQ;
         const T * src = qkv + (size_t) blockIdx.y * N * 3 * D;
+        const T * kvs = kv ? kv : src;
+        const int NK  = kv ? nk0 + ((int) blockIdx.y + 1) * N : N;
 
         // two groups in flight from here on: (Q and) the next K tile, then the next V tile
         vae_gpu_attn_tile_load<BQ>(qs, src, q0, N, 0, D, ld);
-        vae_gpu_attn_tile_load<BK>(ks, src, 0, N, D, D, ld);
+        vae_gpu_attn_tile_load<BK>(ks, kvs, 0, NK, D, D, ld);
         vae_gpu_cp_commit();
-        vae_gpu_attn_tile_load<BK>(vs, src, 0, N, 2 * D, D, ld);
+        vae_gpu_attn_tile_load<BK>(vs, kvs, 0, NK, 2 * D, D, ld);
         vae_gpu_cp_commit();
 
         // the wmma accumulator layout is opaque: load a tile whose elements are their row numbers
@@ -175,7 +186,7 @@ static __global__ void __launch_bounds__(VAE_GPU_ATTN_THREADS, 1)
             l[i] = 0.0f;
         }
 
-        for (int kb = 0; kb < N; kb += BK) {
+        for (int kb = 0; kb < NK; kb += BK) {
             vae_gpu_cp_wait<1>();
             __syncthreads(); // this K tile is in; the previous step is done with S
 
@@ -206,12 +217,12 @@ static __global__ void __launch_bounds__(VAE_GPU_ATTN_THREADS, 1)
             }
             __syncthreads(); // S complete, the K tile free
 
-            if (kb + BK < N) {
-                vae_gpu_attn_tile_load<BK>(ks, src, kb + BK, N, D, D, ld);
+            if (kb + BK < NK) {
+                vae_gpu_attn_tile_load<BK>(ks, kvs, kb + BK, NK, D, D, ld);
             }
             vae_gpu_cp_commit();
 
-            // online softmax of this warp's rows; keys past the frame's end get p = 0
+            // online softmax of this warp's rows; keys past the last get p = 0
             constexpr int CPL = (BK + W - 1) / W;
 #pragma unroll
             for (int i = 0; i < G::RPW; i++) {
@@ -221,7 +232,7 @@ static __global__ void __launch_bounds__(VAE_GPU_ATTN_THREADS, 1)
                 for (int u = 0; u < CPL; u++) {
                     const int c = lane + W * u;
                     x[u]        = -INFINITY;
-                    if (c < BK && kb + c < N) {
+                    if (c < BK && kb + c < NK) {
                         float sc = 0.0f;
 #pragma unroll
                         for (int kq = 0; kq < G::KS; kq++) {
@@ -238,7 +249,7 @@ static __global__ void __launch_bounds__(VAE_GPU_ATTN_THREADS, 1)
                 for (int u = 0; u < CPL; u++) {
                     const int c = lane + W * u;
                     if (c < BK) {
-                        const float p       = kb + c < N ? exp2f(x[u] - ref) : 0.0f;
+                        const float p       = kb + c < NK ? exp2f(x[u] - ref) : 0.0f;
                         ps[r * G::LDP + c] = vae_gpu_from_f32<T>(p);
                         sum += p;
                     }
@@ -291,8 +302,8 @@ static __global__ void __launch_bounds__(VAE_GPU_ATTN_THREADS, 1)
             }
             __syncthreads(); // done with P and the V tile
 
-            if (kb + BK < N) {
-                vae_gpu_attn_tile_load<BK>(vs, src, kb + BK, N, 2 * D, D, ld);
+            if (kb + BK < NK) {
+                vae_gpu_attn_tile_load<BK>(vs, kvs, kb + BK, NK, 2 * D, D, ld);
             }
             vae_gpu_cp_commit();
         }
@@ -337,7 +348,8 @@ static __global__ void __launch_bounds__(VAE_GPU_ATTN_THREADS, 1)
 }
 
 template <typename T, int BQ, int BK, int NW>
-static cudaError_t vae_gpu_attention_tc_run(const T * qkv, T * y, int n, int N, int D, float sl2, cudaStream_t s) {
+static cudaError_t vae_gpu_attention_tc_run(const T * qkv, const T * kv, T * y, int n, int N, int nk0, int D, float sl2,
+                                            cudaStream_t s) {
     const size_t smem = vae_gpu_attn_tiles<BQ, BK, NW>::smem(D);
     cudaError_t  err  = cudaFuncSetAttribute(vae_gpu_attention_tc<T, BQ, BK, NW>,
                                              cudaFuncAttributeMaxDynamicSharedMemorySize, (int) smem);
@@ -345,7 +357,7 @@ static cudaError_t vae_gpu_attention_tc_run(const T * qkv, T * y, int n, int N, 
         return err;
     }
     const dim3 grid((unsigned) ((N + BQ - 1) / BQ), (unsigned) n);
-    vae_gpu_attention_tc<T, BQ, BK, NW><<<grid, VAE_GPU_ATTN_THREADS, smem, s>>>(qkv, y, N, D, sl2);
+    vae_gpu_attention_tc<T, BQ, BK, NW><<<grid, VAE_GPU_ATTN_THREADS, smem, s>>>(qkv, kv, y, N, nk0, D, sl2);
     return cudaGetLastError();
 }
 
@@ -353,36 +365,36 @@ static cudaError_t vae_gpu_attention_tc_run(const T * qkv, T * y, int n, int N, 
 // that the smallest one does), in NW warps. AMD: at most 32 queries, as the O accumulators of 64
 // spill registers there (and 64 KB of LDS seldom holds them)
 template <typename T, int NW>
-static cudaError_t vae_gpu_attention_tc_launch(const T * qkv, T * y, int n, int N, int D, float sl2, int smem_max,
-                                               cudaStream_t s) {
+static cudaError_t vae_gpu_attention_tc_launch(const T * qkv, const T * kv, T * y, int n, int N, int nk0, int D, float sl2,
+                                               int smem_max, cudaStream_t s) {
 #if !defined(VAE_GPU_AMD)
     if (vae_gpu_attn_tiles<64, 64, NW>::smem(D) <= (size_t) smem_max) {
-        return vae_gpu_attention_tc_run<T, 64, 64, NW>(qkv, y, n, N, D, sl2, s);
+        return vae_gpu_attention_tc_run<T, 64, 64, NW>(qkv, kv, y, n, N, nk0, D, sl2, s);
     }
     if (vae_gpu_attn_tiles<64, 32, NW>::smem(D) <= (size_t) smem_max) {
-        return vae_gpu_attention_tc_run<T, 64, 32, NW>(qkv, y, n, N, D, sl2, s);
+        return vae_gpu_attention_tc_run<T, 64, 32, NW>(qkv, kv, y, n, N, nk0, D, sl2, s);
     }
 #endif
     if (vae_gpu_attn_tiles<32, 32, NW>::smem(D) <= (size_t) smem_max) {
-        return vae_gpu_attention_tc_run<T, 32, 32, NW>(qkv, y, n, N, D, sl2, s);
+        return vae_gpu_attention_tc_run<T, 32, 32, NW>(qkv, kv, y, n, N, nk0, D, sl2, s);
     }
     if (vae_gpu_attn_tiles<32, 16, NW>::smem(D) <= (size_t) smem_max) {
-        return vae_gpu_attention_tc_run<T, 32, 16, NW>(qkv, y, n, N, D, sl2, s);
+        return vae_gpu_attention_tc_run<T, 32, 16, NW>(qkv, kv, y, n, N, nk0, D, sl2, s);
     }
-    return vae_gpu_attention_tc_run<T, 16, 16, NW>(qkv, y, n, N, D, sl2, s);
+    return vae_gpu_attention_tc_run<T, 16, 16, NW>(qkv, kv, y, n, N, nk0, D, sl2, s);
 }
 
 // in warps of the device's width: 8 of 32 lanes, or on CDNA 4 waves of 64
 template <typename T>
-static cudaError_t vae_gpu_attention_tc_warps(const T * qkv, T * y, int n, int N, int D, float sl2, int smem_max,
-                                              int warp, cudaStream_t s) {
+static cudaError_t vae_gpu_attention_tc_warps(const T * qkv, const T * kv, T * y, int n, int N, int nk0, int D, float sl2,
+                                              int smem_max, int warp, cudaStream_t s) {
 #if defined(VAE_GPU_AMD)
     if (warp == 64) {
-        return vae_gpu_attention_tc_launch<T, 4>(qkv, y, n, N, D, sl2, smem_max, s);
+        return vae_gpu_attention_tc_launch<T, 4>(qkv, kv, y, n, N, nk0, D, sl2, smem_max, s);
     }
 #endif
     (void) warp;
-    return vae_gpu_attention_tc_launch<T, 8>(qkv, y, n, N, D, sl2, smem_max, s);
+    return vae_gpu_attention_tc_launch<T, 8>(qkv, kv, y, n, N, nk0, D, sl2, smem_max, s);
 }
 
 // ---- SIMT kernel (any C, f32 arithmetic) ------------------------------------------------------
@@ -396,10 +408,12 @@ static cudaError_t vae_gpu_attention_tc_warps(const T * qkv, T * y, int n, int N
 #define VAE_GPU_ATTN_SV 128 // output channels per shared v chunk, 4 per lane
 #define VAE_GPU_ATTN_SG 4   // v chunks per pass: grid.z splits the output channels in passes of SG * SV
 
-// grid (ceil(N / SQ), frames, ceil(cp / (SG * SV))); group w owns queries 4w .. 4w + 3 of the block
+// grid (ceil(N / SQ), frames, ceil(cp / (SG * SV))); group w owns queries 4w .. 4w + 3 of the block;
+// kv and nk0 as for the tensor-core kernel
 template <typename T>
 static __global__ void __launch_bounds__(VAE_GPU_ATTN_THREADS, 2)
-    vae_gpu_attention_simt(const T * __restrict__ qkv, T * __restrict__ y, int N, int C, int cp3, int cp, float sl2) {
+    vae_gpu_attention_simt(const T * __restrict__ qkv, const T * __restrict__ kv, T * __restrict__ y, int N, int nk0,
+                           int C, int cp3, int cp, float sl2) {
     constexpr int SQ = VAE_GPU_ATTN_SQ, SK = VAE_GPU_ATTN_SK, SC = VAE_GPU_ATTN_SC, SV = VAE_GPU_ATTN_SV,
                   SG = VAE_GPU_ATTN_SG;
     constexpr int GL = VAE_GPU_ATTN_GL;
@@ -413,6 +427,8 @@ static __global__ void __launch_bounds__(VAE_GPU_ATTN_THREADS, 2)
     const int w = threadIdx.x / GL, lane = threadIdx.x % GL;
     const int q0 = blockIdx.x * SQ, c0 = blockIdx.z * SG * SV;
     const T * src = qkv + (size_t) blockIdx.y * N * cp3;
+    const T * kvs = kv ? kv : src;
+    const int NK  = kv ? nk0 + ((int) blockIdx.y + 1) * N : N;
 
     float o[SG][4][4] = {}; // [v chunk][query 4w + i][channel c0 + chunk * SV + 4 * lane + u]
     float m[4], l[4];
@@ -422,7 +438,7 @@ static __global__ void __launch_bounds__(VAE_GPU_ATTN_THREADS, 2)
         l[i] = 0.0f;
     }
 
-    for (int kb = 0; kb < N; kb += SK) {
+    for (int kb = 0; kb < NK; kb += SK) {
         // s[i] = q(4w + i) . k(kb + lane), over chunks of SC channels
         float s[4] = { 0.0f, 0.0f, 0.0f, 0.0f };
         for (int cc = 0; cc < C; cc += SC) {
@@ -430,7 +446,7 @@ static __global__ void __launch_bounds__(VAE_GPU_ATTN_THREADS, 2)
             const int ch = threadIdx.x % SC, c = cc + ch;
             for (int r = threadIdx.x / SC; r < SQ; r += VAE_GPU_ATTN_THREADS / SC) {
                 qs[r][ch] = q0 + r < N && c < C ? vae_gpu_to_f32(src[(size_t) (q0 + r) * cp3 + c]) : 0.0f;
-                ks[r][ch] = kb + r < N && c < C ? vae_gpu_to_f32(src[(size_t) (kb + r) * cp3 + C + c]) : 0.0f;
+                ks[r][ch] = kb + r < NK && c < C ? vae_gpu_to_f32(kvs[(size_t) (kb + r) * cp3 + C + c]) : 0.0f;
             }
             __syncthreads();
 #pragma unroll 1
@@ -448,7 +464,7 @@ static __global__ void __launch_bounds__(VAE_GPU_ATTN_THREADS, 2)
         }
 
         // online softmax of the group's 4 rows (lane = key); P goes to the group's own columns of ps
-        const bool key = kb + lane < N;
+        const bool key = kb + lane < NK;
         float      pv[4];
 #pragma unroll
         for (int i = 0; i < 4; i++) {
@@ -476,7 +492,7 @@ static __global__ void __launch_bounds__(VAE_GPU_ATTN_THREADS, 2)
                 __syncthreads();
                 const int ch = threadIdx.x % SV, c = cg + ch;
                 for (int j = threadIdx.x / SV; j < SK; j += VAE_GPU_ATTN_THREADS / SV) {
-                    vs[j][ch] = kb + j < N && c < C ? vae_gpu_to_f32(src[(size_t) (kb + j) * cp3 + 2 * C + c]) : 0.0f;
+                    vs[j][ch] = kb + j < NK && c < C ? vae_gpu_to_f32(kvs[(size_t) (kb + j) * cp3 + 2 * C + c]) : 0.0f;
                 }
                 __syncthreads();
 #pragma unroll 4
@@ -520,18 +536,18 @@ static __global__ void __launch_bounds__(VAE_GPU_ATTN_THREADS, 2)
 }
 
 template <typename T>
-static cudaError_t vae_gpu_attention_simt_launch(const T * qkv, T * y, int n, int N, int C, int cp3, int cp, float sl2,
-                                                 cudaStream_t s) {
+static cudaError_t vae_gpu_attention_simt_launch(const T * qkv, const T * kv, T * y, int n, int N, int nk0, int C, int cp3,
+                                                 int cp, float sl2, cudaStream_t s) {
     const int  pass = VAE_GPU_ATTN_SG * VAE_GPU_ATTN_SV;
     const dim3 grid((unsigned) ((N + VAE_GPU_ATTN_SQ - 1) / VAE_GPU_ATTN_SQ), (unsigned) n, (unsigned) ((cp + pass - 1) / pass));
-    vae_gpu_attention_simt<T><<<grid, VAE_GPU_ATTN_THREADS, 0, s>>>(qkv, y, N, C, cp3, cp, sl2);
+    vae_gpu_attention_simt<T><<<grid, VAE_GPU_ATTN_THREADS, 0, s>>>(qkv, kv, y, N, nk0, C, cp3, cp, sl2);
     return cudaGetLastError();
 }
 
 // ---- launcher and entry ------------------------------------------------------------------------
 
-static cudaError_t vae_gpu_attention_launch(struct vae_gpu_act qkv, struct vae_gpu_act y, enum vae_precision p,
-                                            cudaStream_t s) {
+static cudaError_t vae_gpu_attention_launch(struct vae_gpu_act qkv, const void * kv, int nk0, struct vae_gpu_act y,
+                                            enum vae_precision p, cudaStream_t s) {
     int         dev, cc_major, smem_max, warp;
     cudaError_t err = cudaGetDevice(&dev);
     if (err == cudaSuccess) {
@@ -554,14 +570,15 @@ static cudaError_t vae_gpu_attention_launch(struct vae_gpu_act qkv, struct vae_g
                     ((p == VAE_PRECISION_FP16 && cc_major >= 7) || (p == VAE_PRECISION_BF16 && cc_major >= 8)) &&
                     vae_gpu_attn_tiles<16, 16, 8>::smem(C) <= (size_t) smem_max;
     if (tc && p == VAE_PRECISION_FP16) {
-        return vae_gpu_attention_tc_warps((const __half *) qkv.data, (__half *) y.data, n, N, C, sl2, smem_max, warp, s);
+        return vae_gpu_attention_tc_warps((const __half *) qkv.data, (const __half *) kv, (__half *) y.data, n, N, nk0, C,
+                                          sl2, smem_max, warp, s);
     }
     if (tc) {
-        return vae_gpu_attention_tc_warps((const __nv_bfloat16 *) qkv.data, (__nv_bfloat16 *) y.data, n, N, C, sl2,
-                                          smem_max, warp, s);
+        return vae_gpu_attention_tc_warps((const __nv_bfloat16 *) qkv.data, (const __nv_bfloat16 *) kv,
+                                          (__nv_bfloat16 *) y.data, n, N, nk0, C, sl2, smem_max, warp, s);
     }
-    VAE_GPU_DISPATCH(p, return vae_gpu_attention_simt_launch((const T *) qkv.data, (T *) y.data, n, N, C, qkv.cp,
-                                                             y.cp, sl2, s));
+    VAE_GPU_DISPATCH(p, return vae_gpu_attention_simt_launch((const T *) qkv.data, (const T *) kv, (T *) y.data, n, N,
+                                                             nk0, C, qkv.cp, y.cp, sl2, s));
 }
 
 extern "C" size_t vae_gpu_attention_scratch(struct vae_gpu_act qkv, enum vae_precision p) {
@@ -570,21 +587,36 @@ extern "C" size_t vae_gpu_attention_scratch(struct vae_gpu_act qkv, enum vae_pre
     return 0;
 }
 
-extern "C" cudaError_t vae_gpu_attention(struct vae_gpu_act qkv, struct vae_gpu_act y, void * scratch,
-                                         enum vae_precision p, cudaStream_t s) {
-    (void) scratch;
-    // the tensor-core kernel moves 16-byte vectors; y must not be qkv (every block reads all of a frame)
+// the shapes and buffers an attention takes (the tensor-core kernel moves 16-byte vectors; y must
+// not be qkv: every block reads all of a frame)
+static bool vae_gpu_attention_ok(struct vae_gpu_act qkv, struct vae_gpu_act y, enum vae_precision p) {
     if (!qkv.data || !y.data || (uintptr_t) qkv.data % 16 || (uintptr_t) y.data % 16 ||
         p <= VAE_PRECISION_AUTO || p >= VAE_PRECISION_COUNT || !vae_gpu_shape_ok(qkv) || !vae_gpu_shape_ok(y) ||
         vae_gpu_act_overlap(qkv, y, p)) {
-        return cudaErrorInvalidValue;
+        return false;
     }
     if (qkv.n < 1 || qkv.n > 65535 || qkv.h < 1 || qkv.w < 1 || (long long) qkv.h * qkv.w > (1 << 30) ||
         qkv.c < 3 || qkv.c % 3 != 0 || qkv.cp != vae_gpu_cpad(qkv.c)) {
+        return false;
+    }
+    return y.n == qkv.n && y.h == qkv.h && y.w == qkv.w && y.c == qkv.c / 3 && y.cp == vae_gpu_cpad(y.c);
+}
+
+extern "C" cudaError_t vae_gpu_attention(struct vae_gpu_act qkv, struct vae_gpu_act y, void * scratch,
+                                         enum vae_precision p, cudaStream_t s) {
+    (void) scratch;
+    return vae_gpu_attention_ok(qkv, y, p) ? vae_gpu_attention_launch(qkv, nullptr, 0, y, p, s) : cudaErrorInvalidValue;
+}
+
+extern "C" cudaError_t vae_gpu_causal_attention(struct vae_gpu_act qkv, struct vae_gpu_act y, void * cache, int held,
+                                                enum vae_precision p, cudaStream_t s) {
+    const size_t frame = (size_t) qkv.h * qkv.w * qkv.cp * vae_gpu_elem_bytes(p);
+    if (!vae_gpu_attention_ok(qkv, y, p) || !cache || (uintptr_t) cache % 16 || held < 0 ||
+        (long long) (held + qkv.n) * qkv.h * qkv.w > INT_MAX) {
         return cudaErrorInvalidValue;
     }
-    if (y.n != qkv.n || y.h != qkv.h || y.w != qkv.w || y.c != qkv.c / 3 || y.cp != vae_gpu_cpad(y.c)) {
-        return cudaErrorInvalidValue;
-    }
-    return vae_gpu_attention_launch(qkv, y, p, s);
+    // the cache takes this compute's rows after the frames it holds, then every query reads it
+    const cudaError_t e = cudaMemcpyAsync((char *) cache + (size_t) held * frame, qkv.data, (size_t) qkv.n * frame,
+                                          cudaMemcpyDeviceToDevice, s);
+    return e == cudaSuccess ? vae_gpu_attention_launch(qkv, cache, held * qkv.h * qkv.w, y, p, s) : e;
 }

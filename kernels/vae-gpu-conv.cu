@@ -39,6 +39,7 @@ struct vae_gpu_conv_params {
     int           ks, kt;         // the GEMM's taps: ks x ks in space (2 when up), kt in time
     int           pad;            // k / 2
     bool          up;
+    bool          replicate;      // outside the frame: the nearest edge pixel, not zeros
     int           M, K;           // GEMM rows (pixels of the input grid, per phase when up) and depth
     int           nt;             // tiles along N
     enum vae_act  act;
@@ -99,12 +100,17 @@ __host__ __device__ __forceinline__ vae_gpu_conv_pix vae_gpu_conv_pix_at(int m, 
 }
 
 // the input vector (channels c .. c + 16 bytes) that row px reads at tap tp, or NULL for zeros:
-// outside the frame, or past K. offy, offx: input offset of tap 0 (k / 2, or 1 - phase when up).
-// Source frame s = t + j of [hist, x]: the kt - 1 hist frames first.
+// outside the frame (replicate: only a row past M, whose pixel is far outside), or past K. offy,
+// offx: input offset of tap 0 (k / 2, or 1 - phase when up). Source frame s = t + j of [hist, x]:
+// the kt - 1 hist frames first.
 template <typename T>
 __host__ __device__ __forceinline__ const T * vae_gpu_conv_src(const vae_gpu_conv_params & p, vae_gpu_conv_pix px,
                                                               vae_gpu_conv_tap tp, int offy, int offx) {
-    const int iy = px.oy + tp.ky - offy, ix = px.ox + tp.kx - offx;
+    int iy = px.oy + tp.ky - offy, ix = px.ox + tp.kx - offx;
+    if (p.replicate && px.oy >= 0) { // (F.pad(mode="replicate"): the edge pixel)
+        iy = iy < 0 ? 0 : iy >= p.h ? p.h - 1 : iy;
+        ix = ix < 0 ? 0 : ix >= p.w ? p.w - 1 : ix;
+    }
     if (tp.j >= p.kt || (unsigned) iy >= (unsigned) p.h || (unsigned) ix >= (unsigned) p.w) {
         return nullptr;
     }
@@ -812,7 +818,8 @@ extern "C" cudaError_t vae_gpu_conv(const struct vae_gpu_conv_args * a, enum vae
         (long long) (a->kt - 1) * x.h * x.w > room || (long long) a->kt * ks * ks * x.cp > room) {
         return cudaErrorInvalidValue;
     }
-    if ((a->warp != 32 && a->warp != 64) || a->variant < 0 || a->variant >= vae_gpu_conv_variants(p, a->cc)) {
+    if ((a->warp != 32 && a->warp != 64) || a->variant < 0 || a->variant >= vae_gpu_conv_variants(p, a->cc) ||
+        (a->replicate && a->up)) {
         return cudaErrorInvalidValue;
     }
     vae_gpu_conv_params q = {};
@@ -830,6 +837,7 @@ extern "C" cudaError_t vae_gpu_conv(const struct vae_gpu_conv_args * a, enum vae
     q.kt     = a->kt;
     q.pad    = a->k / 2;
     q.up     = a->up;
+    q.replicate = a->replicate;
     q.M      = x.n * x.h * x.w;
     q.K      = a->kt * (int) (ks * ks) * x.cp;
     q.act    = a->act;

@@ -40,6 +40,7 @@
 #define vae_gpu_rms_norm           vae_hip_gpu_rms_norm
 #define vae_gpu_attention_scratch  vae_hip_gpu_attention_scratch
 #define vae_gpu_attention          vae_hip_gpu_attention
+#define vae_gpu_causal_attention   vae_hip_gpu_causal_attention
 #define vae_gpu_linear_attention_scratch vae_hip_gpu_linear_attention_scratch
 #define vae_gpu_linear_attention   vae_hip_gpu_linear_attention
 #define vae_gpu_conv_packed_count  vae_hip_gpu_conv_packed_count

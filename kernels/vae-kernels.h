@@ -101,6 +101,12 @@ cudaError_t vae_gpu_rms_norm(struct vae_gpu_act x, struct vae_gpu_act y, const v
 size_t     vae_gpu_attention_scratch(struct vae_gpu_act qkv, enum vae_precision p);
 cudaError_t vae_gpu_attention(struct vae_gpu_act qkv, struct vae_gpu_act y, void * scratch, enum vae_precision p,
                              cudaStream_t s);
+// the same across the frames of a stream, block-causal (VAE_OP_CAUSAL_ATTENTION): cache holds the
+// qkv rows (h w rows of qkv.cp values, the compute's precision) of the `held` frames before and room
+// for qkv's n after them, where they are copied first; a query of frame t then attends to the
+// positions of the cache's first held + t + 1 frames
+cudaError_t vae_gpu_causal_attention(struct vae_gpu_act qkv, struct vae_gpu_act y, void * cache, int held,
+                                     enum vae_precision p, cudaStream_t s);
 
 // ---- ReLU linear attention (vae-gpu-linear-attention.cu) --------------------------------------
 // VAE_OP_LINEAR_ATTENTION: per frame, groups of head dim hd: qkv [n, G 3 hd, h, w] -> y [n, G hd, h, w],
@@ -128,6 +134,8 @@ struct vae_gpu_conv_args {
     int                k;          // spatial kernel size, odd (3 when up)
     int                kt;         // time taps, 1 for a 2-D conv
     bool               up;
+    bool               replicate;  // outside the frame the nearest edge pixel (F.pad(mode="replicate")), not
+                                   //   zeros; not with up
     enum vae_act       act;
     int                variant;    // tile configuration, 0 .. vae_gpu_conv_variants() - 1
     int                cc, warp;   // the device's (vae_gpu_device_query): a launch asks the runtime nothing

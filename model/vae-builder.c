@@ -88,7 +88,7 @@ struct vae_tensor * vae_builder_conv2d(struct vae_builder * b, struct vae_tensor
 }
 
 struct vae_tensor * vae_builder_conv3d(struct vae_builder * b, struct vae_tensor * x, const char * name, int kt, int k,
-                                       struct vae_tensor * r, bool replicate) {
+                                       struct vae_tensor * r, int edges) {
     struct vae_tensor * w  = vae_builder_weight(b, 5, (const int64_t[]) { -1, x->ne[1], kt, k, k }, "%s.weight", name);
     struct vae_tensor * bt = w ? vae_builder_weight(b, 1, (const int64_t[]) { w->ne[0] }, "%s.bias", name) : NULL;
     if (!bt) {
@@ -102,8 +102,7 @@ struct vae_tensor * vae_builder_conv3d(struct vae_builder * b, struct vae_tensor
         w->n_dims = 4; // [Cout, Cin, 1, 1]
         return vae_graph_conv2d(b->g, x, w, bt, r, VAE_ACT_NONE);
     }
-    return replicate ? vae_graph_causal_conv3d_replicate(b->g, x, w, bt, r, VAE_ACT_NONE, b->n_slots++)
-                     : vae_graph_causal_conv3d(b->g, x, w, bt, r, VAE_ACT_NONE, b->n_slots++);
+    return vae_graph_causal_conv3d_edges(b->g, x, w, bt, r, VAE_ACT_NONE, b->n_slots++, edges);
 }
 
 // a causal family's whole-sequence graph: its head, then its steps in order, each residual step

@@ -35,10 +35,11 @@ struct vae_tensor * vae_builder_weight(struct vae_builder * b, int n_dims, const
 struct vae_tensor * vae_builder_conv2d(struct vae_builder * b, struct vae_tensor * x, const char * name, int k,
                                        bool bias, struct vae_tensor * r, enum vae_act act, bool upsample);
 // the conv `name` (`name.weight` [Cout, Cin, kt, k, k] and `name.bias`) on x, adding r (or NULL): a
-// causal conv on the next state slot (replicating its first frame when replicate, as SeedVR2's),
-// or for kt = k = 1 the same 1x1 conv on each frame
+// causal conv on the next state slot (edges: enum vae_causal_edges, 0 for Wan's zeros; SeedVR2's
+// history replicates the first frame, HunyuanVideo 1.5's the edge pixels too), or for kt = k = 1
+// the same 1x1 conv on each frame
 struct vae_tensor * vae_builder_conv3d(struct vae_builder * b, struct vae_tensor * x, const char * name, int kt, int k,
-                                       struct vae_tensor * r, bool replicate);
+                                       struct vae_tensor * r, int edges);
 // fail the build with a message (returns NULL for convenience)
 struct vae_tensor * vae_builder_fail(struct vae_builder * b, const char * fmt, ...) __attribute__((format(printf, 2, 3)));
 

@@ -17,7 +17,7 @@
 // the families in detection order: the first whose recognise takes a file loads it (DC-AE, and
 // SVD that extends it, before the AutoencoderKL whose `decoder.conv_in.weight` they share)
 static const struct vae_family_desc * const model_families[] = {
-    &vae_taesd_family, &vae_wan_family,  &vae_seedvr_family, &vae_taehv_family,
+    &vae_taesd_family, &vae_hyv15_family, &vae_wan_family,  &vae_seedvr_family, &vae_taehv_family,
     &vae_dcae_family,  &vae_svd_family, &vae_kl_family,
 };
 

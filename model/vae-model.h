@@ -43,6 +43,8 @@ enum vae_family {
     VAE_FAMILY_HYIMAGE21, // AutoencoderKL of HunyuanImage 2.1 (64 ch, 32x; scale 0.75289)
     VAE_FAMILY_QWEN21,    // Qwen-Image 2.1's VAE (64 ch, 16x, RGBA; Wan 2.2's network for images, 2-D convs)
     VAE_FAMILY_DCAE,      // SANA's DC-AE (f32c32: 32 ch, 32x; scale 0.41407)
+    VAE_FAMILY_HYVIDEO15, // HunyuanVideo 1.5's VAE (32 ch, 16x, 4 frames per latent; scale 1.03682; causal
+                          //   attention over the stream's frames)
     VAE_FAMILY_COUNT,
 };
 

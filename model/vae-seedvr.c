@@ -48,7 +48,7 @@ static struct vae_tensor * seedvr_norm(struct vae_builder * b, struct vae_tensor
 // causal 3x3x3 conv `name` with bias on x, adding r (or NULL); its history starts as its first frame
 static struct vae_tensor * seedvr_causal(struct vae_builder * b, struct vae_tensor * x, const char * name,
                                          struct vae_tensor * r) {
-    return vae_builder_conv3d(b, x, name, 3, 3, r, true);
+    return vae_builder_conv3d(b, x, name, 3, 3, r, VAE_CAUSAL_FIRST_FRAME);
 }
 
 // conv(SiLU(GN(x))) + r: the norm `<name>.<norm>`, the causal conv `<name>.<conv>`
@@ -81,7 +81,7 @@ static struct vae_tensor * seedvr_upsample(struct vae_builder * b, struct vae_te
                                            bool first) {
     char n[128];
     snprintf(n, sizeof(n), "%s.upscale_conv", name);
-    struct vae_tensor * t = vae_builder_conv3d(b, x, n, 1, 1, NULL, false);     // [N, zr 4C, H, W]
+    struct vae_tensor * t = vae_builder_conv3d(b, x, n, 1, 1, NULL, 0);     // [N, zr 4C, H, W]
     if (!t) {
         return NULL;
     }
@@ -164,7 +164,7 @@ static struct vae_tensor * seedvr_step(struct vae_builder * b, const struct vae_
         case SEEDVR_STEP_RES_B:
             snprintf(n, sizeof(n), "%s.conv_shortcut", s->name);
             if (vae_model_dim(b->model, n, ".weight", 0)) {
-                r = vae_builder_conv3d(b, r, n, 1, 1, NULL, false);             // [N, Cout, H, W]
+                r = vae_builder_conv3d(b, r, n, 1, 1, NULL, 0);             // [N, Cout, H, W]
             }
             return r ? seedvr_norm_conv(b, x, s->name, ".norm2", ".conv2", r, stats) : NULL;
         case SEEDVR_STEP_UPSAMPLE: return seedvr_upsample(b, x, s->name, first);

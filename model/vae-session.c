@@ -127,6 +127,10 @@ static bool session_steps_new(struct vae_session * s, char * err, size_t err_siz
                  s->cfg.max_bytes ? "memory limit" : "of memory available");
         ok = false;
     }
+    if (ok && s->state) { // what the state may grow to (a causal attention's cache): the limit less the rest
+        const size_t rest = vae_session_peak_bytes(s) - vae_backend_state_bytes(s->backend, s->state);
+        vae_backend_state_set_limit(s->backend, s->state, limit > rest ? limit - rest : 1);
+    }
     return ok;
 }
 

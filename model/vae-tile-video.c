@@ -66,7 +66,7 @@ struct vae_tiled_video {
     size_t                   crop_floats, crop_y_floats;
     float *                  stats;          // the GroupNorm statistics of a step's whole input frame
     int                      max_groups;
-    size_t                   graph_peak, state_bytes;
+    size_t                   graph_peak, state_bytes;   // (state_bytes: the tiles'; the head's may grow)
     const int *              cancel;
 };
 
@@ -366,8 +366,7 @@ struct vae_tiled_video * vae_tiled_video_new(const struct vae_model * model, vae
         t->head_h = (int) head->output->ne[2], t->head_w = (int) head->output->ne[3];
     }
     if (head && head->n_states > 0) {
-        ok             = (t->head_state = vae_backend_state_new(backend, head, err, err_size)) != NULL;
-        t->state_bytes = vae_backend_state_bytes(backend, t->head_state);
+        ok = (t->head_state = vae_backend_state_new(backend, head, err, err_size)) != NULL;
     }
     if (head) {
         vae_tile_release(t->backend, head);
@@ -391,11 +390,16 @@ struct vae_tiled_video * vae_tiled_video_new(const struct vae_model * model, vae
         vae_tiled_video_free(t);
         return NULL;
     }
+    if (t->head_state) { // what the head's state may grow to (a causal attention's cache): the limit less the rest
+        const size_t limit = vae_backend_limit(backend, max_bytes);
+        const size_t rest  = vae_tiled_video_peak_bytes(t) - vae_backend_state_bytes(backend, t->head_state);
+        vae_backend_state_set_limit(backend, t->head_state, limit > rest ? limit - rest : 1);
+    }
     return t;
 }
 
 size_t vae_tiled_video_peak_bytes(const struct vae_tiled_video * t) {
     const size_t floats = (size_t) t->max_out * t->model->out_channels * (size_t) t->out_h * (size_t) t->out_w +
                           2 * t->crop_floats + t->crop_y_floats + t->live_peak;
-    return t->graph_peak + t->state_bytes + floats * sizeof(float);
+    return t->graph_peak + t->state_bytes + vae_backend_state_bytes(t->backend, t->head_state) + floats * sizeof(float);
 }

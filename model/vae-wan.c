@@ -84,13 +84,13 @@ static bool wan_nested(const struct vae_model * m) {
 static struct vae_tensor * wan_causal(struct vae_builder * b, struct vae_tensor * x, const char * name,
                                       struct vae_tensor * r) {
     return wan_image(b->model) ? vae_builder_conv2d(b, x, name, 3, true, r, VAE_ACT_NONE, false)
-                               : vae_builder_conv3d(b, x, name, 3, 3, r, false);
+                               : vae_builder_conv3d(b, x, name, 3, 3, r, 0);
 }
 
 // a 1x1x1 CausalConv3d is a per-frame 1x1 conv
 static struct vae_tensor * wan_pointwise(struct vae_builder * b, struct vae_tensor * x, const char * name) {
     return wan_image(b->model) ? vae_builder_conv2d(b, x, name, 1, true, NULL, VAE_ACT_NONE, false)
-                               : vae_builder_conv3d(b, x, name, 1, 1, NULL, false);
+                               : vae_builder_conv3d(b, x, name, 1, 1, NULL, 0);
 }
 
 // RMS norm with the gamma `name` ([C, 1, 1, 1]; [C, 1, 1] in the attention block)

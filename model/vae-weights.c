@@ -433,12 +433,14 @@ int32_t * vae_weights_add_rows(struct vae_model * m, const char * name, int64_t 
     return rows;
 }
 
-// the mid block's attention `at` (C channels, those of `decoder.conv_in.weight`): q, k, v and the
-// output projection (parts, in that order) as [C, C, 1, 1] (diffusers stores [C, C]); q, k and v
-// joined into one conv `<at>.<qkv>` [3C, C, 1, 1]
+// the mid block's attention `at` (C channels, those of `decoder.conv_in.weight`, or of a causal
+// conv_in's `.conv.weight`): q, k, v and the output projection (parts, in that order) as
+// [C, C, 1, 1] (diffusers stores [C, C], HunyuanVideo 1.5 [C, C, 1, 1, 1]); q, k and v joined into
+// one conv `<at>.<qkv>` [3C, C, 1, 1]
 bool vae_weights_join_attention(struct vae_model * m, const char * family, const char * at, const char * const * parts,
                                  const char * qkv, char * err, size_t err_size) {
-    const struct vae_weight *    in = vae_model_weight(m, "decoder.conv_in.weight");
+    const struct vae_weight *    in0 = vae_model_weight(m, "decoder.conv_in.weight");
+    const struct vae_weight *    in  = in0 ? in0 : vae_model_weight(m, "decoder.conv_in.conv.weight");
     const int64_t                c  = in->shape[0];
     const struct vae_st_tensor * w[3], * b[3];
     for (int i = 0; i < 4; i++) {
@@ -447,7 +449,9 @@ bool vae_weights_join_attention(struct vae_model * m, const char * family, const
         struct vae_weight * wt = (struct vae_weight *) vae_model_weight(m, name);
         snprintf(name, sizeof(name), "%s.%s.bias", at, parts[i]);
         const struct vae_weight * bt = vae_model_weight(m, name);
-        const bool is2d = wt && wt->n_dims == 2, is4d = wt && wt->n_dims == 4 && wt->shape[2] == 1 && wt->shape[3] == 1;
+        const bool is2d = wt && wt->n_dims == 2,
+                   is4d = wt && (wt->n_dims == 4 || (wt->n_dims == 5 && wt->shape[4] == 1)) && wt->shape[2] == 1 &&
+                          wt->shape[3] == 1;
         if (!wt || !(is2d || is4d) || wt->shape[0] != c || wt->shape[1] != c || !bt || bt->n_dims != 1 ||
             bt->shape[0] != c) {
             snprintf(err, err_size,

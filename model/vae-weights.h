@@ -41,7 +41,8 @@ bool vae_weights_drop_time_axis(struct vae_model * m, const char * family, char 
 bool vae_weights_reorder_rows(struct vae_weight * w, int32_t (*from)(int32_t k, int32_t n), char * err,
                               size_t err_size);
 // the attention `at`: q, k, v and the output projection (parts, in that order) as [C, C, 1, 1]
-// (diffusers stores [C, C]), C = the channels of `decoder.conv_in.weight`; q, k and v joined into
+// (diffusers stores [C, C], HunyuanVideo 1.5 [C, C, 1, 1, 1]), C = the channels of
+// `decoder.conv_in.weight` (`decoder.conv_in.conv.weight`: a causal conv_in); q, k and v joined into
 // one conv `<at>.<qkv>` [3C, C, 1, 1]; family names the decoder in messages
 bool vae_weights_join_attention(struct vae_model * m, const char * family, const char * at, const char * const * parts,
                                 const char * qkv, char * err, size_t err_size);

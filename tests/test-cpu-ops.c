@@ -2428,10 +2428,42 @@ static void test_shuffles(void) {
 
 // ---- causal conv3d (streaming through a state) -------------------------------------------------
 
+// frame x [Ci, H, W] padded by k/2 pixels of the nearest edge pixel (F.pad(mode="replicate"))
+static double * ref_replicate_pad(struct pool * pl, const double * x, int Ci, int H, int W, int p) {
+    const int Hp = H + 2 * p, Wp = W + 2 * p;
+    double *  y  = pool_add(pl, xmalloc((size_t) Ci * Hp * Wp * sizeof(double)));
+    for (int c = 0; c < Ci; c++) {
+        for (int Y = 0; Y < Hp; Y++) {
+            for (int X = 0; X < Wp; X++) {
+                const int sy = Y < p ? 0 : Y - p >= H ? H - 1 : Y - p, sx = X < p ? 0 : X - p >= W ? W - 1 : X - p;
+                y[((size_t) c * Hp + Y) * Wp + X] = x[((size_t) c * H + sy) * W + sx];
+            }
+        }
+    }
+    return y;
+}
+
+// conv2d of one frame whose outside is its edge pixels: the zero-padded conv of the padded frame, cropped
+static double * ref_conv_replicate(struct pool * pl, const double * x, int Ci, int H, int W, const float * w, int Co,
+                                   int k) {
+    const int      p = k / 2, Hp = H + 2 * p, Wp = W + 2 * p;
+    const double * c = ref_conv(pl, ref_replicate_pad(pl, x, Ci, H, W, p), 1, Ci, Hp, Wp, w, Co, k, NULL, NULL,
+                                VAE_ACT_NONE);
+    double *       y = pool_add(pl, xmalloc((size_t) Co * H * W * sizeof(double)));
+    for (int o = 0; o < Co; o++) {
+        for (int Y = 0; Y < H; Y++) {
+            memcpy(y + ((size_t) o * H + Y) * W, c + ((size_t) o * Hp + Y + p) * Wp + p, (size_t) W * sizeof(double));
+        }
+    }
+    return y;
+}
+
 // the whole-sequence causal conv: y[t] = act(b + r[t] + sum_j conv2d(x[t + j - (kt-1)], w[:, :, j])),
-// frames before 0 being zero (rep: frame 0); x [T, Ci, H, W], w [Co, Ci, kt, k, k]
+// frames before 0 being zero (edges & VAE_CAUSAL_FIRST_FRAME: frame 0), the outside of a frame zero
+// (edges & VAE_CAUSAL_REPLICATE: its edge pixels); x [T, Ci, H, W], w [Co, Ci, kt, k, k]
 static double * ref_causal(struct pool * pl, const double * x, int T, int Ci, int H, int W, const float * w, int Co,
-                           int kt, int k, const float * b, const double * r, enum vae_act act, bool rep) {
+                           int kt, int k, const float * b, const double * r, enum vae_act act, int edges) {
+    const bool rep = edges & VAE_CAUSAL_FIRST_FRAME;
     const size_t fi = (size_t) Ci * H * W, fo = (size_t) Co * H * W;
     double *     y  = pool_add(pl, xmalloc((size_t) T * fo * sizeof(double)));
     float *      wj = pool_add(pl, xmalloc((size_t) Co * Ci * k * k * sizeof(float)));
@@ -2447,7 +2479,9 @@ static double * ref_causal(struct pool * pl, const double * x, int T, int Ci, in
             if (src < 0) {
                 continue;
             }
-            const double * c = ref_conv(pl, x + (size_t) src * fi, 1, Ci, H, W, wj, Co, k, NULL, NULL, VAE_ACT_NONE);
+            const double * c = edges & VAE_CAUSAL_REPLICATE
+                                   ? ref_conv_replicate(pl, x + (size_t) src * fi, Ci, H, W, wj, Co, k)
+                                   : ref_conv(pl, x + (size_t) src * fi, 1, Ci, H, W, wj, Co, k, NULL, NULL, VAE_ACT_NONE);
             for (size_t i = 0; i < fo; i++) {
                 y[(size_t) t * fo + i] += c[i];
             }
@@ -2460,25 +2494,24 @@ static double * ref_causal(struct pool * pl, const double * x, int T, int Ci, in
 }
 
 // one step graph of n frames: x -> causal(x, w1) [slot 0] -> causal(., w2, residual = its input) [slot 1],
-// the second replicating its first frame when rep
+// the second with the flags `edges`
 static struct vae_graph * causal_graph(int n, int Ci, int Co, int H, int W, const int64_t * sh1, const float * w1,
                                        const float * b1, const int64_t * sh2, const float * w2, enum vae_act act,
-                                       bool rep) {
+                                       int edges) {
     struct vae_graph *  g  = graph_new(true);
     struct vae_tensor * x  = vae_graph_input(g, n, Ci, H, W);
     struct vae_tensor * t1 = vae_graph_weight(g, "w1", w1, 5, sh1);
     struct vae_tensor * tb = b1 ? vae_graph_weight(g, "b1", b1, 1, (const int64_t[]) { Co }) : NULL;
     struct vae_tensor * t2 = vae_graph_weight(g, "w2", w2, 5, sh2);
     struct vae_tensor * y  = vae_graph_causal_conv3d(g, x, t1, tb, NULL, act, 0);
-    vae_graph_set_output(g, rep ? vae_graph_causal_conv3d_replicate(g, y, t2, NULL, y, VAE_ACT_NONE, 1)
-                                : vae_graph_causal_conv3d(g, y, t2, NULL, y, VAE_ACT_NONE, 1));
+    vae_graph_set_output(g, vae_graph_causal_conv3d_edges(g, y, t2, NULL, y, VAE_ACT_NONE, 1, edges));
     return g;
 }
 
 // a stream of T frames pushed in steps of the given sizes equals the whole-sequence reference,
 // before and after a state reset
 static void test_causal_case(int Ci, int Co, int H, int W, int kt1, int k1, int kt2, bool bias, enum vae_act act,
-                             const int * steps, int n_steps, bool rep) {
+                             const int * steps, int n_steps, int edges) {
     struct pool   pl = { 0 };
     int           T  = 0;
     char          err[512], label[200];
@@ -2493,8 +2526,8 @@ static void test_causal_case(int Ci, int Co, int H, int W, int kt1, int k1, int 
     const size_t  fi = (size_t) Ci * H * W, fo = (size_t) Co * H * W;
     const float * in = rnd(&pl, (size_t) T * fi, -1.0f, 1.0f);
     const double * y1 = ref_causal(&pl, to_double(&pl, in, (size_t) T * fi), T, Ci, H, W, w1, Co, kt1, k1, b1, NULL, act,
-                                   false);
-    const double * yd = ref_causal(&pl, y1, T, Co, H, W, w2, Co, kt2, 3, NULL, y1, VAE_ACT_NONE, rep);
+                                   0);
+    const double * yd = ref_causal(&pl, y1, T, Co, H, W, w2, Co, kt2, 3, NULL, y1, VAE_ACT_NONE, edges);
 
     struct vae_graph * graphs[8] = { 0 };
     vae_state_t *      state     = NULL;
@@ -2504,7 +2537,7 @@ static void test_causal_case(int Ci, int Co, int H, int W, int kt1, int k1, int 
         for (int i = 0; i < n_steps; i++) {
             struct vae_graph ** g = &graphs[steps[i]];
             if (!*g) {
-                *g = causal_graph(steps[i], Ci, Co, H, W, sh1, w1, b1, sh2, w2, act, rep);
+                *g = causal_graph(steps[i], Ci, Co, H, W, sh1, w1, b1, sh2, w2, act, edges);
                 CHECK(vae_backend_graph_prepare(B, *g, 0, err, sizeof(err)), "prepare: %s", err);
                 CHECK((*g)->n_states == 2, "%d state slots, not 2", (*g)->n_states);
             }
@@ -2522,9 +2555,10 @@ static void test_causal_case(int Ci, int Co, int H, int W, int kt1, int k1, int 
                   err);
             at += steps[i];
         }
-        snprintf(label, sizeof(label), "causal_conv3d(cin=%d,cout=%d,h=%d,w=%d,kt=%d/%d,k=%d%s,%s%s) steps of %d..%s",
-                 Ci, Co, H, W, kt1, kt2, k1, bias ? ",bias" : "", act_name(act), rep ? ",replicate" : "", steps[0],
-                 pass ? " after a reset" : "");
+        snprintf(label, sizeof(label), "causal_conv3d(cin=%d,cout=%d,h=%d,w=%d,kt=%d/%d,k=%d%s,%s%s%s) steps of %d..%s",
+                 Ci, Co, H, W, kt1, kt2, k1, bias ? ",bias" : "", act_name(act),
+                 edges & VAE_CAUSAL_FIRST_FRAME ? ",first frame" : "", edges & VAE_CAUSAL_REPLICATE ? ",edge pixels" : "",
+                 steps[0], pass ? " after a reset" : "");
         report(label, out, yd, (size_t) T * fo);
         vae_backend_state_reset(B, state);
     }
@@ -2532,7 +2566,7 @@ static void test_causal_case(int Ci, int Co, int H, int W, int kt1, int k1, int 
     CHECK(!vae_backend_graph_compute(B, graphs[steps[0]], NULL, in, err, sizeof(err)), "computed without a state");
     CHECK_ERR_HAS(err, "state");
     // a state made for other shapes is refused
-    struct vae_graph * other = causal_graph(1, Ci, Co, H + 1, W, sh1, w1, b1, sh2, w2, act, rep);
+    struct vae_graph * other = causal_graph(1, Ci, Co, H + 1, W, sh1, w1, b1, sh2, w2, act, edges);
     CHECK(vae_backend_graph_prepare(B, other, 0, err, sizeof(err)), "prepare: %s", err);
     CHECK(!vae_backend_graph_compute(B, other, state, in, err, sizeof(err)), "a state of other shapes was taken");
     CHECK_ERR_HAS(err, "no slot 0");
@@ -2544,6 +2578,138 @@ static void test_causal_case(int Ci, int Co, int H, int W, int kt1, int k1, int 
         vae_graph_free(graphs[i]);
     }
     pool_free(&pl);
+}
+
+// ---- causal attention (a key/value cache through a state) ----------------------------------------
+
+// block-causal attention over T frames of qkv [T, 3C, HW] (plain): a query of frame t sees every
+// position of frames 0..t (upstream's 0 / -inf mask); in double
+static double * ref_causal_attention(struct pool * pl, const float * x, int T, int C, int HW) {
+    double * y = pool_add(pl, xmalloc((size_t) T * C * HW * sizeof(double)));
+    double * s = pool_add(pl, xmalloc((size_t) T * HW * sizeof(double)));
+    for (int t = 0; t < T; t++) {
+        const float * q = x + (size_t) t * 3 * C * HW;
+        for (int i = 0; i < HW; i++) {
+            double m = -INFINITY, sum = 0;
+            for (int u = 0; u <= t; u++) {
+                const float * k = x + ((size_t) u * 3 + 1) * C * HW;
+                for (int j = 0; j < HW; j++) {
+                    double d = 0;
+                    for (int c = 0; c < C; c++) {
+                        d += (double) q[(size_t) c * HW + i] * k[(size_t) c * HW + j];
+                    }
+                    s[u * HW + j] = d / sqrt((double) C);
+                    m             = s[u * HW + j] > m ? s[u * HW + j] : m;
+                }
+            }
+            for (int j = 0; j < (t + 1) * HW; j++) {
+                s[j] = exp(s[j] - m);
+                sum += s[j];
+            }
+            for (int c = 0; c < C; c++) {
+                double o = 0;
+                for (int j = 0; j < (t + 1) * HW; j++) {
+                    o += s[j] * x[((size_t) (j / HW) * 3 + 2) * C * HW + (size_t) c * HW + j % HW];
+                }
+                y[((size_t) t * C + c) * HW + i] = o / sum;
+            }
+        }
+    }
+    return y;
+}
+
+static struct vae_graph * causal_attention_graph(int n, int C, int H, int W) {
+    struct vae_graph * g = graph_new(true);
+    vae_graph_set_output(g, vae_graph_causal_attention(g, vae_graph_input(g, n, 3 * C, H, W), 0));
+    return g;
+}
+
+// a stream of frames pushed in steps of the given sizes equals block-causal attention over the
+// whole sequence, before and after a reset; a state limit that holds 2 frames refuses the third
+// without changing the cache (the frame then goes through once the limit is lifted); a state of
+// other shapes is refused
+static void test_causal_attention_case(int C, int H, int W, float qk_mag, const int * steps, int n_steps) {
+    struct pool pl = { 0 };
+    char        err[512], label[160];
+    const int   HW = H * W;
+    int         T  = 0;
+    for (int i = 0; i < n_steps; i++) {
+        T += steps[i];
+    }
+    const size_t fi = (size_t) 3 * C * HW, fo = (size_t) C * HW;
+    float *      in = rnd(&pl, (size_t) T * fi, -1.0f, 1.0f);
+    for (size_t i = 0; i < (size_t) T * fi; i++) {
+        in[i] *= i % fi < 2 * fo ? qk_mag : 1.0f;
+    }
+    const double *     yd        = ref_causal_attention(&pl, in, T, C, HW);
+    struct vae_graph * graphs[8] = { 0 };
+    vae_state_t *      state     = NULL;
+    float *            out       = pool_add(&pl, xmalloc((size_t) T * fo * sizeof(float)));
+    for (int pass = 0; pass < 2; pass++) {
+        int at = 0;
+        for (int i = 0; i < n_steps; i++) {
+            struct vae_graph ** g = &graphs[steps[i]];
+            if (!*g) {
+                *g = causal_attention_graph(steps[i], C, H, W);
+                CHECK(vae_backend_graph_prepare(B, *g, 0, err, sizeof(err)), "prepare: %s", err);
+            }
+            if (!state) {
+                state = vae_backend_state_new(B, *g, err, sizeof(err));
+                CHECK(state != NULL && vae_backend_state_bytes(B, state) == 0, "state: %s", err);
+            }
+            CHECK(vae_backend_graph_compute(B, *g, state, in + (size_t) at * fi, err, sizeof(err)), "compute: %s", err);
+            CHECK(vae_backend_graph_read_output(B, *g, 0, steps[i], out + (size_t) at * fo, err, sizeof(err)), "%s",
+                  err);
+            at += steps[i];
+        }
+        snprintf(label, sizeof(label), "causal_attention(c=%d,h=%d,w=%d,|qk|<=%g) %d frames in steps of %d..%s", C, H,
+                 W, qk_mag, T, steps[0], pass ? " after a reset" : "");
+        report(label, out, yd, (size_t) T * fo);
+        vae_backend_state_reset(B, state);
+    }
+    // a frame's room: its keys and values and its score rows, f32
+    const size_t per = (size_t) HW * (2 * (size_t) C + VAE_CPU_CAUSAL_ROWS) * sizeof(float);
+    vae_backend_state_set_limit(B, state, 2 * per);
+    struct vae_graph * one = graphs[1] ? graphs[1] : causal_attention_graph(1, C, H, W);
+    if (!graphs[1]) {
+        CHECK(vae_backend_graph_prepare(B, one, 0, err, sizeof(err)), "prepare: %s", err);
+        graphs[1] = one;
+    }
+    for (int t = 0; t < 3; t++) {
+        const bool ok = vae_backend_graph_compute(B, one, state, in + (size_t) t * fi, err, sizeof(err));
+        CHECK(ok == (t < 2), "frame %d under a limit of 2 frames: %s", t, ok ? "computed" : err);
+    }
+    CHECK_ERR_HAS(err, "it holds 2 frames");
+    CHECK(vae_backend_state_bytes(B, state) == 2 * per, "the state holds %zu bytes, not %zu",
+          vae_backend_state_bytes(B, state), 2 * per);
+    vae_backend_state_set_limit(B, state, 0);
+    CHECK(vae_backend_graph_compute(B, one, state, in + 2 * fi, err, sizeof(err)) &&
+              vae_backend_graph_read_output(B, one, 0, 1, out, err, sizeof(err)),
+          "the third frame once the limit is lifted: %s", err);
+    snprintf(label, sizeof(label), "causal_attention(c=%d,h=%d,w=%d) frame 2 after a refused compute", C, H, W);
+    report(label, out, yd + 2 * fo, fo);
+    // a state made for other shapes is refused
+    struct vae_graph * other = causal_attention_graph(1, C + 1, H, W);
+    CHECK(vae_backend_graph_prepare(B, other, 0, err, sizeof(err)), "prepare: %s", err);
+    float * in2 = rnd(&pl, fi + 3 * (size_t) HW, -1.0f, 1.0f);
+    CHECK(!vae_backend_graph_compute(B, other, state, in2, err, sizeof(err)), "a state of other shapes was taken");
+    CHECK_ERR_HAS(err, "no key/value cache 0");
+    vae_backend_graph_release(B, other);
+    vae_graph_free(other);
+    vae_backend_state_free(B, state);
+    for (int i = 0; i < 8; i++) {
+        vae_backend_graph_release(B, graphs[i]);
+        vae_graph_free(graphs[i]);
+    }
+    pool_free(&pl);
+}
+
+static void test_causal_attention(void) {
+    static const int steps_a[] = { 1, 3, 2, 1 }, steps_b[] = { 2, 2, 1 }, steps_c[] = { 1, 1, 1, 1, 1 };
+    test_causal_attention_case(32, 3, 5, 2.0f, steps_a, 4);
+    test_causal_attention_case(20, 7, 9, 1.0f, steps_b, 3);  // 63 positions a frame: query blocks cross frames
+    test_causal_attention_case(3, 1, 1, 3.0f, steps_c, 5);
+    test_causal_attention_case(33, 10, 13, 1.5f, steps_b, 3); // 130 positions: two blocks of 64 query rows and a short one
 }
 
 // frame split and pixel shuffle inside a graph: the aligned split whose source dies is a view,
@@ -2589,15 +2755,22 @@ static void test_split_graph(int C, int s, bool keep_src) {
 
 static void test_causal(void) {
     static const int steps_a[] = { 1, 3, 2, 1, 3 }, steps_b[] = { 2, 2, 1 }, steps_c[] = { 1, 1, 1, 1 };
-    test_causal_case(16, 16, 5, 7, 3, 3, 3, true, VAE_ACT_NONE, steps_a, 5, false);
-    test_causal_case(3, 20, 4, 3, 3, 3, 2, true, VAE_ACT_SILU, steps_b, 3, false);
-    test_causal_case(33, 17, 3, 5, 3, 1, 3, false, VAE_ACT_RELU, steps_c, 4, false);
-    test_causal_case(8, 32, 6, 2, 2, 3, 2, true, VAE_ACT_RELU, steps_a, 5, false);
+    const int edges = VAE_CAUSAL_FIRST_FRAME | VAE_CAUSAL_REPLICATE;
+    test_causal_case(16, 16, 5, 7, 3, 3, 3, true, VAE_ACT_NONE, steps_a, 5, 0);
+    test_causal_case(3, 20, 4, 3, 3, 3, 2, true, VAE_ACT_SILU, steps_b, 3, 0);
+    test_causal_case(33, 17, 3, 5, 3, 1, 3, false, VAE_ACT_RELU, steps_c, 4, 0);
+    test_causal_case(8, 32, 6, 2, 2, 3, 2, true, VAE_ACT_RELU, steps_a, 5, 0);
     // SeedVR2's history: the first frame repeated (the steps start with one frame, then two)
-    test_causal_case(16, 16, 5, 7, 3, 3, 3, true, VAE_ACT_NONE, steps_c, 4, true);
-    test_causal_case(5, 20, 4, 3, 3, 3, 3, true, VAE_ACT_SILU, steps_b, 3, true);
+    test_causal_case(16, 16, 5, 7, 3, 3, 3, true, VAE_ACT_NONE, steps_c, 4, VAE_CAUSAL_FIRST_FRAME);
+    test_causal_case(5, 20, 4, 3, 3, 3, 3, true, VAE_ACT_SILU, steps_b, 3, VAE_CAUSAL_FIRST_FRAME);
+    // HunyuanVideo 1.5's: the first frame and the edge pixels repeated, odd sizes, a row and a column alone
+    test_causal_case(16, 16, 5, 7, 3, 3, 3, true, VAE_ACT_NONE, steps_c, 4, edges);
+    test_causal_case(5, 20, 4, 3, 3, 3, 3, true, VAE_ACT_SILU, steps_b, 3, edges);
+    test_causal_case(17, 9, 1, 6, 3, 3, 3, false, VAE_ACT_RELU, steps_a, 5, edges);
+    test_causal_case(8, 24, 7, 1, 3, 1, 2, true, VAE_ACT_NONE, steps_b, 3, VAE_CAUSAL_REPLICATE);
     if (!g_quick) {
-        test_causal_case(48, 24, 9, 11, 3, 3, 3, true, VAE_ACT_SILU, steps_b, 3, false);
+        test_causal_case(48, 24, 9, 11, 3, 3, 3, true, VAE_ACT_SILU, steps_b, 3, 0);
+        test_causal_case(40, 36, 11, 9, 3, 3, 3, true, VAE_ACT_SILU, steps_a, 5, edges);
     }
     test_split_graph(32, 2, false);
     test_split_graph(32, 2, true);
@@ -2637,6 +2810,7 @@ int main(int argc, char ** argv) {
         { "linear_attention, glu", test_linear_attention },
         { "frame_split, pixel_shuffle (blocked, direct)", test_shuffles },
         { "causal_conv3d, frame_split in graphs", test_causal },
+        { "causal_attention (a key/value cache)", test_causal_attention },
         { "group_norm over frames, time_conv", test_temporal },
     };
     for (size_t i = 0; i < sizeof(sections) / sizeof(sections[0]); i++) {

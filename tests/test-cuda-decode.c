@@ -378,6 +378,10 @@ static void test_videos(void) {
                   true, VAE_SPACE_RAW);
     check_fixture("seedvr2_sc (.pth, normalized latents)", path_in(data_dir, "seedvr2_sc.pth"),
                   path_in(data_dir, "seedvr2_sc.normalized.latent"), true, VAE_SPACE_NORMALIZED);
+    check_fixture("hyvideo15_w32", path_in(data_dir, "hyvideo15_w32.diffusers.safetensors"),
+                  path_in(data_dir, "hyvideo15_w32.latent"), true, VAE_SPACE_RAW);
+    check_fixture("hyvideo15_w32 (normalized latents)", path_in(data_dir, "hyvideo15_w32.orig.safetensors"),
+                  path_in(data_dir, "hyvideo15_w32.normalized.latent"), true, VAE_SPACE_NORMALIZED);
 }
 
 // kl_sd on random latents of h x w (with an outlier: GroupNorm statistics are not a tile's)
@@ -442,6 +446,9 @@ static void test_small(void) {
                   path_in(data_dir, "taew22s_nf16.latent"), true, VAE_SPACE_NORMALIZED);
     check_fixture("seedvr2_sc (.pth, normalized latents)", path_in(data_dir, "seedvr2_sc.pth"),
                   path_in(data_dir, "seedvr2_sc.normalized.latent"), true, VAE_SPACE_NORMALIZED);
+    check_fixture("hyvideo15_w32 (edge-replicating convs, causal attention)",
+                  path_in(data_dir, "hyvideo15_w32.orig.safetensors"), path_in(data_dir, "hyvideo15_w32.latent"), true,
+                  VAE_SPACE_RAW);
     static const struct run kl_runs[] = { { 1, 0, 0 }, { 1, 0, 16 } };
     check_kl_sd("kl_sd whole and in tiles", 3, 4, kl_runs, 2);
     // the 2026 image decoders, at fp32 and bf16 (the emulator's time)
@@ -462,6 +469,8 @@ static void test_small(void) {
     check_fixture_runs("seedvr2_sc in tiles", path_in(data_dir, "seedvr2_sc.pth"),
                        path_in(data_dir, "seedvr2_sc.normalized.latent"), true, VAE_SPACE_NORMALIZED, video_tiles, 1,
                        2, 3, 3);
+    check_fixture_runs("hyvideo15_w32 in tiles", path_in(data_dir, "hyvideo15_w32.orig.safetensors"),
+                       path_in(data_dir, "hyvideo15_w32.latent"), true, VAE_SPACE_RAW, video_tiles, 1, 2, 2, 3);
 }
 
 #ifdef GPU_TEST_CUDA_RUNTIME

@@ -333,23 +333,22 @@ static void test_upconv(void) {
 // ---- causal conv3d: a stream through one state ---------------------------------------------------
 
 // one step graph of n frames: x -> causal(x, w1) [slot 0] -> causal(., w2, residual = its input) [slot 1],
-// the first replicating its first frame when rep (SeedVR2)
+// the first with the flags `edges` (SeedVR2's first frame, HunyuanVideo 1.5's edge pixels too)
 static struct vae_graph * causal_graph(int n, int Ci, int Co, int H, int W, const int64_t * sh1, const float * w1,
                                        const float * b1, const int64_t * sh2, const float * w2, enum vae_act act,
-                                       bool rep) {
+                                       int edges) {
     struct vae_graph *  g  = graph_new(true);
     struct vae_tensor * x  = vae_graph_input(g, n, Ci, H, W);
     struct vae_tensor * t1 = vae_graph_weight(g, "w1", w1, 5, sh1);
     struct vae_tensor * tb = b1 ? vae_graph_weight(g, "b1", b1, 1, (const int64_t[]) { Co }) : NULL;
     struct vae_tensor * t2 = vae_graph_weight(g, "w2", w2, 5, sh2);
-    struct vae_tensor * y  = rep ? vae_graph_causal_conv3d_replicate(g, x, t1, tb, NULL, act, 0)
-                                 : vae_graph_causal_conv3d(g, x, t1, tb, NULL, act, 0);
+    struct vae_tensor * y  = vae_graph_causal_conv3d_edges(g, x, t1, tb, NULL, act, 0, edges);
     vae_graph_set_output(g, vae_graph_causal_conv3d(g, y, t2, NULL, y, VAE_ACT_NONE, 1));
     return g;
 }
 
 // the stream `in` (T frames) on b in the given steps, twice with a state reset between:
-// out gets 2 T frames; false after a failed check
+// out gets 2 T frames; false after a failed check. The state holds something once a step ran
 static bool run_stream(vae_backend_t * b, struct vae_graph * const * graphs, const int steps[3], const float * in,
                        size_t fi, size_t fo, float * out, const char * label) {
     char          err[512] = "";
@@ -365,7 +364,6 @@ static bool run_stream(vae_backend_t * b, struct vae_graph * const * graphs, con
     if (ok) {
         state = vae_backend_state_new(b, graphs[steps[0]], err, sizeof(err));
         CHECK(state != NULL, "%s on %s: state: %s", label, vae_backend_name(b), err);
-        CHECK(!state || vae_backend_state_bytes(b, state) > 0, "%s: a state of 0 bytes", label);
         ok = state != NULL;
     }
     for (int pass = 0, done = 0; ok && pass < 2; pass++) {
@@ -375,6 +373,7 @@ static bool run_stream(vae_backend_t * b, struct vae_graph * const * graphs, con
             CHECK(ok, "%s on %s: compute: %s", label, vae_backend_name(b), err);
             ok = ok && vae_backend_graph_read_output(b, g, 0, steps[i], out + (size_t) done * fo, err, sizeof(err));
             CHECK(ok, "%s on %s: read_output: %s", label, vae_backend_name(b), err);
+            CHECK(!ok || vae_backend_state_bytes(b, state) > 0, "%s: a state of 0 bytes", label);
             at += steps[i];
             done += steps[i];
         }
@@ -390,7 +389,7 @@ static bool run_stream(vae_backend_t * b, struct vae_graph * const * graphs, con
 // steps of 1 to 3 frames: a stream on the CPU, the same stream on the GPU, each twice (the second
 // time after a state reset, which must give the same frames)
 static void case_causal(int Ci, int Co, int H, int W, int kt1, int k1, int kt2, bool bias, enum vae_act act,
-                        const int steps[3], bool rep) {
+                        const int steps[3], int edges) {
     struct pool   pl = { 0 };
     const int     T  = steps[0] + steps[1] + steps[2];
     char          label[200];
@@ -404,13 +403,14 @@ static void case_causal(int Ci, int Co, int H, int W, int kt1, int k1, int kt2, 
     struct vae_graph * graphs[4] = { 0 };   // by step size
     for (int i = 0; i < 3; i++) {
         if (!graphs[steps[i]]) {
-            graphs[steps[i]] = causal_graph(steps[i], Ci, Co, H, W, sh1, w1, b1, sh2, w2, act, rep);
+            graphs[steps[i]] = causal_graph(steps[i], Ci, Co, H, W, sh1, w1, b1, sh2, w2, act, edges);
             CHECK(graphs[steps[i]]->n_states == 2, "%d state slots, not 2", graphs[steps[i]]->n_states);
         }
     }
-    snprintf(label, sizeof(label), "causal_conv3d(cin=%d,cout=%d,h=%d,w=%d,kt=%d/%d,k=%d%s,%s%s) steps %d,%d,%d", Ci,
-             Co, H, W, kt1, kt2, k1, bias ? ",bias" : "", act_name(act), rep ? ",replicate" : "", steps[0], steps[1],
-             steps[2]);
+    snprintf(label, sizeof(label), "causal_conv3d(cin=%d,cout=%d,h=%d,w=%d,kt=%d/%d,k=%d%s,%s%s%s) steps %d,%d,%d", Ci,
+             Co, H, W, kt1, kt2, k1, bias ? ",bias" : "", act_name(act),
+             edges & VAE_CAUSAL_FIRST_FRAME ? ",first frame" : "", edges & VAE_CAUSAL_REPLICATE ? ",edge pixels" : "",
+             steps[0], steps[1], steps[2]);
     float * ref = pool_add(&pl, xmalloc(2 * (size_t) T * fo * sizeof(float)));
     float * got = pool_add(&pl, xmalloc(2 * (size_t) T * fo * sizeof(float)));
     if (run_stream(cpu_be, graphs, steps, in, fi, fo, ref, label)) {
@@ -438,22 +438,128 @@ static void case_causal(int Ci, int Co, int H, int W, int kt1, int k1, int kt2, 
 
 static void test_causal(void) {
     static const int steps[3][3] = { { 1, 3, 2 }, { 2, 2, 1 }, { 3, 1, 1 } };
-    static const struct {
+    const int F = VAE_CAUSAL_FIRST_FRAME, E = VAE_CAUSAL_FIRST_FRAME | VAE_CAUSAL_REPLICATE;
+    const struct {
         int          ci, co, h, w, kt1, k1, kt2;
         bool         bias;
         enum vae_act act;
-        bool         rep;   // the first conv replicates its first frame (the CPU backend is the reference)
+        int          edges;   // the first conv's (the CPU backend is the reference)
     } cases[] = {
-        { 16, 16, 5, 7, 3, 3, 3, true, VAE_ACT_NONE, false }, { 3, 20, 4, 3, 3, 3, 2, true, VAE_ACT_SILU, false },
-        { 33, 17, 3, 5, 3, 1, 3, false, VAE_ACT_RELU, false }, { 8, 32, 6, 2, 2, 3, 2, true, VAE_ACT_RELU, false },
-        { 64, 40, 13, 7, 2, 3, 3, true, VAE_ACT_SILU, false }, { 5, 130, 3, 3, 3, 3, 2, false, VAE_ACT_NONE, false },
-        { 96, 96, 7, 13, 3, 3, 3, true, VAE_ACT_SILU, false }, { 16, 24, 5, 6, 3, 3, 3, true, VAE_ACT_NONE, true },
-        { 40, 32, 4, 9, 3, 3, 3, false, VAE_ACT_SILU, true },
+        { 16, 16, 5, 7, 3, 3, 3, true, VAE_ACT_NONE, 0 },  { 3, 20, 4, 3, 3, 3, 2, true, VAE_ACT_SILU, 0 },
+        { 33, 17, 3, 5, 3, 1, 3, false, VAE_ACT_RELU, 0 }, { 8, 32, 6, 2, 2, 3, 2, true, VAE_ACT_RELU, 0 },
+        { 64, 40, 13, 7, 2, 3, 3, true, VAE_ACT_SILU, 0 }, { 5, 130, 3, 3, 3, 3, 2, false, VAE_ACT_NONE, 0 },
+        { 96, 96, 7, 13, 3, 3, 3, true, VAE_ACT_SILU, 0 }, { 16, 24, 5, 6, 3, 3, 3, true, VAE_ACT_NONE, F },
+        { 40, 32, 4, 9, 3, 3, 3, false, VAE_ACT_SILU, F },
+        // HunyuanVideo 1.5's: edge pixels too, a row and a column alone, tiles past the frame's pixels
+        { 32, 32, 5, 7, 3, 3, 3, true, VAE_ACT_NONE, E },  { 17, 48, 1, 9, 3, 3, 2, true, VAE_ACT_SILU, E },
+        { 64, 24, 11, 1, 3, 3, 3, false, VAE_ACT_RELU, E }, { 24, 64, 9, 13, 3, 3, 3, true, VAE_ACT_SILU, VAE_CAUSAL_REPLICATE },
     };
     for (int i = 0; i < (int) (sizeof(cases) / sizeof(cases[0])); i++) {
         rng_seed((uint64_t) (1500 + i));
         case_causal(cases[i].ci, cases[i].co, cases[i].h, cases[i].w, cases[i].kt1, cases[i].k1, cases[i].kt2,
-                    cases[i].bias, cases[i].act, steps[i % 3], cases[i].rep);
+                    cases[i].bias, cases[i].act, steps[i % 3], cases[i].edges);
+    }
+}
+
+// ---- causal attention: a stream through its key/value cache ----------------------------------------
+
+static struct vae_graph * causal_attention_graph(int n, int C, int H, int W) {
+    struct vae_graph * g = graph_new(true);
+    vae_graph_set_output(g, vae_graph_causal_attention(g, vae_graph_input(g, n, 3 * C, H, W), 0));
+    return g;
+}
+
+// steps of 1 to 3 frames (q and k scaled by qk_mag) on the CPU, then on the GPU at each precision,
+// each twice (after a state reset the same frames)
+static void case_causal_attention(int C, int H, int W, float qk_mag, const int steps[3]) {
+    struct pool  pl = { 0 };
+    const int    T  = steps[0] + steps[1] + steps[2];
+    const size_t fi = (size_t) 3 * C * H * W, fo = (size_t) C * H * W;
+    float *      in = rnd(&pl, (size_t) T * fi, -1.0f, 1.0f);
+    for (size_t i = 0; i < (size_t) T * fi; i++) {
+        in[i] *= i % fi < 2 * fo ? qk_mag : 1.0f;
+    }
+    struct vae_graph * graphs[4] = { 0 };
+    for (int i = 0; i < 3; i++) {
+        graphs[steps[i]] = graphs[steps[i]] ? graphs[steps[i]] : causal_attention_graph(steps[i], C, H, W);
+    }
+    char label[200];
+    snprintf(label, sizeof(label), "causal_attention(c=%d,h=%d,w=%d,|qk|<=%g) steps %d,%d,%d", C, H, W, qk_mag,
+             steps[0], steps[1], steps[2]);
+    float * ref = pool_add(&pl, xmalloc(2 * (size_t) T * fo * sizeof(float)));
+    float * got = pool_add(&pl, xmalloc(2 * (size_t) T * fo * sizeof(float)));
+    for (int i = 0; run_stream(cpu_be, graphs, steps, in, fi, fo, ref, label) && i < N_PRECISIONS; i++) {
+        const enum vae_precision p = precisions[i];
+        if (!gpu[p]) {
+            continue;
+        }
+        const bool ok = run_stream(gpu[p], graphs, steps, in, fi, fo, got, label);
+        for (int pass = 0; pass < 2; pass++) {
+            char l[240];
+            snprintf(l, sizeof(l), "%s%s", label, pass ? " after a reset" : "");
+            report(l, p, ok ? got + (size_t) pass * T * fo : NULL, ref + (size_t) pass * T * fo, (size_t) T * fo, CMP_OP);
+        }
+    }
+    for (int n = 0; n < 4; n++) {
+        vae_graph_free(graphs[n]);
+    }
+    pool_free(&pl);
+}
+
+// a state limit that holds 2 frames refuses the third, naming it, without changing the cache: the
+// frame goes through once the limit is lifted, equal to the CPU's
+static void case_causal_attention_limit(enum vae_precision p) {
+    struct pool        pl  = { 0 };
+    const int          C   = 32, H = 3, W = 5;
+    const size_t       fi  = (size_t) 3 * C * H * W, fo = (size_t) C * H * W;
+    const float *      in  = rnd(&pl, 3 * fi, -1.0f, 1.0f);
+    float *            ref = pool_add(&pl, xmalloc(3 * fo * sizeof(float)));
+    float *            got = pool_add(&pl, xmalloc(fo * sizeof(float)));
+    struct vae_graph * g   = causal_attention_graph(1, C, H, W);
+    char               err[512] = "";
+    vae_backend_t *    bs[2] = { cpu_be, gpu[p] };
+    vae_state_t *      st[2] = { NULL, NULL };
+    for (int b = 0; b < 2; b++) {
+        bool ok = vae_backend_graph_prepare(bs[b], g, 0, err, sizeof(err)) &&
+                  (st[b] = vae_backend_state_new(bs[b], g, err, sizeof(err))) != NULL;
+        CHECK(ok, "%s: %s", vae_backend_name(bs[b]), err);
+        for (int t = 0; ok && t < 3; t++) {
+            ok = vae_backend_graph_compute(bs[b], g, st[b], in + (size_t) t * fi, err, sizeof(err)) &&
+                 vae_backend_graph_read_output(bs[b], g, 0, 1, b ? got : ref + (size_t) t * fo, err, sizeof(err));
+            CHECK(ok, "%s: frame %d: %s", vae_backend_name(bs[b]), t, err);
+            if (ok && b == 1 && t == 1) { // the room of 2 frames is all the limit allows
+                vae_backend_state_set_limit(bs[b], st[b], vae_backend_state_bytes(bs[b], st[b]));
+                CHECK(!vae_backend_graph_compute(bs[b], g, st[b], in + 2 * fi, err, sizeof(err)),
+                      "%s: a third frame past the limit", vae_backend_name(bs[b]));
+                CHECK_ERR_HAS(err, "it holds 2 frames");
+                vae_backend_state_set_limit(bs[b], st[b], 0);
+            }
+        }
+        vae_backend_graph_release(bs[b], g);
+    }
+    report("causal_attention(c=32,h=3,w=5) frame 2 after a compute refused at the limit", p, got, ref + 2 * fo, fo,
+           CMP_OP);
+    vae_backend_state_free(cpu_be, st[0]);
+    vae_backend_state_free(gpu[p], st[1]);
+    vae_graph_free(g);
+    pool_free(&pl);
+}
+
+static void test_causal_attention(void) {
+    static const int steps[3][3] = { { 1, 3, 2 }, { 2, 2, 1 }, { 3, 1, 1 } };
+    static const int shapes[][4] = {
+        // c, h, w, (qk x 2 when 1): tensor cores at c % 16 == 0 (fp16, bf16), SIMT otherwise
+        { 32, 3, 5, 1 }, { 20, 7, 9, 0 }, { 64, 10, 13, 1 }, { 3, 1, 1, 0 }, { 48, 1, 33, 0 },
+    };
+    for (int s = 0; s < (int) (sizeof(shapes) / sizeof(shapes[0])); s++) {
+        rng_seed((uint64_t) (1600 + s));
+        case_causal_attention(shapes[s][0], shapes[s][1], shapes[s][2], shapes[s][3] ? 2.0f : 1.0f, steps[s % 3]);
+    }
+    for (int i = 0; i < N_PRECISIONS; i++) {
+        if (gpu[precisions[i]]) {
+            rng_seed(1650);
+            case_causal_attention_limit(precisions[i]);
+        }
     }
 }
 
@@ -1883,6 +1989,7 @@ int main(int argc, char ** argv) {
         { "conv2d", test_conv },
         { "upsample_conv2d, upsample2x", test_upconv },
         { "causal_conv3d", test_causal },
+        { "causal_attention", test_causal_attention },
         { "group_norm", test_gn },
         { "rms_norm, attention, tanh_clamp", test_rms_attention_tanh },
         { "frame_split, pixel_shuffle", test_shuffles },

@@ -157,6 +157,18 @@ else
     [ -f "$tmp/wan.log" ] && grep -o 'caps = video/x-h264.*' "$tmp/wan.log" | head -1
 fi
 
+# HunyuanVideo 1.5 (its random-weight fixture, 4 latent frames of 5x3): 13 frames of 80x48, the
+# mid block's attention over the stream from its key/value cache
+if gst-launch-1.0 -v filesrc location="$data/hyvideo15_w32.latent" ! latentparse \
+        ! vaedecode model-file="$data/hyvideo15_w32.orig.safetensors" ! fakesink silent=false >"$tmp/hyv.log" 2>&1 &&
+    [ "$(grep -c 'last-message = chain' "$tmp/hyv.log")" = 13 ] &&
+    grep -q 'video/x-raw.*width=(int)80, height=(int)48' "$tmp/hyv.log"; then
+    ok "hunyuanvideo1.5: 13 frames of 80x48"
+else
+    bad "hunyuanvideo1.5 through latentparse ! vaedecode"
+    tail -5 "$tmp/hyv.log"
+fi
+
 # Ctrl-C on an mp4 example run with -e (as every example that writes a container is): the EOS it
 # sends ends the decode, the muxer finishes the file, and the file plays with exactly the frames
 # decoded so far (the count vaedecode's warning gives; all 61 where the decode finished first).

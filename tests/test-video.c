@@ -69,6 +69,7 @@ static struct video decode_video(const struct vae_model * m, const float * lat, 
         latent_frame(lat, ls, t, frame);
         CHECK(vae_session_push(s, frame, err, sizeof(err)), "%s", err);
         pop_all(s, m, &v);
+        v.peak = vae_session_peak_bytes(s) > v.peak ? vae_session_peak_bytes(s) : v.peak; // (a growing cache)
     }
     CHECK(vae_session_drain(s, err, sizeof(err)), "%s", err);
     pop_all(s, m, &v);
@@ -210,9 +211,11 @@ static void test_cheesecake(void) {
 
 // a causal video stream decoded in tiles (vae-tile-video.c) at tile sizes that divide neither
 // side, down to the smallest, and chunk sizes 1 and 2: the frames of the whole-frame stream and of
-// upstream (`expected` in the latents' .expected.safetensors), in less memory the smaller the tile
+// upstream (`expected` in the latents' .expected.safetensors), in less memory the smaller the tile;
+// with `limits`, memory limits taken from those decodes' peaks choose tiles and fewer frames per
+// step (not for a decoder whose state grows with the stream: its peak depends on the clip)
 static void check_tiled(const char * model_file, const char * latent_file, enum vae_space space,
-                        const char * expected_name) {
+                        const char * expected_name, bool limits) {
     static const int   tiles[3] = { 36, 22, 16 };
     struct vae_model * m        = vae_model_load(path_in(data_dir, model_file), VAE_FAMILY_AUTO, err, sizeof(err));
     int64_t            ls[5], es[5];
@@ -246,6 +249,13 @@ static void check_tiled(const char * model_file, const char * latent_file, enum 
                   v.peak, whole.peak);
             free(v.data);
         }
+    }
+    if (!limits) {
+        free(whole.data);
+        free(lat);
+        free(exp);
+        vae_model_free(m);
+        return;
     }
     // a memory limit that whole frames exceed and 16-pixel tiles do not: tiles of their own accord
     struct vae_session_config cfg = { (int) ls[1], (int) ls[3], (int) ls[4], space, 1, 0, 16, NULL };
@@ -287,10 +297,10 @@ static void check_tiled(const char * model_file, const char * latent_file, enum 
 // Wan 2.1 and 2.2 in tiles; SeedVR2 (its GroupNorm statistics those of the whole frame, its causal
 // state replicating each tile's crop of the first frame) in both files and latent spaces
 static void test_tiled(void) {
-    check_tiled("wan21_b4.orig.safetensors", "wan21_b4.latent", VAE_SPACE_RAW, "decoded");
-    check_tiled("wan22_b4.orig.safetensors", "wan22_b4.latent", VAE_SPACE_RAW, "decoded");
-    check_tiled("seedvr2_w32.safetensors", "seedvr2_w32.latent", VAE_SPACE_RAW, "decoded");
-    check_tiled("seedvr2_sc.pth", "seedvr2_sc.normalized.latent", VAE_SPACE_NORMALIZED, "decoded_normalized");
+    check_tiled("wan21_b4.orig.safetensors", "wan21_b4.latent", VAE_SPACE_RAW, "decoded", true);
+    check_tiled("wan22_b4.orig.safetensors", "wan22_b4.latent", VAE_SPACE_RAW, "decoded", true);
+    check_tiled("seedvr2_w32.safetensors", "seedvr2_w32.latent", VAE_SPACE_RAW, "decoded", true);
+    check_tiled("seedvr2_sc.pth", "seedvr2_sc.normalized.latent", VAE_SPACE_NORMALIZED, "decoded_normalized", true);
 }
 
 // the memory of a tiled Wan or SeedVR2 stream at 512x768 (sessions prepared, nothing decoded): whole frames
@@ -697,6 +707,82 @@ static void test_seedvr(void) {
     unlink(cut);
 }
 
+// HunyuanVideo 1.5's VAE (tests/data/gen_hyvideo15_fixtures.py, diffusers' AutoencoderKLHunyuanVideo15
+// with reduced widths): both namings and both latent spaces, whole and streamed at every chunk size
+// (its mid block's block-causal attention from the key/value cache), in tiles (its replicating convs
+// at the frame's edges), the cache's growth and its limit, what it says of itself
+static void test_hyvideo15(void) {
+    check_video("hyvideo15_w32.diffusers.safetensors", VAE_FAMILY_HYVIDEO15, "hyvideo15_w32.latent", VAE_SPACE_AUTO,
+                "decoded", 1e-4);
+    check_video("hyvideo15_w32.orig.safetensors", VAE_FAMILY_HYVIDEO15, "hyvideo15_w32.latent", VAE_SPACE_RAW,
+                "decoded", 1e-4);
+    // (2e-4: diffusers' own fp32 decode of these latents is 1.0e-4 from its fp64 one)
+    check_video("hyvideo15_w32.orig.safetensors", VAE_FAMILY_HYVIDEO15, "hyvideo15_w32.normalized.latent",
+                VAE_SPACE_NORMALIZED, "decoded_normalized", 2e-4);
+    check_tiled("hyvideo15_w32.orig.safetensors", "hyvideo15_w32.latent", VAE_SPACE_RAW, "decoded", false);
+    struct vae_model * m = vae_model_load(path_in(data_dir, "hyvideo15_w32.diffusers.safetensors"), VAE_FAMILY_AUTO,
+                                          err, sizeof(err));
+    float              div[32], add[32];
+    CHECK(m && m->family_certain && m->latent_channels == 32 && m->scale == 16 && m->frames_per_latent == 4 &&
+              m->first_apart && m->own_space == VAE_SPACE_RAW && m->out_scale == 0.5f && m->out_offset == 0.5f,
+          "hunyuanvideo1.5: %s", m ? m->description : err);
+    CHECK(m && vae_model_space_affine(m, VAE_SPACE_NORMALIZED, div, add, err, sizeof(err)) && div[31] == 1.03682f &&
+              add[31] == 0.0f,
+          "hunyuanvideo1.5 normalized latents: z = x / %g + %g", m ? div[31] : 0, m ? add[31] : 0);
+    // the key/value cache grows with the stream, its room doubling: by d after the second latent
+    // frame (room for 2), 2d after the third (4), not after the fourth; d holds at least a frame's
+    // keys and values (2 x 32 channels x 3 x 5 positions in f32)
+    int64_t                   ls[5];
+    float *                   lat = read_tensor(path_in(data_dir, "hyvideo15_w32.latent"), "latent_tensor", ls);
+    const size_t              lf  = (size_t) (32 * 3 * 5);
+    size_t                    peak[5] = { 0 };
+    struct vae_session_config cfg = { 32, 3, 5, VAE_SPACE_RAW, 1, 0, 0, NULL };
+    struct vae_session *      s   = m && lat ? vae_session_new(m, cpu, &cfg, err, sizeof(err)) : NULL;
+    CHECK(s != NULL, "%s", err);
+    float * frame = malloc(lf * sizeof(float)), * out = malloc((size_t) (3 * 48 * 80) * sizeof(float));
+    for (int t = 0; s && frame && out && t < 4; t++) {
+        peak[t] = vae_session_peak_bytes(s);
+        latent_frame(lat, ls, t, frame);
+        CHECK(vae_session_push(s, frame, err, sizeof(err)), "%s", err);
+        while (vae_session_frames_ready(s) > 0 && vae_session_pop_output(s, out, err, sizeof(err))) {
+        }
+    }
+    peak[4]        = s ? vae_session_peak_bytes(s) : 0;
+    const size_t d = peak[2] - peak[1];
+    printf("hunyuanvideo1.5 stream of 3x5 latents: peak %zu, %zu, %zu, %zu, %zu bytes before and after 4 latent "
+           "frames\n", peak[0], peak[1], peak[2], peak[3], peak[4]);
+    CHECK(peak[1] > peak[0] && d >= 2 * lf * sizeof(float) && peak[3] - peak[2] == 2 * d && peak[4] == peak[3],
+          "the cache grew by %zu, %zu, %zu, %zu bytes", peak[1] - peak[0], d, peak[3] - peak[2], peak[4] - peak[3]);
+    vae_session_free(s);
+    // a limit that holds 2 latent frames: the third push fails saying so, the frames of the first
+    // two decoded; after a reset the stream starts again
+    cfg.max_bytes = peak[2];
+    s             = m && lat ? vae_session_new(m, cpu, &cfg, err, sizeof(err)) : NULL;
+    CHECK(s != NULL, "%s", err);
+    int frames = 0;
+    for (int t = 0; s && frame && out && t < 3; t++) {
+        latent_frame(lat, ls, t, frame);
+        const bool ok = vae_session_push(s, frame, err, sizeof(err));
+        CHECK(ok == (t < 2), "latent frame %d: %s", t, ok ? "decoded" : err);
+        while (vae_session_frames_ready(s) > 0 && vae_session_pop_output(s, out, err, sizeof(err))) {
+            frames++;
+        }
+    }
+    printf("refused: %s\n", err);
+    CHECK_ERR_HAS(err, "it holds 2 frames");
+    CHECK(frames == 5, "%d frames before the limit, not 5", frames);
+    if (s) {
+        vae_session_reset(s);
+        latent_frame(lat, ls, 0, frame);
+        CHECK(vae_session_push(s, frame, err, sizeof(err)) && vae_session_frames_ready(s) == 1, "after a reset: %s", err);
+    }
+    vae_session_free(s);
+    free(frame);
+    free(out);
+    free(lat);
+    vae_model_free(m);
+}
+
 int main(int argc, char ** argv) {
     if (!test_data_init()) {
         return 1;
@@ -706,6 +792,7 @@ int main(int argc, char ** argv) {
     test_load_errors();
     test_taehv_variants();
     test_seedvr();
+    test_hyvideo15();
     if (argc < 2 || strcmp(argv[1], "--quick") != 0) { // --quick: small sizes only (valgrind)
         test_cheesecake();
         test_tiled_memory();

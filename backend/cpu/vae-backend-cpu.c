@@ -6,7 +6,10 @@
 // is the 3x3 kernel summed over the taps each output phase sees: exact, and 4/9 of the work.
 // A causal conv3d runs as one 2-D convolution per time tap, each reading its input shifted by a
 // frame; the frames remembered from earlier steps (the state) are copied into room the planner
-// leaves in front of the input, so no tap ever reads a concatenated copy.
+// leaves in front of the input, so no tap ever reads a concatenated copy. A causal conv that reads
+// the frame's edge pixels outside it (HunyuanVideo 1.5's) runs without padding on a copy of its
+// input and history padded by those pixels, in the scratch (f32 at every precision). A causal
+// attention's key/value cache is state that grows with the stream, up to the state's limit.
 // At precision bf16 (only where oneDNN's ISA has AVX512-BF16 or AMX: elsewhere oneDNN emulates
 // it, slower than fp32) each convolution's input is converted to bf16 into the scratch just before
 // it runs and its weights are bf16; it accumulates into its f32 output, and residuals, norms,
@@ -82,13 +85,22 @@ struct cpu_graph {
     struct cpu_node * nodes;
 };
 
-// the remembered frames of each causal conv, by slot: [kt - 1, Cin, H, W] blocked; a slot that
-// no compute has written since the reset holds zeros, or for a replicating op nothing yet
+// a causal attention's slot: the keys, then the values, of `frames` frames of hw positions, token-major
+// ([positions, c] each, room for `cap` frames), then the score rows (VAE_CPU_CAUSAL_ROWS x cap hw)
+struct cpu_kv {
+    int64_t c, hw, frames, cap;
+};
+
+// by slot: the remembered frames of each causal conv, [kt - 1, Cin, H, W] blocked (a slot that no
+// compute has written since the reset holds zeros, or for a replicating op nothing yet), or a
+// causal attention's cache (kv[slot].c > 0), which grows up to `limit` bytes of the whole state
 struct vae_state {
-    int      n_slots;
-    size_t * floats;
-    float ** data;
-    bool *   written;
+    int             n_slots;
+    size_t *        floats;
+    float **        data;
+    bool *          written;
+    struct cpu_kv * kv;
+    size_t          limit;
 };
 
 #define CPU_DNNL(call, what)                                                                          \
@@ -132,6 +144,19 @@ static size_t cpu_frame_floats(const struct vae_tensor * t) {
 // floats a causal conv remembers: its last kt - 1 input frames
 static size_t cpu_state_floats(const struct vae_tensor * t) {
     return (size_t) (t->src[1]->ne[2] - 1) * cpu_frame_floats(t->src[0]);
+}
+
+// whether conv t reads the nearest edge pixel outside the frame: it runs on a padded copy of its
+// input in the scratch (in f32 at every precision), with no padding of its own
+static bool cpu_conv_replicates(const struct vae_tensor * t) {
+    return t->op == VAE_OP_CAUSAL_CONV3D && (t->i[1] & VAE_CAUSAL_REPLICATE);
+}
+
+// floats of that copy: the history and the input, each frame 2 pixels wider and higher
+static size_t cpu_replicate_floats(const struct vae_tensor * t) {
+    const struct vae_tensor * x = t->src[0];
+    return (size_t) (x->ne[0] + t->src[1]->ne[2] - 1) * (size_t) vae_cpu_blocks(x->ne[1]) * vae_cpu_block() *
+           (size_t) (x->ne[2] + 2) * (size_t) (x->ne[3] + 2);
 }
 
 // ---- memory plan ------------------------------------------------------------------------------
@@ -332,28 +357,30 @@ static bool cpu_prepare_conv(struct cpu_context * ctx, struct cpu_graph * cg, co
     const bool                up = t->op == VAE_OP_UPSAMPLE_CONV2D;
     const int                 kt = t->op == VAE_OP_CAUSAL_CONV3D ? (int) w->ne[2] : 1;
     const int64_t             k  = w->ne[w->n_dims - 1], kd = up ? 4 : k, G = vae_conv_groups(t);
+    const bool                rep  = cpu_conv_replicates(t);
+    const dnnl_data_type_t    type = rep ? dnnl_f32 : ctx->conv_type;
     // channels padded to whole blocks (the layout's padding lanes, zero), where oneDNN's fast
     // kernels work; the weights and bias are padded with zeros to match. A grouped conv (oneDNN's
     // groups: weights [G, Cout / G, Cin / G, k, k]) takes the true channel counts, which the groups
     // divide; oneDNN pads them in the same layout (its padding lanes, zero on input and output)
     const int64_t     cin  = G > 1 ? x->ne[1] : vae_cpu_blocks(x->ne[1]) * vae_cpu_block();
     const int64_t     cout = G > 1 ? t->ne[1] : vae_cpu_blocks(t->ne[1]) * vae_cpu_block();
-    const dnnl_dims_t src_dims  = { x->ne[0], cin, x->ne[2], x->ne[3] };
+    const dnnl_dims_t src_dims  = { x->ne[0], cin, x->ne[2] + (rep ? 2 : 0), x->ne[3] + (rep ? 2 : 0) };
     const dnnl_dims_t dst_dims  = { t->ne[0], cout, t->ne[2], t->ne[3] };
     const dnnl_dims_t wei_dims  = { cout, cin, kd, kd };
     const dnnl_dims_t gwei_dims = { G, cout / G, cin / G, kd, kd };
     const dnnl_dims_t bias_dims = { cout };
     const dnnl_dims_t strides   = { up ? 2 : 1, up ? 2 : 1 };
-    const dnnl_dims_t pad       = { up ? 1 : k / 2, up ? 1 : k / 2 };
+    const dnnl_dims_t pad       = { up ? 1 : rep ? 0 : k / 2, up ? 1 : rep ? 0 : k / 2 };
     if (kt > CPU_MAX_TAPS) {
         snprintf(err, err_size, "%s: %d time taps, the cpu backend takes at most %d", t->name, kt, CPU_MAX_TAPS);
         return false;
     }
 
     dnnl_memory_desc_t src_md, dst_md, wei_any, bias_md;
-    CPU_DNNL(dnnl_memory_desc_init_by_tag(&src_md, 4, src_dims, ctx->conv_type, ctx->tag), "describe the source");
+    CPU_DNNL(dnnl_memory_desc_init_by_tag(&src_md, 4, src_dims, type, ctx->tag), "describe the source");
     CPU_DNNL(dnnl_memory_desc_init_by_tag(&dst_md, 4, dst_dims, dnnl_f32, ctx->tag), "describe the output");
-    CPU_DNNL(dnnl_memory_desc_init_by_tag(&wei_any, G > 1 ? 5 : 4, G > 1 ? gwei_dims : wei_dims, ctx->conv_type,
+    CPU_DNNL(dnnl_memory_desc_init_by_tag(&wei_any, G > 1 ? 5 : 4, G > 1 ? gwei_dims : wei_dims, type,
                                           dnnl_format_tag_any),
              "describe the weights");
     CPU_DNNL(dnnl_memory_desc_init_by_tag(&bias_md, 1, bias_dims, dnnl_f32, dnnl_a), "describe the bias");
@@ -410,16 +437,18 @@ static bool cpu_prepare_conv(struct cpu_context * ctx, struct cpu_graph * cg, co
         const dnnl_memory_desc_t * wei_md = dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
         node->weights[j] = cpu_weights_get(ctx, w, j, up, wei_md);
         st = node->weights[j] ? dnnl_success : dnnl_out_of_memory;
-        const bool bf16 = ctx->conv_type == dnnl_bf16;
-        void *     src  = bf16 ? (void *) ((uint16_t *) cg->scratch + (size_t) j * cpu_frame_floats(x))
-                            : (void *) (cpu_node_data(cg, x) - (size_t) (kt - 1 - j) * cpu_frame_floats(x));
+        const bool bf16 = type == dnnl_bf16;
+        const size_t padded = rep ? cpu_replicate_floats(t) / (size_t) (x->ne[0] + kt - 1) : 0;
+        void *     src  = rep    ? (void *) (cg->scratch + (size_t) j * padded)
+                          : bf16 ? (void *) ((uint16_t *) cg->scratch + (size_t) j * cpu_frame_floats(x))
+                                 : (void *) (cpu_node_data(cg, x) - (size_t) (kt - 1 - j) * cpu_frame_floats(x));
         if (st == dnnl_success) st = dnnl_memory_create(&node->wei[j], wei_md, ctx->engine, node->weights[j]->data);
         if (st == dnnl_success) st = dnnl_memory_create(&node->src[j], &src_md, ctx->engine, src);
         if (st == dnnl_success) st = dnnl_primitive_create(&node->prim[j], pd);
         dnnl_primitive_desc_destroy(pd);
         CPU_DNNL(st, "prepare the weights and the convolution");
     }
-    return ctx->conv_type != dnnl_bf16 || cpu_prepare_to_bf16(ctx, cg, t, cin, err, err_size);
+    return type != dnnl_bf16 || cpu_prepare_to_bf16(ctx, cg, t, cin, err, err_size);
 }
 
 // a norm's gamma and beta [C] (an RMS norm's beta when it has one), or a depthwise conv's weights
@@ -659,6 +688,10 @@ static bool cpu_graph_prepare(vae_backend_t * backend, struct vae_graph * g, siz
         size_t                    n = 0;
         if (t->op == VAE_OP_ATTENTION) {
             n = vae_cpu_attention_scratch(t->src[0]->ne);
+        } else if (t->op == VAE_OP_CAUSAL_ATTENTION) {
+            n = vae_cpu_causal_attention_scratch(t->src[0]->ne);
+        } else if (cpu_conv_replicates(t)) {
+            n = cpu_replicate_floats(t);
         } else if (ctx->conv_type == dnnl_bf16 &&
                    (t->op == VAE_OP_CONV2D || t->op == VAE_OP_UPSAMPLE_CONV2D || t->op == VAE_OP_CAUSAL_CONV3D)) {
             const size_t hist = t->op == VAE_OP_CAUSAL_CONV3D ? cpu_state_floats(t) : 0;
@@ -720,9 +753,21 @@ static bool cpu_graph_prepare(vae_backend_t * backend, struct vae_graph * g, siz
 static void cpu_state_reset(vae_backend_t * backend, vae_state_t * st) {
     (void) backend;
     for (int i = 0; i < st->n_slots; i++) {
-        memset(st->data[i], 0, st->floats[i] * sizeof(float));
+        if (st->kv[i].c) { // (a cache gives its room back: the next stream may be shorter)
+            free(st->data[i]);
+            st->data[i]      = NULL;
+            st->floats[i]    = 0;
+            st->kv[i].frames = st->kv[i].cap = 0;
+        } else {
+            memset(st->data[i], 0, st->floats[i] * sizeof(float));
+        }
         st->written[i] = false;
     }
+}
+
+static void cpu_state_set_limit(vae_backend_t * backend, vae_state_t * st, size_t bytes) {
+    (void) backend;
+    st->limit = bytes;
 }
 
 static size_t cpu_state_bytes(vae_backend_t * backend, const vae_state_t * st) {
@@ -742,6 +787,7 @@ static void cpu_state_free(vae_backend_t * backend, vae_state_t * st) {
     free(st->data);
     free(st->floats);
     free(st->written);
+    free(st->kv);
     free(st);
 }
 
@@ -749,13 +795,16 @@ static vae_state_t * cpu_state_new(vae_backend_t * backend, const struct vae_gra
     struct vae_state * st = calloc(1, sizeof(*st));
     bool               ok = st && (st->floats = calloc((size_t) g->n_states, sizeof(size_t))) &&
               (st->data = calloc((size_t) g->n_states, sizeof(float *))) &&
-              (st->written = calloc((size_t) g->n_states, sizeof(bool)));
+              (st->written = calloc((size_t) g->n_states, sizeof(bool))) &&
+              (st->kv = calloc((size_t) g->n_states, sizeof(struct cpu_kv)));
     if (ok) {
         st->n_slots = g->n_states;
         for (int i = 0; i < g->n_nodes; i++) {
             const struct vae_tensor * t = g->nodes[i];
             if (t->op == VAE_OP_CAUSAL_CONV3D) {
                 st->floats[t->i[0]] = cpu_state_floats(t);
+            } else if (t->op == VAE_OP_CAUSAL_ATTENTION) { // (empty: it grows as frames come)
+                st->kv[t->i[0]] = (struct cpu_kv) { t->ne[1], t->ne[2] * t->ne[3], 0, 0 };
             }
         }
         // zeros from calloc: large slots are fresh pages, committed as the stream first writes them
@@ -773,11 +822,57 @@ static vae_state_t * cpu_state_new(vae_backend_t * backend, const struct vae_gra
     return st;
 }
 
+// room for n more frames in the cache of causal attention t (slot i[0]), grown to twice what it
+// held or to the frames needed, as the limit allows; false when even those do not fit (nothing changed)
+static bool cpu_kv_room(const struct vae_tensor * t, vae_state_t * st, int64_t n, char * err, size_t err_size) {
+    struct cpu_kv * kv   = &st->kv[t->i[0]];
+    const int64_t   need = kv->frames + n;
+    if (need <= kv->cap) {
+        return true;
+    }
+    const size_t  per = (size_t) (kv->hw * (2 * kv->c + VAE_CPU_CAUSAL_ROWS)) * sizeof(float);
+    const int64_t cap = vae_backend_kv_room(t, kv->cap, need, per, cpu_state_bytes(NULL, st) -
+                                            st->floats[t->i[0]] * sizeof(float), st->limit, err, err_size);
+    if (cap < 0) {
+        return false;
+    }
+    const size_t tok = (size_t) kv->hw * (size_t) kv->c, floats = (size_t) cap * per / sizeof(float);
+    float *      d   = cpu_alloc(floats * sizeof(float));
+    if (!d) {
+        char a[32];
+        snprintf(err, err_size, "out of host memory for the key/value cache of %s: %s for %lld frames",
+                 t->name ? t->name : "?", vae_backend_bytes_str(a, (double) (floats * sizeof(float))), (long long) cap);
+        return false;
+    }
+    if (kv->frames) { // the keys, then the values, at the new room's offsets
+        memcpy(d, st->data[t->i[0]], (size_t) kv->frames * tok * sizeof(float));
+        memcpy(d + (size_t) cap * tok, st->data[t->i[0]] + (size_t) kv->cap * tok,
+               (size_t) kv->frames * tok * sizeof(float));
+    }
+    free(st->data[t->i[0]]);
+    st->data[t->i[0]]   = d;
+    st->floats[t->i[0]] = floats;
+    kv->cap             = cap;
+    return true;
+}
+
+// causal attention t: the cache takes this compute's frames, each attending to those before it
+static bool cpu_run_causal_attention(struct cpu_graph * cg, const struct vae_tensor * t, vae_state_t * st,
+                                     const int * cancel) {
+    struct cpu_kv * kv  = &st->kv[t->i[0]];
+    float *         k   = st->data[t->i[0]];
+    const size_t    tok = (size_t) kv->cap * (size_t) kv->hw * (size_t) kv->c;
+    const bool      ok  = vae_cpu_causal_attention(cpu_node_data(cg, t->src[0]), cpu_node_data(cg, t), t->src[0]->ne,
+                                                   cg->scratch, k, k + tok, kv->frames, k + 2 * tok, cancel);
+    kv->frames += ok ? t->ne[0] : 0;
+    return ok;
+}
+
 // in front of a causal conv's input x: its remembered frames, or on a replicating op's first run
 // since the reset, kt - 1 copies of x's first frame
 static void cpu_causal_history(const struct vae_tensor * t, vae_state_t * state, float * x) {
     const size_t hist = cpu_state_floats(t), frame = cpu_frame_floats(t->src[0]);
-    if (t->i[1] && !state->written[t->i[0]]) {
+    if ((t->i[1] & VAE_CAUSAL_FIRST_FRAME) && !state->written[t->i[0]]) {
         for (size_t at = hist; at > 0; at -= frame) {
             memcpy(x - at, x, frame * sizeof(float));
         }
@@ -797,6 +892,12 @@ static bool cpu_run_conv(struct cpu_context * ctx, struct cpu_graph * cg, const 
     const bool        up   = t->op == VAE_OP_UPSAMPLE_CONV2D;
     if (hist) {
         cpu_causal_history(t, state, x);
+    }
+    if (cpu_conv_replicates(t)) {
+        const struct vae_tensor * in = t->src[0];
+        const int64_t             ne[4] = { in->ne[0] + (int64_t) (hist / cpu_frame_floats(in)), in->ne[1], in->ne[2],
+                                            in->ne[3] };
+        vae_cpu_replicate_pad(x - hist, cg->scratch, ne);
     }
     if (node->to_bf16) {
         dnnl_exec_arg_t args[2] = { { DNNL_ARG_FROM, node->to_bf16_from }, { DNNL_ARG_TO, node->to_bf16_to } };
@@ -864,9 +965,21 @@ static bool cpu_graph_compute(vae_backend_t * backend, struct vae_graph * g, vae
     for (int i = 0; i < g->n_nodes; i++) {
         const struct vae_tensor * t = g->nodes[i];
         if (t->op == VAE_OP_CAUSAL_CONV3D &&
-            (t->i[0] >= state->n_slots || state->floats[t->i[0]] != cpu_state_floats(t))) {
+            (t->i[0] >= state->n_slots || state->kv[t->i[0]].c || state->floats[t->i[0]] != cpu_state_floats(t))) {
             snprintf(err, err_size, "the state given has no slot %d of %zu floats for %s", t->i[0],
                      cpu_state_floats(t), t->name);
+            return false;
+        }
+        if (t->op == VAE_OP_CAUSAL_ATTENTION &&
+            (t->i[0] >= state->n_slots || state->kv[t->i[0]].c != t->ne[1] ||
+             state->kv[t->i[0]].hw != t->ne[2] * t->ne[3])) {
+            snprintf(err, err_size, "the state given has no key/value cache %d of %lld channels at %lldx%lld for %s",
+                     t->i[0], (long long) t->ne[1], (long long) t->ne[3], (long long) t->ne[2], t->name);
+            return false;
+        }
+    }
+    for (int i = 0; i < g->n_nodes; i++) { // (before anything runs: a cache that cannot grow changes nothing)
+        if (g->nodes[i]->op == VAE_OP_CAUSAL_ATTENTION && !cpu_kv_room(g->nodes[i], state, g->nodes[i]->ne[0], err, err_size)) {
             return false;
         }
     }
@@ -903,6 +1016,9 @@ static bool cpu_graph_compute(vae_backend_t * backend, struct vae_graph * g, vae
                 break;
             case VAE_OP_ATTENTION: // (the longest node at large sizes: it reads the flag between its row blocks)
                 stopped = !vae_cpu_attention(x, y, t->src[0]->ne, cg->scratch, g->cancel);
+                break;
+            case VAE_OP_CAUSAL_ATTENTION:
+                stopped = !cpu_run_causal_attention(cg, t, state, g->cancel);
                 break;
             case VAE_OP_LINEAR_ATTENTION:
                 vae_cpu_linear_attention(x, y, t->src[0]->ne, t->i[0]);
@@ -991,6 +1107,7 @@ static const struct vae_backend_i cpu_backend_i = {
     /* .state_reset       = */ cpu_state_reset,
     /* .state_bytes       = */ cpu_state_bytes,
     /* .state_free        = */ cpu_state_free,
+    /* .state_set_limit   = */ cpu_state_set_limit,
     /* .graph_compute     = */ cpu_graph_compute,
     /* .graph_read_frame  = */ cpu_graph_read_frame,
     /* .graph_read_output = */ cpu_graph_read_output,

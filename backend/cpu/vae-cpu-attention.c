@@ -1,6 +1,7 @@
-// The attentions within each frame, for the blocked layout: the softmax attention of one head
-// (the mid-block attention of the Wan VAE and of AutoencoderKL), and at the end EfficientViT's
-// ReLU linear attention (DC-AE).
+// The attentions of the blocked layout: the softmax attention of one head within each frame (the
+// mid-block attention of the Wan VAE and of AutoencoderKL) and across the frames of a stream,
+// block-causal with a key/value cache (HunyuanVideo 1.5's), and at the end EfficientViT's ReLU
+// linear attention (DC-AE).
 //
 // Softmax attention. oneDNN 2.6 has no attention primitive, and the score matrix of a frame
 // ((H*W)^2 floats, 1 GiB at 16k tokens) must never exist whole: q, k and v are gathered from the
@@ -8,7 +9,10 @@
 // go through S = q k^T * (1/sqrt(C)) (dnnl_sgemm), an exact fp32 softmax per row (max
 // subtracted, libm expf, sum in double) and O = P v (dnnl_sgemm), each row divided by its sum at
 // the end. The GEMMs thread themselves (the same OpenMP pool); the gather, the
-// softmax and the scatter run in parallel loops between them, so nothing is nested.
+// softmax and the scatter run in parallel loops between them, so nothing is nested. The causal
+// form keeps its keys and values token-major in the cache (appending a frame moves nothing) and
+// multiplies by k^T; a query of frame t reads the first (held + t + 1) HW of them, which is the
+// upstream mask (0 there, -inf after) without building it.
 
 #include "vae-cpu.h"
 
@@ -79,25 +83,71 @@ static double attn_softmax_row(float * row, int64_t n) {
     return s;
 }
 
+// the keys and values one frame's queries attend to: T of them, k channel-major (C x T, leading
+// dimension T) or token-major (T x C, k_rows), v token-major (T x C)
+struct attn_keys {
+    const float * k, * v;
+    int64_t       t;
+    bool          k_rows;
+};
+
+// the HW queries q (token-major, HW x C) of one frame against keys kv into dst (that frame of y,
+// blocked, C channels), R rows at a time: S = q k^T * scale, an exact softmax per row, O = S v,
+// each row divided by its sum as it is written. s: R x T floats, o: R x C, sums: R. false when the
+// cancel flag stopped it (between two blocks of rows)
+static bool attn_frame(const float * q, const struct attn_keys * kv, int64_t HW, int64_t C, int64_t R, float * s,
+                       float * o, float * sums, float * dst, const int * cancel) {
+    const int64_t L = vae_cpu_block(), CB = vae_cpu_blocks(C), T = kv->t;
+    const float   scale = (float) (1.0 / sqrt((double) C)); // PyTorch's scale: q.k (fp32) * scale
+    for (int64_t r0 = 0; r0 < HW; r0 += R) {
+        const int64_t m = HW - r0 < R ? HW - r0 : R;
+        if (cancel && __atomic_load_n(cancel, __ATOMIC_ACQUIRE)) {
+            return false;
+        }
+        attn_sgemm('N', kv->k_rows ? 'T' : 'N', m, T, C, scale, q + r0 * C, C, kv->k, kv->k_rows ? C : T, s, T);
+#pragma omp parallel for
+        for (int64_t r = 0; r < m; r++) {
+            sums[r] = (float) attn_softmax_row(s + r * T, T);
+        }
+        attn_sgemm('N', 'N', m, C, T, 1.0f, s, T, kv->v, C, o, C);
+#pragma omp parallel for collapse(2)
+        for (int64_t cb = 0; cb < CB; cb++) {
+            for (int64_t r = 0; r < m; r++) {
+                float * d = dst + (cb * HW + r0 + r) * L;
+                for (int l = 0; l < L; l++) {
+                    const int64_t c = cb * L + l;
+                    d[l]            = c < C ? o[r * C + c] / sums[r] : 0.0f;
+                }
+            }
+        }
+    }
+    return true;
+}
+
+// channels [c0, c0 + C) of a blocked frame src (HW positions) into dst token-major (HW x C)
+static void attn_gather_rows(const float * src, int64_t c0, int64_t C, int64_t HW, float * dst) {
+    const int64_t L = vae_cpu_block();
+#pragma omp parallel for
+    for (int64_t p = 0; p < HW; p++) {
+        for (int64_t c = 0; c < C; c++) {
+            const int64_t cc = c0 + c;
+            dst[p * C + c]   = src[((cc / L) * HW + p) * L + cc % L];
+        }
+    }
+}
+
 bool vae_cpu_attention(const float * qkv, float * y, const int64_t ne_qkv[4], float * scratch, const int * cancel) {
     const int64_t L = vae_cpu_block();
     const int64_t N = ne_qkv[0], C = ne_qkv[1] / 3, HW = ne_qkv[2] * ne_qkv[3], R = attn_rows(HW);
     const int64_t CB3 = vae_cpu_blocks(3 * C), CB = vae_cpu_blocks(C);
     float *       q = scratch, *k = q + HW * C, *v = k + HW * C, *s = v + HW * C, *o = s + R * HW;
-    float *       sums  = o + R * C;
-    const float   scale = (float) (1.0 / sqrt((double) C)); // PyTorch's scale: q.k (fp32) * scale
+    float *       sums = o + R * C;
     for (int64_t n = 0; n < N; n++) {
         const float * src = qkv + n * CB3 * HW * L;
         // q and v token-major (HW x C), k channel-major (C x HW): both products are then 'N', 'N',
         // which oneDNN's sgemm runs faster than q k^T with a transposed k
-#pragma omp parallel for
-        for (int64_t p = 0; p < HW; p++) {
-            for (int64_t c = 0; c < C; c++) {
-                const int64_t cq = c, cv = 2 * C + c;
-                q[p * C + c] = src[((cq / L) * HW + p) * L + cq % L];
-                v[p * C + c] = src[((cv / L) * HW + p) * L + cv % L];
-            }
-        }
+        attn_gather_rows(src, 0, C, HW, q);
+        attn_gather_rows(src, 2 * C, C, HW, v);
 #pragma omp parallel for
         for (int64_t c = 0; c < C; c++) {
             const int64_t ck = C + c;
@@ -106,28 +156,37 @@ bool vae_cpu_attention(const float * qkv, float * y, const int64_t ne_qkv[4], fl
                 k[c * HW + p] = s_k[p * L];
             }
         }
-        float * dst = y + n * CB * HW * L;
-        for (int64_t r0 = 0; r0 < HW; r0 += R) {
-            const int64_t m = HW - r0 < R ? HW - r0 : R;
-            if (cancel && __atomic_load_n(cancel, __ATOMIC_ACQUIRE)) {
-                return false;
-            }
-            attn_sgemm('N', 'N', m, HW, C, scale, q + r0 * C, C, k, HW, s, HW);
-#pragma omp parallel for
-            for (int64_t r = 0; r < m; r++) {
-                sums[r] = (float) attn_softmax_row(s + r * HW, HW);
-            }
-            attn_sgemm('N', 'N', m, C, HW, 1.0f, s, HW, v, C, o, C);
-#pragma omp parallel for collapse(2)
-            for (int64_t cb = 0; cb < CB; cb++) {
-                for (int64_t r = 0; r < m; r++) {
-                    float * d = dst + (cb * HW + r0 + r) * L;
-                    for (int l = 0; l < L; l++) {
-                        const int64_t c = cb * L + l;
-                        d[l]            = c < C ? o[r * C + c] / sums[r] : 0.0f;
-                    }
-                }
-            }
+        const struct attn_keys kv = { k, v, HW, false };
+        if (!attn_frame(q, &kv, HW, C, R, s, o, sums, y + n * CB * HW * L, cancel)) {
+            return false;
+        }
+    }
+    return true;
+}
+
+// q of one frame (HW x C), the output block (rows x C), the row sums; the scores live with the cache
+size_t vae_cpu_causal_attention_scratch(const int64_t ne_qkv[4]) {
+    const int64_t C = ne_qkv[1] / 3, HW = ne_qkv[2] * ne_qkv[3];
+    return (size_t) (HW * C + VAE_CPU_CAUSAL_ROWS * C + VAE_CPU_CAUSAL_ROWS);
+}
+
+bool vae_cpu_causal_attention(const float * qkv, float * y, const int64_t ne_qkv[4], float * scratch, float * k,
+                              float * v, int64_t held, float * scores, const int * cancel) {
+    const int64_t L = vae_cpu_block();
+    const int64_t N = ne_qkv[0], C = ne_qkv[1] / 3, HW = ne_qkv[2] * ne_qkv[3];
+    const int64_t CB3 = vae_cpu_blocks(3 * C), CB = vae_cpu_blocks(C);
+    float *       q = scratch, *o = q + HW * C, *sums = o + VAE_CPU_CAUSAL_ROWS * C;
+    for (int64_t n = 0; n < N; n++) { // the cache first takes the keys and values of every frame
+        const float * src = qkv + n * CB3 * HW * L;
+        attn_gather_rows(src, C, C, HW, k + (held + n) * HW * C);
+        attn_gather_rows(src, 2 * C, C, HW, v + (held + n) * HW * C);
+    }
+    for (int64_t n = 0; n < N; n++) { // frame n sees the frames held and frames 0..n of these
+        attn_gather_rows(qkv + n * CB3 * HW * L, 0, C, HW, q);
+        const struct attn_keys kv = { k, v, (held + n + 1) * HW, true };
+        const int64_t          R  = HW < VAE_CPU_CAUSAL_ROWS ? HW : VAE_CPU_CAUSAL_ROWS;
+        if (!attn_frame(q, &kv, HW, C, R, scores, o, sums, y + n * CB * HW * L, cancel)) {
+            return false;
         }
     }
     return true;

@@ -60,6 +60,22 @@ void vae_cpu_tanh_clamp(const float * x, float * y, size_t n, float s) {
     }
 }
 
+void vae_cpu_replicate_pad(const float * x, float * y, const int64_t ne_x[4]) {
+    const int64_t L = vae_cpu_block(), H = ne_x[2], W = ne_x[3];
+    const int64_t planes = ne_x[0] * vae_cpu_blocks(ne_x[1]);
+#pragma omp parallel for collapse(2)
+    for (int64_t pl = 0; pl < planes; pl++) {
+        for (int64_t Y = 0; Y < H + 2; Y++) {
+            const int64_t sy  = Y == 0 ? 0 : Y > H ? H - 1 : Y - 1;
+            const float * src = x + (pl * H + sy) * W * L;
+            float *       d   = y + (pl * (H + 2) + Y) * (W + 2) * L;
+            memcpy(d, src, (size_t) L * sizeof(float));
+            memcpy(d + L, src, (size_t) (W * L) * sizeof(float));
+            memcpy(d + (W + 1) * L, src + (W - 1) * L, (size_t) L * sizeof(float));
+        }
+    }
+}
+
 void vae_cpu_upsample2x(const float * x, float * y, const int64_t ne_x[4]) {
     const int64_t L = vae_cpu_block();
     const int64_t NB = ne_x[0] * vae_cpu_blocks(ne_x[1]), H = ne_x[2], W = ne_x[3];

@@ -46,6 +46,10 @@ void vae_cpu_tanh_clamp(const float * x, float * y, size_t n, float s);
 // nearest 2x: x [N, C, H, W] -> y [N, C, 2H, 2W], blocked
 void vae_cpu_upsample2x(const float * x, float * y, const int64_t ne_x[4]);
 
+// x [N, C, H, W] -> y [N, C, H + 2, W + 2] padded by one pixel of the nearest edge pixel
+// (F.pad(mode="replicate")); blocked
+void vae_cpu_replicate_pad(const float * x, float * y, const int64_t ne_x[4]);
+
 // y = act(GN(x) * gamma + beta), blocked, in place allowed; statistics of x in double (of each
 // frame, or of all frames together when all_frames), or when stats is given, those: the group
 // means, then 1 / sqrt(var + eps) (2 * groups floats; eps unused)
@@ -66,6 +70,16 @@ void vae_cpu_rms_norm(const float * x, float * y, const int64_t ne[4], const flo
 // false, y part-written; true when it ran to the end.
 size_t vae_cpu_attention_scratch(const int64_t ne_qkv[4]);
 bool   vae_cpu_attention(const float * qkv, float * y, const int64_t ne_qkv[4], float * scratch, const int * cancel);
+
+// the same across the frames of a stream, block-causal (VAE_OP_CAUSAL_ATTENTION): k and v are the
+// cache, token-major ([positions, C] each), holding `held` frames of HW positions and room for the N
+// frames of qkv, which are appended first; a query of frame t of qkv then attends to the first
+// (held + t + 1) HW positions. scores: VAE_CPU_CAUSAL_ROWS x (held + N) HW floats; scratch:
+// vae_cpu_causal_attention_scratch(ne_qkv) floats. cancel as above.
+#define VAE_CPU_CAUSAL_ROWS 64
+size_t vae_cpu_causal_attention_scratch(const int64_t ne_qkv[4]);
+bool   vae_cpu_causal_attention(const float * qkv, float * y, const int64_t ne_qkv[4], float * scratch, float * k,
+                                float * v, int64_t held, float * scores, const int * cancel);
 
 // EfficientViT's ReLU linear attention per frame, groups of head dim hd (VAE_OP_LINEAR_ATTENTION):
 // qkv [N, G 3 hd, H, W] -> y [N, G hd, H, W], both blocked; sums in double, in upstream's linear

@@ -9,7 +9,9 @@
 // tile configuration is chosen at prepare by timing every variant on the layer's real shape, and
 // the choice is remembered for that shape. The first compute of a graph runs its launches
 // directly; the second records them into a graph that later computes replay (except a compute
-// that starts a replicating causal conv's history, which differs from the next ones). Where it
+// that starts a replicating causal conv's history, which differs from the next ones, and every
+// compute of a graph with a causal attention, whose key/value cache, in the state, moves as it
+// grows and is read up to where this compute's frames end). Where it
 // runs (a CUDA context, a HIP device) is the vendor header's vae_gpu_place, made current around
 // every call, so any thread may call it. Neither runtime is needed to load the plugin: CUDA's is
 // linked statically and finds the driver at run time, HIP's is loaded at run time
@@ -27,6 +29,7 @@
 #include "vae-kernels.h"
 #include "vae-plan.h"
 
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -94,18 +97,30 @@ struct gpu_graph {
     double             replay_max_s;     // with a cancel flag, recorded only when direct_s is at most this
     cudaGraphExec_t    exec;
     const void *       exec_state;       // the state the recorded graph reads and writes
-    bool               no_graph;         // recording failed or VAE_GPU_NO_GRAPHS=1: launch directly
+    bool               no_graph;         // recording failed, VAE_GPU_NO_GRAPHS=1, or a causal attention (its
+                                         //   cache moves and grows): launch directly
     cudaEvent_t *      marks;            // profiling (g->node_ms): n_nodes + 1 events, made at its first compute
 };
 
-// the remembered frames of each causal conv, by slot: [kt - 1, H, W, cin_p] in the storage type; a
-// slot that no compute has written since the reset holds zeros, or for a replicating op nothing yet
+// a causal attention's slot: the qkv rows of `held` frames (frame: the bytes of one), room for cap
+struct gpu_kv {
+    int64_t c, hw;
+    int     held, cap;
+    size_t  frame;
+};
+
+// by slot: the remembered frames of each causal conv, [kt - 1, H, W, cin_p] in the storage type (a
+// slot that no compute has written since the reset holds zeros, or for a replicating op nothing
+// yet), or a causal attention's cache (kv[slot].c > 0), which grows up to `limit` bytes of the whole
+// state and is given back at a reset
 struct vae_state {
-    int      n_slots;
-    size_t * bytes;
-    void **  data;
-    bool *   written;
-    char     error[200];  // why the last reset failed (state_reset returns nothing): computes refuse it
+    int             n_slots;
+    size_t *        bytes;
+    void **         data;
+    bool *          written;
+    struct gpu_kv * kv;
+    size_t          limit;
+    char            error[200];  // why the last reset failed (state_reset returns nothing): computes refuse it
 };
 
 #define GPU_TRY(call, what)                                                                       \
@@ -279,6 +294,7 @@ static struct vae_gpu_conv_args gpu_conv_args(const struct gpu_context * ctx, st
     a.k        = (int) t->src[1]->ne[t->src[1]->n_dims - 1];
     a.kt       = t->op == VAE_OP_CAUSAL_CONV3D ? (int) t->src[1]->ne[2] : 1;
     a.up       = t->op == VAE_OP_UPSAMPLE_CONV2D;
+    a.replicate = t->op == VAE_OP_CAUSAL_CONV3D && (t->i[1] & VAE_CAUSAL_REPLICATE);
     a.act      = t->act;
     a.variant  = node->variant;
     a.cc       = ctx->cc;
@@ -553,6 +569,9 @@ static bool gpu_graph_prepare(vae_backend_t * backend, struct vae_graph * g, siz
     }
     g->backend_data = cg;
     cg->no_graph    = gpu_env("VAE_GPU_NO_GRAPHS");
+    for (int i = 0; i < g->n_nodes; i++) {
+        cg->no_graph = cg->no_graph || g->nodes[i]->op == VAE_OP_CAUSAL_ATTENTION;
+    }
     cg->direct_s    = -1.0;
     cg->replay_max_s = getenv("VAE_GPU_REPLAY_MAX_S") ? atof(getenv("VAE_GPU_REPLAY_MAX_S")) : GPU_REPLAY_MAX_S;
 
@@ -579,8 +598,8 @@ static bool gpu_graph_prepare(vae_backend_t * backend, struct vae_graph * g, siz
             const size_t n = vae_gpu_group_norm_scratch(gpu_gn_stats_act(cg->nodes[t->src[0]->index].act, t), t->i[0]);
             scratch        = n > scratch ? n : scratch;
             stats = (size_t) t->ne[0] * 2 * (size_t) t->i[0] > stats ? (size_t) t->ne[0] * 2 * (size_t) t->i[0] : stats;
-        } else if (t->op == VAE_OP_ATTENTION || t->op == VAE_OP_LINEAR_ATTENTION) {
-            const size_t n = t->op == VAE_OP_ATTENTION ? vae_gpu_attention_scratch(gpu_act_of(t->src[0]), p)
+        } else if (t->op == VAE_OP_ATTENTION || t->op == VAE_OP_CAUSAL_ATTENTION || t->op == VAE_OP_LINEAR_ATTENTION) {
+            const size_t n = t->op != VAE_OP_LINEAR_ATTENTION ? vae_gpu_attention_scratch(gpu_act_of(t->src[0]), p)
                                                        : vae_gpu_linear_attention_scratch(gpu_act_of(t->src[0]), t->i[0]);
             scratch        = n > scratch ? n : scratch;
         } else if (t->op == VAE_OP_INPUT) {
@@ -706,7 +725,14 @@ static bool gpu_state_clear(struct gpu_context * ctx, vae_state_t * st) {
     }
     cudaError_t e = cudaSuccess;
     for (int i = 0; i < st->n_slots && e == cudaSuccess; i++) {
-        e              = cudaMemsetAsync(st->data[i], 0, st->bytes[i], ctx->stream);
+        if (st->kv[i].c) { // (a cache gives its room back: the next stream may be shorter)
+            e              = cudaFree(st->data[i]);
+            st->data[i]    = NULL;
+            st->bytes[i]   = 0;
+            st->kv[i].held = st->kv[i].cap = 0;
+        } else {
+            e = cudaMemsetAsync(st->data[i], 0, st->bytes[i], ctx->stream);
+        }
         st->written[i] = false;
     }
     if (e == cudaSuccess) {
@@ -745,7 +771,13 @@ static void gpu_state_free(vae_backend_t * backend, vae_state_t * st) {
     free(st->data);
     free(st->bytes);
     free(st->written);
+    free(st->kv);
     free(st);
+}
+
+static void gpu_state_set_limit(vae_backend_t * backend, vae_state_t * st, size_t bytes) {
+    (void) backend;
+    st->limit = bytes;
 }
 
 static vae_state_t * gpu_state_new(vae_backend_t * backend, const struct vae_graph * g, char * err, size_t err_size) {
@@ -753,10 +785,12 @@ static vae_state_t * gpu_state_new(vae_backend_t * backend, const struct vae_gra
     struct vae_state *    st  = calloc(1, sizeof(*st));
     bool                  ok  = st && (st->bytes = calloc((size_t) g->n_states, sizeof(size_t))) &&
               (st->data = calloc((size_t) g->n_states, sizeof(void *))) &&
-              (st->written = calloc((size_t) g->n_states, sizeof(bool)));
+              (st->written = calloc((size_t) g->n_states, sizeof(bool))) &&
+              (st->kv = calloc((size_t) g->n_states, sizeof(struct gpu_kv)));
     if (!ok) {
         free(st ? st->bytes : NULL);
         free(st ? st->data : NULL);
+        free(st ? st->written : NULL);
         free(st);
         snprintf(err, err_size, "out of host memory for the streaming state");
         return NULL;
@@ -766,6 +800,10 @@ static vae_state_t * gpu_state_new(vae_backend_t * backend, const struct vae_gra
         const struct vae_tensor * t = g->nodes[i];
         if (t->op == VAE_OP_CAUSAL_CONV3D) {
             st->bytes[t->i[0]] = gpu_state_bytes_of(t, backend->precision);
+        } else if (t->op == VAE_OP_CAUSAL_ATTENTION) { // (empty: it grows as frames come)
+            const struct vae_gpu_act qkv = gpu_act_of(t->src[0]);
+            st->kv[t->i[0]] = (struct gpu_kv) { t->ne[1], t->ne[2] * t->ne[3], 0, 0,
+                                                (size_t) qkv.h * qkv.w * qkv.cp * vae_gpu_elem_bytes(backend->precision) };
         }
     }
     if (!gpu_enter(ctx, err, err_size)) {
@@ -811,7 +849,7 @@ static cudaError_t gpu_state_replicate(struct gpu_context * ctx, struct gpu_grap
 static bool gpu_state_priming(const struct vae_graph * g, const vae_state_t * state) {
     for (int i = 0; state && i < g->n_nodes; i++) {
         const struct vae_tensor * t = g->nodes[i];
-        if (t->op == VAE_OP_CAUSAL_CONV3D && t->i[1] && !state->written[t->i[0]]) {
+        if (t->op == VAE_OP_CAUSAL_CONV3D && (t->i[1] & VAE_CAUSAL_FIRST_FRAME) && !state->written[t->i[0]]) {
             return true;
         }
     }
@@ -900,6 +938,9 @@ static cudaError_t gpu_launch(vae_backend_t * backend, struct vae_graph * g, vae
             case VAE_OP_ATTENTION:
                 e = vae_gpu_attention(*x, y, cg->scratch, p, s);
                 break;
+            case VAE_OP_CAUSAL_ATTENTION:
+                e = vae_gpu_causal_attention(*x, y, state->data[t->i[0]], state->kv[t->i[0]].held, p, s);
+                break;
             case VAE_OP_LINEAR_ATTENTION:
                 e = vae_gpu_linear_attention(*x, y, t->i[0], cg->scratch, p, s);
                 break;
@@ -928,7 +969,7 @@ static cudaError_t gpu_launch(vae_backend_t * backend, struct vae_graph * g, vae
                 }
                 const bool                     causal = t->op == VAE_OP_CAUSAL_CONV3D;
                 const struct vae_gpu_conv_args a      = gpu_conv_args(ctx, cg, t, causal ? state->data[t->i[0]] : NULL);
-                if (causal && t->i[1] && !state->written[t->i[0]]) {
+                if (causal && (t->i[1] & VAE_CAUSAL_FIRST_FRAME) && !state->written[t->i[0]]) {
                     e = gpu_state_replicate(ctx, cg, t, state, p);
                 }
                 e = e == cudaSuccess ? vae_gpu_conv(&a, p, s) : e;
@@ -950,6 +991,43 @@ static cudaError_t gpu_launch(vae_backend_t * backend, struct vae_graph * g, vae
     return e;
 }
 
+// room for n more frames in the cache of causal attention t (slot i[0]), grown to twice what it
+// held or to the frames needed, as the limit allows (the frames held copied over); false when even
+// those do not fit (nothing changed). In the context, the stream idle
+static bool gpu_kv_room(struct gpu_context * ctx, const struct vae_tensor * t, vae_state_t * st, int n, char * err,
+                        size_t err_size) {
+    struct gpu_kv * kv   = &st->kv[t->i[0]];
+    const int64_t   need = (int64_t) kv->held + n;
+    if (need <= kv->cap) {
+        return true;
+    }
+    const int64_t cap = vae_backend_kv_room(t, kv->cap, need, kv->frame, gpu_state_bytes(NULL, st) - st->bytes[t->i[0]],
+                                            st->limit, err, err_size);
+    if (cap < 0) {
+        return false;
+    }
+    void *      d = NULL;
+    cudaError_t e = cap > INT_MAX ? cudaErrorInvalidValue : cudaMalloc(&d, (size_t) cap * kv->frame);
+    if (e == cudaSuccess && kv->held) {
+        e = cudaMemcpyAsync(d, st->data[t->i[0]], (size_t) kv->held * kv->frame, cudaMemcpyDeviceToDevice, ctx->stream);
+        e = e == cudaSuccess ? cudaStreamSynchronize(ctx->stream) : e;
+    }
+    if (e != cudaSuccess) {
+        char a[32];
+        (void) cudaGetLastError();
+        cudaFree(d);
+        snprintf(err, err_size, "out of device memory for the key/value cache of %s: %s for %lld frames (%s)",
+                 t->name ? t->name : "?", vae_backend_bytes_str(a, (double) cap * (double) kv->frame), (long long) cap,
+                 cudaGetErrorString(e));
+        return false;
+    }
+    cudaFree(st->data[t->i[0]]);
+    st->data[t->i[0]]  = d;
+    st->bytes[t->i[0]] = (size_t) cap * kv->frame;
+    kv->cap            = (int) cap;
+    return true;
+}
+
 static double gpu_seconds(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -963,9 +1041,17 @@ static bool gpu_graph_compute(vae_backend_t * backend, struct vae_graph * g, vae
     for (int i = 0; i < g->n_nodes; i++) {
         const struct vae_tensor * t = g->nodes[i];
         if (t->op == VAE_OP_CAUSAL_CONV3D &&
-            (t->i[0] >= state->n_slots || state->bytes[t->i[0]] != gpu_state_bytes_of(t, backend->precision))) {
+            (t->i[0] >= state->n_slots || state->kv[t->i[0]].c ||
+             state->bytes[t->i[0]] != gpu_state_bytes_of(t, backend->precision))) {
             snprintf(err, err_size, "the state given has no slot %d of %zu bytes for %s", t->i[0],
                      gpu_state_bytes_of(t, backend->precision), t->name);
+            return false;
+        }
+        if (t->op == VAE_OP_CAUSAL_ATTENTION &&
+            (t->i[0] >= state->n_slots || state->kv[t->i[0]].c != t->ne[1] ||
+             state->kv[t->i[0]].hw != t->ne[2] * t->ne[3])) {
+            snprintf(err, err_size, "the state given has no key/value cache %d of %lld channels at %lldx%lld for %s",
+                     t->i[0], (long long) t->ne[1], (long long) t->ne[3], (long long) t->ne[2], t->name);
             return false;
         }
     }
@@ -978,6 +1064,13 @@ static bool gpu_graph_compute(vae_backend_t * backend, struct vae_graph * g, vae
     }
     if (!gpu_enter(ctx, err, err_size)) {
         return false;
+    }
+    for (int i = 0; i < g->n_nodes; i++) { // (before anything runs: a cache that cannot grow changes nothing)
+        if (g->nodes[i]->op == VAE_OP_CAUSAL_ATTENTION &&
+            !gpu_kv_room(ctx, g->nodes[i], state, (int) g->nodes[i]->ne[0], err, err_size)) {
+            gpu_leave(ctx);
+            return false;
+        }
     }
     const struct vae_tensor * failed   = NULL;
     cudaError_t               e        = cudaSuccess;
@@ -1060,6 +1153,8 @@ static bool gpu_graph_compute(vae_backend_t * backend, struct vae_graph * g, vae
     for (int i = 0; e == cudaSuccess && i < g->n_nodes; i++) {
         if (g->nodes[i]->op == VAE_OP_CAUSAL_CONV3D) {
             state->written[g->nodes[i]->i[0]] = true;
+        } else if (g->nodes[i]->op == VAE_OP_CAUSAL_ATTENTION) {
+            state->kv[g->nodes[i]->i[0]].held += (int) g->nodes[i]->ne[0];
         }
     }
     if (e != cudaSuccess) {
@@ -1197,6 +1292,7 @@ static const struct vae_backend_i gpu_backend_i = {
     /* .state_reset       = */ gpu_state_reset,
     /* .state_bytes       = */ gpu_state_bytes,
     /* .state_free        = */ gpu_state_free,
+    /* .state_set_limit   = */ gpu_state_set_limit,
     /* .graph_compute     = */ gpu_graph_compute,
     /* .graph_read_frame  = */ gpu_graph_read_frame,
     /* .graph_read_output = */ gpu_graph_read_output,

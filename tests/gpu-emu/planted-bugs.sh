@@ -71,6 +71,12 @@ bug causal-frame $conv - "causal conv3d time taps reversed: tap j reads frame t 
 bug softmax-running-max $attn - "online softmax keeps no running-max rescale: alpha = 1 when the max grows" \
     '*alpha          = exp2f(*m - ref);' \
     '*alpha          = 1.0f;'
+bug replicate-rows $conv - "edge-replicating conv clamps the column only: rows above and below the frame read zeros" \
+    $'        iy = iy < 0 ? 0 : iy >= p.h ? p.h - 1 : iy;\n' \
+    ''
+bug causal-attn-key-mask $attn - "causal attention's softmax keeps keys past the last (the zero rows of a partial tile): p > 0" \
+    'if (c < BK && kb + c < NK) {' \
+    'if (c < BK) {'
 bug k-tail $conv - "the last partial K slice is skipped: nk = K / BK rounds down" \
     'const int nk = (p.K + C::BK - 1) / C::BK;' \
     'const int nk = p.K / C::BK;'
