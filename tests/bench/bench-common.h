@@ -112,8 +112,9 @@ static inline const struct vae_tensor * consumer(const struct vae_graph * g, con
 // *executed, what the graph as built runs for it (see struct flops)
 static inline double node_flops(const struct vae_graph * g, const struct vae_tensor * t, double * executed) {
     *executed = 0.0;
-    if (t->op == VAE_OP_ATTENTION) {
-        // per frame, q k^T and softmax(.) v: 2 matmuls of (H W)^2 C multiply-adds
+    if (t->op == VAE_OP_ATTENTION || t->op == VAE_OP_CAUSAL_ATTENTION) {
+        // per frame, q k^T and softmax(.) v: 2 matmuls of (H W)^2 C multiply-adds (the causal one's
+        // keys of earlier frames not counted: they depend on the frame's place in the stream)
         const double hw = (double) t->ne[2] * (double) t->ne[3];
         *executed       = 2.0 * 2.0 * hw * hw * (double) t->ne[1] * (double) t->ne[0];
         return *executed;
@@ -152,7 +153,8 @@ static inline struct flops count_flops(const struct vae_graph * g) {
         f.model += model;
         f.executed += executed;
         switch (t->op) {
-            case VAE_OP_ATTENTION: f.attention += model; f.n_attention++; break;
+            case VAE_OP_ATTENTION:
+            case VAE_OP_CAUSAL_ATTENTION: f.attention += model; f.n_attention++; break;
             case VAE_OP_UPSAMPLE_CONV2D: f.n_upconv++; break;
             case VAE_OP_CAUSAL_CONV3D: f.n_causal++; break;
             case VAE_OP_CONV2D: f.n_conv++; break;
@@ -384,9 +386,9 @@ static inline void remove_own_dir(const char * dir) {
 
 // --- random full-width weights, made by the peer scripts ---------------------------------------------
 
-// latent channels of video_torch.py's decoder `name`: SVD's 4, the others' 16
+// latent channels of video_torch.py's decoder `name`: SVD's 4, HunyuanVideo 1.5's 32, the others' 16
 static inline int video_channels(const char * name) {
-    return strcmp(name, "svd") ? VIDEO_CHANNELS : 4;
+    return !strcmp(name, "svd") ? 4 : !strcmp(name, "hyvideo15") ? 32 : VIDEO_CHANNELS;
 }
 
 // does dir/<name>.json describe latents of [T, C, h, w] (the layout python's json.dump writes)?

@@ -6,7 +6,8 @@
 // decoders (diffusers' AutoencoderKLWan, taehv.py) on the same weights and latents; on request
 // (--models kl) the AutoencoderKL decoder of SD 1.x/2.x / SDXL at full width (random weights made
 // by tests/bench/kl_torch.py) at 1024x1024, whole-frame and with exact tiled decode, beside
-// diffusers' AutoencoderKL.decode; and (--models svd,seedvr2) SVD's temporal decoder per
+// diffusers' AutoencoderKL.decode; (--models hyvideo15) HunyuanVideo 1.5's VAE at full width beside
+// diffusers' AutoencoderKLHunyuanVideo15.decode of the whole clip; and (--models svd,seedvr2) SVD's temporal decoder per
 // decode_chunk_size and SeedVR2's VAE untiled and tiled, beside diffusers'
 // AutoencoderKLTemporalDecoder and SeedVR's VideoAutoencoderKLWrapper, timed over whole clips. TAEF2 runs at each precision asked (fp32, bf16), on both sides;
 // the backend's name gives oneDNN's ISA in effect, which --isa lowers (DNNL_MAX_CPU_ISA).
@@ -17,7 +18,7 @@
 //             [--latent-frames T] [--video-streams N] [--video-warmup W] [--video-dir DIR]
 //             [--kl-latent HxW] [--kl-runs N] [--kl-warmup W] [--kl-tiles LIST] [--kl-layouts LIST]
 //             [--svd-latent HxW] [--svd-frames N] [--svd-chunks LIST] [--seedvr-latent HxW]
-//             [--seedvr-frames T] [--seedvr-tiles LIST] [--clip-layouts LIST]
+//             [--seedvr-frames T] [--seedvr-tiles LIST] [--hyv-latent HxW] [--hyv-frames T] [--clip-layouts LIST]
 //
 // A benchmark, not a test: it always exits 0 when our side ran, whether or not the peer could.
 // See tests/bench/README.md.
@@ -66,6 +67,8 @@
 #define SVD_LATENT_H  40
 #define SVD_LATENT_W  72
 // SeedVR2: 640x360; its 1280x720 (90x160) needs 31.9 GB untiled (our session's plan)
+#define HYV_LATENT_H    12
+#define HYV_LATENT_W    20
 #define SEEDVR_LATENT_H 45
 #define SEEDVR_LATENT_W 80
 
@@ -80,7 +83,8 @@ static void usage(FILE * f) {
             "                 [--video-streams N] [--video-warmup W] [--video-dir DIR]\n"
             "                 [--kl-latent HxW] [--kl-runs N] [--kl-warmup W] [--kl-tiles LIST] [--kl-layouts LIST]\n"
             "                 [--svd-latent HxW] [--svd-frames N] [--svd-chunks LIST] [--seedvr-latent HxW]\n"
-            "                 [--seedvr-frames T] [--seedvr-tiles LIST] [--clip-layouts LIST]\n"
+            "                 [--seedvr-frames T] [--seedvr-tiles LIST] [--hyv-latent HxW] [--hyv-frames T]\n"
+            "                 [--clip-layouts LIST]\n"
             "  --model PATH        TAEF2 decoder safetensors (default %s)\n"
             "  --frames N          TAEF2: timed decodes, one frame each (default 5)\n"
             "  --warmup W          TAEF2: untimed decodes first (default 1)\n"
@@ -89,7 +93,8 @@ static void usage(FILE * f) {
             "  --python PATH       interpreter with torch for the TAEF2 peer (default %s; env VAE_BENCH_PYTHON)\n"
             "  --peer-script PATH  the TAEF2 PyTorch peer (default %s in the source dir)\n"
             "  --no-peer           do not time PyTorch (the video weights are still made with it)\n"
-            "  --models LIST       comma-separated, of taef2, wan, taehv, svd, seedvr2, kl (default taef2,wan,taehv)\n"
+            "  --models LIST       comma-separated, of taef2, wan, taehv, svd, seedvr2, hyvideo15, kl (default\n"
+            "                      taef2,wan,taehv)\n"
             "  --video-python PATH interpreter with torch >= 2 and diffusers for %s and kl_torch.py\n"
             "                      (default env VAE_BENCH_VIDEO_PYTHON, else the --python one)\n"
             "  --taehv-py PATH     upstream madebyollin/taehv taehv.py (default env TAEHV_PY)\n"
@@ -110,9 +115,12 @@ static void usage(FILE * f) {
             "  --seedvr-latent HxW SeedVR2 latent size (default %dx%d: 640x360 frames)\n"
             "  --seedvr-frames T   SeedVR2 latent frames per stream, >= 2 (default 2: 1 + 4 frames)\n"
             "  --seedvr-tiles LIST SeedVR2: the session's tile-size of each row (default 0,256; 0: untiled)\n"
-            "  --clip-layouts LIST the SVD and SeedVR2 peers' memory layouts (default channels_last)\n",
+            "  --hyv-latent HxW    HunyuanVideo 1.5 latent size (default %dx%d: 320x192 frames)\n"
+            "  --hyv-frames T      HunyuanVideo 1.5 latent frames per stream, >= 2 (default 2: 1 + 4 frames)\n"
+            "  --clip-layouts LIST the SVD, SeedVR2 and HunyuanVideo 1.5 peers' memory layouts (default channels_last)\n",
             DEFAULT_MODEL, DEFAULT_PYTHON, PEER_SCRIPT, VIDEO_SCRIPT, VIDEO_LATENT_H, VIDEO_LATENT_W, KL_LATENT,
-            KL_LATENT, SVD_LATENT_H, SVD_LATENT_W, SVD_FRAMES, SVD_FRAMES, SEEDVR_LATENT_H, SEEDVR_LATENT_W);
+            KL_LATENT, SVD_LATENT_H, SVD_LATENT_W, SVD_FRAMES, SVD_FRAMES, SEEDVR_LATENT_H, SEEDVR_LATENT_W,
+            HYV_LATENT_H, HYV_LATENT_W);
 }
 
 // --- other load ---------------------------------------------------------------------------------
@@ -349,7 +357,7 @@ struct video_peer {
 };
 
 struct video_result {
-    const char * name;          // "wan", "taehv", "svd", "seedvr2": the peer's names and the files'
+    const char * name;          // "wan", "taehv", "svd", "seedvr2", "hyvideo15": the peer's names and the files'
     const char * label;
     const char * weights;       // file name in the video dir
     int          T, h, w;       // latent frames per stream, latent rows, columns
@@ -1269,9 +1277,9 @@ static int bench_taef2(const char * model_path, const char * python, const char 
 
 #define SVD_MAX_CHUNKS   4
 #define SEEDVR_MAX_TILES 4
-#define VIDEO_MAX_ROWS   (2 + SVD_MAX_CHUNKS + SEEDVR_MAX_TILES)
+#define VIDEO_MAX_ROWS   (3 + SVD_MAX_CHUNKS + SEEDVR_MAX_TILES)
 
-// the video decoders' sizes: Wan and TAEHV share theirs; SVD and SeedVR2 have their own
+// the video decoders' sizes: Wan and TAEHV share theirs; SVD, SeedVR2 and HunyuanVideo 1.5 have their own
 struct video_opts {
     int T, h, w;                                   // Wan, TAEHV: latent frames, rows, columns
     int streams, warmup;                           // 0 streams: 1 for Wan, 5 for TAEHV, else 1
@@ -1279,10 +1287,11 @@ struct video_opts {
     int svd_chunks[SVD_MAX_CHUNKS], n_svd_chunks;  // one row per decode_chunk_size (0: the whole clip)
     int seedvr_T, seedvr_h, seedvr_w;
     int seedvr_tiles[SEEDVR_MAX_TILES], n_seedvr_tiles;  // one row per tile-size (0: untiled)
-    const char * clip_layouts;                     // the SVD and SeedVR2 peers' --layouts
+    int hyv_T, hyv_h, hyv_w;
+    const char * clip_layouts;                     // the SVD, SeedVR2 and HunyuanVideo 1.5 peers' --layouts
 };
 
-// the rows of the video decoders asked for (do_video: Wan 2.1, TAEW2.1, SVD, SeedVR2) into vr, the
+// the rows of the video decoders asked for (do_video: Wan 2.1, TAEW2.1, SVD, SeedVR2, HunyuanVideo 1.5) into vr, the
 // peers' extra arguments into args[row]; their count
 static int video_rows(struct video_result * vr, const bool * do_video, const struct video_opts * o,
                       char (*args)[128]) {
@@ -1318,10 +1327,17 @@ static int video_rows(struct video_result * vr, const bool * do_video, const str
                                         .T = o->seedvr_T, .h = o->seedvr_h, .w = o->seedvr_w, .chunk = 1, .tile = t,
                                         .clip = true, .peer_args = args[n], .peer_of = i ? first_seedvr : -1 };
     }
+    if (do_video[4]) { // (upstream decodes the whole clip in one call: ms/frame over the stream)
+        snprintf(args[n], sizeof(args[n]), "--layouts %s", o->clip_layouts);
+        vr[n] = (struct video_result) { .name = "hyvideo15", .label = "HunyuanVideo 1.5 VAE (released widths)",
+                                        .weights = "hyvideo15_full.safetensors", .T = o->hyv_T, .h = o->hyv_h,
+                                        .w = o->hyv_w, .chunk = 1, .clip = true, .peer_args = args[n], .peer_of = -1 };
+        n++;
+    }
     return n;
 }
 
-// the video decoders (do_video: Wan 2.1, TAEW2.1, SVD, SeedVR2), their weights and latents made in
+// the video decoders (do_video: Wan 2.1, TAEW2.1, SVD, SeedVR2, HunyuanVideo 1.5), their weights and latents made in
 // video_dir; prints its own report. sgemm_fs[*n_sgemm_io...] gets its speed probes.
 static void bench_video(const bool * do_video, const char * video_python, const char * video_script,
                         const char * taehv_py, const char * video_dir, const struct video_opts * o, bool no_peer,
@@ -1530,7 +1546,7 @@ int main(int argc, char ** argv) {
                              .svd_h = SVD_LATENT_H, .svd_w = SVD_LATENT_W, .svd_chunks = { SVD_FRAMES, 4 },
                              .n_svd_chunks = 2, .seedvr_T = 2, .seedvr_h = SEEDVR_LATENT_H,
                              .seedvr_w = SEEDVR_LATENT_W, .seedvr_tiles = { 0, 256 }, .n_seedvr_tiles = 2,
-                             .clip_layouts = "channels_last" };
+                             .hyv_T = 2, .hyv_h = HYV_LATENT_H, .hyv_w = HYV_LATENT_W, .clip_layouts = "channels_last" };
     bool         no_peer = false;
     enum vae_precision precisions[MAX_PRECISIONS] = { VAE_PRECISION_FP32 };
     int                n_prec                     = 1;
@@ -1552,6 +1568,7 @@ int main(int argc, char ** argv) {
         { "--kl-warmup", &kl_opts.warmup, 0, "" },
         { "--svd-frames", &vo.svd_T, 2, "" },
         { "--seedvr-frames", &vo.seedvr_T, 2, "" },
+        { "--hyv-frames", &vo.hyv_T, 2, "" },
     };
     const struct {
         const char * name;
@@ -1561,6 +1578,7 @@ int main(int argc, char ** argv) {
         { "--kl-latent", &kl_opts.h, &kl_opts.w },
         { "--svd-latent", &vo.svd_h, &vo.svd_w },
         { "--seedvr-latent", &vo.seedvr_h, &vo.seedvr_w },
+        { "--hyv-latent", &vo.hyv_h, &vo.hyv_w },
     };
 
     for (int i = 1; i < argc; i++) {
@@ -1677,18 +1695,19 @@ int main(int argc, char ** argv) {
     }
 
     // which models
-    bool do_model[6] = { false };  // taef2, wan, taehv, svd, seedvr2, kl
+    bool do_model[7] = { false };  // taef2, wan, taehv, svd, seedvr2, hyvideo15, kl
     {
-        static const char * names[6] = { "taef2", "wan", "taehv", "svd", "seedvr2", "kl" };
+        static const char * names[7] = { "taef2", "wan", "taehv", "svd", "seedvr2", "hyvideo15", "kl" };
         const char *        p        = models;
         while (*p) {
             const size_t n  = strcspn(p, ",");
             int          hit = -1;
-            for (int k = 0; k < 6; k++) {
+            for (int k = 0; k < 7; k++) {
                 if (strlen(names[k]) == n && !strncmp(p, names[k], n)) hit = k;
             }
             if (hit < 0) {
-                fprintf(stderr, "bench-cpu: --models takes a comma-separated list of taef2, wan, taehv, svd, seedvr2, kl\n");
+                fprintf(stderr, "bench-cpu: --models takes a comma-separated list of taef2, wan, taehv, svd, seedvr2, "
+                        "hyvideo15, kl\n");
                 return 2;
             }
             do_model[hit] = true;
@@ -1720,7 +1739,7 @@ int main(int argc, char ** argv) {
         }
         n_sgemm = 2;
     }
-    if (!do_model[1] && !do_model[2] && !do_model[3] && !do_model[4] && !do_model[5]) {
+    if (!do_model[1] && !do_model[2] && !do_model[3] && !do_model[4] && !do_model[5] && !do_model[6]) {
         return 0;
     }
 
@@ -1730,11 +1749,11 @@ int main(int argc, char ** argv) {
     if (!(video_dir = work_dir(video_dir, dir_buf, sizeof(dir_buf), &own_dir))) {
         return 1;
     }
-    if (do_model[1] || do_model[2] || do_model[3] || do_model[4]) {
+    if (do_model[1] || do_model[2] || do_model[3] || do_model[4] || do_model[5]) {
         bench_video(do_model + 1, video_python, video_script, taehv_py, video_dir, &vo, no_peer, threads, run_start,
                     sgemm_fs, &n_sgemm);
     }
-    if (do_model[5]) {
+    if (do_model[6]) {
         bench_kl(&kl_opts, video_python, video_dir, no_peer, threads, run_start, sgemm_fs, &n_sgemm);
     }
     if (own_dir) remove_own_dir(video_dir);

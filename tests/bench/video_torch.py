@@ -2,12 +2,14 @@
 """PyTorch CPU peer for the video part of the decode benchmark (bench-cpu.c): the Wan 2.1 VAE
 decoder (diffusers' AutoencoderKLWan, full widths: base 96), TAEW2.1 (madebyollin/taehv
 `taehv.py`, full widths n_f=[256,128,64,64]), SVD's temporal decoder (diffusers'
-AutoencoderKLTemporalDecoder, block_out_channels 128/256/512/512) and SeedVR2's VAE (SeedVR's
-attn_video_vae VideoAutoencoderKLWrapper, the released configuration), all with random weights.
+AutoencoderKLTemporalDecoder, block_out_channels 128/256/512/512), SeedVR2's VAE (SeedVR's
+attn_video_vae VideoAutoencoderKLWrapper, the released configuration) and HunyuanVideo 1.5's VAE
+(diffusers' AutoencoderKLHunyuanVideo15, its defaults: the released configuration), all with
+random weights.
 
     python video_torch.py gen  --out DIR [--height-latent 30] [--width-latent 52]
-                               [--latent-frames 3] [--only wan|taehv|svd|seedvr2] [--taehv-py PATH]
-    python video_torch.py time --model wan|taehv|svd|seedvr2 --dir DIR [--streams 1] [--warmup 1]
+                               [--latent-frames 3] [--only wan|taehv|svd|seedvr2|hyvideo15] [--taehv-py PATH]
+    python video_torch.py time --model wan|taehv|svd|seedvr2|hyvideo15 --dir DIR [--streams 1] [--warmup 1]
                                [--threads N] [--layouts nchw,channels_last]
                                [--modes parallel,sequential] [--chunk N] [--taehv-py PATH]
 
@@ -21,20 +23,23 @@ tests/data/gen_seedvr_fixtures.py); see tests/bench/README.md. No upstream code 
   taew21_full.safetensors TAEHV decoder.* tensors (upstream naming), BF16
   svd_full.safetensors    decoder.* of AutoencoderKLTemporalDecoder (diffusers naming), BF16
   seedvr2_full.safetensors decoder.* of VideoAutoencoderKLWrapper (its state_dict's names), F16
-  <model>.latent.f32      raw little-endian f32 [T, C, H, W] (C = 4 for SVD, else 16): the latent
+  hyvideo15_full.safetensors decoder.* of AutoencoderKLHunyuanVideo15 (diffusers naming), F16
+  <model>.latent.f32      raw little-endian f32 [T, C, H, W] (C = 4 for SVD, 32 for HunyuanVideo
+                          1.5, else 16): the latent
                           frames in stream order, the decoder's raw latents
   <model>.json            shapes and the generator's output statistics
 Weights are random (fixed seeds), scaled-uniform so that activations stay O(1) (no denormals,
 no Inf/NaN), and rounded to bf16 before they are stored, so both sides decode the same values.
 SVD: the modules' default initialisation with random GroupNorm affines and time_mixer
 mix_factors (as tests/data/gen_svd_fixtures.py); SeedVR2: gen_seedvr_fixtures.py's
-random_weights (F16-rounded).
+random_weights (F16-rounded); HunyuanVideo 1.5: gen_hyvideo15_fixtures.py's init_weights.
 
 `time` loads the files, decodes `--warmup` untimed streams of the first 2 latent frames (both
 paths: latent frame 0 and a later one; TAEHV parallel=True: the whole clip, whose shapes depend
 on T) and then `--streams` timed streams of all T latent frames, for every memory layout (and for TAEHV every decode_video mode), writes
-the last output of the fastest configuration to DIR/<model>.torch.f32 (f32 [F, 3, 8H, 8W], as
-upstream returns it: Wan, TAEHV clamped, SVD and SeedVR2 raw) and prints, last:
+the last output of the fastest configuration to DIR/<model>.torch.f32 (f32 [F, 3, sH, sW], s = 16
+for HunyuanVideo 1.5, else 8, as upstream returns it: Wan, TAEHV clamped, the others raw) and
+prints, last:
 
     video_peer model=<m> steady_ms_per_frame=<f> steady_min_ms_per_frame=<f> first_ms=<f>
         stream_ms=<f> layout=<l> mode=<m> threads=<n> torch=<v> load_rss_mib=<f>
@@ -88,7 +93,9 @@ WAN_WEIGHTS = "wan21_b96.safetensors"
 TAEHV_WEIGHTS = "taew21_full.safetensors"
 SVD_WEIGHTS = "svd_full.safetensors"
 SEEDVR_WEIGHTS = "seedvr2_full.safetensors"
-CHANNELS = {"wan": 16, "taehv": 16, "svd": 4, "seedvr2": 16}
+HYV15_WEIGHTS = "hyvideo15_full.safetensors"
+CHANNELS = {"wan": 16, "taehv": 16, "svd": 4, "seedvr2": 16, "hyvideo15": 32}
+SCALE = {"hyvideo15": 16}  # output pixels per latent pixel (8 for the others)
 SEEDVR_WIDTHS = [128, 256, 512, 512]  # the released s8_c16_t4_inflation_sd3.yaml
 
 
@@ -158,6 +165,18 @@ def seedvr_fixtures():
 def make_seedvr():
     gs = seedvr_fixtures()
     return gs.make_vae(gs.upstream(), SEEDVR_WIDTHS, 2)
+
+
+def make_hyvideo15():
+    from diffusers import AutoencoderKLHunyuanVideo15
+    return AutoencoderKLHunyuanVideo15().eval()  # its defaults are the released configuration
+
+
+def hyvideo15_weights(vae, seed):
+    """decoder.* (diffusers naming), F16: gen_hyvideo15_fixtures.py's init_weights"""
+    import gen_hyvideo15_fixtures as gh
+    names = [(k, tuple(v.shape)) for k, v in vae.state_dict().items() if k.startswith("decoder.")]
+    return {k: v.half() for k, v in gh.init_weights(names, seed).items()}
 
 
 def svd_weights(vae, seed):
@@ -256,6 +275,9 @@ def make_model(name, taehv_py, gen_seed=False):
     elif name == "svd":
         model, weights, fname = make_svd(), svd_weights, SVD_WEIGHTS
         seed = 14
+    elif name == "hyvideo15":
+        model, weights, fname = make_hyvideo15(), hyvideo15_weights, HYV15_WEIGHTS
+        seed = 4151
     else:
         model, weights, fname = make_seedvr(), seedvr_weights, SEEDVR_WEIGHTS
         seed = 2024
@@ -300,7 +322,7 @@ def cmd_gen(args):
         r = model.load_state_dict(sd, strict=False)
         check_keys(r)
         c = CHANNELS[name]
-        g = torch.Generator().manual_seed({"wan": 5, "taehv": 6, "svd": 7, "seedvr2": 8}[name])
+        g = torch.Generator().manual_seed({"wan": 5, "taehv": 6, "svd": 7, "seedvr2": 8, "hyvideo15": 9}[name])
         z = torch.randn((t_, c, h, w), generator=g)  # [T, C, H, W]
         save_file(sd, os.path.join(args.out, fname),
                   metadata={"model": f"{name}, random weights, tests/bench/video_torch.py"})
@@ -455,6 +477,15 @@ def svd_decoder(vae, z_tchw, layout, chunk):
     return decode
 
 
+def whole_clip_decoder(vae, z_tchw, layout):
+    """vae.decode(z) of the whole clip (HunyuanVideo 1.5: tiling and slicing off, the defaults)"""
+    def decode(n):
+        z = input_layout(z_tchw[:n].permute(1, 0, 2, 3).unsqueeze(0), layout)  # [1, C, n, H, W]
+        y = vae.decode(z).sample
+        return y[0].permute(1, 0, 2, 3).float().contiguous(), 0.0  # [F, 3, sH, sW]
+    return decode
+
+
 def seedvr_decoder(vae, z_tchw, layout):
     """vae.decode(z) with the inference's causal slicing (split_size 4: latent frames 0 and 1,
     then one at a time)"""
@@ -493,7 +524,8 @@ def cmd_time(args):
     can_reset = reset_peak_rss()
     n_frames = T if args.model == "svd" else 1 + 4 * (T - 1)
     log(f"model {args.model}: {info['params'] / 1e6:.1f} M decoder parameters, latent [{T}, {C}, {H}, {W}] "
-        f"-> {n_frames} frames of {8 * W}x{8 * H}; torch {torch.__version__}, {threads} threads"
+        f"-> {n_frames} frames of {SCALE.get(args.model, 8) * W}x{SCALE.get(args.model, 8) * H}; torch "
+        f"{torch.__version__}, {threads} threads"
         + (f"; decode_chunk_size {args.chunk or T}" if args.model == "svd" else ""))
 
     layouts = args.layouts.split(",")
@@ -512,6 +544,9 @@ def cmd_time(args):
                                           args.warmup)
                 elif args.model == "seedvr2":
                     runs, out = time_clip(seedvr_decoder(model, z, layout), T, n_frames, args.streams, args.warmup)
+                elif args.model == "hyvideo15":
+                    runs, out = time_clip(whole_clip_decoder(model, z, layout), T, n_frames, args.streams,
+                                          args.warmup)
                 else:
                     runs, out = time_taehv(model, z, mode, args.streams, args.warmup)
                 steady = sum(r["steady"] for r in runs) / len(runs)

@@ -74,9 +74,9 @@ bug softmax-running-max $attn - "online softmax keeps no running-max rescale: al
 bug replicate-rows $conv - "edge-replicating conv clamps the column only: rows above and below the frame read zeros" \
     $'        iy = iy < 0 ? 0 : iy >= p.h ? p.h - 1 : iy;\n' \
     ''
-bug causal-attn-key-mask $attn - "causal attention's softmax keeps keys past the last (the zero rows of a partial tile): p > 0" \
-    'if (c < BK && kb + c < NK) {' \
-    'if (c < BK) {'
+bug causal-attn-held $attn - "causal attention counts its keys from the cache's start without the frames held: a later compute's queries see the stream's first frames, not their own" \
+    'vae_gpu_attention_launch(qkv, cache, held * qkv.h * qkv.w, y, p, s)' \
+    'vae_gpu_attention_launch(qkv, cache, 0, y, p, s)'
 bug k-tail $conv - "the last partial K slice is skipped: nk = K / BK rounds down" \
     'const int nk = (p.K + C::BK - 1) / C::BK;' \
     'const int nk = p.K / C::BK;'
