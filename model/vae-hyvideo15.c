@@ -286,8 +286,8 @@ static bool hyv15_upsampler(struct vae_model * m, int i, char * err, size_t err_
     const int64_t f = c > 0 && n % c == 0 ? n / c : 0, rep = cin > 0 && (f * c) % cin == 0 ? f * c / cin : 0;
     if (!bias || bias->n_dims != 1 || bias->shape[0] != n || (f != 8 && f != 4) || rep < 1 || (f == 8 && rep % 2) ||
         cin % 4 || n > INT32_MAX) {
-        snprintf(err, err_size, "hunyuanvideo1.5: tensor 'decoder.up.%d.upsample.conv.conv.weight' is missing or is not "
-                 "an upsampler from %lld channels to 8 or 4 times the %lld of up-block %d", i, (long long) cin,
+        snprintf(err, err_size, "hunyuanvideo1.5: tensor 'decoder.up.%d.upsample.conv.conv.weight' or its bias is missing "
+                 "or is not an upsampler from %lld channels to 8 or 4 times the %lld of up-block %d", i, (long long) cin,
                  (long long) c, i + 1);
         return false;
     }
