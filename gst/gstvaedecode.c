@@ -128,6 +128,9 @@
  * - `frames` (#guint64): frames decoded in the current stream
  * - `timestamp`, `stream-time`, `running-time`, `duration` (#GstClockTime): of the last
  *   frame the step gave (GST_CLOCK_TIME_NONE when unknown)
+ * - `memory` (#guint64): the bytes the decode holds now on its device (graphs, weights and
+ *   streaming state); fixed for a stream, except HunyuanVideo 1.5's, whose attention keeps the
+ *   keys and values of every earlier latent frame (up to #GstVaeDecode:max-memory)
  * - when upstream announced the input's size (`latent-totals`): `latent-frames-total` and
  *   `frames-total` (#guint64), and `latent-frames-done` and `frames-done` (#guint64: latent
  *   frames taken and frames pushed of the whole input, which in a batch of several videos
@@ -1334,7 +1337,8 @@ gst_vae_decode_post_progress (GstVaeDecode * self, const GstVaeStamp * last)
           GST_FORMAT_TIME, last->pts),
       "running-time", G_TYPE_UINT64,
       gst_segment_to_running_time (&trans->segment, GST_FORMAT_TIME,
-          last->pts), "duration", G_TYPE_UINT64, last->duration, NULL);
+          last->pts), "duration", G_TYPE_UINT64, last->duration, "memory",
+      G_TYPE_UINT64, (guint64) vae_session_peak_bytes (self->session), NULL);
   if (self->total_latents > 0)
     gst_structure_set (s, "latent-frames-total", G_TYPE_UINT64,
         self->total_latents, "frames-total", G_TYPE_UINT64, self->total_frames,

@@ -687,6 +687,55 @@ assert_same_frames (GPtrArray * a, GPtrArray * b, guint b_from)
   }
 }
 
+/* HunyuanVideo 1.5's 4 latent frames (3x5) one per step: 13 frames at i/16 s, and the
+ * progress messages' memory grows with its attention's key/value cache (room for 1, 2, 4
+ * latent frames), where Wan's stays the same */
+GST_START_TEST (test_hyvideo15_memory)
+{
+  const gchar *models[2] = { "hyvideo15_w32.orig.safetensors", WAN_MODEL };
+  const gchar *caps[2] = { "video/x-latent, type=float32, channels=32, width=5, "
+        "height=3, framerate=16/1", WAN_CAPS
+  };
+  const gchar *latents[2] = { "hyvideo15_w32.latent", "wan21_b4.latent" };
+  gint m;
+
+  for (m = 0; m < 2; m++) {
+    GstBus *bus;
+    GstHarness *h = model_harness (models[m], "chunk-frames=1", &bus);
+    guint64 memory[8];
+    guint n = 0, i;
+    gint t;
+    GstMessage *msg;
+
+    gst_harness_set_src_caps_str (h, caps[m]);
+    for (t = 0; t < 4; t++)
+      fail_unless_equals_int (gst_harness_push (h,
+              video_latent_buffer (latents[m], t, TRUE)), GST_FLOW_OK);
+    fail_unless (gst_harness_push_event (h, gst_event_new_eos ()));
+    fail_unless_equals_int (gst_harness_buffers_received (h), 13);
+    while ((msg = gst_bus_pop_filtered (bus, GST_MESSAGE_ELEMENT)) != NULL) {
+      const GstStructure *s = gst_message_get_structure (msg);
+      if (gst_structure_has_name (s, "vaedecode-progress") && n < 8)
+        fail_unless (gst_structure_get_uint64 (s, "memory", &memory[n++]));
+      gst_message_unref (msg);
+    }
+    fail_unless_equals_int (n, 4);
+    for (i = 1; i < n; i++) {
+      GST_INFO ("%s: memory %" G_GUINT64_FORMAT " after latent frame %u",
+          models[m], memory[i], i);
+      if (m == 0)
+        fail_unless (memory[i] > memory[i - 1] || (i == 3
+                && memory[i] == memory[i - 1]), "memory %" G_GUINT64_FORMAT
+            " after %" G_GUINT64_FORMAT, memory[i], memory[i - 1]);
+      else
+        fail_unless_equals_uint64 (memory[i], memory[0]);
+    }
+    harness_teardown (h, bus);
+  }
+}
+
+GST_END_TEST;
+
 /* chunk-frames 1, 2, 3: 13 frames at i/16 s with the same pixels, matching upstream; the
  * progress messages come once per decode step (the drain's included) and end at 4 and 13 */
 GST_START_TEST (test_wan_chunks)
@@ -3556,6 +3605,7 @@ vaedecode_suite (void)
   tcase_add_test (tc, test_backend_not_built);
   tcase_add_test (tc, test_latent_space_refused);
   tcase_add_test (tc, test_wan_chunks);
+  tcase_add_test (tc, test_hyvideo15_memory);
   tcase_add_test (tc, test_wan_no_messages);
   tcase_add_test (tc, test_wan_flush);
   tcase_add_test (tc, test_wan_discont);
