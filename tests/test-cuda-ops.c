@@ -386,8 +386,31 @@ static bool run_stream(vae_backend_t * b, struct vae_graph * const * graphs, con
     return ok;
 }
 
-// steps of 1 to 3 frames: a stream on the CPU, the same stream on the GPU, each twice (the second
-// time after a state reset, which must give the same frames)
+// the stream `in` (T frames) in the given steps on the CPU, then on the GPU at each precision,
+// each twice (the second time after a state reset, which must give the same frames); pl for
+// the buffers
+static void compare_streams(struct pool * pl, struct vae_graph * const * graphs, const int steps[3], const float * in,
+                            size_t fi, size_t fo, const char * label) {
+    const size_t n   = (size_t) (steps[0] + steps[1] + steps[2]) * fo;
+    float *      ref = pool_add(pl, xmalloc(2 * n * sizeof(float)));
+    float *      got = pool_add(pl, xmalloc(2 * n * sizeof(float)));
+    for (int i = 0; run_stream(cpu_be, graphs, steps, in, fi, fo, ref, label) && i < N_PRECISIONS; i++) {
+        const enum vae_precision p = precisions[i];
+        if (!gpu[p]) {
+            continue;
+        }
+        const bool ok = run_stream(gpu[p], graphs, steps, in, fi, fo, got, label);
+        for (int pass = 0; pass < 2; pass++) {
+            char l[240];
+            snprintf(l, sizeof(l), "%s%s", label, pass ? " after a reset" : "");
+            report(l, p, ok ? got + (size_t) pass * n : NULL, ref + (size_t) pass * n, n, CMP_OP);
+        }
+        CHECK(!ok || same_floats(got, got + n, n), "%s [%s]: the stream after a state reset gave other frames", label,
+              vae_precision_name(p));
+    }
+}
+
+// steps of 1 to 3 frames: a stream on the CPU, the same stream on the GPU (compare_streams)
 static void case_causal(int Ci, int Co, int H, int W, int kt1, int k1, int kt2, bool bias, enum vae_act act,
                         const int steps[3], int edges) {
     struct pool   pl = { 0 };
@@ -411,25 +434,7 @@ static void case_causal(int Ci, int Co, int H, int W, int kt1, int k1, int kt2, 
              Co, H, W, kt1, kt2, k1, bias ? ",bias" : "", act_name(act),
              edges & VAE_CAUSAL_FIRST_FRAME ? ",first frame" : "", edges & VAE_CAUSAL_REPLICATE ? ",edge pixels" : "",
              steps[0], steps[1], steps[2]);
-    float * ref = pool_add(&pl, xmalloc(2 * (size_t) T * fo * sizeof(float)));
-    float * got = pool_add(&pl, xmalloc(2 * (size_t) T * fo * sizeof(float)));
-    if (run_stream(cpu_be, graphs, steps, in, fi, fo, ref, label)) {
-        for (int i = 0; i < N_PRECISIONS; i++) {
-            const enum vae_precision p = precisions[i];
-            if (!gpu[p]) {
-                continue;
-            }
-            const bool ok = run_stream(gpu[p], graphs, steps, in, fi, fo, got, label);
-            for (int pass = 0; pass < 2; pass++) {
-                char l[240];
-                snprintf(l, sizeof(l), "%s%s", label, pass ? " after a reset" : "");
-                report(l, p, ok ? got + (size_t) pass * T * fo : NULL, ref + (size_t) pass * T * fo, (size_t) T * fo,
-                       CMP_OP);
-            }
-            CHECK(!ok || same_floats(got, got + (size_t) T * fo, (size_t) T * fo),
-                  "%s [%s]: the stream after a state reset gave other frames", label, vae_precision_name(p));
-        }
-    }
+    compare_streams(&pl, graphs, steps, in, fi, fo, label);
     for (int n = 0; n < 4; n++) {
         vae_graph_free(graphs[n]);
     }
@@ -469,8 +474,7 @@ static struct vae_graph * causal_attention_graph(int n, int C, int H, int W) {
     return g;
 }
 
-// steps of 1 to 3 frames (q and k scaled by qk_mag) on the CPU, then on the GPU at each precision,
-// each twice (after a state reset the same frames)
+// steps of 1 to 3 frames (q and k scaled by qk_mag) on the CPU and on the GPU (compare_streams)
 static void case_causal_attention(int C, int H, int W, float qk_mag, const int steps[3]) {
     struct pool  pl = { 0 };
     const int    T  = steps[0] + steps[1] + steps[2];
@@ -486,20 +490,7 @@ static void case_causal_attention(int C, int H, int W, float qk_mag, const int s
     char label[200];
     snprintf(label, sizeof(label), "causal_attention(c=%d,h=%d,w=%d,|qk|<=%g) steps %d,%d,%d", C, H, W, qk_mag,
              steps[0], steps[1], steps[2]);
-    float * ref = pool_add(&pl, xmalloc(2 * (size_t) T * fo * sizeof(float)));
-    float * got = pool_add(&pl, xmalloc(2 * (size_t) T * fo * sizeof(float)));
-    for (int i = 0; run_stream(cpu_be, graphs, steps, in, fi, fo, ref, label) && i < N_PRECISIONS; i++) {
-        const enum vae_precision p = precisions[i];
-        if (!gpu[p]) {
-            continue;
-        }
-        const bool ok = run_stream(gpu[p], graphs, steps, in, fi, fo, got, label);
-        for (int pass = 0; pass < 2; pass++) {
-            char l[240];
-            snprintf(l, sizeof(l), "%s%s", label, pass ? " after a reset" : "");
-            report(l, p, ok ? got + (size_t) pass * T * fo : NULL, ref + (size_t) pass * T * fo, (size_t) T * fo, CMP_OP);
-        }
-    }
+    compare_streams(&pl, graphs, steps, in, fi, fo, label);
     for (int n = 0; n < 4; n++) {
         vae_graph_free(graphs[n]);
     }
