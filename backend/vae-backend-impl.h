@@ -23,8 +23,7 @@ struct vae_backend_i {
     // device memory the state holds
     size_t (*state_bytes)(vae_backend_t * backend, const vae_state_t * state);
     void (*state_free)(vae_backend_t * backend, vae_state_t * state);
-    // NULL where no state grows (a backend without VAE_OP_CAUSAL_ATTENTION), else the most bytes
-    // the state may grow to (0: no limit but the device's)
+    // the most bytes the state may grow to (a causal attention's cache; 0: no limit but the device's)
     void (*state_set_limit)(vae_backend_t * backend, vae_state_t * state, size_t bytes);
     // run every node; inputs[i] is host f32 [N, C, H, W] for input number i; a state is given
     // when g->n_states > 0 and must match the shapes of its slots (the backend checks).

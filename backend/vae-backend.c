@@ -139,9 +139,7 @@ size_t vae_backend_state_bytes(vae_backend_t * backend, const vae_state_t * stat
 }
 
 void vae_backend_state_set_limit(vae_backend_t * backend, vae_state_t * state, size_t bytes) {
-    if (backend->iface->state_set_limit) {
-        backend->iface->state_set_limit(backend, state, bytes);
-    }
+    backend->iface->state_set_limit(backend, state, bytes);
 }
 
 void vae_backend_state_free(vae_backend_t * backend, vae_state_t * state) {
