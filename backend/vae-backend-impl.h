@@ -25,6 +25,8 @@ struct vae_backend_i {
     void (*state_free)(vae_backend_t * backend, vae_state_t * state);
     // the most bytes the state may grow to (a causal attention's cache; 0: no limit but the device's)
     void (*state_set_limit)(vae_backend_t * backend, vae_state_t * state, size_t bytes);
+    // the stream's latent frames in all (-1: not known; a reset makes it -1): centred convs read its end
+    void (*state_set_end)(vae_backend_t * backend, vae_state_t * state, int64_t latents);
     // run every node; inputs[i] is host f32 [N, C, H, W] for input number i; a state is given
     // when g->n_states > 0 and must match the shapes of its slots (the backend checks).
     // Cancellation (the idea of ggml's abort_callback, as data): g->cancel, NULL or a flag that

@@ -142,6 +142,10 @@ void vae_backend_state_set_limit(vae_backend_t * backend, vae_state_t * state, s
     backend->iface->state_set_limit(backend, state, bytes);
 }
 
+void vae_backend_state_set_end(vae_backend_t * backend, vae_state_t * state, int64_t latents) {
+    backend->iface->state_set_end(backend, state, latents);
+}
+
 void vae_backend_state_free(vae_backend_t * backend, vae_state_t * state) {
     if (state) {
         backend->iface->state_free(backend, state);

@@ -41,13 +41,22 @@ enum vae_op {
                              //   followed by x; src: x, w [Cout, Cin, kt, k, k], b [Cout] or NULL, r or
                              //   NULL; i[0] = state slot; i[1] = flags (enum vae_causal_edges): what the
                              //   state holds after a reset, zeros or kt-1 copies of the first frame the
-                             //   op then sees (SeedVR2, HunyuanVideo 1.5), and what the conv reads outside
-                             //   the frame, zeros or the nearest edge pixel (HunyuanVideo 1.5's
-                             //   F.pad(mode="replicate"))
+                             //   op then sees (SeedVR2, HunyuanVideo 1.5), what the conv reads outside
+                             //   the frame, zeros, the nearest edge pixel (HunyuanVideo 1.5's
+                             //   F.pad(mode="replicate")) or the mirror one (LTX-2.0's "reflect"), and
+                             //   whether it is a centred conv. A centred conv (kt = 3, time padded with a
+                             //   copy of the clip's first frame and one of its last: LTX-2's) streams as
+                             //   this causal conv, its output a frame late: the compute that starts the
+                             //   stream (VAE_CENTRED_START) has xh = a copy of x's first frame, then x,
+                             //   and gives N - 1 frames; once the state knows the stream's length
+                             //   (vae_backend_state_set_end), xh reads its last frame in place of any
+                             //   after it (the clip's end padding; later computes flush the stream).
+                             //   i[2] = a: the op's stream has 1 + a (T - 1) frames for T latent frames
     VAE_OP_RMS_NORM,         // y = act(x * s * g + b + r), per pixel over its C channels, |x| = their L2 norm;
                              //   i[0] = 0: s = sqrt(C) / max(|x|, 1e-12) (Wan's F.normalize);
                              //   i[0] = 1: s = 1 / sqrt(|x|^2 / C + eps), f[0] = eps (diffusers' RMSNorm: DC-AE)
-                             //   src: x, g [C], b [C] or NULL, r (like x: a residual) or NULL
+                             //   src: x, g [C] or NULL (ones: LTX-2's), b [C] or NULL, r (like x: a
+                             //   residual) or NULL
     VAE_OP_ATTENTION,        // per frame, one head over the H*W positions: src qkv [N, 3C, H, W] ->
                              //   [N, C, H, W], o = softmax(q k^T / sqrt(C)) v; q, k, v = thirds of qkv
     VAE_OP_CAUSAL_ATTENTION, // block-causal attention over a stream's frames with a key/value cache: src qkv
@@ -65,11 +74,16 @@ enum vae_op {
                              //   in its quadratic one (S = k^T q normalised over the keys, o = v S)
     VAE_OP_GLU,              // [N, 2C, H, W] -> [N, C, H, W], y[c] = x[c] act(x[C + c]) (torch.chunk(2, 1):
                              //   the first half is the value, the second the gate; SiLU: GLUMBConv)
-    VAE_OP_FRAME_SPLIT,      // [N, C, H, W] -> [N*s, C/s, H, W], frame s*t+j = channels [j*C/s, (j+1)*C/s)
-                             //   of frame t                                       i[0] = s
+    VAE_OP_FRAME_SPLIT,      // [N, C, H, W] -> [N*s - d, C/s, H, W], frame s*t+j - d = channels [j*C/s,
+                             //   (j+1)*C/s) of frame t, the first d = i[1] dropped (an LTX-2 upsampler
+                             //   starting a stream)                                  i[0] = s
     VAE_OP_PIXEL_SHUFFLE,    // [N, 4C, H, W] -> [N, C, 2H, 2W], y[c, 2Y+i, 2X+j] = x[4c+2i+j, Y, X]
     VAE_OP_DEPTHWISE_CONV2D, // PyTorch's Conv2d(C, C m, k, padding k/2, groups C): [N, C, H, W] -> [N, C m, H, W],
                              //   y[o] = b[o] + conv2d(x[o / m], w[o, 0]); src: x, w [C m, 1, k, k], b [C m] or NULL
+    VAE_OP_DELAY,            // x delayed by d = i[1] frames through state slot i[0]: y = [the d frames the state
+                             //   holds, x] less its last d, which the state keeps; the residual of a centred
+                             //   conv's stream (see VAE_OP_CAUSAL_CONV3D). i[2] = VAE_CENTRED_START: the stream
+                             //   starts, nothing is held: y = x less its last d (N - d frames)
     VAE_OP_TIME_CONV,        // PyTorch's Conv3d(kernel (kt, 1, 1), padding (kt/2, 0, 0)) over the N frames, kt
                              //   odd: y[t] = act(b + r[t] + sum_k w[:, :, k] x[t + k - kt/2]), zero frames
                              //   outside [0, N); src: x, w [Cout, Cin, kt, 1, 1], b [Cout] or NULL, r or NULL
@@ -77,10 +91,13 @@ enum vae_op {
     VAE_OP_COUNT,
 };
 
-// VAE_OP_CAUSAL_CONV3D's flags (i[1])
+// VAE_OP_CAUSAL_CONV3D's flags (i[1]); VAE_OP_DELAY takes the last one (i[2])
 enum vae_causal_edges {
     VAE_CAUSAL_FIRST_FRAME = 1,   // after a reset the history is kt-1 copies of the first frame, not zeros
     VAE_CAUSAL_REPLICATE   = 2,   // outside the frame the conv reads the nearest edge pixel, not zeros
+    VAE_CAUSAL_REFLECT     = 4,   // outside the frame the conv reads the mirror pixel (1 in, k = 3 only)
+    VAE_CENTRED            = 8,   // a centred conv (see the op): the stream's end pads it
+    VAE_CENTRED_START      = 16,  // a centred conv's (or delay's) compute that starts its stream
 };
 
 enum vae_act {
@@ -98,7 +115,7 @@ struct vae_tensor {
     int                 n_dims;
     struct vae_tensor * src[VAE_MAX_SRC];
     enum vae_act        act;
-    int32_t             i[2];              // integer parameters, per op (see enum vae_op)
+    int32_t             i[3];              // integer parameters, per op (see enum vae_op)
     float               f[2];              // float parameters, per op
     const float *       data;              // VAE_OP_WEIGHT only
     const char *        name;              // weight name or a label, for messages
@@ -167,16 +184,19 @@ struct vae_tensor * vae_graph_time_conv(struct vae_graph * g, struct vae_tensor 
 struct vae_tensor * vae_graph_causal_conv3d(struct vae_graph * g, struct vae_tensor * x, struct vae_tensor * w,
                                             struct vae_tensor * b, struct vae_tensor * r, enum vae_act act, int slot);
 // the same whose history after a state reset repeats the first frame it sees (i[1] = 1)
-// the same with the flags `edges` (enum vae_causal_edges): the history after a reset and the
-// conv's spatial padding
+// the same with the flags `edges` (enum vae_causal_edges): the history after a reset, the conv's
+// spatial padding, and for a centred conv its frames per latent frame a (i[2]) and whether it starts
+// the stream (kt/2 frames out fewer)
 struct vae_tensor * vae_graph_causal_conv3d_edges(struct vae_graph * g, struct vae_tensor * x, struct vae_tensor * w,
                                                   struct vae_tensor * b, struct vae_tensor * r, enum vae_act act,
-                                                  int slot, int edges);
+                                                  int slot, int edges, int a);
+// x delayed by d frames through state slot `slot`; start: VAE_CENTRED_START or 0 (see VAE_OP_DELAY)
+struct vae_tensor * vae_graph_delay(struct vae_graph * g, struct vae_tensor * x, int d, int slot, int start);
 // Wan's: x / max(|x|, 1e-12) * sqrt(C) * gamma (i[0] = 0, see VAE_OP_RMS_NORM)
 struct vae_tensor * vae_graph_rms_norm(struct vae_graph * g, struct vae_tensor * x, struct vae_tensor * gamma,
                                        enum vae_act act);
 // diffusers' RMSNorm with weight and bias, then a residual: act(x / sqrt(mean_c(x^2) + eps) * gamma + beta + r);
-// beta and r may be NULL (i[0] = 1, see VAE_OP_RMS_NORM)
+// gamma NULL is ones, beta and r may be NULL (i[0] = 1, see VAE_OP_RMS_NORM)
 struct vae_tensor * vae_graph_rms_norm_eps(struct vae_graph * g, struct vae_tensor * x, float eps,
                                            struct vae_tensor * gamma, struct vae_tensor * beta, struct vae_tensor * r,
                                            enum vae_act act);
@@ -189,6 +209,8 @@ struct vae_tensor * vae_graph_linear_attention(struct vae_graph * g, struct vae_
 // x [N, 2C, H, W] -> x[:C] * act(x[C:]) (see VAE_OP_GLU)
 struct vae_tensor * vae_graph_glu(struct vae_graph * g, struct vae_tensor * x, enum vae_act act);
 struct vae_tensor * vae_graph_frame_split(struct vae_graph * g, struct vae_tensor * x, int s);
+// the same less its first `drop` frames (see VAE_OP_FRAME_SPLIT)
+struct vae_tensor * vae_graph_frame_split_drop(struct vae_graph * g, struct vae_tensor * x, int s, int drop);
 struct vae_tensor * vae_graph_pixel_shuffle(struct vae_graph * g, struct vae_tensor * x);
 // one k x k filter per output channel, output channel o reading input channel o / m (m = w's rows / C)
 struct vae_tensor * vae_graph_depthwise_conv2d(struct vae_graph * g, struct vae_tensor * x, struct vae_tensor * w,
@@ -295,6 +317,9 @@ size_t        vae_backend_state_bytes(vae_backend_t * backend, const vae_state_t
 // attention's key/value cache grows by a frame's keys and values each frame, and a compute that
 // would take it past the limit fails, naming the frames the limit holds, before changing anything
 void          vae_backend_state_set_limit(vae_backend_t * backend, vae_state_t * state, size_t bytes);
+// the latent frames of the stream in all, once known (its end: a reset forgets it): every centred
+// conv then reads its stream's last frame in place of those after it (see VAE_OP_CAUSAL_CONV3D)
+void          vae_backend_state_set_end(vae_backend_t * backend, vae_state_t * state, int64_t latents);
 void          vae_backend_state_free(vae_backend_t * backend, vae_state_t * state);
 // run the graph on host f32 input [N, C, H, W]; state: NULL when g->n_states == 0, else read
 // and updated. A graph with one input only. When g->cancel is set (by another thread, at any

@@ -177,7 +177,7 @@ struct vae_tensor * vae_graph_group_norm_stats(struct vae_graph * g, struct vae_
     t->act    = act;
     t->i[0]   = groups;
     t->f[0]   = eps;
-    t->name   = gamma->name;
+    t->name   = gamma ? gamma->name : "rms_norm";
     return t;
 }
 
@@ -209,10 +209,37 @@ struct vae_tensor * vae_graph_causal_conv3d(struct vae_graph * g, struct vae_ten
 
 struct vae_tensor * vae_graph_causal_conv3d_edges(struct vae_graph * g, struct vae_tensor * x, struct vae_tensor * w,
                                                   struct vae_tensor * b, struct vae_tensor * r, enum vae_act act,
-                                                  int slot, int edges) {
-    assert((edges & ~(VAE_CAUSAL_FIRST_FRAME | VAE_CAUSAL_REPLICATE)) == 0);
-    struct vae_tensor * t = vae_graph_causal_conv3d(g, x, w, b, r, act, slot);
-    t->i[1]               = edges;
+                                                  int slot, int edges, int a) {
+    assert((edges & ~(VAE_CAUSAL_FIRST_FRAME | VAE_CAUSAL_REPLICATE | VAE_CAUSAL_REFLECT | VAE_CENTRED |
+                      VAE_CENTRED_START)) == 0);
+    assert(!(edges & VAE_CAUSAL_REFLECT) || (w->ne[3] == 3 && !(edges & VAE_CAUSAL_REPLICATE)));
+    assert(!(edges & VAE_CENTRED) || (w->ne[2] == 3 && a >= 1 && !(edges & VAE_CAUSAL_FIRST_FRAME)));
+    assert(!(edges & VAE_CENTRED_START) || (edges & VAE_CENTRED));
+    // a centred conv starting its stream gives kt/2 frames fewer
+    const int64_t n = x->ne[0] - (edges & VAE_CENTRED_START ? w->ne[2] / 2 : 0);
+    assert(n >= 1);
+    struct vae_tensor   xs = *x;
+    xs.ne[0]               = n; // (the output's frames: r is checked against them)
+    struct vae_tensor * t  = vae_graph_causal_conv3d(g, &xs, w, b, r, act, slot);
+    t->src[0]              = x;
+    t->i[1]                = edges;
+    t->i[2]                = edges & VAE_CENTRED ? a : 0;
+    return t;
+}
+
+struct vae_tensor * vae_graph_delay(struct vae_graph * g, struct vae_tensor * x, int d, int slot, int start) {
+    assert(d >= 1 && slot >= 0 && (start & ~VAE_CENTRED_START) == 0);
+    const int64_t n = x->ne[0] - (start ? d : 0);
+    assert(n >= 1);
+    struct vae_tensor * t = graph_node(g, VAE_OP_DELAY, n, x->ne[1], x->ne[2], x->ne[3]);
+    t->src[0]             = x;
+    t->i[0]               = slot;
+    t->i[1]               = d;
+    t->i[2]               = start;
+    t->name               = x->name;
+    if (slot >= g->n_states) {
+        g->n_states = slot + 1;
+    }
     return t;
 }
 
@@ -226,7 +253,7 @@ struct vae_tensor * vae_graph_rms_norm(struct vae_graph * g, struct vae_tensor *
 struct vae_tensor * vae_graph_rms_norm_eps(struct vae_graph * g, struct vae_tensor * x, float eps,
                                            struct vae_tensor * gamma, struct vae_tensor * beta, struct vae_tensor * r,
                                            enum vae_act act) {
-    assert(gamma->op == VAE_OP_WEIGHT && gamma->ne[0] == x->ne[1]);
+    assert(!gamma || (gamma->op == VAE_OP_WEIGHT && gamma->ne[0] == x->ne[1]));
     assert(!beta || (beta->op == VAE_OP_WEIGHT && beta->ne[0] == x->ne[1]));
     assert(!r || (r->op != VAE_OP_WEIGHT && memcmp(r->ne, x->ne, sizeof(x->ne)) == 0));
     assert(eps >= 0.0f);
@@ -238,7 +265,7 @@ struct vae_tensor * vae_graph_rms_norm_eps(struct vae_graph * g, struct vae_tens
     t->act    = act;
     t->i[0]   = 1;
     t->f[0]   = eps;
-    t->name   = gamma->name;
+    t->name   = gamma ? gamma->name : "rms_norm";
     return t;
 }
 
@@ -280,10 +307,15 @@ struct vae_tensor * vae_graph_glu(struct vae_graph * g, struct vae_tensor * x, e
 }
 
 struct vae_tensor * vae_graph_frame_split(struct vae_graph * g, struct vae_tensor * x, int s) {
-    assert(s >= 1 && x->ne[1] % s == 0);
-    struct vae_tensor * t = graph_node(g, VAE_OP_FRAME_SPLIT, x->ne[0] * s, x->ne[1] / s, x->ne[2], x->ne[3]);
+    return vae_graph_frame_split_drop(g, x, s, 0);
+}
+
+struct vae_tensor * vae_graph_frame_split_drop(struct vae_graph * g, struct vae_tensor * x, int s, int drop) {
+    assert(s >= 1 && x->ne[1] % s == 0 && drop >= 0 && drop < x->ne[0] * s);
+    struct vae_tensor * t = graph_node(g, VAE_OP_FRAME_SPLIT, x->ne[0] * s - drop, x->ne[1] / s, x->ne[2], x->ne[3]);
     t->src[0] = x;
     t->i[0]   = s;
+    t->i[1]   = drop;
     t->name   = x->name;
     return t;
 }
@@ -324,6 +356,7 @@ const char * vae_op_name(enum vae_op op) {
         [VAE_OP_LINEAR_ATTENTION] = "linear_attention", [VAE_OP_GLU] = "glu",
         [VAE_OP_FRAME_SPLIT] = "frame_split", [VAE_OP_PIXEL_SHUFFLE] = "pixel_shuffle",
         [VAE_OP_DEPTHWISE_CONV2D] = "depthwise_conv2d", [VAE_OP_TIME_CONV] = "time_conv",
+        [VAE_OP_DELAY] = "delay",
     };
     return op < VAE_OP_COUNT ? names[op] : "?";
 }

@@ -39,7 +39,7 @@ struct vae_gpu_conv_params {
     int           ks, kt;         // the GEMM's taps: ks x ks in space (2 when up), kt in time
     int           pad;            // k / 2
     bool          up;
-    bool          replicate;      // outside the frame: the nearest edge pixel, not zeros
+    int           edge;           // outside the frame: 0 zeros, 1 the nearest edge pixel, 2 the mirror one (pad 1)
     int           M, K;           // GEMM rows (pixels of the input grid, per phase when up) and depth
     int           nt;             // tiles along N
     enum vae_act  act;
@@ -100,16 +100,19 @@ __host__ __device__ __forceinline__ vae_gpu_conv_pix vae_gpu_conv_pix_at(int m, 
 }
 
 // the input vector (channels c .. c + 16 bytes) that row px reads at tap tp, or NULL for zeros:
-// outside the frame (replicate: only a row past M, whose pixel is far outside), or past K. offy,
-// offx: input offset of tap 0 (k / 2, or 1 - phase when up). Source frame s = t + j of [hist, x]:
+// outside the frame (replicate, reflect: only a row past M, whose pixel is far outside), or past K.
+// offy, offx: input offset of tap 0 (k / 2, or 1 - phase when up). Source frame s = t + j of [hist, x]:
 // the kt - 1 hist frames first.
 template <typename T>
 __host__ __device__ __forceinline__ const T * vae_gpu_conv_src(const vae_gpu_conv_params & p, vae_gpu_conv_pix px,
                                                               vae_gpu_conv_tap tp, int offy, int offx) {
     int iy = px.oy + tp.ky - offy, ix = px.ox + tp.kx - offx;
-    if (p.replicate && px.oy >= 0) { // (F.pad(mode="replicate"): the edge pixel)
+    if (p.edge == 1 && px.oy >= 0) { // (F.pad(mode="replicate"): the edge pixel)
         iy = iy < 0 ? 0 : iy >= p.h ? p.h - 1 : iy;
         ix = ix < 0 ? 0 : ix >= p.w ? p.w - 1 : ix;
+    } else if (p.edge == 2 && px.oy >= 0) { // ("reflect", one pixel: the one inside)
+        iy = iy < 0 ? 1 : iy >= p.h ? p.h - 2 : iy;
+        ix = ix < 0 ? 1 : ix >= p.w ? p.w - 2 : ix;
     }
     if (tp.j >= p.kt || (unsigned) iy >= (unsigned) p.h || (unsigned) ix >= (unsigned) p.w) {
         return nullptr;
@@ -802,7 +805,7 @@ extern "C" cudaError_t vae_gpu_conv(const struct vae_gpu_conv_args * a, enum vae
     const bool shape = x.n > 0 && x.h > 0 && x.w > 0 && x.c > 0 && y.c > 0 && x.cp == vae_gpu_cpad(x.c) &&
                        y.cp == vae_gpu_cpad(y.c) && y.n == x.n && y.h == sc * x.h && y.w == sc * x.w;
     const bool kernel = a->k > 0 && a->k % 2 == 1 && a->kt >= 1 && (!a->up || (a->k == 3 && a->kt == 1)) &&
-                        (a->kt > 1) == (a->hist != nullptr);
+                        (a->kt > 1) == (a->hist != nullptr) && (!a->reflect || (a->k == 3 && x.h > 1 && x.w > 1));
     // y apart from x and the history (every block reads a window of them), the residual y or apart
     const size_t hist_bytes = (size_t) (a->kt - 1) * x.h * x.w * x.cp * vae_gpu_elem_bytes(p);
     const bool   apart = vae_gpu_precision_ok(p) && !vae_gpu_act_overlap(x, y, p) &&
@@ -819,7 +822,7 @@ extern "C" cudaError_t vae_gpu_conv(const struct vae_gpu_conv_args * a, enum vae
         return cudaErrorInvalidValue;
     }
     if ((a->warp != 32 && a->warp != 64) || a->variant < 0 || a->variant >= vae_gpu_conv_variants(p, a->cc) ||
-        (a->replicate && a->up)) {
+        ((a->replicate || a->reflect) && a->up) || (a->replicate && a->reflect)) {
         return cudaErrorInvalidValue;
     }
     vae_gpu_conv_params q = {};
@@ -837,7 +840,7 @@ extern "C" cudaError_t vae_gpu_conv(const struct vae_gpu_conv_args * a, enum vae
     q.kt     = a->kt;
     q.pad    = a->k / 2;
     q.up     = a->up;
-    q.replicate = a->replicate;
+    q.edge   = a->replicate ? 1 : a->reflect ? 2 : 0;
     q.M      = x.n * x.h * x.w;
     q.K      = a->kt * (int) (ks * ks) * x.cp;
     q.act    = a->act;

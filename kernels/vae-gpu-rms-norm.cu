@@ -23,7 +23,7 @@ static __global__ void __launch_bounds__(VAE_GPU_RMS_THREADS)
     extern __shared__ float sm_gamma[];  // cp values, zero past c, then beta's cp values
     float *       sm_beta = sm_gamma + cp;
     for (int ch = threadIdx.x; ch < cp; ch += blockDim.x) {
-        sm_gamma[ch] = ch < c ? gamma[ch] : 0.0f;
+        sm_gamma[ch] = ch < c ? (gamma ? gamma[ch] : 1.0f) : 0.0f;
         sm_beta[ch]  = ch < c && beta ? beta[ch] : -0.0f;
     }
     __syncthreads();
@@ -95,7 +95,7 @@ extern "C" cudaError_t vae_gpu_rms_norm(struct vae_gpu_act x, struct vae_gpu_act
                                         const float * gamma, const float * beta, bool mean_square, float eps,
                                         enum vae_act act, enum vae_precision p, cudaStream_t s) {
     // gamma and beta are staged in the default 48 KiB of shared memory
-    if (!vae_gpu_act_ok(x) || !vae_gpu_act_ok(y) || !vae_gpu_precision_ok(p) || !gamma ||
+    if (!vae_gpu_act_ok(x) || !vae_gpu_act_ok(y) || !vae_gpu_precision_ok(p) ||
         (uintptr_t) residual % 16 != 0 || y.n != x.n ||
         y.c != x.c || y.h != x.h || y.w != x.w || !vae_gpu_in_place_ok(x.data, y, p) ||
         !vae_gpu_in_place_ok(residual, y, p) || 2 * x.cp * sizeof(float) > 48 * 1024 || !(eps >= 0.0f)) {

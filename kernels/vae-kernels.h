@@ -48,9 +48,9 @@ cudaError_t vae_gpu_tanh_clamp(struct vae_gpu_act x, struct vae_gpu_act y, float
                               cudaStream_t s);
 // y[c, Y, X] = x[c, Y/2, X/2], y is [n, c, 2h, 2w]                          (vae-gpu-upsample2x.cu)
 cudaError_t vae_gpu_upsample2x(struct vae_gpu_act x, struct vae_gpu_act y, enum vae_precision p, cudaStream_t s);
-// [N, C, H, W] -> [N*k, C/k, H, W]: frame k*t+j of y = channels [j*C/k, (j+1)*C/k) of frame t of x
-//                                                                            (vae-gpu-frame-split.cu)
-cudaError_t vae_gpu_frame_split(struct vae_gpu_act x, struct vae_gpu_act y, int k, enum vae_precision p,
+// [N, C, H, W] -> [N*k - drop, C/k, H, W]: frame k*t+j - drop of y = channels [j*C/k, (j+1)*C/k) of
+// frame t of x (the first drop are not written)                              (vae-gpu-frame-split.cu)
+cudaError_t vae_gpu_frame_split(struct vae_gpu_act x, struct vae_gpu_act y, int k, int drop, enum vae_precision p,
                                cudaStream_t s);
 // [N, 4C, H, W] -> [N, C, 2H, 2W]: y[c, 2Y+i, 2X+j] = x[4c+2i+j, Y, X]    (vae-gpu-pixel-shuffle.cu)
 cudaError_t vae_gpu_pixel_shuffle(struct vae_gpu_act x, struct vae_gpu_act y, enum vae_precision p, cudaStream_t s);
@@ -88,7 +88,7 @@ cudaError_t vae_gpu_group_norm_apply(struct vae_gpu_act x, struct vae_gpu_act y,
                                     enum vae_precision p, cudaStream_t s);
 // y = act(x * s * gamma[c] + beta[c] + residual), |x| the L2 norm over the channels of each pixel,
 // f32; s = sqrt(C) / max(|x|, 1e-12) (Wan), or with mean_square 1 / sqrt(|x|^2 / C + eps)
-// (diffusers' RMSNorm); gamma, beta: device f32 [c], beta may be NULL; residual like y or NULL;
+// (diffusers' RMSNorm); gamma, beta: device f32 [c] or NULL (ones, zeros); residual like y or NULL;
 // y may be x or the residual                                                 (vae-gpu-rms-norm.cu)
 cudaError_t vae_gpu_rms_norm(struct vae_gpu_act x, struct vae_gpu_act y, const void * residual, const float * gamma,
                             const float * beta, bool mean_square, float eps, enum vae_act act, enum vae_precision p,
@@ -136,6 +136,7 @@ struct vae_gpu_conv_args {
     bool               up;
     bool               replicate;  // outside the frame the nearest edge pixel (F.pad(mode="replicate")), not
                                    //   zeros; not with up
+    bool               reflect;    // outside the frame the mirror pixel (F.pad(mode="reflect")); k = 3, not up
     enum vae_act       act;
     int                variant;    // tile configuration, 0 .. vae_gpu_conv_variants() - 1
     int                cc, warp;   // the device's (vae_gpu_device_query): a launch asks the runtime nothing

@@ -102,7 +102,7 @@ struct vae_tensor * vae_builder_conv3d(struct vae_builder * b, struct vae_tensor
         w->n_dims = 4; // [Cout, Cin, 1, 1]
         return vae_graph_conv2d(b->g, x, w, bt, r, VAE_ACT_NONE);
     }
-    return vae_graph_causal_conv3d_edges(b->g, x, w, bt, r, VAE_ACT_NONE, b->n_slots++, edges);
+    return vae_graph_causal_conv3d_edges(b->g, x, w, bt, r, VAE_ACT_NONE, b->n_slots++, edges, b->a);
 }
 
 // a causal family's whole-sequence graph: its head, then its steps in order, each residual step

@@ -20,6 +20,8 @@ struct vae_builder {
     size_t                   err_size;
     bool                     failed;
     int                      n_slots;        // state slots numbered so far
+    int                      a;              // frames per latent frame of the stream a centred conv built now
+                                             //   reads (VAE_CENTRED), set by the family as it builds
 };
 
 // start a graph for model (false after a message); finish it with out as its output (NULL: the
@@ -36,7 +38,8 @@ struct vae_tensor * vae_builder_conv2d(struct vae_builder * b, struct vae_tensor
                                        bool bias, struct vae_tensor * r, enum vae_act act, bool upsample);
 // the conv `name` (`name.weight` [Cout, Cin, kt, k, k] and `name.bias`) on x, adding r (or NULL): a
 // causal conv on the next state slot (edges: enum vae_causal_edges, 0 for Wan's zeros; SeedVR2's
-// history replicates the first frame, HunyuanVideo 1.5's the edge pixels too), or for kt = k = 1
+// history replicates the first frame, HunyuanVideo 1.5's the edge pixels too; LTX-2's are centred,
+// on a stream of b->a frames per latent frame), or for kt = k = 1
 // the same 1x1 conv on each frame
 struct vae_tensor * vae_builder_conv3d(struct vae_builder * b, struct vae_tensor * x, const char * name, int kt, int k,
                                        struct vae_tensor * r, int edges);

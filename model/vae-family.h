@@ -58,14 +58,15 @@ struct vae_family_desc {
     // mismatch), the load-time fix-ups, and the model's constants (latent_channels, scale, ...)
     bool (*prepare)(struct vae_model * m, const struct vae_st_header * hdr, enum vae_family want, char * err,
                     size_t err_size);
-    // the decode graph (vae_model_build_graph's contract, `first` aside); NULL where causal is given
-    struct vae_graph * (*build)(const struct vae_model * m, int n, int h, int w, char * err, size_t err_size);
+    // the decode graph (vae_model_build_graph's contract); NULL where causal is given
+    struct vae_graph * (*build)(const struct vae_model * m, int n, int h, int w, bool first, char * err,
+                                size_t err_size);
     // NULL, or a causal video decoder's pieces: its graphs, whole and tiled, chain them
     const struct vae_causal_family * causal;
 };
 
 extern const struct vae_family_desc vae_taesd_family, vae_wan_family, vae_seedvr_family, vae_taehv_family,
-    vae_dcae_family, vae_svd_family, vae_kl_family, vae_hyv15_family;
+    vae_dcae_family, vae_svd_family, vae_kl_family, vae_hyv15_family, vae_ltx2_family;
 
 // Wan 2.1's and Wan 2.2's latent statistics (vae-wan.c; the TAEHV decoders of their latents share them)
 extern const float vae_wan21_mean[16], vae_wan21_std[16], vae_wan22_mean[48], vae_wan22_std[48];

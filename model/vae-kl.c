@@ -214,7 +214,9 @@ struct vae_tensor * vae_kl_decoder(struct vae_builder * b, struct vae_tensor * x
     return x;                                                                           // [N, 3, H, W]
 }
 
-static struct vae_graph * kl_build(const struct vae_model * model, int n, int h, int w, char * err, size_t err_size) {
+static struct vae_graph * kl_build(const struct vae_model * model, int n, int h, int w, bool first, char * err,
+                                   size_t err_size) {
+    (void) first;
     struct vae_builder b;
     if (!vae_builder_init(&b, model, err, err_size)) {
         return NULL;

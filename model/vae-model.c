@@ -17,7 +17,7 @@
 // the families in detection order: the first whose recognise takes a file loads it (DC-AE, and
 // SVD that extends it, before the AutoencoderKL whose `decoder.conv_in.weight` they share)
 static const struct vae_family_desc * const model_families[] = {
-    &vae_taesd_family, &vae_hyv15_family, &vae_wan_family,  &vae_seedvr_family, &vae_taehv_family,
+    &vae_taesd_family, &vae_hyv15_family, &vae_ltx2_family, &vae_wan_family,  &vae_seedvr_family, &vae_taehv_family,
     &vae_dcae_family,  &vae_svd_family, &vae_kl_family,
 };
 
@@ -230,7 +230,7 @@ struct vae_graph * vae_model_build_graph(const struct vae_model * model, int n, 
                                          size_t err_size) {
     const struct vae_family_desc * d = model->desc;
     return d->causal ? vae_causal_build(d->causal, model, n, h, w, first && model->first_apart, err, err_size)
-                     : d->build(model, n, h, w, err, err_size);
+                     : d->build(model, n, h, w, first, err, err_size);
 }
 
 int vae_model_causal_steps(const struct vae_model * model, struct vae_causal_step * steps, int max) {

@@ -45,6 +45,8 @@ enum vae_family {
     VAE_FAMILY_DCAE,      // SANA's DC-AE (f32c32: 32 ch, 32x; scale 0.41407)
     VAE_FAMILY_HYVIDEO15, // HunyuanVideo 1.5's VAE (32 ch, 16x, 4 frames per latent; scale 1.03682; causal
                           //   attention over the stream's frames)
+    VAE_FAMILY_LTX2,      // LTX-2's video VAE (128 ch, 32x, 8 frames per latent; centred in time)
+    VAE_FAMILY_LTX23,     // LTX-2.3's (its temporal and spatial upsamplers apart, zero padding)
     VAE_FAMILY_COUNT,
 };
 
@@ -102,6 +104,12 @@ struct vae_model {
     bool                first_apart;      // the first latent frame of a stream has a graph of its own (Wan)
     bool                clip_calls;       // a decode call's frames all depend on each other (SVD's temporal
                                           // blocks): a call is a clip of its own, never padded
+    int                 lookahead;        // > 0: a frame depends on this many latent frames after its own
+                                          // (LTX-2's centred convs): a stream starts with a graph of
+                                          // lookahead + 1 latent frames (`first`), later steps give
+                                          // frames_per_latent frames per latent frame that late, and
+                                          // the end is flushed (vae_backend_state_set_end)
+    int                 min_side;         // the smallest latent grid side it decodes (0: 1)
     int                 out_channels;     // 3: RGB; 4: RGBA, straight (not premultiplied) alpha
     enum vae_space      own_space;        // the space the decoder itself takes
     float               out_scale, out_offset; // decoder output -> [0, 1], clamped when packed
@@ -153,9 +161,10 @@ bool vae_model_space_affine(const struct vae_model * model, enum vae_space space
 int vae_model_frames_of_latent(const struct vae_model * model, uint64_t k);
 
 // the decode graph for n latent frames of h x w (in the decoder's own space); `first`: the step
-// that starts a stream (only where model->first_apart, with n = 1). It gives
-// trim_frames + 1 + frames_per_latent * (n - 1) frames for a first step, frames_per_latent * n
-// otherwise (trim_frames at the start of each stream are not frames of the video).
+// that starts a stream (only where model->first_apart, with n = 1; or model->lookahead, with n >
+// lookahead). It gives trim_frames + 1 + frames_per_latent * (n - 1) frames for a first step
+// (a lookahead decoder: its output's frames, fewer), frames_per_latent * n otherwise (trim_frames
+// at the start of each stream are not frames of the video).
 struct vae_graph * vae_model_build_graph(const struct vae_model * model, int n, int h, int w, bool first, char * err,
                                          size_t err_size);
 

@@ -10,6 +10,9 @@
 // chunk is decoded as a call of its own length, as diffusers' decode loop does, by a graph
 // prepared at the drain; and chunk-frames 0 keeps every latent of the stream until the drain,
 // then decodes the whole clip as one call (memory grows with the clip, refused past the limit).
+// LTX-2's frames depend on later latents (model->lookahead): its first graph waits for lookahead
+// + 1 latent frames, and the drain tells the state where the stream ends, then flushes it with
+// steps whose input is never read, one step per pop that finds no frame ready.
 
 #include "vae-session.h"
 #include "vae-family.h"
@@ -33,7 +36,7 @@ struct vae_session {
     float *                   queue;           // chunk_frames latent frames, in the decoder's space
     int                       queued;
     struct vae_graph *        step;            // chunk_frames latent frames
-    struct vae_graph *        first;           // latent frame 0 alone (Wan); NULL otherwise
+    struct vae_graph *        first;           // latent frame 0 alone (Wan), the first lookahead + 1 (LTX-2)
     struct vae_graph *        clip;            // clip_calls: the last call's graph, of the frames queued
     bool                      whole;           // clip_calls and chunk-frames 0: one call at the drain
     int                       capacity;        // latent frames the queue has room for
@@ -45,6 +48,8 @@ struct vae_session {
     int                       skip, ready, popped; // output frames: first ready one, ready ones, popped ones
     uint64_t                  latents_in, frames_out;
     bool                      ended;           // drained: the next push starts a new stream
+    bool                      flushing;        // drained, a lookahead stream's frames still to come
+    uint64_t                  total;           // then the frames of the stream
     char                      notice[400];     // what vae_session_new chose instead of what was asked, "" if nothing
 };
 
@@ -116,8 +121,10 @@ static bool session_tiled_new(struct vae_session * s, int tile, char * err, size
 // where it has its own) and the causal state, prepared; false when they do not fit (err says
 // why): each graph alone, and with the state of a decoder that can tile, all together
 static bool session_steps_new(struct vae_session * s, char * err, size_t err_size) {
-    bool ok = (s->step = session_graph(s, s->cfg.chunk_frames, false, err, err_size)) != NULL &&
-              (!s->model->first_apart || (s->first = session_graph(s, 1, true, err, err_size)) != NULL) &&
+    const int n_first = s->model->lookahead + 1;
+    bool      ok = (s->step = session_graph(s, s->cfg.chunk_frames, false, err, err_size)) != NULL &&
+              ((!s->model->first_apart && !s->model->lookahead) ||
+               (s->first = session_graph(s, n_first, true, err, err_size)) != NULL) &&
               (s->step->n_states == 0 || (s->state = vae_backend_state_new(s->backend, s->step, err, err_size)) != NULL);
     const size_t limit = vae_backend_limit(s->backend, s->cfg.max_bytes);
     if (ok && s->state && session_can_tile(s->model) && vae_session_peak_bytes(s) > limit) {
@@ -136,9 +143,10 @@ static bool session_steps_new(struct vae_session * s, char * err, size_t err_siz
 
 // a smaller chunk, and the queue with it (vae_session_peak_bytes counts the queue)
 static void session_set_chunk(struct vae_session * s, int chunk) {
-    float * q = realloc(s->queue, (size_t) chunk * session_queue_floats(s) * sizeof(float));
+    s->cfg.chunk_frames = chunk;
+    s->capacity         = chunk > s->model->lookahead ? chunk : s->model->lookahead + 1; // (the first step's)
+    float * q = realloc(s->queue, (size_t) s->capacity * session_queue_floats(s) * sizeof(float));
     s->queue  = q ? q : s->queue; // (a smaller block: kept as it was where realloc fails)
-    s->cfg.chunk_frames = s->capacity = chunk;
 }
 
 static void session_steps_free(struct vae_session * s) {
@@ -179,6 +187,11 @@ bool vae_session_check(const struct vae_model * model, const struct vae_session_
     }
     if (c->chunk_frames < 0 || c->chunk_frames > 256) {
         snprintf(err, err_size, "chunk-frames %d is outside 0..256", c->chunk_frames);
+        return false;
+    }
+    if (c->width > 0 && (c->width * patch < model->min_side || c->height * patch < model->min_side)) {
+        snprintf(err, err_size, "%s pads its convs by reflection: its latent grid must be at least %dx%d, not %dx%d",
+                 vae_family_name(model->family), model->min_side, model->min_side, c->width, c->height);
         return false;
     }
     if (c->tile_size < 0 || (c->tile_size > 0 && c->tile_size < SESSION_MIN_TILE)) {
@@ -240,7 +253,7 @@ struct vae_session * vae_session_new(const struct vae_model * model, vae_backend
     }
     s->div     = malloc(2 * (size_t) c->channels * sizeof(float));
     s->unpatch = patch > 1 ? malloc(session_frame_floats(s) * sizeof(float)) : NULL;
-    s->capacity = s->whole ? 1 : s->cfg.chunk_frames;
+    s->capacity = s->whole ? 1 : s->cfg.chunk_frames > model->lookahead ? s->cfg.chunk_frames : model->lookahead + 1;
     s->queue    = malloc((size_t) s->capacity * session_queue_floats(s) * sizeof(float));
     if (!s->div || !s->queue || (patch > 1 && !s->unpatch)) {
         snprintf(err, err_size, "out of memory");
@@ -308,7 +321,7 @@ static bool session_decode(struct vae_session * s, struct vae_graph * g, char * 
     }
     const int    n     = (int) g->input->ne[0], real = s->queued;
     const size_t floats = session_queue_floats(s);
-    for (int i = real; i < n; i++) {
+    for (int i = real; i < n && real > 0; i++) { // (a flush step's input is never read: as it is)
         memcpy(s->queue + (size_t) i * floats, s->queue + (size_t) (real - 1) * floats, floats * sizeof(float));
     }
     const bool starts = s->latents_in == (uint64_t) real;
@@ -321,6 +334,11 @@ static bool session_decode(struct vae_session * s, struct vae_graph * g, char * 
     s->done   = g;
     s->skip   = starts ? s->model->trim_frames : 0;
     s->ready  = starts ? 1 + s->model->frames_per_latent * (real - 1) : s->model->frames_per_latent * real;
+    if (s->model->lookahead) { // the frames that can no longer change, up to the stream's last
+        s->ready = (int) g->output->ne[0];
+        s->ready = s->flushing && s->total - s->frames_out < (uint64_t) s->ready ? (int) (s->total - s->frames_out)
+                                                                                 : s->ready;
+    }
     s->popped = 0;
     s->frames_out += (uint64_t) s->ready;
     return true;
@@ -420,15 +438,33 @@ bool vae_session_push(struct vae_session * s, const float * latent, char * err, 
         session_unpatchify(s, s->unpatch, s->queue + (size_t) s->queued * n);
     }
     s->queued++;
-    if (s->latents_in++ == 0 && s->first) {
-        return session_decode(s, s->first, err, err_size);
+    const uint64_t n_first = s->model->lookahead ? (uint64_t) s->model->lookahead + 1 : 1;
+    if (s->first && ++s->latents_in <= n_first) {
+        return s->latents_in < n_first || session_decode(s, s->first, err, err_size);
     }
+    s->latents_in += s->first ? 0 : 1;
     return s->whole || s->queued < s->cfg.chunk_frames || session_decode(s, s->step, err, err_size);
+}
+
+// a lookahead stream's next step after its end: the first graph while the stream has not started
+// (a clip shorter than it: no frame out yet, the first graph gives at least one), else a step;
+// each gives the frames up to the stream's last
+static bool session_flush(struct vae_session * s, char * err, size_t err_size) {
+    const bool started = s->frames_out > 0;
+    s->flushing        = s->frames_out < s->total;
+    return !s->flushing || session_decode(s, started ? s->step : s->first, err, err_size);
 }
 
 bool vae_session_drain(struct vae_session * s, char * err, size_t err_size) {
     // the stream has ended: the next push starts another (the ready frames stay until popped)
     s->ended = true;
+    if (s->model->lookahead && s->latents_in > 0 && !s->flushing) {
+        // every centred conv reads its last frame from now on; the frames in flight come out a step
+        // at a time (vae_session_pop_* make the next when the ready ones are gone)
+        s->total = 1 + (uint64_t) s->model->frames_per_latent * (s->latents_in - 1);
+        vae_backend_state_set_end(s->backend, s->state, (int64_t) s->latents_in);
+        return session_flush(s, err, err_size);
+    }
     if (s->queued > 0 && s->model->clip_calls && (s->whole || s->queued < s->cfg.chunk_frames)) {
         return session_decode_clip(s, err, err_size);
     }
@@ -436,13 +472,17 @@ bool vae_session_drain(struct vae_session * s, char * err, size_t err_size) {
 }
 
 int vae_session_frames_ready(const struct vae_session * s) {
-    return s->ready - s->popped;
+    return s->ready - s->popped + (s->flushing ? (int) (s->total - s->frames_out) : 0);
 }
 
-// the output frame of the graph that the next pop takes, or -1 after a message
+// the output frame of the graph that the next pop takes (a flushing stream's next step made first
+// where none is left), or -1 after a message
 static int session_next_frame(struct vae_session * s, char * err, size_t err_size) {
     if (vae_session_frames_ready(s) <= 0) {
         snprintf(err, err_size, "no decoded frame is ready");
+        return -1;
+    }
+    if (s->ready == s->popped && !session_flush(s, err, err_size)) {
         return -1;
     }
     return s->skip + s->popped++;
@@ -483,6 +523,7 @@ bool vae_session_pop_output(struct vae_session * s, float * dst, char * err, siz
 
 void vae_session_reset(struct vae_session * s) {
     s->ended      = false;
+    s->flushing   = false;
     s->queued     = 0;
     s->ready      = 0;
     s->popped     = 0;

@@ -61,7 +61,9 @@ static struct vae_tensor * svd_time_stack(struct vae_builder * b, struct vae_ten
     return t ? svd_time_conv(b, t, name, x) : NULL;                                     // x + s conv(...)
 }
 
-static struct vae_graph * svd_build(const struct vae_model * model, int n, int h, int w, char * err, size_t err_size) {
+static struct vae_graph * svd_build(const struct vae_model * model, int n, int h, int w, bool first, char * err,
+                                    size_t err_size) {
+    (void) first;
     struct vae_builder b;
     if (!vae_builder_init(&b, model, err, err_size)) {
         return NULL;

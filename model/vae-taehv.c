@@ -136,7 +136,9 @@ static struct vae_graph * taehv_super_build(const struct vae_model * model, int 
     return taehv_finish(&b, x);
 }
 
-static struct vae_graph * taehv_build(const struct vae_model * model, int n, int h, int w, char * err, size_t err_size) {
+static struct vae_graph * taehv_build(const struct vae_model * model, int n, int h, int w, bool first, char * err,
+                                      size_t err_size) {
+    (void) first;
     return vae_model_weight(model, "decoder.0.weight") ? taehv_super_build(model, n, h, w, err, err_size)
                                                        : taehv_base_build(model, n, h, w, err, err_size);
 }

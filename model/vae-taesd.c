@@ -51,7 +51,9 @@ static struct vae_tensor * taesd_block(struct vae_builder * b, struct vae_tensor
     return t ? vae_builder_conv2d(b, t, name, 3, true, x, VAE_ACT_RELU, false) : NULL; // [N, C, H, W]
 }
 
-static struct vae_graph * taesd_build(const struct vae_model * model, int n, int h, int w, char * err, size_t err_size) {
+static struct vae_graph * taesd_build(const struct vae_model * model, int n, int h, int w, bool first, char * err,
+                                      size_t err_size) {
+    (void) first;
     struct vae_builder b;
     if (!vae_builder_init(&b, model, err, err_size)) {
         return NULL;

@@ -2034,13 +2034,21 @@ static void test_rms_case(int N, int C, int H, int W, enum vae_act act, float ma
 }
 
 // x -> 1x1 conv -> rms_norm_eps (eps 1e-5; beta or none) + x through the backend
-static void test_rms_graph_case(int N, int C, int H, int W, bool bias, enum vae_act act) {
+// (ones: without gamma, LTX-2's)
+static void test_rms_graph_case(int N, int C, int H, int W, bool bias, enum vae_act act, bool ones) {
     struct pool         pl = { 0 };
     struct vae_graph *  g  = graph_new(true);
     const float *       w0, *gamma, *beta = NULL;
     struct vae_tensor * in0 = vae_graph_input(g, N, C, H, W);
     struct vae_tensor * x = vae_graph_conv2d(g, in0, conv_w(g, &pl, C, C, 1, &w0), NULL, NULL, VAE_ACT_NONE);
-    struct vae_tensor * tg = vec_w(g, &pl, C, 0.5f, 1.5f, &gamma);
+    struct vae_tensor * tg = ones ? NULL : vec_w(g, &pl, C, 0.5f, 1.5f, &gamma);
+    if (ones) {
+        float * o = pool_add(&pl, xmalloc((size_t) C * sizeof(float)));
+        for (int c = 0; c < C; c++) {
+            o[c] = 1.0f;
+        }
+        gamma = o;
+    }
     struct vae_tensor * tb = bias ? vec_w(g, &pl, C, -0.5f, 0.5f, &beta) : NULL;
     vae_graph_set_output(g, vae_graph_rms_norm_eps(g, x, 1e-5f, tg, tb, in0, act));
     const size_t   nin = (size_t) N * C * H * W;
@@ -2051,8 +2059,8 @@ static void test_rms_graph_case(int N, int C, int H, int W, bool bias, enum vae_
         xf[i] = (float) xd[i];
     }
     char label[160];
-    snprintf(label, sizeof(label), "conv,rms_norm_eps(n=%d,c=%d,h=%d,w=%d,eps=1e-5%s,%s) + input", N, C, H, W,
-             bias ? ",bias" : "", act_name(act));
+    snprintf(label, sizeof(label), "conv,rms_norm_eps(n=%d,c=%d,h=%d,w=%d,eps=1e-5%s%s,%s) + input", N, C, H, W,
+             bias ? ",bias" : "", ones ? ",no gamma" : "", act_name(act));
     report(label, run(&pl, g, in), ref_rms(&pl, xf, N, C, H * W, gamma, beta, in, true, 1e-5f, act), nin);
     vae_graph_free(g);
     pool_free(&pl);
@@ -2092,7 +2100,8 @@ static void test_rms(void) {
     for (int s = 0; s < (g_quick ? 1 : 3); s++) {
         for (int bias = 0; bias < 2; bias++) {
             rng_seed((uint64_t) (6600 + s * 2 + bias));
-            test_rms_graph_case(graph[s][0], graph[s][1], graph[s][2], graph[s][3], bias, (enum vae_act) (s % 2));
+            test_rms_graph_case(graph[s][0], graph[s][1], graph[s][2], graph[s][3], bias, (enum vae_act) (s % 2),
+                                s == bias);
         }
     }
 }
@@ -2370,7 +2379,7 @@ static void test_split_case(int N, int C, int H, int W, int s) {
         }
     }
     float * yb = blocked_out(&pl, ne_y);
-    vae_cpu_frame_split(blocked_in(&pl, x, ne), yb, ne, s);
+    vae_cpu_frame_split(blocked_in(&pl, x, ne), yb, ne, s, 0);
     char label[160];
     snprintf(label, sizeof(label), "frame_split(n=%d,c=%d,h=%d,w=%d,s=%d)", N, C, H, W, s);
     const bool ok = same_floats(unblock(&pl, label, yb, ne_y), yr, n);
@@ -2428,14 +2437,21 @@ static void test_shuffles(void) {
 
 // ---- causal conv3d (streaming through a state) -------------------------------------------------
 
-// frame x [Ci, H, W] padded by k/2 pixels of the nearest edge pixel (F.pad(mode="replicate"))
-static double * ref_replicate_pad(struct pool * pl, const double * x, int Ci, int H, int W, int p) {
+// the row (or column) that padded index i - p reads in a frame of n: the nearest (F.pad(mode="replicate")),
+// or with reflect the mirror one (mode="reflect": -1 reads 1, n reads n - 2)
+static int ref_edge(int i, int n, bool reflect) {
+    return i < 0 ? (reflect ? -i : 0) : i >= n ? (reflect ? 2 * n - 2 - i : n - 1) : i;
+}
+
+// frame x [Ci, H, W] padded by p pixels of the nearest edge pixel (F.pad(mode="replicate")), or of
+// the mirror one (reflect)
+static double * ref_replicate_pad(struct pool * pl, const double * x, int Ci, int H, int W, int p, bool reflect) {
     const int Hp = H + 2 * p, Wp = W + 2 * p;
     double *  y  = pool_add(pl, xmalloc((size_t) Ci * Hp * Wp * sizeof(double)));
     for (int c = 0; c < Ci; c++) {
         for (int Y = 0; Y < Hp; Y++) {
             for (int X = 0; X < Wp; X++) {
-                const int sy = Y < p ? 0 : Y - p >= H ? H - 1 : Y - p, sx = X < p ? 0 : X - p >= W ? W - 1 : X - p;
+                const int sy = ref_edge(Y - p, H, reflect), sx = ref_edge(X - p, W, reflect);
                 y[((size_t) c * Hp + Y) * Wp + X] = x[((size_t) c * H + sy) * W + sx];
             }
         }
@@ -2443,11 +2459,12 @@ static double * ref_replicate_pad(struct pool * pl, const double * x, int Ci, in
     return y;
 }
 
-// conv2d of one frame whose outside is its edge pixels: the zero-padded conv of the padded frame, cropped
+// conv2d of one frame whose outside is its edge pixels (or with reflect the mirror ones): the
+// zero-padded conv of the padded frame, cropped
 static double * ref_conv_replicate(struct pool * pl, const double * x, int Ci, int H, int W, const float * w, int Co,
-                                   int k) {
+                                   int k, bool reflect) {
     const int      p = k / 2, Hp = H + 2 * p, Wp = W + 2 * p;
-    const double * c = ref_conv(pl, ref_replicate_pad(pl, x, Ci, H, W, p), 1, Ci, Hp, Wp, w, Co, k, NULL, NULL,
+    const double * c = ref_conv(pl, ref_replicate_pad(pl, x, Ci, H, W, p, reflect), 1, Ci, Hp, Wp, w, Co, k, NULL, NULL,
                                 VAE_ACT_NONE);
     double *       y = pool_add(pl, xmalloc((size_t) Co * H * W * sizeof(double)));
     for (int o = 0; o < Co; o++) {
@@ -2480,7 +2497,7 @@ static double * ref_causal(struct pool * pl, const double * x, int T, int Ci, in
                 continue;
             }
             const double * c = edges & VAE_CAUSAL_REPLICATE
-                                   ? ref_conv_replicate(pl, x + (size_t) src * fi, Ci, H, W, wj, Co, k)
+                                   ? ref_conv_replicate(pl, x + (size_t) src * fi, Ci, H, W, wj, Co, k, false)
                                    : ref_conv(pl, x + (size_t) src * fi, 1, Ci, H, W, wj, Co, k, NULL, NULL, VAE_ACT_NONE);
             for (size_t i = 0; i < fo; i++) {
                 y[(size_t) t * fo + i] += c[i];
@@ -2504,7 +2521,7 @@ static struct vae_graph * causal_graph(int n, int Ci, int Co, int H, int W, cons
     struct vae_tensor * tb = b1 ? vae_graph_weight(g, "b1", b1, 1, (const int64_t[]) { Co }) : NULL;
     struct vae_tensor * t2 = vae_graph_weight(g, "w2", w2, 5, sh2);
     struct vae_tensor * y  = vae_graph_causal_conv3d(g, x, t1, tb, NULL, act, 0);
-    vae_graph_set_output(g, vae_graph_causal_conv3d_edges(g, y, t2, NULL, y, VAE_ACT_NONE, 1, edges));
+    vae_graph_set_output(g, vae_graph_causal_conv3d_edges(g, y, t2, NULL, y, VAE_ACT_NONE, 1, edges, 1));
     return g;
 }
 
@@ -2578,6 +2595,119 @@ static void test_causal_case(int Ci, int Co, int H, int W, int kt1, int k1, int 
         vae_graph_free(graphs[i]);
     }
     pool_free(&pl);
+}
+
+// ---- centred conv3d (LTX-2's, streamed a frame late with its residual delayed) -------------------
+
+// the whole clip of T frames through a centred 3x3x3 conv with residual: y[t] = b + x[t] + sum_j
+// conv2d(x[clamp(t + j - 1, 0, T - 1)], w[:, :, j]) (the clip's first and last frames pad it), the
+// outside of a frame zeros or with reflect the mirror pixels; x [T, C, H, W]
+static double * ref_centred(struct pool * pl, const double * x, int T, int C, int H, int W, const float * w,
+                            const float * b, bool reflect) {
+    const size_t f = (size_t) C * H * W;
+    double *     y = pool_add(pl, xmalloc((size_t) T * f * sizeof(double)));
+    float *      wj = pool_add(pl, xmalloc((size_t) C * C * 9 * sizeof(float)));
+    for (size_t i = 0; i < (size_t) T * f; i++) {
+        y[i] = b[i / ((size_t) H * W) % C] + x[i];
+    }
+    for (int j = 0; j < 3; j++) {
+        for (int oi = 0; oi < C * C; oi++) {
+            memcpy(wj + (size_t) oi * 9, w + ((size_t) oi * 3 + j) * 9, 9 * sizeof(float));
+        }
+        for (int t = 0; t < T; t++) {
+            const int      src = t + j - 1 < 0 ? 0 : t + j - 1 >= T ? T - 1 : t + j - 1;
+            const double * c   = reflect ? ref_conv_replicate(pl, x + (size_t) src * f, C, H, W, wj, C, 3, true)
+                                             : ref_conv(pl, x + (size_t) src * f, 1, C, H, W, wj, C, 3, NULL, NULL,
+                                                        VAE_ACT_NONE);
+            for (size_t i = 0; i < f; i++) {
+                y[(size_t) t * f + i] += c[i];
+            }
+        }
+    }
+    return y;
+}
+
+// a step graph of n frames: two centred convs, each adding its input delayed a frame to match
+// (slots 0..3); start: the graph that starts the stream (n - 2 frames out)
+static struct vae_graph * centred_graph(int n, int C, int H, int W, const float * w1, const float * b1,
+                                        const float * w2, const float * b2, bool reflect, bool start) {
+    const int64_t       sh[5] = { C, C, 3, 3, 3 };
+    const int           edges = VAE_CENTRED | (reflect ? VAE_CAUSAL_REFLECT : 0) | (start ? VAE_CENTRED_START : 0);
+    struct vae_graph *  g     = graph_new(true);
+    struct vae_tensor * x     = vae_graph_input(g, n, C, H, W);
+    const float *       w[2] = { w1, w2 }, * b[2] = { b1, b2 };
+    for (int i = 0; i < 2; i++) {
+        struct vae_tensor * r = vae_graph_delay(g, x, 1, 2 * i, start ? VAE_CENTRED_START : 0);
+        x = vae_graph_causal_conv3d_edges(g, x, vae_graph_weight(g, i ? "w2" : "w1", w[i], 5, sh),
+                                          vae_graph_weight(g, i ? "b2" : "b1", b[i], 1, (const int64_t[]) { C }), r,
+                                          VAE_ACT_NONE, 2 * i + 1, edges, 1);
+    }
+    vae_graph_set_output(g, x);
+    return g;
+}
+
+// a clip of T frames streamed: a first graph of `first` frames, steps of `step`, then the end told
+// to the state and steps whose input is never read until the T frames are out, equals the whole
+// clip's decode (two convs: the first frame out 2 frames late); twice, with a reset between. T <
+// first: the first graph takes the clip and copies of its last frame
+static void test_centred_case(int C, int H, int W, int T, int first, int step, bool reflect) {
+    struct pool  pl = { 0 };
+    char         err[512], label[160];
+    const float  s  = 0.8f / sqrtf((float) (C * 27));
+    const float *w1 = rnd(&pl, (size_t) C * C * 27, -s, s), *w2 = rnd(&pl, (size_t) C * C * 27, -s, s);
+    const float *b1 = rnd(&pl, (size_t) C, -0.3f, 0.3f), *b2 = rnd(&pl, (size_t) C, -0.3f, 0.3f);
+    const size_t f  = (size_t) C * H * W;
+    const int    n_in = T > first ? T : first; // (the first graph's dummies: copies of the last frame)
+    float *      in = pool_add(&pl, xmalloc((size_t) (n_in + step) * f * sizeof(float)));
+    memcpy(in, rnd(&pl, (size_t) T * f, -1.0f, 1.0f), (size_t) T * f * sizeof(float));
+    for (int t = T; t < n_in + step; t++) {
+        memcpy(in + (size_t) t * f, in + (size_t) (T - 1) * f, f * sizeof(float));
+    }
+    const double * y1 = ref_centred(&pl, to_double(&pl, in, (size_t) T * f), T, C, H, W, w1, b1, reflect);
+    const double * yd = ref_centred(&pl, y1, T, C, H, W, w2, b2, reflect);
+    struct vae_graph * g0 = centred_graph(first, C, H, W, w1, b1, w2, b2, reflect, true);
+    struct vae_graph * gs = centred_graph(step, C, H, W, w1, b1, w2, b2, reflect, false);
+    CHECK(vae_backend_graph_prepare(B, g0, 0, err, sizeof(err)) && vae_backend_graph_prepare(B, gs, 0, err, sizeof(err)),
+          "prepare: %s", err);
+    CHECK(g0->output->ne[0] == first - 2 && gs->output->ne[0] == step, "%lld and %lld frames out",
+          (long long) g0->output->ne[0], (long long) gs->output->ne[0]);
+    vae_state_t * state = vae_backend_state_new(B, gs, err, sizeof(err));
+    CHECK(state != NULL, "state: %s", err);
+    float * out = pool_add(&pl, xmalloc((size_t) (T + first + step) * f * sizeof(float)));
+    for (int pass = 0; state && pass < 2; pass++) {
+        int at = 0, got = 0; // latents in, frames out
+        bool ok = true;
+        while (ok && got < T) {
+            struct vae_graph * g = at == 0 ? g0 : gs;
+            if (at + g->input->ne[0] >= T) {
+                vae_backend_state_set_end(B, state, T);
+            }
+            ok = vae_backend_graph_compute(B, g, state, in + (size_t) (at < T ? at : T - 1) * f, err, sizeof(err)) &&
+                 vae_backend_graph_read_output(B, g, 0, (int) g->output->ne[0], out + (size_t) got * f, err,
+                                               sizeof(err));
+            CHECK(ok, "compute: %s", err);
+            at += (int) g->input->ne[0];
+            got += (int) g->output->ne[0];
+        }
+        snprintf(label, sizeof(label), "centred conv3d x2 (c=%d,h=%d,w=%d,%s) clip of %d: first %d, steps of %d%s", C, H,
+                 W, reflect ? "reflect" : "zeros", T, first, step, pass ? " after a reset" : "");
+        report(label, out, yd, (size_t) T * f);
+        vae_backend_state_reset(B, state);
+    }
+    vae_backend_state_free(B, state);
+    vae_backend_graph_release(B, g0);
+    vae_backend_graph_release(B, gs);
+    vae_graph_free(g0);
+    vae_graph_free(gs);
+    pool_free(&pl);
+}
+
+static void test_centred(void) {
+    test_centred_case(16, 5, 7, 9, 3, 1, true);
+    test_centred_case(5, 4, 3, 10, 4, 3, false);
+    test_centred_case(17, 2, 6, 8, 5, 2, true);   // (its end in the middle of a step)
+    test_centred_case(8, 3, 3, 2, 4, 2, false);   // (a clip shorter than the first graph)
+    test_centred_case(20, 1, 5, 7, 3, 3, false);  // (a row alone)
 }
 
 // ---- causal attention (a key/value cache through a state) ----------------------------------------
@@ -2714,14 +2844,15 @@ static void test_causal_attention(void) {
 
 // frame split and pixel shuffle inside a graph: the aligned split whose source dies is a view,
 // an aligned split whose source is still read and an unaligned one are copies
-static void test_split_graph(int C, int s, bool keep_src) {
+// (drop: the first frames of the split left out, an LTX-2 upsampler starting a stream)
+static void test_split_graph(int C, int s, bool keep_src, int drop) {
     struct pool         pl = { 0 };
     struct vae_graph *  g  = graph_new(true);
     const int           N = 2, H = 3, W = 5;
     const float *       w;
     struct vae_tensor * x  = vae_graph_input(g, N, C, H, W);
     struct vae_tensor * c  = vae_graph_conv2d(g, x, conv_w(g, &pl, C, C, 1, &w), NULL, NULL, VAE_ACT_NONE);
-    struct vae_tensor * sp = vae_graph_frame_split(g, c, s);
+    struct vae_tensor * sp = vae_graph_frame_split_drop(g, c, s, drop);
     struct vae_tensor * y  = vae_graph_pixel_shuffle(g, vae_graph_conv2d(g, sp, conv_w(g, &pl, 4, C / s, 1, &w), NULL,
                                                                          NULL, VAE_ACT_NONE));
     if (keep_src) { // read c again after the split: the split must not take its memory
@@ -2736,9 +2867,10 @@ static void test_split_graph(int C, int s, bool keep_src) {
     const double * cd = ref_conv(&pl, to_double(&pl, in, (size_t) N * C * H * W), N, C, H, W, w1, C, 1, NULL, NULL,
                                  VAE_ACT_NONE);
     const double * sd = cd; // [N, C, H, W] read as [N*s, C/s, H, W]: the same NCHW memory
-    const double * pd = ref_conv(&pl, sd, N * s, C / s, H, W, w2, 4, 1, NULL, NULL, VAE_ACT_NONE);
+    const double * pd = ref_conv(&pl, sd + (size_t) drop * (C / s) * H * W, N * s - drop, C / s, H, W, w2, 4, 1, NULL,
+                                 NULL, VAE_ACT_NONE);
     double *       yd = pool_add(&pl, xmalloc((size_t) N * s * 4 * H * W * sizeof(double)));
-    for (int n = 0; n < N * s; n++) {
+    for (int n = 0; n < N * s - drop; n++) {
         for (int Y = 0; Y < 2 * H; Y++) {
             for (int X = 0; X < 2 * W; X++) {
                 yd[((size_t) n * 2 * H + Y) * 2 * W + X] = pd[(((size_t) n * 4 + 2 * (Y & 1) + (X & 1)) * H + Y / 2) * W + X / 2];
@@ -2746,9 +2878,9 @@ static void test_split_graph(int C, int s, bool keep_src) {
         }
     }
     char label[120];
-    snprintf(label, sizeof(label), "frame_split(c=%d,s=%d%s) + pixel_shuffle in a graph", C, s,
-             keep_src ? ",source kept" : "");
-    report(label, got, yd, (size_t) N * s * 4 * H * W);
+    snprintf(label, sizeof(label), "frame_split(c=%d,s=%d%s,drop %d) + pixel_shuffle in a graph", C, s,
+             keep_src ? ",source kept" : "", drop);
+    report(label, got, yd, (size_t) (N * s - drop) * 4 * H * W);
     vae_graph_free(g);
     pool_free(&pl);
 }
@@ -2772,10 +2904,12 @@ static void test_causal(void) {
         test_causal_case(48, 24, 9, 11, 3, 3, 3, true, VAE_ACT_SILU, steps_b, 3, 0);
         test_causal_case(40, 36, 11, 9, 3, 3, 3, true, VAE_ACT_SILU, steps_a, 5, edges);
     }
-    test_split_graph(32, 2, false);
-    test_split_graph(32, 2, true);
-    test_split_graph(40, 2, false);
-    test_split_graph(12, 3, false);
+    test_split_graph(32, 2, false, 0);
+    test_split_graph(32, 2, true, 0);
+    test_split_graph(40, 2, false, 0);
+    test_split_graph(12, 3, false, 0);
+    test_split_graph(32, 2, false, 1);
+    test_split_graph(12, 3, true, 2);
 }
 
 int main(int argc, char ** argv) {
@@ -2811,6 +2945,7 @@ int main(int argc, char ** argv) {
         { "frame_split, pixel_shuffle (blocked, direct)", test_shuffles },
         { "causal_conv3d, frame_split in graphs", test_causal },
         { "causal_attention (a key/value cache)", test_causal_attention },
+        { "centred conv3d, delay (a stream's start and end)", test_centred },
         { "group_norm over frames, time_conv", test_temporal },
     };
     for (size_t i = 0; i < sizeof(sections) / sizeof(sections[0]); i++) {

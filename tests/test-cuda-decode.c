@@ -382,6 +382,10 @@ static void test_videos(void) {
                   path_in(data_dir, "hyvideo15_w32.latent"), true, VAE_SPACE_RAW);
     check_fixture("hyvideo15_w32 (normalized latents)", path_in(data_dir, "hyvideo15_w32.orig.safetensors"),
                   path_in(data_dir, "hyvideo15_w32.normalized.latent"), true, VAE_SPACE_NORMALIZED);
+    check_fixture("ltx2_v20", path_in(data_dir, "ltx2_v20.diffusers.safetensors"), path_in(data_dir, "ltx2_v20.latent"),
+                  true, VAE_SPACE_RAW);
+    check_fixture("ltx2_v23", path_in(data_dir, "ltx2_v23.orig.safetensors"), path_in(data_dir, "ltx2_v23.latent"),
+                  true, VAE_SPACE_RAW);
 }
 
 // kl_sd on random latents of h x w (with an outlier: GroupNorm statistics are not a tile's)
@@ -451,6 +455,13 @@ static void test_small(void) {
                   VAE_SPACE_RAW);
     static const struct run kl_runs[] = { { 1, 0, 0 }, { 1, 0, 16 } };
     check_kl_sd("kl_sd whole and in tiles", 3, 4, kl_runs, 2);
+    // LTX-2's centred convs, streamed: its 10 latent frames (the stream starts after 9, is flushed at
+    // its end) in steps of 2, at fp32 and bf16
+    static const struct run ltx_runs[] = { { 2, 0, 0, true } };
+    check_fixture_runs("ltx2_v20 (centred convs, reflect)", path_in(data_dir, "ltx2_v20.orig.safetensors"),
+                       path_in(data_dir, "ltx2_v20.latent"), true, VAE_SPACE_RAW, ltx_runs, 1, 0, 0, 0);
+    check_fixture_runs("ltx2_v23 (temporal and spatial upsamplers)", path_in(data_dir, "ltx2_v23.orig.safetensors"),
+                       path_in(data_dir, "ltx2_v23.latent"), true, VAE_SPACE_RAW, ltx_runs, 1, 3, 1, 2);
     // the 2026 image decoders, at fp32 and bf16 (the emulator's time)
     static const struct run ends_runs[] = { { 1, 0, 0, true }, { 1, 0, 16, true } };
     check_fixture_runs("hyimage_w64 whole and in tiles", path_in(data_dir, "hyimage_w64.orig.safetensors"),

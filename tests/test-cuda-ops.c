@@ -342,7 +342,7 @@ static struct vae_graph * causal_graph(int n, int Ci, int Co, int H, int W, cons
     struct vae_tensor * t1 = vae_graph_weight(g, "w1", w1, 5, sh1);
     struct vae_tensor * tb = b1 ? vae_graph_weight(g, "b1", b1, 1, (const int64_t[]) { Co }) : NULL;
     struct vae_tensor * t2 = vae_graph_weight(g, "w2", w2, 5, sh2);
-    struct vae_tensor * y  = vae_graph_causal_conv3d_edges(g, x, t1, tb, NULL, act, 0, edges);
+    struct vae_tensor * y  = vae_graph_causal_conv3d_edges(g, x, t1, tb, NULL, act, 0, edges, 1);
     vae_graph_set_output(g, vae_graph_causal_conv3d(g, y, t2, NULL, y, VAE_ACT_NONE, 1));
     return g;
 }
@@ -464,6 +464,103 @@ static void test_causal(void) {
         case_causal(cases[i].ci, cases[i].co, cases[i].h, cases[i].w, cases[i].kt1, cases[i].k1, cases[i].kt2,
                     cases[i].bias, cases[i].act, steps[i % 3], cases[i].edges);
     }
+}
+
+// ---- centred conv3d: LTX-2's stream, a frame late, its start and its end ----------------------------
+
+// a step graph of n frames: two centred convs (reflect or zeros), each adding its input delayed a
+// frame to match (slots 0..3); start: the graph that starts the stream (n - 2 frames out)
+static struct vae_graph * centred_graph(struct pool * pl, int n, int C, int H, int W, bool reflect, bool start) {
+    const int64_t       sh[5] = { C, C, 3, 3, 3 };
+    const int           edges = VAE_CENTRED | (reflect ? VAE_CAUSAL_REFLECT : 0) | (start ? VAE_CENTRED_START : 0);
+    struct vae_graph *  g     = graph_new(true);
+    struct vae_tensor * x     = vae_graph_input(g, n, C, H, W);
+    rng_seed(1700);   // (the same weights in every graph of a case)
+    for (int i = 0; i < 2; i++) {
+        const float s = 0.8f / sqrtf((float) (C * 27));
+        struct vae_tensor * r = vae_graph_delay(g, x, 1, 2 * i, start ? VAE_CENTRED_START : 0);
+        x = vae_graph_causal_conv3d_edges(g, x, vae_graph_weight(g, i ? "w2" : "w1", rnd(pl, (size_t) C * C * 27, -s, s), 5, sh),
+                                          vae_graph_weight(g, i ? "b2" : "b1", rnd(pl, (size_t) C, -.3f, .3f), 1,
+                                                           (const int64_t[]) { C }),
+                                          r, VAE_ACT_NONE, 2 * i + 1, edges, 1);
+    }
+    vae_graph_set_output(g, x);
+    return g;
+}
+
+// a clip of T frames (in: room for T + first + step) on b: the first graph, steps, then the end told
+// to the state and steps until the T frames are out, twice with a reset between: out gets 2 T frames
+static bool run_centred(vae_backend_t * b, struct vae_graph * g0, struct vae_graph * gs, int T, const float * in,
+                        size_t f, float * out, const char * label) {
+    char          err[512] = "";
+    bool          ok       = vae_backend_graph_prepare(b, g0, 0, err, sizeof(err)) &&
+                  vae_backend_graph_prepare(b, gs, 0, err, sizeof(err));
+    vae_state_t * state    = ok ? vae_backend_state_new(b, gs, err, sizeof(err)) : NULL;
+    CHECK(state != NULL, "%s on %s: %s", label, vae_backend_name(b), err);
+    for (int pass = 0; state && pass < 2; pass++) {
+        for (int at = 0, got = 0; state && got < T;) {
+            struct vae_graph * g = at == 0 ? g0 : gs;
+            if (at + g->input->ne[0] >= T) {
+                vae_backend_state_set_end(b, state, T);
+            }
+            const int n = (int) g->output->ne[0] < T - got ? (int) g->output->ne[0] : T - got;
+            ok = vae_backend_graph_compute(b, g, state, in + (size_t) at * f, err, sizeof(err)) &&
+                 vae_backend_graph_read_output(b, g, 0, n, out + ((size_t) pass * T + got) * f, err, sizeof(err));
+            CHECK(ok, "%s on %s: %s", label, vae_backend_name(b), err);
+            if (!ok) {
+                vae_backend_state_free(b, state);
+                state = NULL;
+            }
+            at += (int) g->input->ne[0];
+            got += n;
+        }
+        if (state) {
+            vae_backend_state_reset(b, state);
+        }
+    }
+    vae_backend_state_free(b, state);
+    vae_backend_graph_release(b, g0);
+    vae_backend_graph_release(b, gs);
+    return ok && state != NULL;
+}
+
+// the clip streamed on the CPU, then on the GPU at each precision
+static void case_centred(int C, int H, int W, int T, int first, int step, bool reflect) {
+    struct pool        pl = { 0 };
+    const size_t       f  = (size_t) C * H * W, n = (size_t) T * f;
+    struct vae_graph * g0 = centred_graph(&pl, first, C, H, W, reflect, true);
+    struct vae_graph * gs = centred_graph(&pl, step, C, H, W, reflect, false);
+    rng_seed(1701);
+    const float * in  = rnd(&pl, (size_t) (T + first + step) * f, -1, 1);
+    float *       ref = pool_add(&pl, xmalloc(2 * n * sizeof(float)));
+    float *       got = pool_add(&pl, xmalloc(2 * n * sizeof(float)));
+    char          label[200];
+    snprintf(label, sizeof(label), "centred conv3d x2 (c=%d,h=%d,w=%d,%s), clip of %d: first %d, steps of %d", C, H, W,
+             reflect ? "reflect" : "zeros", T, first, step);
+    for (int i = 0; run_centred(cpu_be, g0, gs, T, in, f, ref, label) && i < N_PRECISIONS; i++) {
+        const enum vae_precision p = precisions[i];
+        if (!gpu[p]) {
+            continue;
+        }
+        const bool ok = run_centred(gpu[p], g0, gs, T, in, f, got, label);
+        for (int pass = 0; pass < 2; pass++) {
+            char l[240];
+            snprintf(l, sizeof(l), "%s%s", label, pass ? " after a reset" : "");
+            report(l, p, ok ? got + (size_t) pass * n : NULL, ref + (size_t) pass * n, n, CMP_OP);
+        }
+    }
+    vae_graph_free(g0);
+    vae_graph_free(gs);
+    pool_free(&pl);
+}
+
+static void test_centred(void) {
+    case_centred(16, 5, 7, 9, 3, 1, true);
+    case_centred(5, 4, 3, 10, 4, 3, false);
+    case_centred(40, 2, 6, 8, 5, 2, true);    // (its end in the middle of a step)
+    case_centred(8, 3, 3, 2, 4, 2, false);    // (a clip shorter than the first graph)
+    case_centred(24, 1, 5, 7, 3, 3, false);   // (a row alone)
+    case_centred(64, 9, 13, 6, 3, 2, true);
 }
 
 // ---- causal attention: a stream through its key/value cache ----------------------------------------
@@ -647,7 +744,7 @@ static void case_rms(int N, int C, int H, int W, enum vae_act act, float scale, 
     struct pool         pl = { 0 };
     struct vae_graph *  g  = graph_new(true);
     struct vae_tensor * x  = vae_graph_input(g, N, C, H, W);
-    struct vae_tensor * gm = vec_w(g, &pl, C, .5f, 1.5f, NULL);
+    struct vae_tensor * gm = eps_form && !bias ? NULL : vec_w(g, &pl, C, .5f, 1.5f, NULL); // (none: LTX-2's)
     if (eps_form) {
         struct vae_tensor * r = vae_graph_conv2d(g, x, conv_w(g, &pl, C, C, 1, NULL), NULL, NULL, VAE_ACT_NONE);
         vae_graph_set_output(g, vae_graph_rms_norm_eps(g, x, 1e-5f, gm, bias ? vec_w(g, &pl, C, -.5f, .5f, NULL) : NULL,
@@ -660,8 +757,8 @@ static void case_rms(int N, int C, int H, int W, enum vae_act act, float scale, 
         in[i] = rng_grid(in[i] * scale);
     }
     char label[160];
-    snprintf(label, sizeof(label), "%s(n=%d,c=%d,h=%d,w=%d,%s,scale=%g%s)", eps_form ? "rms_norm_eps" : "rms_norm", N,
-             C, H, W, act_name(act), scale, eps_form ? (bias ? ",bias,residual" : ",residual") : "");
+    snprintf(label, sizeof(label), "%s(n=%d,c=%d,h=%d,w=%d,%s,scale=%g%s%s)", eps_form ? "rms_norm_eps" : "rms_norm", N,
+             C, H, W, act_name(act), scale, eps_form ? (bias ? ",bias,residual" : ",residual") : "", gm ? "" : ",no gamma");
     check1(label, g, in, CMP_OP);
     vae_graph_free(g);
     pool_free(&pl);
@@ -730,12 +827,13 @@ static void test_rms_attention_tanh(void) {
 
 // ---- frame_split, pixel_shuffle -----------------------------------------------------------------
 
-static void case_split(int N, int C, int H, int W, int s) {
+// (drop: the split's first frames left out)
+static void case_split(int N, int C, int H, int W, int s, int drop) {
     struct pool        pl = { 0 };
     struct vae_graph * g  = graph_new(true);
-    vae_graph_set_output(g, vae_graph_frame_split(g, vae_graph_input(g, N, C, H, W), s));
+    vae_graph_set_output(g, vae_graph_frame_split_drop(g, vae_graph_input(g, N, C, H, W), s, drop));
     char label[160];
-    snprintf(label, sizeof(label), "frame_split(n=%d,c=%d,h=%d,w=%d,s=%d)", N, C, H, W, s);
+    snprintf(label, sizeof(label), "frame_split(n=%d,c=%d,h=%d,w=%d,s=%d,drop %d)", N, C, H, W, s, drop);
     check1(label, g, rnd(&pl, (size_t) N * C * H * W, -1, 1), CMP_EXACT);
     vae_graph_free(g);
     pool_free(&pl);
@@ -776,15 +874,15 @@ static void case_split_graph(int C, int s, bool keep_src) {
 }
 
 static void test_shuffles(void) {
-    static const int splits[][5] = {
-        // n, c, h, w, s
-        { 1, 40, 7, 5, 2 }, { 2, 40, 3, 3, 1 }, { 2, 64, 5, 3, 2 }, { 1, 64, 7, 5, 4 }, { 1, 48, 3, 7, 4 },
-        { 3, 6, 1, 1, 2 },  { 1, 384, 5, 3, 2 }, { 2, 96, 3, 5, 4 }, { 1, 33, 5, 5, 3 }, { 1, 16, 2, 2, 16 },
-        { 1, 96, 13, 33, 3 },
+    static const int splits[][6] = {
+        // n, c, h, w, s, drop
+        { 1, 40, 7, 5, 2, 0 }, { 2, 40, 3, 3, 1, 0 }, { 2, 64, 5, 3, 2, 0 }, { 1, 64, 7, 5, 4, 0 }, { 1, 48, 3, 7, 4, 0 },
+        { 3, 6, 1, 1, 2, 0 },  { 1, 384, 5, 3, 2, 0 }, { 2, 96, 3, 5, 4, 0 }, { 1, 33, 5, 5, 3, 0 }, { 1, 16, 2, 2, 16, 0 },
+        { 1, 96, 13, 33, 3, 0 }, { 3, 64, 5, 3, 2, 1 }, { 2, 33, 3, 7, 3, 2 }, { 1, 48, 2, 5, 2, 1 },
     };
     for (int i = 0; i < (int) (sizeof(splits) / sizeof(splits[0])); i++) {
         rng_seed((uint64_t) (4000 + i));
-        case_split(splits[i][0], splits[i][1], splits[i][2], splits[i][3], splits[i][4]);
+        case_split(splits[i][0], splits[i][1], splits[i][2], splits[i][3], splits[i][4], splits[i][5]);
     }
     static const int shuffles[][4] = {
         // n, c (out), h, w
@@ -1981,6 +2079,7 @@ int main(int argc, char ** argv) {
         { "upsample_conv2d, upsample2x", test_upconv },
         { "causal_conv3d", test_causal },
         { "causal_attention", test_causal_attention },
+        { "centred conv3d, delay", test_centred },
         { "group_norm", test_gn },
         { "rms_norm, attention, tanh_clamp", test_rms_attention_tanh },
         { "frame_split, pixel_shuffle", test_shuffles },

@@ -793,6 +793,71 @@ static void test_hyvideo15(void) {
     vae_model_free(m);
 }
 
+// LTX-2 and LTX-2.3's video VAEs (tests/data/gen_ltx2_fixtures.py, diffusers' AutoencoderKLLTX2Video
+// with reduced widths, not causal): both namings, whole clips streamed at every chunk size against
+// upstream's whole-clip decode (the stream starts after lookahead + 1 latent frames and is flushed
+// at its end), a clip shorter than that, the lookahead from the graph, normalized latents through
+// the file's statistics
+static void test_ltx2(void) {
+    static const struct {
+        const char *    tag;
+        enum vae_family family;
+        int             height; // of the latent grid
+    } v[2] = { { "v20", VAE_FAMILY_LTX2, 2 }, { "v23", VAE_FAMILY_LTX23, 1 } };
+    for (int i = 0; i < 2; i++) {
+        char model[64], orig[64], latent[64];
+        snprintf(model, sizeof(model), "ltx2_%s.diffusers.safetensors", v[i].tag);
+        snprintf(orig, sizeof(orig), "ltx2_%s.orig.safetensors", v[i].tag);
+        snprintf(latent, sizeof(latent), "ltx2_%s.latent", v[i].tag);
+        check_video(model, v[i].family, latent, VAE_SPACE_AUTO, "decoded", 3e-5);
+        check_video(orig, v[i].family, latent, VAE_SPACE_RAW, "decoded", 3e-5);
+        // the clip of its first 2 latent frames: shorter than the first step, all of it flushed
+        struct vae_model * m = vae_model_load(path_in(data_dir, orig), VAE_FAMILY_AUTO, err, sizeof(err));
+        int64_t            ls[5], es[5];
+        float *            lat = read_tensor(path_in(data_dir, latent), "latent_tensor", ls);
+        snprintf(latent, sizeof(latent), "ltx2_%s.expected.safetensors", v[i].tag);
+        float * exp = read_tensor(path_in(data_dir, latent), "decoded_first2", es);
+        CHECK(m && m->lookahead == 8 && m->frames_per_latent == 8 && m->scale == 32 && m->latent_channels == 128 &&
+                  m->min_side == (i == 0 ? 2 : 1),
+              "%s: %s, lookahead %d", orig, m ? m->description : err, m ? m->lookahead : -1);
+        if (!m || !lat || !exp) {
+            vae_model_free(m);
+            free(lat);
+            free(exp);
+            continue;
+        }
+        clamp_expected(m, exp, es);
+        const int64_t hw = ls[3] * ls[4], two[5] = { 1, 128, 2, ls[3], ls[4] };
+        float *       first2 = malloc((size_t) (2 * 128 * hw) * sizeof(float));
+        for (int64_t c = 0; c < 128; c++) {
+            memcpy(first2 + c * 2 * hw, lat + c * ls[2] * hw, (size_t) (2 * hw) * sizeof(float));
+        }
+        for (int chunk = 1; chunk <= 3; chunk += 2) {
+            struct video d = decode_video(m, first2, two, VAE_SPACE_RAW, chunk, 0, 0, 0);
+            CHECK(d.frames == 9 && d.height == 32 * v[i].height, "%s: %d frames of the first 2 latents, not 9", orig,
+                  d.frames);
+            const double e = d.frames == 9 ? video_error(&d, exp) : 1e9;
+            printf("%-36s %-8s decoded_first2     chunk %d: max abs error %.3g\n", orig, vae_family_name(m->family),
+                   chunk, e);
+            CHECK(e <= 3e-5, "%s: the first 2 latent frames decode %g from upstream's", orig, e);
+            free(d.data);
+        }
+        // normalized latents: z = x * std + mean, the file's latents_mean and latents_std
+        float div[128], add[128];
+        const struct vae_weight * mw = vae_model_weight(m, "per_channel_statistics.mean-of-means");
+        const struct vae_weight * sw = vae_model_weight(m, "per_channel_statistics.std-of-means");
+        const float * mean = mw ? vae_model_weight_data(m, mw, err, sizeof(err)) : NULL;
+        const float * sd   = sw ? vae_model_weight_data(m, sw, err, sizeof(err)) : NULL;
+        CHECK(mean && sd && vae_model_space_affine(m, VAE_SPACE_NORMALIZED, div, add, err, sizeof(err)) &&
+                  fabsf(div[7] * sd[7] - 1.0f) < 1e-6f && add[7] == mean[7] && sd[7] != 1.0f,
+              "%s normalized latents: %s", orig, err);
+        free(first2);
+        free(lat);
+        free(exp);
+        vae_model_free(m);
+    }
+}
+
 int main(int argc, char ** argv) {
     if (!test_data_init()) {
         return 1;
@@ -803,6 +868,7 @@ int main(int argc, char ** argv) {
     test_taehv_variants();
     test_seedvr();
     test_hyvideo15();
+    test_ltx2();
     if (argc < 2 || strcmp(argv[1], "--quick") != 0) { // --quick: small sizes only (valgrind)
         test_cheesecake();
         test_tiled_memory();

@@ -92,15 +92,19 @@ struct cpu_kv {
 };
 
 // by slot: the remembered frames of each causal conv, [kt - 1, Cin, H, W] blocked (a slot that no
-// compute has written since the reset holds zeros, or for a replicating op nothing yet), or a
-// causal attention's cache (kv[slot].c > 0), which grows up to `limit` bytes of the whole state
+// compute has written since the reset holds zeros, or for a replicating op nothing yet), and the
+// input frames it has seen (seen); or a delay's frames; or a causal attention's cache (kv[slot].c
+// > 0), which grows up to `limit` bytes of the whole state. end: the stream's latent frames, -1
+// while not known
 struct vae_state {
     int             n_slots;
     size_t *        floats;
     float **        data;
     bool *          written;
+    int64_t *       seen;
     struct cpu_kv * kv;
     size_t          limit;
+    int64_t         end;
 };
 
 #define CPU_DNNL(call, what)                                                                          \
@@ -141,22 +145,29 @@ static size_t cpu_frame_floats(const struct vae_tensor * t) {
     return (size_t) vae_cpu_blocks(t->ne[1]) * vae_cpu_block() * (size_t) t->ne[2] * (size_t) t->ne[3];
 }
 
-// floats a causal conv remembers: its last kt - 1 input frames
+// floats a causal conv remembers: its last kt - 1 input frames (a delay: its d frames)
 static size_t cpu_state_floats(const struct vae_tensor * t) {
-    return (size_t) (t->src[1]->ne[2] - 1) * cpu_frame_floats(t->src[0]);
+    return (size_t) (t->op == VAE_OP_DELAY ? t->i[1] : t->src[1]->ne[2] - 1) * cpu_frame_floats(t->src[0]);
 }
 
-// whether conv t reads the nearest edge pixel outside the frame: it runs on a padded copy of its
-// input in the scratch (in f32 at every precision), with no padding of its own
+// the frames a causal conv reads in front of its input: its history, kt - 1, or kt/2 copies of the
+// first frame when a centred conv starts its stream (see VAE_OP_CAUSAL_CONV3D)
+static int64_t cpu_conv_front(const struct vae_tensor * t) {
+    const int64_t kt = t->op == VAE_OP_CAUSAL_CONV3D ? t->src[1]->ne[2] : 1;
+    return t->i[1] & VAE_CENTRED_START ? kt / 2 : kt - 1;
+}
+
+// whether conv t reads the nearest edge pixel, or the mirror one, outside the frame: it runs on a
+// padded copy of its input in the scratch (in f32 at every precision), with no padding of its own
 static bool cpu_conv_replicates(const struct vae_tensor * t) {
-    return t->op == VAE_OP_CAUSAL_CONV3D && (t->i[1] & VAE_CAUSAL_REPLICATE);
+    return t->op == VAE_OP_CAUSAL_CONV3D && (t->i[1] & (VAE_CAUSAL_REPLICATE | VAE_CAUSAL_REFLECT));
 }
 
-// floats of that copy: the history and the input, each frame 2 pixels wider and higher
+// floats of that copy: the frames the taps read, each 2 pixels wider and higher
 static size_t cpu_replicate_floats(const struct vae_tensor * t) {
     const struct vae_tensor * x = t->src[0];
-    return (size_t) (x->ne[0] + t->src[1]->ne[2] - 1) * (size_t) vae_cpu_blocks(x->ne[1]) * vae_cpu_block() *
-           (size_t) (x->ne[2] + 2) * (size_t) (x->ne[3] + 2);
+    return (size_t) (cpu_conv_front(t) + x->ne[0]) * (size_t) vae_cpu_blocks(x->ne[1]) *
+           vae_cpu_block() * (size_t) (x->ne[2] + 2) * (size_t) (x->ne[3] + 2);
 }
 
 // ---- memory plan ------------------------------------------------------------------------------
@@ -184,10 +195,11 @@ static bool cpu_plan(struct vae_graph * g, struct cpu_graph * cg, char * err, si
         if (conv && t->src[3] && t->src[0] != t->src[3]) {
             plan[i].heir_of = t->src[3];
         } else if (t->op == VAE_OP_TANH_CLAMP || t->op == VAE_OP_GROUP_NORM || t->op == VAE_OP_RMS_NORM ||
-                   (t->op == VAE_OP_FRAME_SPLIT && t->ne[1] % vae_cpu_block() == 0)) {
+                   (t->op == VAE_OP_FRAME_SPLIT && t->ne[1] % vae_cpu_block() == 0 && t->i[1] == 0)) {
             plan[i].heir_of = t->src[0];
         }
     }
+
     size_t bytes;
     if (!vae_plan_arena(g, plan, CPU_ALIGN, &bytes)) {
         free(plan);
@@ -331,13 +343,14 @@ static bool cpu_prepare_to_bf16(struct cpu_context * ctx, struct cpu_graph * cg,
                                 int64_t cin, char * err, size_t err_size) {
     struct cpu_node *         node = &cg->nodes[t->index];
     const struct vae_tensor * x    = t->src[0];
-    const size_t              hist = t->op == VAE_OP_CAUSAL_CONV3D ? cpu_state_floats(t) : 0;
-    const dnnl_dims_t         dims = { x->ne[0] + (int64_t) (hist / cpu_frame_floats(x)), cin, x->ne[2], x->ne[3] };
+    const int64_t             front = t->op == VAE_OP_CAUSAL_CONV3D ? cpu_conv_front(t) : 0;
+    const dnnl_dims_t         dims = { front + x->ne[0], cin, x->ne[2], x->ne[3] };
     dnnl_memory_desc_t        from_md, to_md;
     dnnl_primitive_desc_t     pd = NULL;
     CPU_DNNL(dnnl_memory_desc_init_by_tag(&from_md, 4, dims, dnnl_f32, ctx->tag), "describe the input");
     CPU_DNNL(dnnl_memory_desc_init_by_tag(&to_md, 4, dims, dnnl_bf16, ctx->tag), "describe the bf16 input");
-    dnnl_status_t st = dnnl_memory_create(&node->to_bf16_from, &from_md, ctx->engine, cpu_node_data(cg, x) - hist);
+    dnnl_status_t st = dnnl_memory_create(&node->to_bf16_from, &from_md, ctx->engine,
+                                          cpu_node_data(cg, x) - (size_t) front * cpu_frame_floats(x));
     if (st == dnnl_success) st = dnnl_memory_create(&node->to_bf16_to, &to_md, ctx->engine, cg->scratch);
     if (st == dnnl_success) st = dnnl_reorder_primitive_desc_create(&pd, &from_md, ctx->engine, &to_md, ctx->engine, NULL);
     if (st == dnnl_success) st = dnnl_primitive_create(&node->to_bf16, pd);
@@ -346,8 +359,9 @@ static bool cpu_prepare_to_bf16(struct cpu_context * ctx, struct cpu_graph * cg,
     return true;
 }
 
-// one primitive per time tap (one for a 2-D conv): tap j reads the input j - (kt - 1) frames
-// back, into the room in front of it (bf16: into its copy in the scratch); the first tap adds the
+// one primitive per time tap (one for a 2-D conv): tap j reads the input from j - front frames
+// (cpu_conv_front) on, into the room in front of it (bf16: into its copy in the scratch), as many
+// frames as the output has; the first tap adds the
 // bias (and the residual copied into dst), the later ones add into dst, the last applies the
 // activation
 static bool cpu_prepare_conv(struct cpu_context * ctx, struct cpu_graph * cg, const struct vae_tensor * t, char * err,
@@ -365,7 +379,8 @@ static bool cpu_prepare_conv(struct cpu_context * ctx, struct cpu_graph * cg, co
     // divide; oneDNN pads them in the same layout (its padding lanes, zero on input and output)
     const int64_t     cin  = G > 1 ? x->ne[1] : vae_cpu_blocks(x->ne[1]) * vae_cpu_block();
     const int64_t     cout = G > 1 ? t->ne[1] : vae_cpu_blocks(t->ne[1]) * vae_cpu_block();
-    const dnnl_dims_t src_dims  = { x->ne[0], cin, x->ne[2] + (rep ? 2 : 0), x->ne[3] + (rep ? 2 : 0) };
+    const int64_t     front     = t->op == VAE_OP_CAUSAL_CONV3D ? cpu_conv_front(t) : 0;
+    const dnnl_dims_t src_dims  = { t->ne[0], cin, x->ne[2] + (rep ? 2 : 0), x->ne[3] + (rep ? 2 : 0) };
     const dnnl_dims_t dst_dims  = { t->ne[0], cout, t->ne[2], t->ne[3] };
     const dnnl_dims_t wei_dims  = { cout, cin, kd, kd };
     const dnnl_dims_t gwei_dims = { G, cout / G, cin / G, kd, kd };
@@ -438,10 +453,10 @@ static bool cpu_prepare_conv(struct cpu_context * ctx, struct cpu_graph * cg, co
         node->weights[j] = cpu_weights_get(ctx, w, j, up, wei_md);
         st = node->weights[j] ? dnnl_success : dnnl_out_of_memory;
         const bool bf16 = type == dnnl_bf16;
-        const size_t padded = rep ? cpu_replicate_floats(t) / (size_t) (x->ne[0] + kt - 1) : 0;
+        const size_t padded = rep ? cpu_replicate_floats(t) / (size_t) (front + x->ne[0]) : 0;
         void *     src  = rep    ? (void *) (cg->scratch + (size_t) j * padded)
                           : bf16 ? (void *) ((uint16_t *) cg->scratch + (size_t) j * cpu_frame_floats(x))
-                                 : (void *) (cpu_node_data(cg, x) - (size_t) (kt - 1 - j) * cpu_frame_floats(x));
+                                 : (void *) (cpu_node_data(cg, x) + ((int64_t) j - front) * (int64_t) cpu_frame_floats(x));
         if (st == dnnl_success) st = dnnl_memory_create(&node->wei[j], wei_md, ctx->engine, node->weights[j]->data);
         if (st == dnnl_success) st = dnnl_memory_create(&node->src[j], &src_md, ctx->engine, src);
         if (st == dnnl_success) st = dnnl_primitive_create(&node->prim[j], pd);
@@ -466,6 +481,9 @@ static bool cpu_prepare_params(struct cpu_graph * cg, const struct vae_tensor * 
         if (t->src[1 + j]) {
             memcpy(node->params + (size_t) j * c * kk, t->src[1 + j]->data, (j ? 1 : kk) * c * sizeof(float));
         }
+    }
+    for (size_t i = 0; !t->src[1] && i < c; i++) { // (an RMS norm without gamma: ones)
+        node->params[i] = 1.0f;
     }
     return true;
 }
@@ -694,8 +712,8 @@ static bool cpu_graph_prepare(vae_backend_t * backend, struct vae_graph * g, siz
             n = cpu_replicate_floats(t);
         } else if (ctx->conv_type == dnnl_bf16 &&
                    (t->op == VAE_OP_CONV2D || t->op == VAE_OP_UPSAMPLE_CONV2D || t->op == VAE_OP_CAUSAL_CONV3D)) {
-            const size_t hist = t->op == VAE_OP_CAUSAL_CONV3D ? cpu_state_floats(t) : 0;
-            n                 = (vae_cpu_nelements(t->src[0]->ne) + hist + 1) / 2; // bf16: 2 per float
+            const size_t frames = (size_t) ((t->op == VAE_OP_CAUSAL_CONV3D ? cpu_conv_front(t) : 0) + t->src[0]->ne[0]);
+            n = (frames * cpu_frame_floats(t->src[0]) + 1) / 2; // bf16: 2 per float
         }
         cg->scratch_floats = n > cg->scratch_floats ? n : cg->scratch_floats;
     }
@@ -762,7 +780,14 @@ static void cpu_state_reset(vae_backend_t * backend, vae_state_t * st) {
             memset(st->data[i], 0, st->floats[i] * sizeof(float));
         }
         st->written[i] = false;
+        st->seen[i]    = 0;
     }
+    st->end = -1;
+}
+
+static void cpu_state_set_end(vae_backend_t * backend, vae_state_t * st, int64_t latents) {
+    (void) backend;
+    st->end = latents;
 }
 
 static void cpu_state_set_limit(vae_backend_t * backend, vae_state_t * st, size_t bytes) {
@@ -787,6 +812,7 @@ static void cpu_state_free(vae_backend_t * backend, vae_state_t * st) {
     free(st->data);
     free(st->floats);
     free(st->written);
+    free(st->seen);
     free(st->kv);
     free(st);
 }
@@ -796,12 +822,14 @@ static vae_state_t * cpu_state_new(vae_backend_t * backend, const struct vae_gra
     bool               ok = st && (st->floats = calloc((size_t) g->n_states, sizeof(size_t))) &&
               (st->data = calloc((size_t) g->n_states, sizeof(float *))) &&
               (st->written = calloc((size_t) g->n_states, sizeof(bool))) &&
+              (st->seen = calloc((size_t) g->n_states, sizeof(int64_t))) &&
               (st->kv = calloc((size_t) g->n_states, sizeof(struct cpu_kv)));
     if (ok) {
         st->n_slots = g->n_states;
+        st->end     = -1;
         for (int i = 0; i < g->n_nodes; i++) {
             const struct vae_tensor * t = g->nodes[i];
-            if (t->op == VAE_OP_CAUSAL_CONV3D) {
+            if (t->op == VAE_OP_CAUSAL_CONV3D || t->op == VAE_OP_DELAY) {
                 st->floats[t->i[0]] = cpu_state_floats(t);
             } else if (t->op == VAE_OP_CAUSAL_ATTENTION) { // (empty: it grows as frames come)
                 st->kv[t->i[0]] = (struct cpu_kv) { t->ne[1], t->ne[2] * t->ne[3], 0, 0 };
@@ -869,15 +897,43 @@ static bool cpu_run_causal_attention(struct cpu_graph * cg, const struct vae_ten
 }
 
 // in front of a causal conv's input x: its remembered frames, or on a replicating op's first run
-// since the reset, kt - 1 copies of x's first frame
+// since the reset, kt - 1 copies of x's first frame (a centred conv starting its stream: kt/2)
 static void cpu_causal_history(const struct vae_tensor * t, vae_state_t * state, float * x) {
     const size_t hist = cpu_state_floats(t), frame = cpu_frame_floats(t->src[0]);
-    if ((t->i[1] & VAE_CAUSAL_FIRST_FRAME) && !state->written[t->i[0]]) {
-        for (size_t at = hist; at > 0; at -= frame) {
+    const size_t front = (size_t) cpu_conv_front(t) * frame;
+    if ((t->i[1] & VAE_CENTRED_START) || ((t->i[1] & VAE_CAUSAL_FIRST_FRAME) && !state->written[t->i[0]])) {
+        for (size_t at = front; at > 0; at -= frame) {
             memcpy(x - at, x, frame * sizeof(float));
         }
     } else {
         memcpy(x - hist, state->data[t->i[0]], hist * sizeof(float));
+    }
+    // a centred conv past its stream's last frame (index 1 + a (end - 1) - 1): that frame, copied
+    // over the frames after it (the frame in front of x is one already when it is older)
+    const int64_t last = state->end > 0 && (t->i[1] & VAE_CENTRED) ? t->i[2] * (state->end - 1) - state->seen[t->i[0]]
+                                                                   : t->src[0]->ne[0];
+    for (int64_t k = last < -1 ? 0 : last + 1; k < t->src[0]->ne[0]; k++) {
+        memcpy(x + (size_t) k * frame, x + (last < -1 ? -1 : last) * (int64_t) frame, frame * sizeof(float));
+    }
+    state->seen[t->i[0]] += t->src[0]->ne[0];
+}
+
+// x delayed through its slot (VAE_OP_DELAY): y = [held, x] from frame d on when the stream
+// starts, else from frame 0, as many frames as y has; then the slot keeps the d frames that follow
+static void cpu_run_delay(struct cpu_graph * cg, const struct vae_tensor * t, vae_state_t * state) {
+    const size_t  frame = cpu_frame_floats(t->src[0]), d = (size_t) t->i[1], n = (size_t) t->src[0]->ne[0];
+    const size_t  at    = t->i[2] & VAE_CENTRED_START ? d : 0; // [held, x] frame of y's frame 0
+    const float * x     = cpu_node_data(cg, t->src[0]);
+    float *       y     = cpu_node_data(cg, t), *held = state->data[t->i[0]];
+    for (size_t f = 0; f < (size_t) t->ne[0]; f++) {
+        const size_t k = at + f;
+        memcpy(y + f * frame, k < d ? held + k * frame : x + (k - d) * frame, frame * sizeof(float));
+    }
+    if (n >= d) { // the last d frames of [held, x]
+        memcpy(held, x + (n - d) * frame, d * frame * sizeof(float));
+    } else {
+        memmove(held, held + n * frame, (d - n) * frame * sizeof(float));
+        memcpy(held + (d - n) * frame, x, n * frame * sizeof(float));
     }
 }
 
@@ -894,10 +950,11 @@ static bool cpu_run_conv(struct cpu_context * ctx, struct cpu_graph * cg, const 
         cpu_causal_history(t, state, x);
     }
     if (cpu_conv_replicates(t)) {
-        const struct vae_tensor * in = t->src[0];
-        const int64_t             ne[4] = { in->ne[0] + (int64_t) (hist / cpu_frame_floats(in)), in->ne[1], in->ne[2],
-                                            in->ne[3] };
-        vae_cpu_replicate_pad(x - hist, cg->scratch, ne);
+        const struct vae_tensor * in    = t->src[0];
+        const int64_t             front = cpu_conv_front(t);
+        const int64_t             ne[4] = { front + in->ne[0], in->ne[1], in->ne[2], in->ne[3] };
+        vae_cpu_replicate_pad(x - (size_t) front * cpu_frame_floats(in), cg->scratch, ne,
+                              (t->i[1] & VAE_CAUSAL_REFLECT) != 0);
     }
     if (node->to_bf16) {
         dnnl_exec_arg_t args[2] = { { DNNL_ARG_FROM, node->to_bf16_from }, { DNNL_ARG_TO, node->to_bf16_to } };
@@ -964,7 +1021,7 @@ static bool cpu_graph_compute(vae_backend_t * backend, struct vae_graph * g, vae
     struct cpu_graph *   cg  = g->backend_data;
     for (int i = 0; i < g->n_nodes; i++) {
         const struct vae_tensor * t = g->nodes[i];
-        if (t->op == VAE_OP_CAUSAL_CONV3D &&
+        if ((t->op == VAE_OP_CAUSAL_CONV3D || t->op == VAE_OP_DELAY) &&
             (t->i[0] >= state->n_slots || state->kv[t->i[0]].c || state->floats[t->i[0]] != cpu_state_floats(t))) {
             snprintf(err, err_size, "the state given has no slot %d of %zu floats for %s", t->i[0],
                      cpu_state_floats(t), t->name);
@@ -1028,11 +1085,14 @@ static bool cpu_graph_compute(vae_backend_t * backend, struct vae_graph * g, vae
                 break;
             case VAE_OP_FRAME_SPLIT:
                 if (!cg->nodes[i].view) {
-                    vae_cpu_frame_split(x, y, t->src[0]->ne, t->i[0]);
+                    vae_cpu_frame_split(x, y, t->src[0]->ne, t->i[0], t->i[1]);
                 }
                 break;
             case VAE_OP_PIXEL_SHUFFLE:
                 vae_cpu_pixel_shuffle(x, y, t->src[0]->ne);
+                break;
+            case VAE_OP_DELAY:
+                cpu_run_delay(cg, t, state);
                 break;
             case VAE_OP_DEPTHWISE_CONV2D: { // (the bias follows the weights, zeros when there is none)
                 const int k = (int) t->src[1]->ne[2];
@@ -1108,6 +1168,7 @@ static const struct vae_backend_i cpu_backend_i = {
     /* .state_bytes       = */ cpu_state_bytes,
     /* .state_free        = */ cpu_state_free,
     /* .state_set_limit   = */ cpu_state_set_limit,
+    /* .state_set_end     = */ cpu_state_set_end,
     /* .graph_compute     = */ cpu_graph_compute,
     /* .graph_read_frame  = */ cpu_graph_read_frame,
     /* .graph_read_output = */ cpu_graph_read_output,

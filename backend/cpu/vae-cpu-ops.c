@@ -60,18 +60,18 @@ void vae_cpu_tanh_clamp(const float * x, float * y, size_t n, float s) {
     }
 }
 
-void vae_cpu_replicate_pad(const float * x, float * y, const int64_t ne_x[4]) {
-    const int64_t L = vae_cpu_block(), H = ne_x[2], W = ne_x[3];
+void vae_cpu_replicate_pad(const float * x, float * y, const int64_t ne_x[4], bool reflect) {
+    const int64_t L = vae_cpu_block(), H = ne_x[2], W = ne_x[3], m = reflect ? 1 : 0;
     const int64_t planes = ne_x[0] * vae_cpu_blocks(ne_x[1]);
 #pragma omp parallel for collapse(2)
     for (int64_t pl = 0; pl < planes; pl++) {
-        for (int64_t Y = 0; Y < H + 2; Y++) {
-            const int64_t sy  = Y == 0 ? 0 : Y > H ? H - 1 : Y - 1;
+        for (int64_t Y = 0; Y < H + 2; Y++) { // (row -1 reads row m, row H reads row H - 1 - m)
+            const int64_t sy  = Y == 0 ? m : Y > H ? H - 1 - m : Y - 1;
             const float * src = x + (pl * H + sy) * W * L;
             float *       d   = y + (pl * (H + 2) + Y) * (W + 2) * L;
-            memcpy(d, src, (size_t) L * sizeof(float));
+            memcpy(d, src + m * L, (size_t) L * sizeof(float));
             memcpy(d + L, src, (size_t) (W * L) * sizeof(float));
-            memcpy(d + (W + 1) * L, src + (W - 1) * L, (size_t) L * sizeof(float));
+            memcpy(d + (W + 1) * L, src + (W - 1 - m) * L, (size_t) L * sizeof(float));
         }
     }
 }
@@ -291,17 +291,17 @@ static inline int64_t cpu_lane_offset(int64_t c, int64_t HW, int64_t L) {
     return (c / L) * HW * L + c % L;
 }
 
-void vae_cpu_frame_split(const float * x, float * y, const int64_t ne_x[4], int s) {
+void vae_cpu_frame_split(const float * x, float * y, const int64_t ne_x[4], int s, int drop) {
     const int64_t L = vae_cpu_block();
     const int64_t N = ne_x[0], C = ne_x[1], HW = ne_x[2] * ne_x[3], Cs = C / s;
     const int64_t CBx = vae_cpu_blocks(C), CBy = vae_cpu_blocks(Cs);
 #pragma omp parallel for collapse(2)
-    for (int64_t f = 0; f < N * s; f++) {
+    for (int64_t f = drop; f < N * s; f++) {
         for (int64_t cb = 0; cb < CBy; cb++) {
             const int64_t t = f / s, c0 = (f % s) * Cs + cb * L; // source channel of lane 0
             const int64_t nl = Cs - cb * L < L ? Cs - cb * L : L;
             const float * src = x + t * CBx * HW * L;
-            float *       d   = y + (f * CBy + cb) * HW * L;
+            float *       d   = y + ((f - drop) * CBy + cb) * HW * L;
             if (c0 % L == 0 && nl == L) { // a whole source block
                 memcpy(d, src + cpu_lane_offset(c0, HW, L), (size_t) (HW * L) * sizeof(float));
                 continue;

@@ -46,9 +46,9 @@ void vae_cpu_tanh_clamp(const float * x, float * y, size_t n, float s);
 // nearest 2x: x [N, C, H, W] -> y [N, C, 2H, 2W], blocked
 void vae_cpu_upsample2x(const float * x, float * y, const int64_t ne_x[4]);
 
-// x [N, C, H, W] -> y [N, C, H + 2, W + 2] padded by one pixel of the nearest edge pixel
-// (F.pad(mode="replicate")); blocked
-void vae_cpu_replicate_pad(const float * x, float * y, const int64_t ne_x[4]);
+// x [N, C, H, W] -> y [N, C, H + 2, W + 2] padded by one pixel: the nearest edge pixel
+// (F.pad(mode="replicate")), or with reflect the mirror one (F.pad(mode="reflect"): H, W >= 2); blocked
+void vae_cpu_replicate_pad(const float * x, float * y, const int64_t ne_x[4], bool reflect);
 
 // y = act(GN(x) * gamma + beta), blocked, in place allowed; statistics of x in double (of each
 // frame, or of all frames together when all_frames), or when stats is given, those: the group
@@ -89,8 +89,9 @@ void vae_cpu_linear_attention(const float * qkv, float * y, const int64_t ne_qkv
 // [N, 2C, H, W] -> [N, C, H, W]: y[c] = x[c] act(x[C + c]); blocked
 void vae_cpu_glu(const float * x, float * y, const int64_t ne_x[4], enum vae_act act);
 
-// [N, C, H, W] -> [N*s, C/s, H, W]: frame s*t+j of y = channels [j*C/s, (j+1)*C/s) of frame t of x; blocked
-void vae_cpu_frame_split(const float * x, float * y, const int64_t ne_x[4], int s);
+// [N, C, H, W] -> [N*s - drop, C/s, H, W]: frame s*t+j - drop of y = channels [j*C/s, (j+1)*C/s) of frame
+// t of x (the first drop not written); blocked
+void vae_cpu_frame_split(const float * x, float * y, const int64_t ne_x[4], int s, int drop);
 
 // [N, 4C, H, W] -> [N, C, 2H, 2W]: y[c, 2Y+i, 2X+j] = x[4c+2i+j, Y, X]; blocked
 void vae_cpu_pixel_shuffle(const float * x, float * y, const int64_t ne_x[4]);

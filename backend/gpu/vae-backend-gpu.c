@@ -111,15 +111,18 @@ struct gpu_kv {
 
 // by slot: the remembered frames of each causal conv, [kt - 1, H, W, cin_p] in the storage type (a
 // slot that no compute has written since the reset holds zeros, or for a replicating op nothing
-// yet), or a causal attention's cache (kv[slot].c > 0), which grows up to `limit` bytes of the whole
-// state and is given back at a reset
+// yet), and the input frames it has seen; or a delay's d frames; or a causal attention's cache
+// (kv[slot].c > 0), which grows up to `limit` bytes of the whole state and is given back at a
+// reset. end: the stream's latent frames, -1 while not known
 struct vae_state {
     int             n_slots;
     size_t *        bytes;
     void **         data;
     bool *          written;
+    int64_t *       seen;
     struct gpu_kv * kv;
     size_t          limit;
+    int64_t         end;
     char            error[200];  // why the last reset failed (state_reset returns nothing): computes refuse it
 };
 
@@ -195,9 +198,10 @@ static size_t gpu_act_bytes(const struct vae_gpu_act * a, enum vae_precision p) 
     return (size_t) a->n * a->h * a->w * a->cp * vae_gpu_elem_bytes(p);
 }
 
+// a causal conv's last kt - 1 input frames, a delay's d
 static size_t gpu_state_bytes_of(const struct vae_tensor * t, enum vae_precision p) {
     struct vae_gpu_act a = gpu_act_of(t->src[0]);
-    a.n                  = (int) t->src[1]->ne[2] - 1;
+    a.n                  = t->op == VAE_OP_DELAY ? t->i[1] : (int) t->src[1]->ne[2] - 1;
     return gpu_act_bytes(&a, p);
 }
 
@@ -281,12 +285,21 @@ static struct gpu_weights * gpu_weights_get(vae_backend_t * backend, const struc
 
 // ---- convolutions -----------------------------------------------------------------------------
 
+// conv t's launch; a causal one reads the state's slot (NULL: at prepare, for the timing). A
+// centred conv starting its stream (kt = 3) reads x from its second frame on, its history two
+// copies of the first (gpu_launch puts them there): its taps read [x0, x0, x1, ...] as upstream's
+// padding has them, and it gives one frame fewer
 static struct vae_gpu_conv_args gpu_conv_args(const struct gpu_context * ctx, struct gpu_graph * cg,
-                                               const struct vae_tensor * t, const void * hist) {
+                                               const struct vae_tensor * t, const vae_state_t * state, enum vae_precision p) {
     const struct gpu_node * node = &cg->nodes[t->index];
     struct vae_gpu_conv_args a    = { 0 };
+    const bool               causal = t->op == VAE_OP_CAUSAL_CONV3D;
     a.x        = cg->nodes[t->src[0]->index].act;
-    a.hist     = hist;
+    a.hist     = causal && state ? state->data[t->i[0]] : NULL;
+    if (causal && (t->i[1] & VAE_CENTRED_START)) {
+        a.x.data = (uint8_t *) a.x.data + (size_t) a.x.h * a.x.w * a.x.cp * vae_gpu_elem_bytes(p);
+        a.x.n--;
+    }
     a.weights  = node->w->data;
     a.bias     = node->bias ? node->bias->data : NULL;
     a.residual = t->src[3] ? cg->nodes[t->src[3]->index].act.data : NULL;
@@ -294,7 +307,8 @@ static struct vae_gpu_conv_args gpu_conv_args(const struct gpu_context * ctx, st
     a.k        = (int) t->src[1]->ne[t->src[1]->n_dims - 1];
     a.kt       = t->op == VAE_OP_CAUSAL_CONV3D ? (int) t->src[1]->ne[2] : 1;
     a.up       = t->op == VAE_OP_UPSAMPLE_CONV2D;
-    a.replicate = t->op == VAE_OP_CAUSAL_CONV3D && (t->i[1] & VAE_CAUSAL_REPLICATE);
+    a.replicate = causal && (t->i[1] & VAE_CAUSAL_REPLICATE);
+    a.reflect   = causal && (t->i[1] & VAE_CAUSAL_REFLECT);
     a.act      = t->act;
     a.variant  = node->variant;
     a.cc       = ctx->cc;
@@ -363,7 +377,7 @@ static bool gpu_choose_variant(vae_backend_t * backend, struct gpu_graph * cg, c
                                 char * err, size_t err_size) {
     struct gpu_context *    ctx  = backend->context;
     struct gpu_node *       node = &cg->nodes[t->index];
-    struct vae_gpu_conv_args a    = gpu_conv_args(ctx, cg, t, NULL);
+    struct vae_gpu_conv_args a    = gpu_conv_args(ctx, cg, t, NULL, backend->precision);
     const int                n    = vae_gpu_conv_variants(backend->precision, ctx->cc);
     const char *             env  = getenv("VAE_GPU_CONV_VARIANT");
     if (env && env[0]) {
@@ -501,7 +515,9 @@ static int gpu_node_params(const struct vae_graph * g, struct gpu_graph * cg, in
             break;
         case VAE_OP_GROUP_NORM:
         case VAE_OP_RMS_NORM:
-            out[n++] = (struct gpu_param) { w, 0, 0, false, cp, &node->gamma };
+            if (w) { // (an RMS norm without gamma multiplies by ones)
+                out[n++] = (struct gpu_param) { w, 0, 0, false, cp, &node->gamma };
+            }
             break;
         default:
             return 0;
@@ -734,7 +750,9 @@ static bool gpu_state_clear(struct gpu_context * ctx, vae_state_t * st) {
             e = cudaMemsetAsync(st->data[i], 0, st->bytes[i], ctx->stream);
         }
         st->written[i] = false;
+        st->seen[i]    = 0;
     }
+    st->end = -1;
     if (e == cudaSuccess) {
         e = cudaStreamSynchronize(ctx->stream);
     }
@@ -771,6 +789,7 @@ static void gpu_state_free(vae_backend_t * backend, vae_state_t * st) {
     free(st->data);
     free(st->bytes);
     free(st->written);
+    free(st->seen);
     free(st->kv);
     free(st);
 }
@@ -780,17 +799,24 @@ static void gpu_state_set_limit(vae_backend_t * backend, vae_state_t * st, size_
     st->limit = bytes;
 }
 
+static void gpu_state_set_end(vae_backend_t * backend, vae_state_t * st, int64_t latents) {
+    (void) backend;
+    st->end = latents;
+}
+
 static vae_state_t * gpu_state_new(vae_backend_t * backend, const struct vae_graph * g, char * err, size_t err_size) {
     struct gpu_context * ctx = backend->context;
     struct vae_state *    st  = calloc(1, sizeof(*st));
     bool                  ok  = st && (st->bytes = calloc((size_t) g->n_states, sizeof(size_t))) &&
               (st->data = calloc((size_t) g->n_states, sizeof(void *))) &&
               (st->written = calloc((size_t) g->n_states, sizeof(bool))) &&
+              (st->seen = calloc((size_t) g->n_states, sizeof(int64_t))) &&
               (st->kv = calloc((size_t) g->n_states, sizeof(struct gpu_kv)));
     if (!ok) {
         free(st ? st->bytes : NULL);
         free(st ? st->data : NULL);
         free(st ? st->written : NULL);
+        free(st ? st->seen : NULL);
         free(st);
         snprintf(err, err_size, "out of host memory for the streaming state");
         return NULL;
@@ -798,7 +824,7 @@ static vae_state_t * gpu_state_new(vae_backend_t * backend, const struct vae_gra
     st->n_slots = g->n_states;
     for (int i = 0; i < g->n_nodes; i++) {
         const struct vae_tensor * t = g->nodes[i];
-        if (t->op == VAE_OP_CAUSAL_CONV3D) {
+        if (t->op == VAE_OP_CAUSAL_CONV3D || t->op == VAE_OP_DELAY) {
             st->bytes[t->i[0]] = gpu_state_bytes_of(t, backend->precision);
         } else if (t->op == VAE_OP_CAUSAL_ATTENTION) { // (empty: it grows as frames come)
             const struct vae_gpu_act qkv = gpu_act_of(t->src[0]);
@@ -845,22 +871,43 @@ static cudaError_t gpu_state_replicate(struct gpu_context * ctx, struct gpu_grap
     return e;
 }
 
-// whether a compute of g on state would replicate a first frame (such a compute is not recorded)
+// whether a compute of g on state differs from the ones recorded: it replicates a first frame, or
+// it reads past a centred conv's stream end (such a compute is launched directly)
 static bool gpu_state_priming(const struct vae_graph * g, const vae_state_t * state) {
     for (int i = 0; state && i < g->n_nodes; i++) {
         const struct vae_tensor * t = g->nodes[i];
-        if (t->op == VAE_OP_CAUSAL_CONV3D && (t->i[1] & VAE_CAUSAL_FIRST_FRAME) && !state->written[t->i[0]]) {
+        if (t->op == VAE_OP_CAUSAL_CONV3D && (((t->i[1] & VAE_CAUSAL_FIRST_FRAME) && !state->written[t->i[0]]) ||
+                                              ((t->i[1] & VAE_CENTRED) && state->end > 0))) {
             return true;
         }
     }
     return false;
 }
 
-// after a causal conv: its slot keeps the last kt - 1 frames of [state, input], frame by frame in
-// increasing order (a shift within the slot never overwrites a frame it still has to move)
-static cudaError_t gpu_state_update(struct gpu_context * ctx, struct gpu_graph * cg, const struct vae_tensor * t,
-                                     vae_state_t * state, enum vae_precision p) {
+// a centred conv past its stream's end: its input frames after the stream's last (frame a (end - 1)
+// of the stream, a = i[2]) become copies of it; where that frame is older than the input, of the
+// state's last frame, a copy of it already. (They are frames past the clip's end, whose outputs no
+// frame of the clip reads: the padding upstream gives the clip.)
+static cudaError_t gpu_centred_end(struct gpu_context * ctx, struct gpu_graph * cg, const struct vae_tensor * t,
+                                   vae_state_t * state, enum vae_precision p) {
     const struct vae_gpu_act * x     = &cg->nodes[t->src[0]->index].act;
+    const size_t               frame = (size_t) x->h * x->w * x->cp * vae_gpu_elem_bytes(p);
+    const int64_t              last  = t->i[2] * (state->end - 1) - state->seen[t->i[0]];
+    const uint8_t *            from  = last >= 0 ? (const uint8_t *) x->data + (size_t) last * frame
+                                                 : (const uint8_t *) state->data[t->i[0]] + (t->src[1]->ne[2] - 2) * frame;
+    cudaError_t                e     = cudaSuccess;
+    for (int64_t k = last < 0 ? 0 : last + 1; k < x->n && e == cudaSuccess; k++) {
+        e = cudaMemcpyAsync((uint8_t *) x->data + (size_t) k * frame, from, frame, cudaMemcpyDeviceToDevice, ctx->stream);
+    }
+    return e;
+}
+
+// after causal conv a (its input as it read it): its slot keeps the last kt - 1 frames of [state,
+// input], frame by frame in increasing order (a shift within the slot never overwrites a frame it
+// still has to move)
+static cudaError_t gpu_state_update(struct gpu_context * ctx, const struct vae_gpu_conv_args * a, const struct vae_tensor * t,
+                                     vae_state_t * state, enum vae_precision p) {
+    const struct vae_gpu_act * x     = &a->x;
     const int                  keep  = (int) t->src[1]->ne[2] - 1;
     const size_t               frame = (size_t) x->h * x->w * x->cp * vae_gpu_elem_bytes(p);
     uint8_t *                  slot  = state->data[t->i[0]];
@@ -870,6 +917,29 @@ static cudaError_t gpu_state_update(struct gpu_context * ctx, struct gpu_graph *
         const int from = j + x->n; // position in [state, input]
         e = cudaMemcpyAsync(slot + (size_t) j * frame, from < keep ? slot + (size_t) from * frame
                                                                    : src + (size_t) (from - keep) * frame,
+                            frame, cudaMemcpyDeviceToDevice, ctx->stream);
+    }
+    return e;
+}
+
+// delay t: y = [held, x] from frame d on when its stream starts, else from frame 0, as many frames
+// as y has; then the slot keeps the d frames that follow, in increasing order (see above)
+static cudaError_t gpu_delay(struct gpu_context * ctx, struct gpu_graph * cg, const struct vae_tensor * t,
+                             vae_state_t * state, enum vae_precision p) {
+    const struct vae_gpu_act * x     = &cg->nodes[t->src[0]->index].act;
+    const int                  d     = t->i[1], at = t->i[2] & VAE_CENTRED_START ? d : 0;
+    const size_t               frame = (size_t) x->h * x->w * x->cp * vae_gpu_elem_bytes(p);
+    uint8_t *                  slot  = state->data[t->i[0]], *y = cg->nodes[t->index].act.data;
+    const uint8_t *            src   = x->data;
+    cudaError_t                e     = cudaSuccess;
+    for (int f = 0; f < (int) t->ne[0] && e == cudaSuccess; f++) {
+        const int k = at + f;
+        e = cudaMemcpyAsync(y + (size_t) f * frame, k < d ? slot + (size_t) k * frame : src + (size_t) (k - d) * frame,
+                            frame, cudaMemcpyDeviceToDevice, ctx->stream);
+    }
+    for (int j = 0; j < d && e == cudaSuccess; j++) {
+        const int k = x->n + j;
+        e = cudaMemcpyAsync(slot + (size_t) j * frame, k < d ? slot + (size_t) k * frame : src + (size_t) (k - d) * frame,
                             frame, cudaMemcpyDeviceToDevice, ctx->stream);
     }
     return e;
@@ -932,7 +1002,8 @@ static cudaError_t gpu_launch(vae_backend_t * backend, struct vae_graph * g, vae
                 }
                 break;
             case VAE_OP_RMS_NORM:
-                e = vae_gpu_rms_norm(*x, y, t->src[3] ? cg->nodes[t->src[3]->index].act.data : NULL, node->gamma->data,
+                e = vae_gpu_rms_norm(*x, y, t->src[3] ? cg->nodes[t->src[3]->index].act.data : NULL,
+                                     node->gamma ? node->gamma->data : NULL,
                                      node->beta ? node->beta->data : NULL, t->i[0] == 1, t->f[0], t->act, p, s);
                 break;
             case VAE_OP_ATTENTION:
@@ -948,7 +1019,10 @@ static cudaError_t gpu_launch(vae_backend_t * backend, struct vae_graph * g, vae
                 e = vae_gpu_glu(*x, y, t->act, p, s);
                 break;
             case VAE_OP_FRAME_SPLIT:
-                e = vae_gpu_frame_split(*x, y, t->i[0], p, s);
+                e = vae_gpu_frame_split(*x, y, t->i[0], t->i[1], p, s);
+                break;
+            case VAE_OP_DELAY:
+                e = gpu_delay(ctx, cg, t, state, p);
                 break;
             case VAE_OP_PIXEL_SHUFFLE:
                 e = vae_gpu_pixel_shuffle(*x, y, p, s);
@@ -968,13 +1042,17 @@ static cudaError_t gpu_launch(vae_backend_t * backend, struct vae_graph * g, vae
                     break;
                 }
                 const bool                     causal = t->op == VAE_OP_CAUSAL_CONV3D;
-                const struct vae_gpu_conv_args a      = gpu_conv_args(ctx, cg, t, causal ? state->data[t->i[0]] : NULL);
-                if (causal && (t->i[1] & VAE_CAUSAL_FIRST_FRAME) && !state->written[t->i[0]]) {
+                const struct vae_gpu_conv_args a      = gpu_conv_args(ctx, cg, t, causal ? state : NULL, p);
+                if (causal && (((t->i[1] & VAE_CAUSAL_FIRST_FRAME) && !state->written[t->i[0]]) ||
+                               (t->i[1] & VAE_CENTRED_START))) {
                     e = gpu_state_replicate(ctx, cg, t, state, p);
+                }
+                if (e == cudaSuccess && causal && (t->i[1] & VAE_CENTRED) && state->end > 0) {
+                    e = gpu_centred_end(ctx, cg, t, state, p);
                 }
                 e = e == cudaSuccess ? vae_gpu_conv(&a, p, s) : e;
                 if (e == cudaSuccess && causal) {
-                    e = gpu_state_update(ctx, cg, t, state, p);
+                    e = gpu_state_update(ctx, &a, t, state, p);
                 }
                 break;
             }
@@ -1040,7 +1118,7 @@ static bool gpu_graph_compute(vae_backend_t * backend, struct vae_graph * g, vae
     struct gpu_graph *   cg  = g->backend_data;
     for (int i = 0; i < g->n_nodes; i++) {
         const struct vae_tensor * t = g->nodes[i];
-        if (t->op == VAE_OP_CAUSAL_CONV3D &&
+        if ((t->op == VAE_OP_CAUSAL_CONV3D || t->op == VAE_OP_DELAY) &&
             (t->i[0] >= state->n_slots || state->kv[t->i[0]].c ||
              state->bytes[t->i[0]] != gpu_state_bytes_of(t, backend->precision))) {
             snprintf(err, err_size, "the state given has no slot %d of %zu bytes for %s", t->i[0],
@@ -1153,6 +1231,7 @@ static bool gpu_graph_compute(vae_backend_t * backend, struct vae_graph * g, vae
     for (int i = 0; e == cudaSuccess && i < g->n_nodes; i++) {
         if (g->nodes[i]->op == VAE_OP_CAUSAL_CONV3D) {
             state->written[g->nodes[i]->i[0]] = true;
+            state->seen[g->nodes[i]->i[0]] += g->nodes[i]->src[0]->ne[0];
         } else if (g->nodes[i]->op == VAE_OP_CAUSAL_ATTENTION) {
             state->kv[g->nodes[i]->i[0]].held += (int) g->nodes[i]->ne[0];
         }
@@ -1293,6 +1372,7 @@ static const struct vae_backend_i gpu_backend_i = {
     /* .state_bytes       = */ gpu_state_bytes,
     /* .state_free        = */ gpu_state_free,
     /* .state_set_limit   = */ gpu_state_set_limit,
+    /* .state_set_end     = */ gpu_state_set_end,
     /* .graph_compute     = */ gpu_graph_compute,
     /* .graph_read_frame  = */ gpu_graph_read_frame,
     /* .graph_read_output = */ gpu_graph_read_output,

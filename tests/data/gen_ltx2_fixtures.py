@@ -36,8 +36,8 @@ Files per tag (tag = v20, v23; see tests/data/README.md):
                                      decoder.up_blocks.N, res_blocks, per_channel_statistics.*),
                                      F16; checked by renaming back (v20 also with diffusers'
                                      own single-file converter) and a strict load + decode
-  ltx2_<tag>.latent                  raw latent z [1,128,3,h,w]
-  ltx2_<tag>.expected.safetensors    decoded [1,3,17,32h,32w] = vae.decode(z).sample (not clamped),
+  ltx2_<tag>.latent                  raw latent z [1,128,10,h,w]
+  ltx2_<tag>.expected.safetensors    decoded [1,3,73,32h,32w] = vae.decode(z).sample (not clamped),
                                      decoded_first2 [1,3,9,32h,32w] = vae.decode(z[:,:,:2]).sample
 """
 
@@ -92,8 +92,10 @@ SMALL = {
     "v23": dict(block_out_channels=(8, 8, 8, 8), decoder_block_out_channels=(8, 16, 16, 32),
                 decoder_layers_per_block=(2, 2, 1, 1, 1)),
 }
-# latent frames, height, width.  v20's reflect padding needs h, w >= 2; v23 (zeros) takes 1.
-LATENT = {"v20": (3, 2, 3), "v23": (3, 1, 3)}
+# latent frames, height, width.  v20's reflect padding needs h, w >= 2; v23 (zeros) takes 1.  10
+# latent frames: more than these small decoders' look-ahead (8 latent frames: a stream starts with
+# 9), so that a stream starts, steps and is flushed at its end.
+LATENT = {"v20": (10, 2, 2), "v23": (10, 1, 2)}
 SEEDS = {"v20": (4200, 5200), "v23": (4230, 5230)}
 
 # encoder-side tensors written too (a loader must ignore them), diffusers names
@@ -261,8 +263,8 @@ def main():
         T, h, w = LATENT[tag]
         g = torch.Generator().manual_seed(zseed)
         z = torch.randn((1, 128, T, h, w), generator=g, dtype=torch.float32)
-        z[0, 5, 1, h - 1, 2] = 4.0
-        z[0, 100, 2, 0, 0] = -4.5
+        z[0, 5, 1, h - 1, 1] = 4.0
+        z[0, 100, T - 1, 0, 0] = -4.5
         with torch.no_grad():
             dec = vae.decode(z).sample.float().contiguous()
             dec2 = vae.decode(z[:, :, :2].contiguous()).sample.float().contiguous()
