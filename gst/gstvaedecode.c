@@ -10,12 +10,12 @@
  * vaedecode runs the decoder half of a VAE on a stream of `video/x-latent` buffers, one
  * latent frame each, and outputs `video/x-raw` frames 8 times the latent size (16 times for
  * wan2.2, taew2_2, taehv1_5 (and their _super decoders), qwenimage2.1 and FLUX.2's normalized latents, which
- * hold 2x2 patches; 32 for taeltx_2 and hunyuanimage2.1). The model file is a safetensors file or a PyTorch `.pth` (read without running
+ * hold 2x2 patches; 32 for ltx2, ltx2.3, taeltx_2 and hunyuanimage2.1). The model file is a safetensors file or a PyTorch `.pth` (read without running
  * any of its code: a weights-only unpickler); its family is detected from its keys and
  * shapes: the AutoencoderKL image decoders (sd1, sd2, sdxl, sd3, flux1, flux2, hunyuanimage2.1), the TAESD image
  * decoders (taesd, taesdxl, taesd3, taef1, taef2), the Wan 2.1 and 2.2 VAEs (wan2.1, wan2.2),
  * Qwen-Image 2.1's RGBA VAE (qwenimage2.1), SeedVR2's video VAE (seedvr2), HunyuanVideo 1.5's VAE
- * (hunyuanvideo1.5), the TAEHV video decoders (taew2_1, taew2_2, taehv, taehv1_5,
+ * (hunyuanvideo1.5), LTX-2's and LTX-2.3's video VAEs (ltx2, ltx2.3), the TAEHV video decoders (taew2_1, taew2_2, taehv, taehv1_5,
  * taeltx_2, taecvx, taew2_2_super, taehv1_5_super) and Stable Video Diffusion's temporal
  * decoder (svd). The output is converted to the negotiated format (RGB, RGBA, RGBx, BGRx, BGRA,
  * ARGB, ABGR, AYUV, I420, A420, NV12) with 8-bit values rounded to nearest.
@@ -112,7 +112,11 @@
  *
  * With #GstVaeDecode:chunk-frames above 1 a latent frame waits for the rest of its chunk: the
  * LATENCY query adds (chunk-frames - 1) latent frames' worth of video, (chunk-frames - 1) x 4
- * frame durations for the video decoders, to upstream's latency. SVD with chunk-frames 0
+ * frame durations for the video decoders, to upstream's latency. LTX-2's frames depend on
+ * later latents (its convs are centred in time): a frame comes once the latent frames it
+ * depends on have come, at most 22 (LTX-2.0) or 14 (LTX-2.3) after its own, and the query
+ * adds those too, (chunk-frames - 1 + 22) x 8 frame durations for LTX-2.0; at the end of the
+ * stream the frames still waiting come out as they are decoded. SVD with chunk-frames 0
  * holds the whole clip: no frame comes before the stream ends (EOS, or a DISCONT latent
  * buffer), a latency the query cannot state (it adds nothing); not for live pipelines.
  *
@@ -1126,13 +1130,14 @@ gst_vae_decode_set_caps (GstBaseTransform * trans, GstCaps * incaps,
   self->latent = g_new (float, (gsize) info.channels * info.width *
       info.height);
 
-  /* a chunk holds its first latent frame until chunk - 1 more have come, each worth
-   * frames_per_latent frames of video (0: SVD's whole clip, which has no bound) */
+  /* a chunk holds its first latent frame until chunk - 1 more have come, and LTX-2's frames
+   * wait for lookahead later ones, each worth frames_per_latent frames of video (0: SVD's
+   * whole clip, which has no bound) */
   latency = 0;
   if (info.fps_n > 0 && vae_session_chunk_frames (self->session) > 0)
     latency = gst_util_uint64_scale ((guint64) (vae_session_chunk_frames
-            (self->session) - 1) * self->model->frames_per_latent,
-        GST_SECOND * info.fps_d, info.fps_n);
+            (self->session) - 1 + self->model->lookahead) *
+        self->model->frames_per_latent, GST_SECOND * info.fps_d, info.fps_n);
   GST_OBJECT_LOCK (self);
   latency_changed = latency != self->latency;
   self->latency = latency;

@@ -1095,6 +1095,61 @@ GST_START_TEST (test_wan_latency)
 
 GST_END_TEST;
 
+/* LTX-2.3 (the fixture's small decoder: a frame depends on 8 later latent frames, a stream
+ * starts after 9): the LATENCY query adds 8 latent frames of 8 frames at 24/1; the frames
+ * come late (none until the 9th latent frame, then 5, 13), the rest at EOS, all 73 of
+ * upstream's whole-clip decode, stamped i/24 s */
+GST_START_TEST (test_ltx2_stream)
+{
+  const guint after[10] = { 0, 0, 0, 0, 0, 0, 0, 0, 5, 13 };
+  gchar *path = data_path ("ltx2_v23.expected.safetensors");
+  gint64 shape[5];
+  gfloat *expected = read_tensor (path, "decoded", shape);
+  GstBus *bus;
+  GstHarness *h = model_harness ("ltx2_v23.orig.safetensors", "chunk-frames=1",
+      &bus);
+  const gint hw = 32 * 64;
+  gint t, f, i, k, worst = 0;
+
+  fail_unless_equals_int (shape[2], 73);
+  gst_harness_set_upstream_latency (h, 10 * GST_MSECOND);
+  gst_harness_set_src_caps_str (h, "video/x-latent, type=float32, "
+      "channels=128, width=2, height=1, framerate=24/1");
+  fail_unless_equals_uint64 (gst_harness_query_latency (h),
+      10 * GST_MSECOND + gst_util_uint64_scale (8 * 8, GST_SECOND, 24));
+  for (t = 0; t < 10; t++) {
+    fail_unless_equals_int (gst_harness_push (h,
+            video_latent_buffer ("ltx2_v23.latent", t, FALSE)), GST_FLOW_OK);
+    fail_unless_equals_int (gst_harness_buffers_received (h), after[t]);
+  }
+  fail_unless (gst_harness_push_event (h, gst_event_new_eos ()));
+  fail_unless_equals_int (gst_harness_buffers_received (h), 73);
+  for (f = 0; f < 73; f++) {
+    GstBuffer *buf = gst_harness_pull (h);
+    GstMapInfo map;
+
+    fail_unless_equals_uint64 (GST_BUFFER_PTS (buf),
+        gst_util_uint64_scale (f, GST_SECOND, 24));
+    gst_buffer_map (buf, &map, GST_MAP_READ);
+    fail_unless_equals_int (map.size, hw * 3);
+    for (i = 0; i < hw; i++) {
+      for (k = 0; k < 3; k++) {
+        gfloat v = expected[(k * 73 + f) * hw + i] * 0.5f + 0.5f;
+        gint want = (gint) (CLAMP (v, 0.0f, 1.0f) * 255.0f + 0.5f);
+        worst = MAX (worst, ABS (map.data[i * 3 + k] - want));
+      }
+    }
+    gst_buffer_unmap (buf, &map);
+    gst_buffer_unref (buf);
+  }
+  fail_unless (worst <= 1, "decoded pixels differ by %d", worst);
+  harness_teardown (h, bus);
+  g_free (expected);
+  g_free (path);
+}
+
+GST_END_TEST;
+
 /* framerate 0/1: a latent buffer's DURATION is split evenly between its frames, and a
  * chunk adds no latency that could be stated */
 GST_START_TEST (test_wan_no_framerate)
@@ -3610,6 +3665,7 @@ vaedecode_suite (void)
   tcase_add_test (tc, test_wan_flush);
   tcase_add_test (tc, test_wan_discont);
   tcase_add_test (tc, test_wan_latency);
+  tcase_add_test (tc, test_ltx2_stream);
   tcase_add_test (tc, test_svd_whole_clip);
   tcase_add_test (tc, test_wan_no_framerate);
   tcase_add_test (tc, test_taew22_scale);

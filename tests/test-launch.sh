@@ -169,6 +169,18 @@ else
     tail -5 "$tmp/hyv.log"
 fi
 
+# LTX-2.3 (its random-weight fixture, 10 latent frames of 2x1): 73 frames of 64x32, the last of them
+# flushed out of its centred convs at EOS
+if gst-launch-1.0 -v filesrc location="$data/ltx2_v23.latent" ! latentparse \
+        ! vaedecode model-file="$data/ltx2_v23.orig.safetensors" ! fakesink silent=false >"$tmp/ltx.log" 2>&1 &&
+    [ "$(grep -c 'last-message = chain' "$tmp/ltx.log")" = 73 ] &&
+    grep -q 'video/x-raw.*width=(int)64, height=(int)32' "$tmp/ltx.log"; then
+    ok "ltx2.3: 73 frames of 64x32"
+else
+    bad "ltx2.3 through latentparse ! vaedecode"
+    tail -5 "$tmp/ltx.log"
+fi
+
 # Ctrl-C on an mp4 example run with -e (as every example that writes a container is): the EOS it
 # sends ends the decode, the muxer finishes the file, and the file plays with exactly the frames
 # decoded so far (the count vaedecode's warning gives; all 61 where the decode finished first).

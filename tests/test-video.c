@@ -380,6 +380,14 @@ static void test_load_errors(void) {
           "tensor 'decoder.up.2.block.1.norm2.gamma' is missing" },
         { "hyvideo15_w32.orig.safetensors", NULL, "decoder.conv_in.conv.weight",
           "is not a 3x3x3 conv from the 32 latent channels" },
+        { "ltx2_v20.orig.safetensors", "decoder.up_blocks.3.conv.conv.bias", NULL,
+          "ltx2: tensor 'decoder.up_blocks.3.conv.conv.weight' or its bias is missing" },
+        { "ltx2_v23.orig.safetensors", NULL, "decoder.up_blocks.1.conv.conv.weight",
+          "is not an upsampler to 2, 4 or 8 times the channels of the layer after it" },
+        { "ltx2_v20.diffusers.safetensors", "decoder.up_blocks.1.resnets.1.conv2.conv.bias", NULL,
+          "tensor 'decoder.up_blocks.4.res_blocks.1.conv2.conv.bias' is missing" },
+        { "ltx2_v23.diffusers.safetensors", NULL, "decoder.conv_out.conv.weight",
+          "ltx2.3: tensor 'decoder.conv_out.conv.bias' has the wrong shape (expected shape [47]" },
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         const char *       path = edited_model(cases[i].file, cases[i].drop, cases[i].cut);
@@ -793,6 +801,63 @@ static void test_hyvideo15(void) {
     vae_model_free(m);
 }
 
+// a zero-weight decoder of the released 2.0 or 2.3 layer structure (widths divided by 32, the
+// released resnet counts), in Lightricks' names: what the loader makes of it, the lookahead from
+// its graph equal to the receptive field upstream's decode shows (gen_ltx2_fixtures.py --rf:
+// perturbing latent j changes frames up to 8 (j + 22) with 2.0, 8 (j + 14) with 2.3), and the first
+// graph a session prepares for it
+static void check_ltx2_released(bool v23, int want_lookahead) {
+    // up blocks: rows of the upsampler conv, its input and output widths, resnets after it
+    static const int v20_up[3][4] = { { 128, 32, 16, 5 }, { 64, 16, 8, 5 }, { 32, 8, 4, 5 } };
+    static const int v23_up[4][4] = { { 128, 32, 16, 2 }, { 128, 16, 16, 4 }, { 16, 16, 8, 6 }, { 16, 8, 4, 4 } };
+    const int (*up)[4] = v23 ? v23_up : v20_up;
+    const int            n_up = v23 ? 4 : 3, mid = v23 ? 2 : 5;
+    struct test_tensor   ts[128];
+    static char          names[128][80];
+    int                  n = 0;
+    char                 conv[64];
+    // the 3x3x3 conv `conv` from cin to cout: its weight and bias
+#define LTX2_CONV(cout, cin)                                                                   \
+    do {                                                                                      \
+        snprintf(names[n], sizeof(names[n]), "%s.weight", conv);                             \
+        ts[n] = (struct test_tensor) { names[n], "F32", 5, { cout, cin, 3, 3, 3 }, NULL }, n++; \
+        snprintf(names[n], sizeof(names[n]), "%s.bias", conv);                               \
+        ts[n] = (struct test_tensor) { names[n], "F32", 1, { cout }, NULL }, n++;               \
+    } while (0)
+    snprintf(conv, sizeof(conv), "decoder.conv_in.conv");
+    LTX2_CONV(32, 128);
+    for (int b = 0; b <= n_up; b++) {
+        const int c = b ? up[b - 1][2] : 32, res = b ? up[b - 1][3] : mid;
+        if (b) {
+            snprintf(conv, sizeof(conv), "decoder.up_blocks.%d.conv.conv", 2 * b - 1);
+            LTX2_CONV(up[b - 1][0], up[b - 1][1]);
+        }
+        for (int j = 0; j < 2 * res; j++) {
+            snprintf(conv, sizeof(conv), "decoder.up_blocks.%d.res_blocks.%d.conv%d.conv", 2 * b, j / 2, j % 2 + 1);
+            LTX2_CONV(c, c);
+        }
+    }
+    snprintf(conv, sizeof(conv), "decoder.conv_out.conv");
+    LTX2_CONV(48, 4);
+#undef LTX2_CONV
+    const char *       path = test_tmp_path("ltx2-released");
+    struct vae_model * m    = test_write_model(path, n, ts) ? vae_model_load(path, VAE_FAMILY_AUTO, err, sizeof(err))
+                                                            : NULL;
+    CHECK(m && m->family == (v23 ? VAE_FAMILY_LTX23 : VAE_FAMILY_LTX2) && m->lookahead == want_lookahead &&
+              m->scale == 32 && m->frames_per_latent == 8,
+          "the released %s structure: %s, lookahead %d", v23 ? "2.3" : "2.0", m ? m->description : err,
+          m ? m->lookahead : -1);
+    // the first graph takes lookahead + 1 latent frames and gives 8 (lookahead + 1) - lag >= 1 frames
+    struct vae_session_config cfg = { 128, 2, 3, VAE_SPACE_RAW, 1, 0, 0, NULL };
+    struct vae_session *      s   = m ? vae_session_new(m, cpu, &cfg, err, sizeof(err)) : NULL;
+    CHECK(s != NULL, "a session of the released %s structure: %s", v23 ? "2.3" : "2.0", err);
+    printf("ltx2%s's released structure: lookahead %d latent frames, a 2x3-latent session holds %zu bytes\n",
+           v23 ? ".3" : "", m ? m->lookahead : -1, s ? vae_session_peak_bytes(s) : 0);
+    vae_session_free(s);
+    vae_model_free(m);
+    unlink(path);
+}
+
 // LTX-2 and LTX-2.3's video VAEs (tests/data/gen_ltx2_fixtures.py, diffusers' AutoencoderKLLTX2Video
 // with reduced widths, not causal): both namings, whole clips streamed at every chunk size against
 // upstream's whole-clip decode (the stream starts after lookahead + 1 latent frames and is flushed
@@ -842,6 +907,13 @@ static void test_ltx2(void) {
             CHECK(e <= 3e-5, "%s: the first 2 latent frames decode %g from upstream's", orig, e);
             free(d.data);
         }
+        // LTX-2.0's convs pad by reflection: a latent grid of one row is refused (2.3's zeros take it)
+        struct vae_session_config one = { 128, 1, 3, VAE_SPACE_RAW, 1, 0, 0, NULL };
+        const bool                took = vae_session_check(m, &one, err, sizeof(err));
+        CHECK(took == (i == 1), "%s: a 3x1 latent grid %s", orig, took ? "taken" : err);
+        if (!took) {
+            CHECK_ERR_HAS(err, "ltx2 pads its convs by reflection: its latent grid must be at least 2x2, not 3x1");
+        }
         // normalized latents: z = x * std + mean, the file's latents_mean and latents_std
         float div[128], add[128];
         const struct vae_weight * mw = vae_model_weight(m, "per_channel_statistics.mean-of-means");
@@ -856,6 +928,8 @@ static void test_ltx2(void) {
         free(exp);
         vae_model_free(m);
     }
+    check_ltx2_released(false, 22);
+    check_ltx2_released(true, 14);
 }
 
 int main(int argc, char ** argv) {

@@ -388,7 +388,7 @@ static inline void remove_own_dir(const char * dir) {
 
 // latent channels of video_torch.py's decoder `name`: SVD's 4, HunyuanVideo 1.5's 32, the others' 16
 static inline int video_channels(const char * name) {
-    return !strcmp(name, "svd") ? 4 : !strcmp(name, "hyvideo15") ? 32 : VIDEO_CHANNELS;
+    return !strcmp(name, "svd") ? 4 : !strcmp(name, "hyvideo15") ? 32 : !strcmp(name, "ltx2") ? 128 : VIDEO_CHANNELS;
 }
 
 // does dir/<name>.json describe latents of [T, C, h, w] (the layout python's json.dump writes)?

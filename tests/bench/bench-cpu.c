@@ -7,7 +7,9 @@
 // (--models kl) the AutoencoderKL decoder of SD 1.x/2.x / SDXL at full width (random weights made
 // by tests/bench/kl_torch.py) at 1024x1024, whole-frame and with exact tiled decode, beside
 // diffusers' AutoencoderKL.decode; (--models hyvideo15) HunyuanVideo 1.5's VAE at full width beside
-// diffusers' AutoencoderKLHunyuanVideo15.decode of the whole clip; and (--models svd,seedvr2) SVD's temporal decoder per
+// diffusers' AutoencoderKLHunyuanVideo15.decode of the whole clip; (--models ltx2) LTX-2's video VAE
+// at full width, streamed, beside diffusers' AutoencoderKLLTX2Video.decode of the whole clip; and
+// (--models svd,seedvr2) SVD's temporal decoder per
 // decode_chunk_size and SeedVR2's VAE untiled and tiled, beside diffusers'
 // AutoencoderKLTemporalDecoder and SeedVR's VideoAutoencoderKLWrapper, timed over whole clips. TAEF2 runs at each precision asked (fp32, bf16), on both sides;
 // the backend's name gives oneDNN's ISA in effect, which --isa lowers (DNNL_MAX_CPU_ISA).
@@ -18,7 +20,8 @@
 //             [--latent-frames T] [--video-streams N] [--video-warmup W] [--video-dir DIR]
 //             [--kl-latent HxW] [--kl-runs N] [--kl-warmup W] [--kl-tiles LIST] [--kl-layouts LIST]
 //             [--svd-latent HxW] [--svd-frames N] [--svd-chunks LIST] [--seedvr-latent HxW]
-//             [--seedvr-frames T] [--seedvr-tiles LIST] [--hyv-latent HxW] [--hyv-frames T] [--clip-layouts LIST]
+//             [--seedvr-frames T] [--seedvr-tiles LIST] [--hyv-latent HxW] [--hyv-frames T] [--ltx-latent HxW]
+//             [--ltx-frames T] [--clip-layouts LIST]
 //
 // A benchmark, not a test: it always exits 0 when our side ran, whether or not the peer could.
 // See tests/bench/README.md.
@@ -69,6 +72,10 @@
 // SeedVR2: 640x360; its 1280x720 (90x160) needs 31.9 GB untiled (our session's plan)
 #define HYV_LATENT_H    12
 #define HYV_LATENT_W    20
+// LTX-2: 64x96 frames, 25 latent frames (a stream starts after 23, its lookahead + 1)
+#define LTX_LATENT_H    2
+#define LTX_LATENT_W    3
+#define LTX_FRAMES      25
 #define SEEDVR_LATENT_H 45
 #define SEEDVR_LATENT_W 80
 
@@ -84,7 +91,7 @@ static void usage(FILE * f) {
             "                 [--kl-latent HxW] [--kl-runs N] [--kl-warmup W] [--kl-tiles LIST] [--kl-layouts LIST]\n"
             "                 [--svd-latent HxW] [--svd-frames N] [--svd-chunks LIST] [--seedvr-latent HxW]\n"
             "                 [--seedvr-frames T] [--seedvr-tiles LIST] [--hyv-latent HxW] [--hyv-frames T]\n"
-            "                 [--clip-layouts LIST]\n"
+            "                 [--ltx-latent HxW] [--ltx-frames T] [--clip-layouts LIST]\n"
             "  --model PATH        TAEF2 decoder safetensors (default %s)\n"
             "  --frames N          TAEF2: timed decodes, one frame each (default 5)\n"
             "  --warmup W          TAEF2: untimed decodes first (default 1)\n"
@@ -93,7 +100,7 @@ static void usage(FILE * f) {
             "  --python PATH       interpreter with torch for the TAEF2 peer (default %s; env VAE_BENCH_PYTHON)\n"
             "  --peer-script PATH  the TAEF2 PyTorch peer (default %s in the source dir)\n"
             "  --no-peer           do not time PyTorch (the video weights are still made with it)\n"
-            "  --models LIST       comma-separated, of taef2, wan, taehv, svd, seedvr2, hyvideo15, kl (default\n"
+            "  --models LIST       comma-separated, of taef2, wan, taehv, svd, seedvr2, hyvideo15, ltx2, kl (default\n"
             "                      taef2,wan,taehv)\n"
             "  --video-python PATH interpreter with torch >= 2 and diffusers for %s and kl_torch.py\n"
             "                      (default env VAE_BENCH_VIDEO_PYTHON, else the --python one)\n"
@@ -117,10 +124,13 @@ static void usage(FILE * f) {
             "  --seedvr-tiles LIST SeedVR2: the session's tile-size of each row (default 0,256; 0: untiled)\n"
             "  --hyv-latent HxW    HunyuanVideo 1.5 latent size (default %dx%d: 320x192 frames)\n"
             "  --hyv-frames T      HunyuanVideo 1.5 latent frames per stream, >= 2 (default 2: 1 + 4 frames)\n"
-            "  --clip-layouts LIST the SVD, SeedVR2 and HunyuanVideo 1.5 peers' memory layouts (default channels_last)\n",
+            "  --ltx-latent HxW    LTX-2 latent size (default %dx%d: 96x64 frames)\n"
+            "  --ltx-frames T      LTX-2 latent frames per stream, >= 2 (default %d: 1 + 8 (T - 1) frames)\n"
+            "  --clip-layouts LIST the SVD, SeedVR2, HunyuanVideo 1.5 and LTX-2 peers' memory layouts (default\n"
+            "                      channels_last)\n",
             DEFAULT_MODEL, DEFAULT_PYTHON, PEER_SCRIPT, VIDEO_SCRIPT, VIDEO_LATENT_H, VIDEO_LATENT_W, KL_LATENT,
             KL_LATENT, SVD_LATENT_H, SVD_LATENT_W, SVD_FRAMES, SVD_FRAMES, SEEDVR_LATENT_H, SEEDVR_LATENT_W,
-            HYV_LATENT_H, HYV_LATENT_W);
+            HYV_LATENT_H, HYV_LATENT_W, LTX_LATENT_H, LTX_LATENT_W, LTX_FRAMES);
 }
 
 // --- other load ---------------------------------------------------------------------------------
@@ -429,8 +439,9 @@ static bool video_ours(struct video_result * r, const char * dir, int streams, i
     r->lo                = -model->out_offset / model->out_scale + 0.0f;  // no "-0"
     r->hi                = (1.0f - model->out_offset) / model->out_scale;
     // FLOPs from the graphs the session prepares: a later latent frame's, and latent frame 0's
-    for (int first = 0; first < 2; first++) {
-        struct vae_graph * g = vae_model_build_graph(model, 1, h, w, first, err, sizeof(err));
+    for (int first = 0; first < 2; first++) { // (LTX-2's first graph takes lookahead + 1 latent frames)
+        struct vae_graph * g = vae_model_build_graph(model, first ? model->lookahead + 1 : 1, h, w, first, err,
+                                                     sizeof(err));
         if (!g) {
             snprintf(r->reason, sizeof(r->reason), "building the graph: %s", err);
             goto done;
@@ -1277,7 +1288,7 @@ static int bench_taef2(const char * model_path, const char * python, const char 
 
 #define SVD_MAX_CHUNKS   4
 #define SEEDVR_MAX_TILES 4
-#define VIDEO_MAX_ROWS   (3 + SVD_MAX_CHUNKS + SEEDVR_MAX_TILES)
+#define VIDEO_MAX_ROWS   (4 + SVD_MAX_CHUNKS + SEEDVR_MAX_TILES)
 
 // the video decoders' sizes: Wan and TAEHV share theirs; SVD, SeedVR2 and HunyuanVideo 1.5 have their own
 struct video_opts {
@@ -1288,6 +1299,7 @@ struct video_opts {
     int seedvr_T, seedvr_h, seedvr_w;
     int seedvr_tiles[SEEDVR_MAX_TILES], n_seedvr_tiles;  // one row per tile-size (0: untiled)
     int hyv_T, hyv_h, hyv_w;
+    int ltx_T, ltx_h, ltx_w;
     const char * clip_layouts;                     // the SVD, SeedVR2 and HunyuanVideo 1.5 peers' --layouts
 };
 
@@ -1332,6 +1344,13 @@ static int video_rows(struct video_result * vr, const bool * do_video, const str
         vr[n] = (struct video_result) { .name = "hyvideo15", .label = "HunyuanVideo 1.5 VAE (released widths)",
                                         .weights = "hyvideo15_full.safetensors", .T = o->hyv_T, .h = o->hyv_h,
                                         .w = o->hyv_w, .chunk = 1, .clip = true, .peer_args = args[n], .peer_of = -1 };
+        n++;
+    }
+    if (do_video[5]) { // (the same: upstream decodes the whole clip; ours streams it 22 latent frames late)
+        snprintf(args[n], sizeof(args[n]), "--layouts %s", o->clip_layouts);
+        vr[n] = (struct video_result) { .name = "ltx2", .label = "LTX-2 video VAE (2.0, released widths)",
+                                        .weights = "ltx2_full.safetensors", .T = o->ltx_T, .h = o->ltx_h,
+                                        .w = o->ltx_w, .chunk = 1, .clip = true, .peer_args = args[n], .peer_of = -1 };
         n++;
     }
     return n;
@@ -1546,7 +1565,8 @@ int main(int argc, char ** argv) {
                              .svd_h = SVD_LATENT_H, .svd_w = SVD_LATENT_W, .svd_chunks = { SVD_FRAMES, 4 },
                              .n_svd_chunks = 2, .seedvr_T = 2, .seedvr_h = SEEDVR_LATENT_H,
                              .seedvr_w = SEEDVR_LATENT_W, .seedvr_tiles = { 0, 256 }, .n_seedvr_tiles = 2,
-                             .hyv_T = 2, .hyv_h = HYV_LATENT_H, .hyv_w = HYV_LATENT_W, .clip_layouts = "channels_last" };
+                             .hyv_T = 2, .hyv_h = HYV_LATENT_H, .hyv_w = HYV_LATENT_W, .ltx_T = LTX_FRAMES,
+                             .ltx_h = LTX_LATENT_H, .ltx_w = LTX_LATENT_W, .clip_layouts = "channels_last" };
     bool         no_peer = false;
     enum vae_precision precisions[MAX_PRECISIONS] = { VAE_PRECISION_FP32 };
     int                n_prec                     = 1;
@@ -1569,6 +1589,7 @@ int main(int argc, char ** argv) {
         { "--svd-frames", &vo.svd_T, 2, "" },
         { "--seedvr-frames", &vo.seedvr_T, 2, "" },
         { "--hyv-frames", &vo.hyv_T, 2, "" },
+        { "--ltx-frames", &vo.ltx_T, 2, "" },
     };
     const struct {
         const char * name;
@@ -1579,6 +1600,7 @@ int main(int argc, char ** argv) {
         { "--svd-latent", &vo.svd_h, &vo.svd_w },
         { "--seedvr-latent", &vo.seedvr_h, &vo.seedvr_w },
         { "--hyv-latent", &vo.hyv_h, &vo.hyv_w },
+        { "--ltx-latent", &vo.ltx_h, &vo.ltx_w },
     };
 
     for (int i = 1; i < argc; i++) {
@@ -1695,19 +1717,19 @@ int main(int argc, char ** argv) {
     }
 
     // which models
-    bool do_model[7] = { false };  // taef2, wan, taehv, svd, seedvr2, hyvideo15, kl
+    bool do_model[8] = { false };  // taef2, wan, taehv, svd, seedvr2, hyvideo15, ltx2, kl
     {
-        static const char * names[7] = { "taef2", "wan", "taehv", "svd", "seedvr2", "hyvideo15", "kl" };
+        static const char * names[8] = { "taef2", "wan", "taehv", "svd", "seedvr2", "hyvideo15", "ltx2", "kl" };
         const char *        p        = models;
         while (*p) {
             const size_t n  = strcspn(p, ",");
             int          hit = -1;
-            for (int k = 0; k < 7; k++) {
+            for (int k = 0; k < 8; k++) {
                 if (strlen(names[k]) == n && !strncmp(p, names[k], n)) hit = k;
             }
             if (hit < 0) {
                 fprintf(stderr, "bench-cpu: --models takes a comma-separated list of taef2, wan, taehv, svd, seedvr2, "
-                        "hyvideo15, kl\n");
+                        "hyvideo15, ltx2, kl\n");
                 return 2;
             }
             do_model[hit] = true;
@@ -1739,7 +1761,7 @@ int main(int argc, char ** argv) {
         }
         n_sgemm = 2;
     }
-    if (!do_model[1] && !do_model[2] && !do_model[3] && !do_model[4] && !do_model[5] && !do_model[6]) {
+    if (!do_model[1] && !do_model[2] && !do_model[3] && !do_model[4] && !do_model[5] && !do_model[6] && !do_model[7]) {
         return 0;
     }
 
@@ -1749,11 +1771,11 @@ int main(int argc, char ** argv) {
     if (!(video_dir = work_dir(video_dir, dir_buf, sizeof(dir_buf), &own_dir))) {
         return 1;
     }
-    if (do_model[1] || do_model[2] || do_model[3] || do_model[4] || do_model[5]) {
+    if (do_model[1] || do_model[2] || do_model[3] || do_model[4] || do_model[5] || do_model[6]) {
         bench_video(do_model + 1, video_python, video_script, taehv_py, video_dir, &vo, no_peer, threads, run_start,
                     sgemm_fs, &n_sgemm);
     }
-    if (do_model[6]) {
+    if (do_model[7]) {
         bench_kl(&kl_opts, video_python, video_dir, no_peer, threads, run_start, sgemm_fs, &n_sgemm);
     }
     if (own_dir) remove_own_dir(video_dir);

@@ -3,13 +3,14 @@
 decoder (diffusers' AutoencoderKLWan, full widths: base 96), TAEW2.1 (madebyollin/taehv
 `taehv.py`, full widths n_f=[256,128,64,64]), SVD's temporal decoder (diffusers'
 AutoencoderKLTemporalDecoder, block_out_channels 128/256/512/512), SeedVR2's VAE (SeedVR's
-attn_video_vae VideoAutoencoderKLWrapper, the released configuration) and HunyuanVideo 1.5's VAE
-(diffusers' AutoencoderKLHunyuanVideo15, its defaults: the released configuration), all with
+attn_video_vae VideoAutoencoderKLWrapper, the released configuration), HunyuanVideo 1.5's VAE
+(diffusers' AutoencoderKLHunyuanVideo15, its defaults: the released configuration) and LTX-2's
+(diffusers' AutoencoderKLLTX2Video, the released 2.0 decoder of its conversion script), all with
 random weights.
 
     python video_torch.py gen  --out DIR [--height-latent 30] [--width-latent 52]
-                               [--latent-frames 3] [--only wan|taehv|svd|seedvr2|hyvideo15] [--taehv-py PATH]
-    python video_torch.py time --model wan|taehv|svd|seedvr2|hyvideo15 --dir DIR [--streams 1] [--warmup 1]
+                               [--latent-frames 3] [--only wan|taehv|svd|seedvr2|hyvideo15|ltx2] [--taehv-py PATH]
+    python video_torch.py time --model wan|taehv|svd|seedvr2|hyvideo15|ltx2 --dir DIR [--streams 1] [--warmup 1]
                                [--threads N] [--layouts nchw,channels_last]
                                [--modes parallel,sequential] [--chunk N] [--taehv-py PATH]
 
@@ -24,28 +25,32 @@ tests/data/gen_seedvr_fixtures.py); see tests/bench/README.md. No upstream code 
   svd_full.safetensors    decoder.* of AutoencoderKLTemporalDecoder (diffusers naming), BF16
   seedvr2_full.safetensors decoder.* of VideoAutoencoderKLWrapper (its state_dict's names), F16
   hyvideo15_full.safetensors decoder.* of AutoencoderKLHunyuanVideo15 (diffusers naming), F16
+  ltx2_full.safetensors   decoder.*, latents_mean and latents_std of AutoencoderKLLTX2Video (diffusers
+                          naming), F16
   <model>.latent.f32      raw little-endian f32 [T, C, H, W] (C = 4 for SVD, 32 for HunyuanVideo
-                          1.5, else 16): the latent
+                          1.5, 128 for LTX-2, else 16): the latent
                           frames in stream order, the decoder's raw latents
   <model>.json            shapes and the generator's output statistics
 Weights are random (fixed seeds), scaled-uniform so that activations stay O(1) (no denormals,
 no Inf/NaN), and rounded to bf16 before they are stored, so both sides decode the same values.
 SVD: the modules' default initialisation with random GroupNorm affines and time_mixer
 mix_factors (as tests/data/gen_svd_fixtures.py); SeedVR2: gen_seedvr_fixtures.py's
-random_weights (F16-rounded); HunyuanVideo 1.5: gen_hyvideo15_fixtures.py's init_weights.
+random_weights (F16-rounded); HunyuanVideo 1.5: gen_hyvideo15_fixtures.py's init_weights; LTX-2:
+gen_ltx2_fixtures.py's.
 
 `time` loads the files, decodes `--warmup` untimed streams of the first 2 latent frames (both
 paths: latent frame 0 and a later one; TAEHV parallel=True: the whole clip, whose shapes depend
 on T) and then `--streams` timed streams of all T latent frames, for every memory layout (and for TAEHV every decode_video mode), writes
 the last output of the fastest configuration to DIR/<model>.torch.f32 (f32 [F, 3, sH, sW], s = 16
-for HunyuanVideo 1.5, else 8, as upstream returns it: Wan, TAEHV clamped, the others raw) and
+for HunyuanVideo 1.5, 32 for LTX-2, else 8, as upstream returns it: Wan, TAEHV clamped, the others
+raw) and
 prints, last:
 
     video_peer model=<m> steady_ms_per_frame=<f> steady_min_ms_per_frame=<f> first_ms=<f>
         stream_ms=<f> layout=<l> mode=<m> threads=<n> torch=<v> load_rss_mib=<f>
         decode_peak_rss_mib=<f> max_rss_mib=<f>
 
-(one line). steady = the latent frames after the first, 4 output frames each:
+(one line). steady = the latent frames after the first, 4 output frames each (LTX-2: 8):
 - Wan: diffusers' `vae.decode(z)` runs `vae.decoder` once per latent frame (its own causal
   cache loop); a forward pre-hook and hook on `vae.decoder` time every call: steady = the mean
   of calls 1..T-1 / 4, first = call 0, stream_ms = the whole `vae.decode`.
@@ -63,6 +68,8 @@ prints, last:
   memory_device="same")`, as its inference configures it (latent frames 0 and 1 as one call,
   then one at a time with the convs' memory; at T = 2 this is the one call); steady = the whole
   clip / its 1 + 4 (T - 1) frames, first = 0 (no boundary).
+- HunyuanVideo 1.5, LTX-2: `vae.decode(z)` of the whole clip (tiling off, the default): steady =
+  the whole clip / its frames, first = 0.
 Memory: load_rss_mib = VmRSS after the model is built and loaded; decode_peak_rss_mib = VmHWM
 reset (/proc/self/clear_refs) after loading, read after the timed decodes: the whole process
 resident at its peak while decoding (weights, torch runtime, activations); max_rss_mib =
@@ -94,8 +101,10 @@ TAEHV_WEIGHTS = "taew21_full.safetensors"
 SVD_WEIGHTS = "svd_full.safetensors"
 SEEDVR_WEIGHTS = "seedvr2_full.safetensors"
 HYV15_WEIGHTS = "hyvideo15_full.safetensors"
-CHANNELS = {"wan": 16, "taehv": 16, "svd": 4, "seedvr2": 16, "hyvideo15": 32}
-SCALE = {"hyvideo15": 16}  # output pixels per latent pixel (8 for the others)
+LTX2_WEIGHTS = "ltx2_full.safetensors"
+CHANNELS = {"wan": 16, "taehv": 16, "svd": 4, "seedvr2": 16, "hyvideo15": 32, "ltx2": 128}
+SCALE = {"hyvideo15": 16, "ltx2": 32}  # output pixels per latent pixel (8 for the others)
+FRAMES = {"svd": 1, "ltx2": 8}  # output frames per later latent frame (4 for the others)
 SEEDVR_WIDTHS = [128, 256, 512, 512]  # the released s8_c16_t4_inflation_sd3.yaml
 
 
@@ -177,6 +186,21 @@ def hyvideo15_weights(vae, seed):
     import gen_hyvideo15_fixtures as gh
     names = [(k, tuple(v.shape)) for k, v in vae.state_dict().items() if k.startswith("decoder.")]
     return {k: v.half() for k, v in gh.init_weights(names, seed).items()}
+
+
+def make_ltx2():
+    """the released LTX-2.0 decoder (gen_ltx2_fixtures.py's RELEASED["v20"]), its encoder narrow
+    (never used)"""
+    import gen_ltx2_fixtures as gl
+    from diffusers import AutoencoderKLLTX2Video
+    return AutoencoderKLLTX2Video(**dict(gl.RELEASED["v20"], block_out_channels=(8, 8, 8, 8))).eval()
+
+
+def ltx2_weights(vae, seed):
+    """decoder.*, latents_mean, latents_std (diffusers naming), F16: gen_ltx2_fixtures.py's init_weights"""
+    import gen_ltx2_fixtures as gl
+    names = [(k, tuple(v.shape)) for k, v in vae.state_dict().items() if not k.startswith("encoder.")]
+    return {k: v.half() for k, v in gl.init_weights(names, seed).items()}
 
 
 def svd_weights(vae, seed):
@@ -278,6 +302,9 @@ def make_model(name, taehv_py, gen_seed=False):
     elif name == "hyvideo15":
         model, weights, fname = make_hyvideo15(), hyvideo15_weights, HYV15_WEIGHTS
         seed = 4151
+    elif name == "ltx2":
+        model, weights, fname = make_ltx2(), ltx2_weights, LTX2_WEIGHTS
+        seed = 4200
     else:
         model, weights, fname = make_seedvr(), seedvr_weights, SEEDVR_WEIGHTS
         seed = 2024
@@ -322,7 +349,8 @@ def cmd_gen(args):
         r = model.load_state_dict(sd, strict=False)
         check_keys(r)
         c = CHANNELS[name]
-        g = torch.Generator().manual_seed({"wan": 5, "taehv": 6, "svd": 7, "seedvr2": 8, "hyvideo15": 9}[name])
+        g = torch.Generator().manual_seed({"wan": 5, "taehv": 6, "svd": 7, "seedvr2": 8, "hyvideo15": 9,
+                                           "ltx2": 10}[name])
         z = torch.randn((t_, c, h, w), generator=g)  # [T, C, H, W]
         save_file(sd, os.path.join(args.out, fname),
                   metadata={"model": f"{name}, random weights, tests/bench/video_torch.py"})
@@ -522,7 +550,7 @@ def cmd_time(args):
     z = load_latent(os.path.join(args.dir, f"{args.model}.latent.f32"), T, C, H, W)
     load_rss = status_kib("VmRSS") / 1024
     can_reset = reset_peak_rss()
-    n_frames = T if args.model == "svd" else 1 + 4 * (T - 1)
+    n_frames = T if args.model == "svd" else 1 + FRAMES.get(args.model, 4) * (T - 1)
     log(f"model {args.model}: {info['params'] / 1e6:.1f} M decoder parameters, latent [{T}, {C}, {H}, {W}] "
         f"-> {n_frames} frames of {SCALE.get(args.model, 8) * W}x{SCALE.get(args.model, 8) * H}; torch "
         f"{torch.__version__}, {threads} threads"
@@ -544,7 +572,7 @@ def cmd_time(args):
                                           args.warmup)
                 elif args.model == "seedvr2":
                     runs, out = time_clip(seedvr_decoder(model, z, layout), T, n_frames, args.streams, args.warmup)
-                elif args.model == "hyvideo15":
+                elif args.model in ("hyvideo15", "ltx2"):
                     runs, out = time_clip(whole_clip_decoder(model, z, layout), T, n_frames, args.streams,
                                           args.warmup)
                 else:

@@ -74,6 +74,15 @@ bug softmax-running-max $attn - "online softmax keeps no running-max rescale: al
 bug replicate-rows $conv - "edge-replicating conv clamps the column only: rows above and below the frame read zeros" \
     $'        iy = iy < 0 ? 0 : iy >= p.h ? p.h - 1 : iy;\n' \
     ''
+bug reflect-rows $conv - "reflecting conv reads the edge row itself above the frame (replicate's), not the row inside it" \
+    '        iy = iy < 0 ? 1 : iy >= p.h ? p.h - 2 : iy;' \
+    '        iy = iy < 0 ? 0 : iy >= p.h ? p.h - 2 : iy;'
+bug split-drop kernels/vae-gpu-frame-split.cu - "frame split ignores the frames it drops: y's frame f from the split's frame f, not f + drop" \
+    'const size_t fy  = q / hw, f = fy + drop;' \
+    'const size_t fy  = q / hw, f = fy;'
+bug rms-no-gamma kernels/vae-gpu-rms-norm.cu - "RMS norm without gamma (LTX-2's) stages zeros, not ones" \
+    'sm_gamma[ch] = ch < c ? (gamma ? gamma[ch] : 1.0f) : 0.0f;' \
+    'sm_gamma[ch] = ch < c && gamma ? gamma[ch] : 0.0f;'
 bug causal-attn-held $attn - "causal attention counts its keys from the cache's start without the frames held: a later compute's queries see the stream's first frames, not their own" \
     'vae_gpu_attention_launch(qkv, cache, held * qkv.h * qkv.w, y, p, s)' \
     'vae_gpu_attention_launch(qkv, cache, 0, y, p, s)'
