@@ -238,16 +238,6 @@ static char * hyv15_canonical_name(const char * key, const struct vae_naming * n
     return strdup(key);
 }
 
-// rows (owned by w) for w's data: row k is the file's row from[k]
-static bool hyv15_rows(struct vae_weight * w, const int32_t * from, char * err, size_t err_size) {
-    if (!(w->rows = malloc((size_t) w->shape[0] * sizeof(int32_t)))) {
-        snprintf(err, err_size, "out of memory");
-        return false;
-    }
-    memcpy(w->rows, from, (size_t) w->shape[0] * sizeof(int32_t));
-    return true;
-}
-
 // a new weight `name`: rows `from` of the file tensor behind the weight `of` (the first frame's
 // conv and bias)
 static bool hyv15_pick(struct vae_model * m, const char * of, const char * name, int64_t n, const int32_t * from,
@@ -262,7 +252,7 @@ static bool hyv15_pick(struct vae_model * m, const char * of, const char * name,
         snprintf(err, err_size, "out of memory");
         return false;
     }
-    return hyv15_rows((struct vae_weight *) vae_model_weight(m, name), from, err, err_size);
+    return vae_weights_set_rows((struct vae_weight *) vae_model_weight(m, name), from, err, err_size);
 }
 
 // upsampler of up-block i, Cin -> C channels (MODELS.md J.2): its conv [F C, Cin, 3, 3, 3] gives
@@ -301,8 +291,8 @@ static bool hyv15_upsampler(struct vae_model * m, int i, char * err, size_t err_
         map[k]  = (int32_t) (src / rep);
     }
     // (w and bias moved with the weight added: found again)
-    ok = ok && hyv15_rows((struct vae_weight *) vae_model_weight(m, wname), from, err, err_size) &&
-         hyv15_rows((struct vae_weight *) vae_model_weight(m, bname), from, err, err_size);
+    ok = ok && vae_weights_set_rows((struct vae_weight *) vae_model_weight(m, wname), from, err, err_size) &&
+         vae_weights_set_rows((struct vae_weight *) vae_model_weight(m, bname), from, err, err_size);
     if (ok && f == 8) { // k = 4c + p
         for (int64_t k = 0; k < 4 * c; k++) {
             from[k] = (int32_t) ((k % 4) * 2 * c + k / 4);

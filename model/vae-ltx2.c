@@ -165,16 +165,6 @@ static char * ltx2_canonical_name(const char * key, const struct vae_naming * na
     return strdup(key);
 }
 
-// rows (owned by w) for w's data: row k is the file's row from[k]
-static bool ltx2_rows(struct vae_weight * w, const int32_t * from, char * err, size_t err_size) {
-    if (!(w->rows = malloc((size_t) w->shape[0] * sizeof(int32_t)))) {
-        snprintf(err, err_size, "out of memory");
-        return false;
-    }
-    memcpy(w->rows, from, (size_t) w->shape[0] * sizeof(int32_t));
-    return true;
-}
-
 // upsampler `name` (factors st x sh x sh, F = st sh sh) from Cin to C = rows / F channels: conv row
 // o F + (t sh + y) sh + x gives output channel o at frame offset t and pixel offset (y, x); its rows
 // become t (C sh sh) + o sh sh + y sh + x, frame_split's and pixel_shuffle's order. With residual
@@ -210,8 +200,8 @@ static bool ltx2_upsampler(struct vae_model * m, const struct ltx2_layer * l, bo
         }
     }
     // (w and bias moved with the weight added: found again)
-    ok = ok && ltx2_rows((struct vae_weight *) vae_model_weight(m, wname), from, err, err_size) &&
-         ltx2_rows((struct vae_weight *) vae_model_weight(m, bname), from, err, err_size);
+    ok = ok && vae_weights_set_rows((struct vae_weight *) vae_model_weight(m, wname), from, err, err_size) &&
+         vae_weights_set_rows((struct vae_weight *) vae_model_weight(m, bname), from, err, err_size);
     if (!from) {
         snprintf(err, err_size, "out of memory");
     }

@@ -134,6 +134,15 @@ bool vae_weights_reorder_rows(struct vae_weight * w, int32_t (*from)(int32_t k, 
     return true;
 }
 
+bool vae_weights_set_rows(struct vae_weight * w, const int32_t * from, char * err, size_t err_size) {
+    if (!(w->rows = malloc((size_t) w->shape[0] * sizeof(*w->rows)))) {
+        snprintf(err, err_size, "out of memory");
+        return false;
+    }
+    memcpy(w->rows, from, (size_t) w->shape[0] * sizeof(*w->rows));
+    return true;
+}
+
 // w's data: the file's bytes in place where they are aligned little-endian f32 and need no
 // rearranging, else a converted copy
 static bool weights_make(struct vae_weight * w, char * err, size_t err_size) {

@@ -37,7 +37,9 @@ int32_t * vae_weights_add_rows(struct vae_model * m, const char * name, int64_t 
 // every 5-D weight of a 2-D decoder stored with a time axis of 1 ([O, I, 1, k, k]) as the 4-D one
 // it is; false with a message naming a tensor whose time axis is longer (family names the decoder)
 bool vae_weights_drop_time_axis(struct vae_model * m, const char * family, char * err, size_t err_size);
-// w's rows reordered when its data is made (vae_weight.rows): row k of n is the file's row from(k, n)
+// w's rows reordered when its data is made (vae_weight.rows): row k is the file's row from[k] (w->shape[0] of them)
+bool vae_weights_set_rows(struct vae_weight * w, const int32_t * from, char * err, size_t err_size);
+// the same where row k of n is the file's row from(k, n)
 bool vae_weights_reorder_rows(struct vae_weight * w, int32_t (*from)(int32_t k, int32_t n), char * err,
                               size_t err_size);
 // the attention `at`: q, k, v and the output projection (parts, in that order) as [C, C, 1, 1]
