@@ -61,15 +61,16 @@ static int ltx2_layers(const struct vae_model * m, struct ltx2_layer * l, int ma
             if (!rows) {
                 break;
             }
-            // the factors from the rows per output channel: the next layer's input width
-            char next[48];
+            // the factors from the rows per output channel: the width of the resnets after it (of
+            // conv_out after the last; every released stage has resnets, and a stage without them
+            // is refused: the next upsampler's input is not the output's width)
+            char next[48], after[48];
             snprintf(next, sizeof(next), "decoder.up_blocks.%d.res_blocks.0", blk + 1);
+            snprintf(after, sizeof(after), "decoder.up_blocks.%d", blk + 2);
             int c = vae_model_dim(m, next, ".conv1.conv.weight", 1);
-            if (!c) {
-                snprintf(next, sizeof(next), "decoder.up_blocks.%d", blk + 2);
-                c = vae_model_dim(m, next, ".conv.conv.weight", 1);
+            if (!c && !vae_model_dim(m, after, ".conv.conv.weight", 0)) {
+                c = vae_model_dim(m, "decoder.conv_out", ".conv.weight", 1);
             }
-            c = c ? c : vae_model_dim(m, "decoder.conv_out", ".conv.weight", 1);
             const int  f  = c > 0 && rows % c == 0 ? rows / c : 0;
             const bool ok = f == 2 || f == 4 || f == 8; // (st 0: not an upsampler's shape; the build says so)
             l[n] = (struct ltx2_layer) { LTX2_UP, "", ok ? (f == 4 ? 1 : 2) : 0, f == 2 ? 1 : 2 };
