@@ -1320,6 +1320,16 @@ gst_vae_decode_add_stamps (GstVaeDecode * self, GstClockTime pts,
   self->discont = FALSE;
 }
 
+/* whether a failed decode was stopped by a flush or the way to READY (no error then) */
+static gboolean
+gst_vae_decode_interrupted (GstVaeDecode * self)
+{
+  if (!g_atomic_int_get (&self->cancel))
+    return FALSE;
+  GST_DEBUG_OBJECT (self, "decode interrupted");
+  return TRUE;
+}
+
 /* the vaedecode-progress element message, after the last frame of a decode step */
 static void
 gst_vae_decode_post_progress (GstVaeDecode * self, const GstVaeStamp * last)
@@ -1422,9 +1432,13 @@ gst_vae_decode_generate_output (GstBaseTransform * trans, GstBuffer ** outbuf)
   }
   dst.kr = kr;
   dst.kb = kb;
+  /* (at the end of an LTX-2 stream a pop decodes the next frames still in flight: a flush
+   * may stop it) */
   if (!vae_session_pop_frame (self->session, &dst, err, sizeof (err))) {
     gst_video_frame_unmap (&frame);
     gst_clear_buffer (outbuf);
+    if (gst_vae_decode_interrupted (self))
+      return GST_FLOW_FLUSHING;
     GST_ELEMENT_ERROR (self, STREAM, DECODE, ("%s", err), (NULL));
     return GST_FLOW_ERROR;
   }
@@ -1451,16 +1465,6 @@ gst_vae_decode_generate_output (GstBaseTransform * trans, GstBuffer ** outbuf)
   if (vae_session_frames_ready (self->session) == 0)
     gst_vae_decode_post_progress (self, &stamp);
   return GST_FLOW_OK;
-}
-
-/* whether a failed decode was stopped by a flush or the way to READY (no error then) */
-static gboolean
-gst_vae_decode_interrupted (GstVaeDecode * self)
-{
-  if (!g_atomic_int_get (&self->cancel))
-    return FALSE;
-  GST_DEBUG_OBJECT (self, "decode interrupted");
-  return TRUE;
 }
 
 /* what the backend noticed during a decode that failed nothing (a GPU graph that could not
