@@ -177,7 +177,7 @@ static bool ltx2_upsampler(struct vae_model * m, const struct ltx2_layer * l, bo
     snprintf(wname, sizeof(wname), "%s.conv.conv.weight", l->name);
     snprintf(bname, sizeof(bname), "%s.conv.conv.bias", l->name);
     const struct vae_weight * w = vae_model_weight(m, wname), *bias = vae_model_weight(m, bname);
-    const int64_t F = (int64_t) l->st * l->sh * l->sh, n = w->shape[0], cin = w->shape[1], c = n / F;
+    const int64_t F = (int64_t) l->st * l->sh * l->sh, n = w->shape[0], cin = w->shape[1], c = F ? n / F : 0;
     if (!l->st || !bias || bias->n_dims != 1 || bias->shape[0] != n ||
         (residual && (cin < F || cin % F || c % (cin / F)))) {
         snprintf(err, err_size, "%s: tensor '%s' or its bias is missing, or it is not an upsampler to 2, 4 or 8 times "

@@ -42,7 +42,8 @@ static void pop_all(struct vae_session * s, const struct vae_model * m, struct v
 
 // decode latents [1, C, T, h, w] pushing one latent frame at a time, in `tile`-pixel tiles (0:
 // whole frames unless they exceed max_bytes: then v.tile says the tile chosen); with flush_at > 0
-// the first flush_at frames are pushed, then the session is reset and the whole stream pushed again
+// the first flush_at frames (at most the clip's) are pushed, then the session is reset and the
+// whole stream pushed again
 static struct video decode_video(const struct vae_model * m, const float * lat, const int64_t ls[5],
                                  enum vae_space space, int chunk, int flush_at, int tile, size_t max_bytes) {
     struct video              v   = { 0, m->scale * (int) ls[3], m->scale * (int) ls[4], NULL, 0, 0 };
@@ -58,7 +59,7 @@ static struct video decode_video(const struct vae_model * m, const float * lat, 
     const int64_t T     = ls[2];
     float *       frame = malloc((size_t) (ls[1] * ls[3] * ls[4]) * sizeof(float));
     v.data              = malloc((size_t) (1 + m->frames_per_latent * T) * 3 * v.height * v.width * sizeof(float));
-    for (int64_t t = 0; t < flush_at; t++) {
+    for (int64_t t = 0; t < flush_at && t < T; t++) { // (a clip shorter than flush_at: all of it)
         latent_frame(lat, ls, t, frame);
         CHECK(vae_session_push(s, frame, err, sizeof(err)), "%s", err);
         pop_all(s, m, &v);
