@@ -1527,7 +1527,7 @@ static void bench_video(const bool * do_video, const char * video_python, const 
                p->first_ms, pfs / 1e9, pct, "-", rss, speed, pprobe / 1e9, pprobe < 0.85 * peak_fs ? "!" : "");
     }
     printf("ms/frame: Wan, TAEHV: steady state, per output frame (the latent frames after the first, 4 frames "
-           "each); SVD, SeedVR2: the whole stream (pushes, drain, pops; upstream: its decode calls) / its frames; "
+           "each); SVD, SeedVR2, HunyuanVideo 1.5, LTX-2: the whole stream (pushes, drain, pops; upstream: its decode calls) / its frames; "
            "first ms: latent frame 0 (SVD: the first push or call; 0: no boundary upstream); speed-up = PyTorch ms / our ms (above 1: ours is faster); probe: the lower "
            "of the sgemm GFLOP/s measured just before and just after that row\n");
     if (unsteady) {
