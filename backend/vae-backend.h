@@ -183,10 +183,9 @@ struct vae_tensor * vae_graph_time_conv(struct vae_graph * g, struct vae_tensor 
 // share a state (the steps of one stream) give the same op the same slot
 struct vae_tensor * vae_graph_causal_conv3d(struct vae_graph * g, struct vae_tensor * x, struct vae_tensor * w,
                                             struct vae_tensor * b, struct vae_tensor * r, enum vae_act act, int slot);
-// the same whose history after a state reset repeats the first frame it sees (i[1] = 1)
 // the same with the flags `edges` (enum vae_causal_edges): the history after a reset, the conv's
 // spatial padding, and for a centred conv its frames per latent frame a (i[2]) and whether it starts
-// the stream (kt/2 frames out fewer)
+// the stream (a frame out fewer)
 struct vae_tensor * vae_graph_causal_conv3d_edges(struct vae_graph * g, struct vae_tensor * x, struct vae_tensor * w,
                                                   struct vae_tensor * b, struct vae_tensor * r, enum vae_act act,
                                                   int slot, int edges, int a);
