@@ -1070,6 +1070,7 @@ static void test_model_corpus(void) {
         { "taesd-w1.safetensors", NULL },
         { "taef2-w1.safetensors", NULL },
         { "taehv-w1.safetensors", NULL },
+        { "ltx23-w2.safetensors", NULL },
     };
     const char * dir = getenv("VAE_FUZZ_CORPUS") != NULL ? getenv("VAE_FUZZ_CORPUS") : "tests/fuzz/corpus-model";
     DIR *        d   = opendir(dir);

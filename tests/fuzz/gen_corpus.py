@@ -3,7 +3,7 @@
 
     python3 tests/fuzz/gen_corpus.py
 
-Tiny decoders of width 1 that load (TAESD, TAEF2, TAEHV: every code path of a load is reached
+Tiny decoders of width 1 or 2 that load (TAESD, TAEF2, TAEHV, LTX-2.3: every code path of a load is reached
 with a few kilobytes), decoder-shaped names of the other namings (refused, but through their
 renaming code), and the crafted files of issue 11 that the loader must refuse naming the tensor:
 zero dimensions beside absurd ones, block numbers at LONG_MAX, a NaN weight. Plain Python, no
@@ -97,11 +97,34 @@ def taehv(dtype):
     return t
 
 
+def conv3d(name, cout, cin, dtype):
+    """a 3x3x3 conv's weight and bias"""
+    return [(name + ".weight", dtype, (cout, cin, 3, 3, 3)), (name + ".bias", dtype, (cout,))]
+
+
+def ltx23(dtype):
+    """LTX-2.3's decoder (MODELS.md J.1) in Lightricks' names, widths 2 to 1: conv_in from the 128
+    latent channels, a resnet per stage, its four upsamplers told by their rows per output channel
+    (8: spatiotemporal, 2: temporal, 4: spatial), conv_out to 48, the latent statistics"""
+    t = conv3d("decoder.conv_in.conv", 2, 128, dtype)
+    widths = (2, 1, 1, 1, 1)      # the mid block's, then each stage's
+    rows = (8, 8, 2, 4)           # each upsampler's conv rows
+    for b, c in enumerate(widths):
+        if b:
+            t += conv3d("decoder.up_blocks.%d.conv.conv" % (2 * b - 1), rows[b - 1], widths[b - 1], dtype)
+        for j in (1, 2):
+            t += conv3d("decoder.up_blocks.%d.res_blocks.0.conv%d.conv" % (2 * b, j), c, c, dtype)
+    t += conv3d("decoder.conv_out.conv", 48, 1, dtype)
+    return t + [("per_channel_statistics.mean-of-means", dtype, (128,)),
+                ("per_channel_statistics.std-of-means", dtype, (128,))]
+
+
 def main():
     os.makedirs(OUT, exist_ok=True)
     write("taesd-w1.safetensors", taesd(4, False, "F16"))
     write("taef2-w1.safetensors", taesd(32, True, "BF16"))
     write("taehv-w1.safetensors", taehv("F32"))
+    write("ltx23-w2.safetensors", ltx23("F16"))
     write("taesd-nan.safetensors", taesd(4, False, "F16"), poke=("3.conv.2.weight", 0, float("nan")))
 
     # an empty tensor's other dimensions are unbounded by its (zero) bytes
