@@ -72,6 +72,14 @@ static inline bool vae_graph_cancelled(const struct vae_graph * g) {
 int64_t vae_backend_kv_room(const struct vae_tensor * t, int64_t cap, int64_t need, size_t frame, size_t other,
                             size_t limit, char * err, size_t err_size);
 
+// the frame of centred conv t's input in this compute that is its stream's last (frame a (end - 1)
+// of the stream, a = i[2]), counted from the input's first (negative: an earlier compute's) given
+// the input frames its slot has seen; the input's frame count where none is past it (the stream's
+// end not known, or t not centred). The frames after it read it (see VAE_OP_CAUSAL_CONV3D).
+static inline int64_t vae_centred_last(const struct vae_tensor * t, int64_t end, int64_t seen) {
+    return end > 0 && (t->i[1] & VAE_CENTRED) ? t->i[2] * (end - 1) - seen : t->src[0]->ne[0];
+}
+
 // the groups of a convolution node: a grouped VAE_OP_CONV2D's, the depthwise conv's input channels, else 1
 static inline int vae_conv_groups(const struct vae_tensor * t) {
     return t->op == VAE_OP_CONV2D && t->i[0] > 1            ? t->i[0]

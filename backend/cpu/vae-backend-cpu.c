@@ -150,11 +150,11 @@ static size_t cpu_state_floats(const struct vae_tensor * t) {
     return (size_t) (t->op == VAE_OP_DELAY ? t->i[1] : t->src[1]->ne[2] - 1) * cpu_frame_floats(t->src[0]);
 }
 
-// the frames a causal conv reads in front of its input: its history, kt - 1, or kt/2 copies of the
-// first frame when a centred conv starts its stream (see VAE_OP_CAUSAL_CONV3D)
+// the frames a conv reads in front of its input: a causal conv's history, kt - 1, or kt/2 copies of
+// the first frame when a centred conv starts its stream (see VAE_OP_CAUSAL_CONV3D); 0 for the others
 static int64_t cpu_conv_front(const struct vae_tensor * t) {
-    const int64_t kt = t->op == VAE_OP_CAUSAL_CONV3D ? t->src[1]->ne[2] : 1;
-    return t->i[1] & VAE_CENTRED_START ? kt / 2 : kt - 1;
+    const int64_t kt = t->src[1]->ne[2];
+    return t->op != VAE_OP_CAUSAL_CONV3D ? 0 : t->i[1] & VAE_CENTRED_START ? kt / 2 : kt - 1;
 }
 
 // whether conv t reads the nearest edge pixel, or the mirror one, outside the frame: it runs on a
@@ -343,7 +343,7 @@ static bool cpu_prepare_to_bf16(struct cpu_context * ctx, struct cpu_graph * cg,
                                 int64_t cin, char * err, size_t err_size) {
     struct cpu_node *         node = &cg->nodes[t->index];
     const struct vae_tensor * x    = t->src[0];
-    const int64_t             front = t->op == VAE_OP_CAUSAL_CONV3D ? cpu_conv_front(t) : 0;
+    const int64_t             front = cpu_conv_front(t);
     const dnnl_dims_t         dims = { front + x->ne[0], cin, x->ne[2], x->ne[3] };
     dnnl_memory_desc_t        from_md, to_md;
     dnnl_primitive_desc_t     pd = NULL;
@@ -379,7 +379,7 @@ static bool cpu_prepare_conv(struct cpu_context * ctx, struct cpu_graph * cg, co
     // divide; oneDNN pads them in the same layout (its padding lanes, zero on input and output)
     const int64_t     cin  = G > 1 ? x->ne[1] : vae_cpu_blocks(x->ne[1]) * vae_cpu_block();
     const int64_t     cout = G > 1 ? t->ne[1] : vae_cpu_blocks(t->ne[1]) * vae_cpu_block();
-    const int64_t     front     = t->op == VAE_OP_CAUSAL_CONV3D ? cpu_conv_front(t) : 0;
+    const int64_t     front     = cpu_conv_front(t);
     const dnnl_dims_t src_dims  = { t->ne[0], cin, x->ne[2] + (rep ? 2 : 0), x->ne[3] + (rep ? 2 : 0) };
     const dnnl_dims_t dst_dims  = { t->ne[0], cout, t->ne[2], t->ne[3] };
     const dnnl_dims_t wei_dims  = { cout, cin, kd, kd };
@@ -712,7 +712,7 @@ static bool cpu_graph_prepare(vae_backend_t * backend, struct vae_graph * g, siz
             n = cpu_replicate_floats(t);
         } else if (ctx->conv_type == dnnl_bf16 &&
                    (t->op == VAE_OP_CONV2D || t->op == VAE_OP_UPSAMPLE_CONV2D || t->op == VAE_OP_CAUSAL_CONV3D)) {
-            const size_t frames = (size_t) ((t->op == VAE_OP_CAUSAL_CONV3D ? cpu_conv_front(t) : 0) + t->src[0]->ne[0]);
+            const size_t frames = (size_t) (cpu_conv_front(t) + t->src[0]->ne[0]);
             n = (frames * cpu_frame_floats(t->src[0]) + 1) / 2; // bf16: 2 per float
         }
         cg->scratch_floats = n > cg->scratch_floats ? n : cg->scratch_floats;
@@ -908,10 +908,9 @@ static void cpu_causal_history(const struct vae_tensor * t, vae_state_t * state,
     } else {
         memcpy(x - hist, state->data[t->i[0]], hist * sizeof(float));
     }
-    // a centred conv past its stream's last frame (index 1 + a (end - 1) - 1): that frame, copied
-    // over the frames after it (the frame in front of x is one already when it is older)
-    const int64_t last = state->end > 0 && (t->i[1] & VAE_CENTRED) ? t->i[2] * (state->end - 1) - state->seen[t->i[0]]
-                                                                   : t->src[0]->ne[0];
+    // a centred conv past its stream's last frame: that frame, copied over the frames after it (the
+    // frame in front of x is one already when it is older)
+    const int64_t last = vae_centred_last(t, state->end, state->seen[t->i[0]]);
     for (int64_t k = last < -1 ? 0 : last + 1; k < t->src[0]->ne[0]; k++) {
         memcpy(x + (size_t) k * frame, x + (last < -1 ? -1 : last) * (int64_t) frame, frame * sizeof(float));
     }

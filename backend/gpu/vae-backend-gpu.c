@@ -884,15 +884,15 @@ static bool gpu_state_priming(const struct vae_graph * g, const vae_state_t * st
     return false;
 }
 
-// a centred conv past its stream's end: its input frames after the stream's last (frame a (end - 1)
-// of the stream, a = i[2]) become copies of it; where that frame is older than the input, of the
-// state's last frame, a copy of it already. (They are frames past the clip's end, whose outputs no
+// a centred conv past its stream's end: its input frames after the stream's last (vae_centred_last)
+// become copies of it; where that frame is older than the input, of the state's last frame, a copy
+// of it already. (They are frames past the clip's end, whose outputs no
 // frame of the clip reads: the padding upstream gives the clip.)
 static cudaError_t gpu_centred_end(struct gpu_context * ctx, struct gpu_graph * cg, const struct vae_tensor * t,
                                    vae_state_t * state, enum vae_precision p) {
     const struct vae_gpu_act * x     = &cg->nodes[t->src[0]->index].act;
     const size_t               frame = (size_t) x->h * x->w * x->cp * vae_gpu_elem_bytes(p);
-    const int64_t              last  = t->i[2] * (state->end - 1) - state->seen[t->i[0]];
+    const int64_t              last  = vae_centred_last(t, state->end, state->seen[t->i[0]]);
     const uint8_t *            from  = last >= 0 ? (const uint8_t *) x->data + (size_t) last * frame
                                                  : (const uint8_t *) state->data[t->i[0]] + (t->src[1]->ne[2] - 2) * frame;
     cudaError_t                e     = cudaSuccess;
