@@ -218,12 +218,12 @@ struct vae_tensor * vae_graph_causal_conv3d_edges(struct vae_graph * g, struct v
     // a centred conv starting its stream gives kt/2 frames fewer
     const int64_t n = x->ne[0] - (edges & VAE_CENTRED_START ? w->ne[2] / 2 : 0);
     assert(n >= 1);
-    struct vae_tensor   xs = *x;
-    xs.ne[0]               = n; // (the output's frames: r is checked against them)
-    struct vae_tensor * t  = vae_graph_causal_conv3d(g, &xs, w, b, r, act, slot);
-    t->src[0]              = x;
-    t->i[1]                = edges;
-    t->i[2]                = edges & VAE_CENTRED ? a : 0;
+    struct vae_tensor * t = vae_graph_causal_conv3d(g, x, w, b, NULL, act, slot);
+    t->ne[0]              = n;
+    assert(!r || memcmp(r->ne, t->ne, sizeof(t->ne)) == 0);
+    t->src[3]             = r;
+    t->i[1]               = edges;
+    t->i[2]               = edges & VAE_CENTRED ? a : 0;
     return t;
 }
 

@@ -438,11 +438,10 @@ bool vae_session_push(struct vae_session * s, const float * latent, char * err, 
         session_unpatchify(s, s->unpatch, s->queue + (size_t) s->queued * n);
     }
     s->queued++;
-    const uint64_t n_first = s->model->lookahead ? (uint64_t) s->model->lookahead + 1 : 1;
-    if (s->first && ++s->latents_in <= n_first) {
+    const uint64_t n_first = (uint64_t) s->model->lookahead + 1; // (the first graph's latent frames)
+    if (++s->latents_in <= n_first && s->first) {
         return s->latents_in < n_first || session_decode(s, s->first, err, err_size);
     }
-    s->latents_in += s->first ? 0 : 1;
     return s->whole || s->queued < s->cfg.chunk_frames || session_decode(s, s->step, err, err_size);
 }
 
