@@ -55,10 +55,14 @@ enum vae_op {
     VAE_OP_RMS_NORM,         // y = act(x * s * g + b + r), per pixel over its C channels, |x| = their L2 norm;
                              //   i[0] = 0: s = sqrt(C) / max(|x|, 1e-12) (Wan's F.normalize);
                              //   i[0] = 1: s = 1 / sqrt(|x|^2 / C + eps), f[0] = eps (diffusers' RMSNorm: DC-AE)
+                             //   i[0] = 2: PyTorch's LayerNorm: x - mean(x) in place of x, s = 1 / sqrt(var + eps)
+                             //   with var the biased variance over the C channels, f[0] = eps (MiniMax-H3's norm_out)
                              //   src: x, g [C] or NULL (ones: LTX-2's), b [C] or NULL, r (like x: a
                              //   residual) or NULL
-    VAE_OP_ATTENTION,        // per frame, one head over the H*W positions: src qkv [N, 3C, H, W] ->
-                             //   [N, C, H, W], o = softmax(q k^T / sqrt(C)) v; q, k, v = thirds of qkv
+    VAE_OP_ATTENTION,        // per frame, over the H*W positions: src qkv [N, 3C, H, W] -> [N, C, H, W],
+                             //   q, k, v = thirds of qkv, in heads of hd = i[0] channels (0: one head of C):
+                             //   head j reads channels [j hd, (j+1) hd) of each third and writes those of y,
+                             //   o = softmax(q k^T / sqrt(hd)) v
     VAE_OP_CAUSAL_ATTENTION, // block-causal attention over a stream's frames with a key/value cache: src qkv
                              //   [N, 3C, H, W] -> [N, C, H, W], one head, o = softmax(q k^T / sqrt(C)) v where
                              //   a query of frame t sees every position of the frames the state holds (all
@@ -88,6 +92,25 @@ enum vae_op {
                              //   odd: y[t] = act(b + r[t] + sum_k w[:, :, k] x[t + k - kt/2]), zero frames
                              //   outside [0, N); src: x, w [Cout, Cin, kt, 1, 1], b [Cout] or NULL, r or NULL
                              //   (the cpu backend takes kt <= 3)
+    VAE_OP_TOKENS,           // frames to one sequence of tokens (a ViT's): x [N, C, H, W] -> [1, C, 1, N H W + E + z],
+                             //   token (n H + y) W + x = pixel (y, x) of frame n, then the E rows of src[1] (a
+                             //   weight [E, C], or NULL: E = 0), then z = i[0] tokens of zeros
+    VAE_OP_UNTOKENS,         // the inverse: x [1, C, 1, L] -> [N, C, H, W] = i[0..2], its first N H W tokens
+    VAE_OP_ROPE,             // a ViT's q and k made ready for VAE_OP_ATTENTION (MiniMax-H3's): src qkv [1, 3D, 1, L]
+                             //   (q, k, v thirds, heads of hd = i[0] channels) -> the same where each head's q and
+                             //   k are RMS-normalised over its hd channels (x / sqrt(mean(x^2) + eps), f[0] = eps,
+                             //   no weight) and then rotated: for j < rd/2 (rd = i[1], a multiple of 6),
+                             //   (u_j, u_{j+rd/2}) <- (u_j cos a_j - u_{j+rd/2} sin a_j, u_{j+rd/2} cos a_j + u_j sin a_j),
+                             //   channels from rd on as normalised; v as it is. The angles of token p: where
+                             //   p < T H W (T, H, W = i[2..4]) it is grid point (t, y, x) = (p / (H W), p / W % H,
+                             //   p % W) at positions P = (2 (t + 0.5) / T - 1, 2 (y + 0.5) / H - 1, 2 (x + 0.5) / W
+                             //   - 1), else P = 0; a_{b nf + f} = 2 pi P_b / theta^(6 f / rd) for axis b < 3 and
+                             //   f < nf = rd / 6, theta = f[1]
+    VAE_OP_CROSSFADE,        // the cross-fade between a stream's chunks (MiniMax-H3's decode): x [N, C, H, W] ->
+                             //   [K + d, C, H, W] (pre, K, d = i[1..3]): y[f] = x[pre + f] for f < K, except that
+                             //   where state slot i[0] holds frames (a compute since its reset wrote them) the
+                             //   first d are blended with them, y[f] = held[f] (1 - f/d) + x[pre + f] (f/d) (fp32,
+                             //   f/d rounded first); then y[K + j] = x[N - d + j] (j < d), which the slot keeps
     VAE_OP_COUNT,
 };
 
@@ -115,7 +138,7 @@ struct vae_tensor {
     int                 n_dims;
     struct vae_tensor * src[VAE_MAX_SRC];
     enum vae_act        act;
-    int32_t             i[3];              // integer parameters, per op (see enum vae_op)
+    int32_t             i[5];              // integer parameters, per op (see enum vae_op)
     float               f[2];              // float parameters, per op
     const float *       data;              // VAE_OP_WEIGHT only
     const char *        name;              // weight name or a label, for messages
@@ -200,6 +223,8 @@ struct vae_tensor * vae_graph_rms_norm_eps(struct vae_graph * g, struct vae_tens
                                            struct vae_tensor * gamma, struct vae_tensor * beta, struct vae_tensor * r,
                                            enum vae_act act);
 struct vae_tensor * vae_graph_attention(struct vae_graph * g, struct vae_tensor * qkv);
+// the same in heads of hd channels (see VAE_OP_ATTENTION)
+struct vae_tensor * vae_graph_attention_heads(struct vae_graph * g, struct vae_tensor * qkv, int hd);
 // block-causal attention over the frames of a stream, its keys and values kept in state slot `slot`
 // (see VAE_OP_CAUSAL_ATTENTION): qkv [N, 3C, H, W] -> [N, C, H, W]
 struct vae_tensor * vae_graph_causal_attention(struct vae_graph * g, struct vae_tensor * qkv, int slot);
@@ -211,6 +236,18 @@ struct vae_tensor * vae_graph_frame_split(struct vae_graph * g, struct vae_tenso
 // the same less its first `drop` frames (see VAE_OP_FRAME_SPLIT)
 struct vae_tensor * vae_graph_frame_split_drop(struct vae_graph * g, struct vae_tensor * x, int s, int drop);
 struct vae_tensor * vae_graph_pixel_shuffle(struct vae_graph * g, struct vae_tensor * x);
+// PyTorch's LayerNorm over the channels of each pixel (i[0] = 2, see VAE_OP_RMS_NORM)
+struct vae_tensor * vae_graph_layer_norm(struct vae_graph * g, struct vae_tensor * x, float eps,
+                                         struct vae_tensor * gamma, struct vae_tensor * beta);
+// x's pixels as tokens, then extra's rows (NULL: none) and `zeros` zero tokens (see VAE_OP_TOKENS)
+struct vae_tensor * vae_graph_tokens(struct vae_graph * g, struct vae_tensor * x, struct vae_tensor * extra, int zeros);
+// the first n h w tokens of x as n frames of h x w (see VAE_OP_UNTOKENS)
+struct vae_tensor * vae_graph_untokens(struct vae_graph * g, struct vae_tensor * x, int n, int h, int w);
+// q and k of qkv normalised and rotated for a t x h x w token grid (see VAE_OP_ROPE)
+struct vae_tensor * vae_graph_rope(struct vae_graph * g, struct vae_tensor * qkv, int hd, int rd, float theta,
+                                   float eps, int n, int h, int w);
+// x's frames [pre, pre + keep) faded in over d frames from those slot holds, then its last d (see VAE_OP_CROSSFADE)
+struct vae_tensor * vae_graph_crossfade(struct vae_graph * g, struct vae_tensor * x, int slot, int pre, int keep, int d);
 // one k x k filter per output channel, output channel o reading input channel o / m (m = w's rows / C)
 struct vae_tensor * vae_graph_depthwise_conv2d(struct vae_graph * g, struct vae_tensor * x, struct vae_tensor * w,
                                                struct vae_tensor * b);

@@ -270,9 +270,14 @@ struct vae_tensor * vae_graph_rms_norm_eps(struct vae_graph * g, struct vae_tens
 }
 
 struct vae_tensor * vae_graph_attention(struct vae_graph * g, struct vae_tensor * qkv) {
-    assert(qkv->ne[1] % 3 == 0);
+    return vae_graph_attention_heads(g, qkv, 0);
+}
+
+struct vae_tensor * vae_graph_attention_heads(struct vae_graph * g, struct vae_tensor * qkv, int hd) {
+    assert(qkv->ne[1] % 3 == 0 && hd >= 0 && (hd == 0 || (qkv->ne[1] / 3) % hd == 0));
     struct vae_tensor * t = graph_node(g, VAE_OP_ATTENTION, qkv->ne[0], qkv->ne[1] / 3, qkv->ne[2], qkv->ne[3]);
     t->src[0] = qkv;
+    t->i[0]   = hd;
     t->name   = qkv->name;
     return t;
 }
@@ -341,6 +346,69 @@ struct vae_tensor * vae_graph_depthwise_conv2d(struct vae_graph * g, struct vae_
     return t;
 }
 
+struct vae_tensor * vae_graph_layer_norm(struct vae_graph * g, struct vae_tensor * x, float eps,
+                                         struct vae_tensor * gamma, struct vae_tensor * beta) {
+    struct vae_tensor * t = vae_graph_rms_norm_eps(g, x, eps, gamma, beta, NULL, VAE_ACT_NONE);
+    t->i[0]               = 2;
+    return t;
+}
+
+struct vae_tensor * vae_graph_tokens(struct vae_graph * g, struct vae_tensor * x, struct vae_tensor * extra, int zeros) {
+    assert(!extra || (extra->op == VAE_OP_WEIGHT && extra->n_dims == 2 && extra->ne[1] == x->ne[1]));
+    assert(zeros >= 0);
+    const int64_t       e = (extra ? extra->ne[0] : 0) + zeros;
+    struct vae_tensor * t = graph_node(g, VAE_OP_TOKENS, 1, x->ne[1], 1, x->ne[0] * x->ne[2] * x->ne[3] + e);
+    t->src[0] = x;
+    t->src[1] = extra;
+    t->i[0]   = zeros;
+    t->name   = extra ? extra->name : x->name;
+    return t;
+}
+
+struct vae_tensor * vae_graph_untokens(struct vae_graph * g, struct vae_tensor * x, int n, int h, int w) {
+    assert(x->ne[0] == 1 && x->ne[2] == 1 && n >= 1 && h >= 1 && w >= 1 && (int64_t) n * h * w <= x->ne[3]);
+    struct vae_tensor * t = graph_node(g, VAE_OP_UNTOKENS, n, x->ne[1], h, w);
+    t->src[0] = x;
+    t->i[0]   = n;
+    t->i[1]   = h;
+    t->i[2]   = w;
+    t->name   = x->name;
+    return t;
+}
+
+struct vae_tensor * vae_graph_rope(struct vae_graph * g, struct vae_tensor * qkv, int hd, int rd, float theta,
+                                   float eps, int n, int h, int w) {
+    assert(qkv->ne[0] == 1 && qkv->ne[2] == 1 && hd > 0 && (qkv->ne[1] / 3) % hd == 0 && qkv->ne[1] % 3 == 0);
+    assert(rd >= 0 && rd <= hd && rd % 6 == 0 && theta > 0.0f && eps >= 0.0f);
+    assert(n >= 1 && h >= 1 && w >= 1 && (int64_t) n * h * w <= qkv->ne[3]);
+    struct vae_tensor * t = graph_node(g, VAE_OP_ROPE, 1, qkv->ne[1], 1, qkv->ne[3]);
+    t->src[0] = qkv;
+    t->i[0]   = hd;
+    t->i[1]   = rd;
+    t->i[2]   = n;
+    t->i[3]   = h;
+    t->i[4]   = w;
+    t->f[0]   = eps;
+    t->f[1]   = theta;
+    t->name   = qkv->name;
+    return t;
+}
+
+struct vae_tensor * vae_graph_crossfade(struct vae_graph * g, struct vae_tensor * x, int slot, int pre, int keep, int d) {
+    assert(slot >= 0 && pre >= 0 && keep >= d && d >= 1 && pre + keep <= x->ne[0] && d <= x->ne[0]);
+    struct vae_tensor * t = graph_node(g, VAE_OP_CROSSFADE, keep + d, x->ne[1], x->ne[2], x->ne[3]);
+    t->src[0] = x;
+    t->i[0]   = slot;
+    t->i[1]   = pre;
+    t->i[2]   = keep;
+    t->i[3]   = d;
+    t->name   = x->name;
+    if (slot >= g->n_states) {
+        g->n_states = slot + 1;
+    }
+    return t;
+}
+
 void vae_graph_set_output(struct vae_graph * g, struct vae_tensor * t) {
     g->output = t;
 }
@@ -356,7 +424,8 @@ const char * vae_op_name(enum vae_op op) {
         [VAE_OP_LINEAR_ATTENTION] = "linear_attention", [VAE_OP_GLU] = "glu",
         [VAE_OP_FRAME_SPLIT] = "frame_split", [VAE_OP_PIXEL_SHUFFLE] = "pixel_shuffle",
         [VAE_OP_DEPTHWISE_CONV2D] = "depthwise_conv2d", [VAE_OP_TIME_CONV] = "time_conv",
-        [VAE_OP_DELAY] = "delay",
+        [VAE_OP_DELAY] = "delay", [VAE_OP_TOKENS] = "tokens", [VAE_OP_UNTOKENS] = "untokens",
+        [VAE_OP_ROPE] = "rope", [VAE_OP_CROSSFADE] = "crossfade",
     };
     return op < VAE_OP_COUNT ? names[op] : "?";
 }

@@ -17,7 +17,9 @@
 // are also called directly, through
 // backend/cpu/vae-cpu.h, on buffers made with vae_cpu_to_blocked. Causal conv3d streams frames
 // through a state in steps of several sizes against the whole-sequence reference. SVD's temporal
-// ops: group_norm with statistics over all frames, and the centred time_conv (kt 1, 3).
+// ops: group_norm with statistics over all frames, and the centred time_conv (kt 1, 3). MiniMax-H3's
+// ViT: attention in heads, frames to tokens and back (with extra tokens), LayerNorm, the per-head
+// RMS norm and rotary embedding of q and k, and the cross-fade of a stream's chunks through a state.
 //
 // meson runs it twice: natively and under DNNL_MAX_CPU_ISA=AVX2 (test-cpu-ops-avx2), where the
 // blocks of the layout have 8 lanes instead of 16 (vae_cpu_block).
@@ -2106,16 +2108,19 @@ static void test_rms(void) {
     }
 }
 
-// o = softmax(q k^T / sqrt(C)) v per frame, in double; *max_logit gets max |q.k| / sqrt(C)
-static double * ref_attention(struct pool * pl, const float * x, int N, int C, int HW, double * max_logit) {
-    double * y = pool_add(pl, xmalloc((size_t) N * C * HW * sizeof(double)));
-    double * s = pool_add(pl, xmalloc((size_t) HW * sizeof(double)));
-    double * o = pool_add(pl, xmalloc((size_t) C * sizeof(double)));
-    double * kt = pool_add(pl, xmalloc((size_t) HW * C * sizeof(double))); // token-major k, then v
-    double * vt = pool_add(pl, xmalloc((size_t) HW * C * sizeof(double)));
-    *max_logit  = 0;
-    for (int n = 0; n < N; n++) {
-        const float * q = x + (size_t) n * 3 * C * HW, *k = q + (size_t) C * HW, *v = k + (size_t) C * HW;
+// o = softmax(q k^T / sqrt(C)) v per frame and head of hd channels (0: one head of all D), in
+// double; *max_logit gets max |q.k| / sqrt(C)
+static double * ref_attention(struct pool * pl, const float * x, int N, int D, int hd, int HW, double * max_logit) {
+    const int C = hd ? hd : D;
+    double *  y = pool_add(pl, xmalloc((size_t) N * D * HW * sizeof(double)));
+    double *  s = pool_add(pl, xmalloc((size_t) HW * sizeof(double)));
+    double *  o = pool_add(pl, xmalloc((size_t) C * sizeof(double)));
+    double *  kt = pool_add(pl, xmalloc((size_t) HW * C * sizeof(double))); // token-major k, then v
+    double *  vt = pool_add(pl, xmalloc((size_t) HW * C * sizeof(double)));
+    *max_logit   = 0;
+    for (int nh = 0; nh < N * (D / C); nh++) {
+        const int     n = nh / (D / C), c0 = nh % (D / C) * C;
+        const float * q = x + ((size_t) n * 3 * D + c0) * HW, *k = q + (size_t) D * HW, *v = k + (size_t) D * HW;
         for (int j = 0; j < HW; j++) {
             for (int c = 0; c < C; c++) {
                 kt[(size_t) j * C + c] = k[(size_t) c * HW + j];
@@ -2143,7 +2148,7 @@ static double * ref_attention(struct pool * pl, const float * x, int N, int C, i
                 }
             }
             for (int c = 0; c < C; c++) {
-                y[((size_t) n * C + c) * HW + i] = o[c] / sum;
+                y[((size_t) n * D + c0 + c) * HW + i] = o[c] / sum;
             }
         }
     }
@@ -2152,7 +2157,7 @@ static double * ref_attention(struct pool * pl, const float * x, int N, int C, i
 
 // q and k scaled by qk_mag (logits grow as qk_mag^2), v by v_mag; nan: a NaN in one query
 // channel of one token, whose output (only) must be NaN
-static void test_attention_case(int N, int C, int H, int W, float qk_mag, float v_mag, bool nan) {
+static void test_attention_case(int N, int C, int hd, int H, int W, float qk_mag, float v_mag, bool nan) {
     struct pool   pl = { 0 };
     const int64_t ne[4] = { N, 3 * C, H, W }, ne_y[4] = { N, C, H, W };
     const int     HW = H * W;
@@ -2167,19 +2172,19 @@ static void test_attention_case(int N, int C, int H, int W, float qk_mag, float 
         x[(size_t) (N - 1) * 3 * C * HW + (size_t) (C / 2) * HW + HW / 2] = NAN;
     }
     double         max_logit;
-    const double * yd = ref_attention(&pl, x, N, C, HW, &max_logit);
+    const double * yd = ref_attention(&pl, x, N, C, hd, HW, &max_logit);
 
     // the scratch starts as NaN and is followed by a guard that must stay untouched
-    const size_t ns = vae_cpu_attention_scratch(ne), guard = 64;
+    const size_t ns = vae_cpu_attention_scratch(ne, hd), guard = 64;
     float *      scratch = pool_add(&pl, xmalloc((ns + guard) * sizeof(float)));
     for (size_t i = 0; i < ns + guard; i++) {
         scratch[i] = i < ns ? NAN : 1234.5f;
     }
     float * yb = blocked_out(&pl, ne_y);
-    vae_cpu_attention(blocked_in(&pl, x, ne), yb, ne, scratch, NULL);
+    vae_cpu_attention(blocked_in(&pl, x, ne), yb, ne, hd, scratch, NULL);
 
     char label[160];
-    snprintf(label, sizeof(label), "attention(n=%d,c=%d,h=%d,w=%d,max|logit|=%.3g,max|v|=%g%s)", N, C, H, W,
+    snprintf(label, sizeof(label), "attention(n=%d,c=%d,hd=%d,h=%d,w=%d,max|logit|=%.3g,max|v|=%g%s)", N, C, hd, H, W,
              max_logit, v_mag, nan ? ",nan" : "");
     bool guard_ok = true;
     for (size_t i = ns; i < ns + guard; i++) {
@@ -2211,7 +2216,17 @@ static void test_attention(void) {
     const int n_shapes = g_quick ? 2 : (int) (sizeof(shapes) / sizeof(shapes[0]));
     for (int s = 0; s < n_shapes; s++) {
         rng_seed((uint64_t) (7000 + s));
-        test_attention_case(shapes[s][0], shapes[s][1], shapes[s][2], shapes[s][3], 1.0f, 1.0f, false);
+        test_attention_case(shapes[s][0], shapes[s][1], 0, shapes[s][2], shapes[s][3], 1.0f, 1.0f, false);
+    }
+    // heads (MiniMax-H3's over its tokens): heads that split the layout's blocks (hd 10, 12), a
+    // query block boundary (300 tokens)
+    static const int heads[][5] = {
+        // n, c, hd, h, w
+        { 1, 32, 16, 1, 47 }, { 2, 30, 10, 3, 5 }, { 1, 48, 12, 1, 300 }, { 1, 64, 16, 1, 130 },
+    };
+    for (int s = 0; s < (g_quick ? 1 : 4); s++) {
+        rng_seed((uint64_t) (7050 + s));
+        test_attention_case(heads[s][0], heads[s][1], heads[s][2], heads[s][3], heads[s][4], 1.0f, 1.0f, s == 1);
     }
     if (g_quick) {
         return;
@@ -2219,11 +2234,11 @@ static void test_attention(void) {
     // logits of 130 to 380 in size (exp(88) overflows fp32): nothing overflows once the row max
     // is subtracted
     rng_seed(7100);
-    test_attention_case(1, 32, 17, 20, 9.0f, 100.0f, false);
-    test_attention_case(2, 20, 7, 5, 12.0f, 1.0f, false);
-    test_attention_case(1, 384, 4, 5, 20.0f, 1e3f, false);
+    test_attention_case(1, 32, 0, 17, 20, 9.0f, 100.0f, false);
+    test_attention_case(2, 20, 0, 7, 5, 12.0f, 1.0f, false);
+    test_attention_case(1, 384, 0, 4, 5, 20.0f, 1e3f, false);
     rng_seed(7200);
-    test_attention_case(2, 33, 5, 7, 1.0f, 1.0f, true);
+    test_attention_case(2, 33, 0, 5, 7, 1.0f, 1.0f, true);
 }
 
 // ---- DC-AE's linear attention and gated unit ----------------------------------------------------
@@ -2912,6 +2927,211 @@ static void test_causal(void) {
     test_split_graph(12, 3, true, 2);
 }
 
+// ---- a ViT's ops (MiniMax-H3): tokens, LayerNorm, RoPE, cross-fade ------------------------------
+
+// frames -> tokens (with extra rows and zero tokens) read back as they are, and tokens -> 1x1 conv
+// -> frames: the token layout under a real op, both ways
+static void test_tokens_case(int N, int C, int H, int W, int E, int Z) {
+    struct pool         pl = { 0 };
+    const int           HW = H * W, T = N * HW + E + Z;
+    struct vae_graph *  g  = graph_new(true);
+    const float *       ex = rnd(&pl, (size_t) E * C, -1.0f, 1.0f), *w0;
+    const int64_t       sh[2] = { E, C };
+    struct vae_tensor * in = vae_graph_input(g, N, C, H, W);
+    vae_graph_set_output(g, vae_graph_tokens(g, in, E ? vae_graph_weight(g, "extra", ex, 2, sh) : NULL, Z));
+    const size_t  n  = (size_t) N * C * HW;
+    const float * x  = rnd(&pl, n, -1.0f, 1.0f);
+    double *      yd = pool_add(&pl, xmalloc((size_t) C * T * sizeof(double)));
+    for (int c = 0; c < C; c++) {
+        for (int t = 0; t < T; t++) {
+            const int nn = t / HW, p = t % HW;
+            yd[(size_t) c * T + t] = t < N * HW ? x[((size_t) nn * C + c) * HW + p] : t < N * HW + E
+                                                                                       ? ex[(size_t) (t - N * HW) * C + c]
+                                                                                       : 0.0;
+        }
+    }
+    char label[160];
+    snprintf(label, sizeof(label), "tokens(n=%d,c=%d,h=%d,w=%d,extra=%d,zeros=%d)", N, C, H, W, E, Z);
+    report(label, run(&pl, g, x), yd, (size_t) C * T);
+    vae_graph_free(g);
+
+    g  = graph_new(true);
+    in = vae_graph_input(g, N, C, H, W);
+    struct vae_tensor * tok = vae_graph_tokens(g, in, E ? vae_graph_weight(g, "extra", ex, 2, sh) : NULL, Z);
+    struct vae_tensor * y   = vae_graph_conv2d(g, tok, conv_w(g, &pl, C + 3, C, 1, &w0), NULL, NULL, VAE_ACT_NONE);
+    vae_graph_set_output(g, vae_graph_untokens(g, y, N, H, W));
+    snprintf(label, sizeof(label), "tokens,conv1x1,untokens(n=%d,c=%d,h=%d,w=%d,extra=%d,zeros=%d)", N, C, H, W, E, Z);
+    report(label, run(&pl, g, x), ref_conv(&pl, to_double(&pl, x, n), N, C, H, W, w0, C + 3, 1, NULL, NULL, VAE_ACT_NONE),
+           (size_t) N * (C + 3) * HW);
+    vae_graph_free(g);
+    pool_free(&pl);
+}
+
+// PyTorch's LayerNorm over the channels of each pixel, after a 1x1 conv (in place there), on
+// inputs offset by `offset` (the mean must come off exactly)
+static void test_layer_norm_case(int N, int C, int H, int W, float offset, bool affine) {
+    struct pool         pl = { 0 };
+    struct vae_graph *  g  = graph_new(true);
+    const float *       gamma = NULL, *beta = NULL;
+    struct vae_tensor * in = vae_graph_input(g, N, C, H, W);
+    struct vae_tensor * tg = affine ? vec_w(g, &pl, C, 0.5f, 1.5f, &gamma) : NULL;
+    struct vae_tensor * tb = affine ? vec_w(g, &pl, C, -0.5f, 0.5f, &beta) : NULL;
+    vae_graph_set_output(g, vae_graph_layer_norm(g, in, 1e-5f, tg, tb));
+    const int    HW = H * W;
+    const size_t n  = (size_t) N * C * HW;
+    float *      x  = rnd(&pl, n, -1.0f, 1.0f);
+    for (size_t i = 0; i < n; i++) {
+        x[i] += offset;
+    }
+    double * yd = pool_add(&pl, xmalloc(n * sizeof(double)));
+    for (int nn = 0; nn < N; nn++) {
+        for (int p = 0; p < HW; p++) {
+            double m = 0, v = 0;
+            for (int c = 0; c < C; c++) {
+                m += x[((size_t) nn * C + c) * HW + p];
+            }
+            m /= C;
+            for (int c = 0; c < C; c++) {
+                const double d = x[((size_t) nn * C + c) * HW + p] - m;
+                v += d * d;
+            }
+            for (int c = 0; c < C; c++) {
+                const size_t o = ((size_t) nn * C + c) * HW + p;
+                yd[o]          = (x[o] - m) / sqrt(v / C + 1e-5) * (affine ? gamma[c] : 1.0) + (affine ? beta[c] : 0.0);
+            }
+        }
+    }
+    char label[160];
+    snprintf(label, sizeof(label), "layer_norm(n=%d,c=%d,h=%d,w=%d,offset=%g%s)", N, C, H, W, offset,
+             affine ? ",gamma,beta" : "");
+    report(label, run(&pl, g, x), yd, n);
+    vae_graph_free(g);
+    pool_free(&pl);
+}
+
+// VAE_OP_ROPE by its definition in double: each head's q and k RMS-normalised, then rotated by
+// the angles of the token's grid position (extra tokens at 0)
+static double * ref_rope(struct pool * pl, const float * x, int D, int hd, int rd, int T, const int grid[3],
+                         double theta, double eps) {
+    double * y = pool_add(pl, xmalloc((size_t) 3 * D * T * sizeof(double)));
+    double   u[64], a[32];
+    for (int t = 0; t < T; t++) {
+        double pos[3] = { 0, 0, 0 };
+        if (t < grid[0] * grid[1] * grid[2]) {
+            const int at[3] = { t / (grid[1] * grid[2]), t / grid[2] % grid[1], t % grid[2] };
+            for (int b = 0; b < 3; b++) {
+                pos[b] = 2.0 * (at[b] + 0.5) / grid[b] - 1.0;
+            }
+        }
+        for (int b = 0; b < 3; b++) {
+            for (int f = 0; f < rd / 6; f++) {
+                a[b * (rd / 6) + f] = 2.0 * M_PI * pos[b] / pow(theta, 6.0 * f / rd);
+            }
+        }
+        for (int c = 2 * D; c < 3 * D; c++) {
+            y[(size_t) c * T + t] = x[(size_t) c * T + t];
+        }
+        for (int j = 0; j < 2 * D / hd; j++) {
+            double ss = 0;
+            for (int c = 0; c < hd; c++) {
+                u[c] = x[(size_t) (j * hd + c) * T + t];
+                ss += u[c] * u[c];
+            }
+            for (int c = 0; c < hd; c++) {
+                const int    h = rd / 2;
+                const double s = 1.0 / sqrt(ss / hd + eps);
+                double       v = u[c] * s;
+                if (c < h) {
+                    v = (u[c] * cos(a[c]) - u[c + h] * sin(a[c])) * s;
+                } else if (c < rd) {
+                    v = (u[c] * cos(a[c - h]) + u[c - h] * sin(a[c - h])) * s;
+                }
+                y[(size_t) (j * hd + c) * T + t] = v;
+            }
+        }
+    }
+    return y;
+}
+
+static void test_rope_case(int D, int hd, int rd, const int grid[3], int extra, float mag) {
+    struct pool        pl = { 0 };
+    const int          T  = grid[0] * grid[1] * grid[2] + extra;
+    struct vae_graph * g  = graph_new(true);
+    struct vae_tensor * in = vae_graph_input(g, 1, 3 * D, 1, T);
+    vae_graph_set_output(g, vae_graph_rope(g, in, hd, rd, 100.0f, 1e-5f, grid[0], grid[1], grid[2]));
+    const float * x = rnd(&pl, (size_t) 3 * D * T, -mag, mag);
+    char          label[160];
+    snprintf(label, sizeof(label), "rope(d=%d,hd=%d,rd=%d,grid=%dx%dx%d+%d,mag=%g)", D, hd, rd, grid[0], grid[1],
+             grid[2], extra, mag);
+    report(label, run(&pl, g, x), ref_rope(&pl, x, D, hd, rd, T, grid, 100.0, 1e-5), (size_t) 3 * D * T);
+    vae_graph_free(g);
+    pool_free(&pl);
+}
+
+// three chunks through a cross-fade, then a reset and one more: the first chunk of a stream is
+// not faded, every later one fades in from the frames the one before held
+static void test_crossfade_case(int N, int C, int H, int W, int pre, int keep, int d) {
+    struct pool         pl = { 0 };
+    char                err[256], label[160];
+    struct vae_graph *  g  = graph_new(true);
+    struct vae_tensor * in = vae_graph_input(g, N, C, H, W);
+    vae_graph_set_output(g, vae_graph_crossfade(g, in, 0, pre, keep, d));
+    CHECK(vae_backend_graph_prepare(B, g, 0, err, sizeof(err)), "prepare: %s", err);
+    vae_state_t * state = vae_backend_state_new(B, g, err, sizeof(err));
+    CHECK(state != NULL, "state: %s", err);
+    const size_t f = (size_t) C * H * W, ny = (size_t) (keep + d) * f;
+    const float * held = NULL;
+    for (int k = 0; state && k < 4; k++) {
+        if (k == 3) {
+            vae_backend_state_reset(B, state);
+            held = NULL;
+        }
+        const float * x   = rnd(&pl, (size_t) N * f, -1.0f, 1.0f);
+        float *       out = pool_add(&pl, xmalloc(ny * sizeof(float)));
+        double *      yd  = pool_add(&pl, xmalloc(ny * sizeof(double)));
+        for (size_t i = 0; i < ny; i++) {
+            const size_t fr = i / f, o = i % f;
+            const double w  = (double) fr / d;
+            yd[i] = fr >= (size_t) keep ? x[(N - d + fr - keep) * f + o]
+                    : held && fr < (size_t) d ? held[(size_t) keep * f + fr * f + o] * (1.0 - w) + x[(pre + fr) * f + o] * w
+                                              : x[(pre + fr) * f + o];
+        }
+        const bool ok = vae_backend_graph_compute(B, g, state, x, err, sizeof(err)) &&
+                        vae_backend_graph_read_output(B, g, 0, keep + d, out, err, sizeof(err));
+        CHECK(ok, "compute: %s", err);
+        snprintf(label, sizeof(label), "crossfade(n=%d,c=%d,h=%d,w=%d,pre=%d,keep=%d,d=%d) chunk %d%s", N, C, H, W, pre,
+                 keep, d, k, k == 3 ? " after a reset" : "");
+        report(label, out, yd, ny);
+        held = out;
+    }
+    vae_backend_state_free(B, state);
+    vae_backend_graph_release(B, g);
+    vae_graph_free(g);
+    pool_free(&pl);
+}
+
+static void test_vit(void) {
+    static const int tok[][6] = { { 3, 20, 2, 3, 4, 1 }, { 1, 16, 5, 7, 0, 0 }, { 2, 33, 1, 9, 2, 0 }, { 7, 24, 2, 3, 0, 1 } };
+    for (int s = 0; s < (g_quick ? 1 : 4); s++) {
+        rng_seed((uint64_t) (7300 + s));
+        test_tokens_case(tok[s][0], tok[s][1], tok[s][2], tok[s][3], tok[s][4], tok[s][5]);
+    }
+    static const int ln[][4] = { { 1, 32, 1, 47 }, { 2, 33, 3, 5 }, { 1, 2048, 1, 9 } };
+    for (int s = 0; s < (g_quick ? 1 : 3); s++) {
+        rng_seed((uint64_t) (7400 + s));
+        test_layer_norm_case(ln[s][0], ln[s][1], ln[s][2], ln[s][3], s == 1 ? 100.0f : 0.0f, s != 2);
+    }
+    static const int grids[][3] = { { 7, 2, 3 }, { 3, 2, 5 }, { 2, 1, 1 }, { 1, 3, 4 } };
+    static const int rope[][4]  = { { 32, 16, 12, 5 }, { 48, 12, 6, 5 }, { 64, 64, 48, 0 }, { 40, 20, 18, 3 } };
+    for (int s = 0; s < (g_quick ? 1 : 4); s++) {
+        rng_seed((uint64_t) (7500 + s));
+        test_rope_case(rope[s][0], rope[s][1], rope[s][2], grids[s], rope[s][3], s == 3 ? 30.0f : 1.0f);
+    }
+    rng_seed(7600);
+    test_crossfade_case(28, 3, 4, 5, 3, 17, 5);
+    test_crossfade_case(6, 19, 3, 2, 1, 3, 2);
+}
+
 int main(int argc, char ** argv) {
     g_quick                 = argc > 1 && strcmp(argv[1], "--quick") == 0;
     const char * seed       = getenv("VAE_TEST_SEED");
@@ -2947,6 +3167,7 @@ int main(int argc, char ** argv) {
         { "causal_attention (a key/value cache)", test_causal_attention },
         { "centred conv3d, delay (a stream's start and end)", test_centred },
         { "group_norm over frames, time_conv", test_temporal },
+        { "tokens, layer_norm, rope, crossfade (a ViT's)", test_vit },
     };
     for (size_t i = 0; i < sizeof(sections) / sizeof(sections[0]); i++) {
         struct timespec s0, s1;

@@ -145,9 +145,17 @@ static size_t cpu_frame_floats(const struct vae_tensor * t) {
     return (size_t) vae_cpu_blocks(t->ne[1]) * vae_cpu_block() * (size_t) t->ne[2] * (size_t) t->ne[3];
 }
 
-// floats a causal conv remembers: its last kt - 1 input frames (a delay: its d frames)
+// floats a causal conv remembers: its last kt - 1 input frames (a delay: its d frames; a cross-fade:
+// its d output frames)
 static size_t cpu_state_floats(const struct vae_tensor * t) {
-    return (size_t) (t->op == VAE_OP_DELAY ? t->i[1] : t->src[1]->ne[2] - 1) * cpu_frame_floats(t->src[0]);
+    return t->op == VAE_OP_CROSSFADE ? (size_t) t->i[3] * cpu_frame_floats(t)
+                                     : (size_t) (t->op == VAE_OP_DELAY ? t->i[1] : t->src[1]->ne[2] - 1) *
+                                           cpu_frame_floats(t->src[0]);
+}
+
+// whether op t keeps frames in a state slot of cpu_state_floats(t)
+static bool cpu_holds_frames(const struct vae_tensor * t) {
+    return t->op == VAE_OP_CAUSAL_CONV3D || t->op == VAE_OP_DELAY || t->op == VAE_OP_CROSSFADE;
 }
 
 // the frames a conv reads in front of its input: a causal conv's history, kt - 1, or kt/2 copies of
@@ -195,6 +203,7 @@ static bool cpu_plan(struct vae_graph * g, struct cpu_graph * cg, char * err, si
         if (conv && t->src[3] && t->src[0] != t->src[3]) {
             plan[i].heir_of = t->src[3];
         } else if (t->op == VAE_OP_TANH_CLAMP || t->op == VAE_OP_GROUP_NORM || t->op == VAE_OP_RMS_NORM ||
+                   t->op == VAE_OP_ROPE ||
                    (t->op == VAE_OP_FRAME_SPLIT && t->ne[1] % vae_cpu_block() == 0 && t->i[1] == 0)) {
             plan[i].heir_of = t->src[0];
         }
@@ -471,8 +480,11 @@ static bool cpu_prepare_conv(struct cpu_context * ctx, struct cpu_graph * cg, co
 static bool cpu_prepare_params(struct cpu_graph * cg, const struct vae_tensor * t, char * err, size_t err_size) {
     struct cpu_node * node = &cg->nodes[t->index];
     const size_t      c    = (size_t) t->ne[1];
-    const size_t      kk   = t->op == VAE_OP_DEPTHWISE_CONV2D ? (size_t) (t->src[1]->ne[2] * t->src[1]->ne[3]) : 1;
-    const int         n    = t->op == VAE_OP_RMS_NORM && !t->src[2] ? 1 : 2;
+    // (a depthwise conv's k x k taps per channel, a token op's extra rows)
+    const size_t      kk   = t->op == VAE_OP_DEPTHWISE_CONV2D ? (size_t) (t->src[1]->ne[2] * t->src[1]->ne[3])
+                             : t->op == VAE_OP_TOKENS      ? (size_t) t->src[1]->ne[0]
+                                                           : 1;
+    const int         n    = (t->op == VAE_OP_RMS_NORM && !t->src[2]) || t->op == VAE_OP_TOKENS ? 1 : 2;
     if (!(node->params = calloc((kk + (size_t) n - 1) * c, sizeof(float)))) {
         snprintf(err, err_size, "out of host memory for the weights of %s", t->name);
         return false;
@@ -705,7 +717,7 @@ static bool cpu_graph_prepare(vae_backend_t * backend, struct vae_graph * g, siz
         const struct vae_tensor * t = g->nodes[i];
         size_t                    n = 0;
         if (t->op == VAE_OP_ATTENTION) {
-            n = vae_cpu_attention_scratch(t->src[0]->ne);
+            n = vae_cpu_attention_scratch(t->src[0]->ne, t->i[0]);
         } else if (t->op == VAE_OP_CAUSAL_ATTENTION) {
             n = vae_cpu_causal_attention_scratch(t->src[0]->ne);
         } else if (cpu_conv_replicates(t)) {
@@ -756,7 +768,8 @@ static bool cpu_graph_prepare(vae_backend_t * backend, struct vae_graph * g, siz
     for (int i = 0; i < g->n_nodes; i++) {
         const struct vae_tensor * t = g->nodes[i];
         const bool conv = t->op == VAE_OP_CONV2D || t->op == VAE_OP_UPSAMPLE_CONV2D || t->op == VAE_OP_CAUSAL_CONV3D;
-        const bool params = t->op == VAE_OP_GROUP_NORM || t->op == VAE_OP_RMS_NORM || t->op == VAE_OP_DEPTHWISE_CONV2D;
+        const bool params = t->op == VAE_OP_GROUP_NORM || t->op == VAE_OP_RMS_NORM ||
+                            t->op == VAE_OP_DEPTHWISE_CONV2D || (t->op == VAE_OP_TOKENS && t->src[1]);
         if ((conv && !cpu_prepare_conv(ctx, cg, t, err, err_size)) ||
             (params && !cpu_prepare_params(cg, t, err, err_size)) ||
             (t->op == VAE_OP_TIME_CONV && !cpu_prepare_time_conv(ctx, cg, t, err, err_size))) {
@@ -829,7 +842,7 @@ static vae_state_t * cpu_state_new(vae_backend_t * backend, const struct vae_gra
         st->end     = -1;
         for (int i = 0; i < g->n_nodes; i++) {
             const struct vae_tensor * t = g->nodes[i];
-            if (t->op == VAE_OP_CAUSAL_CONV3D || t->op == VAE_OP_DELAY) {
+            if (cpu_holds_frames(t)) {
                 st->floats[t->i[0]] = cpu_state_floats(t);
             } else if (t->op == VAE_OP_CAUSAL_ATTENTION) { // (empty: it grows as frames come)
                 st->kv[t->i[0]] = (struct cpu_kv) { t->ne[1], t->ne[2] * t->ne[3], 0, 0 };
@@ -936,6 +949,19 @@ static void cpu_run_delay(struct cpu_graph * cg, const struct vae_tensor * t, va
     }
 }
 
+// a chunk's frames cross-faded with those its slot holds (VAE_OP_CROSSFADE); then the slot holds x's last d
+static void cpu_run_crossfade(struct cpu_graph * cg, const struct vae_tensor * t, vae_state_t * state) {
+    const size_t  frame = cpu_frame_floats(t), pre = (size_t) t->i[1], keep = (size_t) t->i[2], d = (size_t) t->i[3];
+    const float * x = cpu_node_data(cg, t->src[0]);
+    float *       y = cpu_node_data(cg, t), *held = state->data[t->i[0]];
+    const size_t  faded = state->written[t->i[0]] ? d : 0;
+    vae_cpu_crossfade(held, x + pre * frame, y, frame, (int) faded);
+    memcpy(y + faded * frame, x + (pre + faded) * frame, (keep - faded) * frame * sizeof(float));
+    memcpy(y + keep * frame, x + ((size_t) t->src[0]->ne[0] - d) * frame, d * frame * sizeof(float));
+    memcpy(held, y + keep * frame, d * frame * sizeof(float));
+    state->written[t->i[0]] = true;
+}
+
 // the taps of a convolution; a causal conv first puts its history in front of its input and
 // afterwards remembers the last kt - 1 frames of [history, input]
 static bool cpu_run_conv(struct cpu_context * ctx, struct cpu_graph * cg, const struct vae_tensor * t,
@@ -1020,7 +1046,7 @@ static bool cpu_graph_compute(vae_backend_t * backend, struct vae_graph * g, vae
     struct cpu_graph *   cg  = g->backend_data;
     for (int i = 0; i < g->n_nodes; i++) {
         const struct vae_tensor * t = g->nodes[i];
-        if ((t->op == VAE_OP_CAUSAL_CONV3D || t->op == VAE_OP_DELAY) &&
+        if (cpu_holds_frames(t) &&
             (t->i[0] >= state->n_slots || state->kv[t->i[0]].c || state->floats[t->i[0]] != cpu_state_floats(t))) {
             snprintf(err, err_size, "the state given has no slot %d of %zu floats for %s", t->i[0],
                      cpu_state_floats(t), t->name);
@@ -1068,10 +1094,10 @@ static bool cpu_graph_compute(vae_backend_t * backend, struct vae_graph * g, vae
                 break;
             case VAE_OP_RMS_NORM:
                 vae_cpu_rms_norm(x, y, t->ne, cg->nodes[i].params, t->src[2] ? cg->nodes[i].params + t->ne[1] : NULL,
-                                 t->src[3] ? cpu_node_data(cg, t->src[3]) : NULL, t->i[0] == 1, t->f[0], t->act);
+                                 t->src[3] ? cpu_node_data(cg, t->src[3]) : NULL, t->i[0], t->f[0], t->act);
                 break;
             case VAE_OP_ATTENTION: // (the longest node at large sizes: it reads the flag between its row blocks)
-                stopped = !vae_cpu_attention(x, y, t->src[0]->ne, cg->scratch, g->cancel);
+                stopped = !vae_cpu_attention(x, y, t->src[0]->ne, t->i[0], cg->scratch, g->cancel);
                 break;
             case VAE_OP_CAUSAL_ATTENTION:
                 stopped = !cpu_run_causal_attention(cg, t, state, g->cancel);
@@ -1092,6 +1118,18 @@ static bool cpu_graph_compute(vae_backend_t * backend, struct vae_graph * g, vae
                 break;
             case VAE_OP_DELAY:
                 cpu_run_delay(cg, t, state);
+                break;
+            case VAE_OP_CROSSFADE:
+                cpu_run_crossfade(cg, t, state);
+                break;
+            case VAE_OP_TOKENS:
+                vae_cpu_tokens(x, y, t->src[0]->ne, cg->nodes[i].params, t->src[1] ? t->src[1]->ne[0] : 0, t->i[0]);
+                break;
+            case VAE_OP_UNTOKENS:
+                vae_cpu_untokens(x, y, t->ne, t->src[0]->ne[3]);
+                break;
+            case VAE_OP_ROPE:
+                vae_cpu_rope(x, y, t->ne, t->i[0], t->i[1], t->i + 2, t->f[1], t->f[0]);
                 break;
             case VAE_OP_DEPTHWISE_CONV2D: { // (the bias follows the weights, zeros when there is none)
                 const int k = (int) t->src[1]->ne[2];

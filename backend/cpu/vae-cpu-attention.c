@@ -1,5 +1,5 @@
-// The attentions of the blocked layout: the softmax attention of one head within each frame (the
-// mid-block attention of the Wan VAE and of AutoencoderKL) and across the frames of a stream,
+// The attentions of the blocked layout: the softmax attention within each frame (the one-head
+// mid-block attention of the Wan VAE and of AutoencoderKL, MiniMax-H3's heads over its tokens) and across the frames of a stream,
 // block-causal with a key/value cache (HunyuanVideo 1.5's), and at the end EfficientViT's ReLU
 // linear attention (DC-AE).
 //
@@ -31,9 +31,10 @@ static int64_t attn_rows(int64_t hw) {
     return hw < ATTN_ROWS ? hw : ATTN_ROWS;
 }
 
-// q and v (HW x C), k (C x HW), the score block (rows x HW), the output block (rows x C), the row sums
-size_t vae_cpu_attention_scratch(const int64_t ne_qkv[4]) {
-    const int64_t C = ne_qkv[1] / 3, HW = ne_qkv[2] * ne_qkv[3], R = attn_rows(HW);
+// q and v (HW x C), k (C x HW), the score block (rows x HW), the output block (rows x C), the row sums;
+// C = a head's channels
+size_t vae_cpu_attention_scratch(const int64_t ne_qkv[4], int64_t hd) {
+    const int64_t C = hd ? hd : ne_qkv[1] / 3, HW = ne_qkv[2] * ne_qkv[3], R = attn_rows(HW);
     return (size_t) (3 * HW * C + R * HW + R * C + R);
 }
 
@@ -91,13 +92,13 @@ struct attn_keys {
     bool          k_rows;
 };
 
-// the HW queries q (token-major, HW x C) of one frame against keys kv into dst (that frame of y,
-// blocked, C channels), R rows at a time: S = q k^T * scale, an exact softmax per row, O = S v,
-// each row divided by its sum as it is written. s: R x T floats, o: R x C, sums: R. false when the
-// cancel flag stopped it (between two blocks of rows)
-static bool attn_frame(const float * q, const struct attn_keys * kv, int64_t HW, int64_t C, int64_t R, float * s,
-                       float * o, float * sums, float * dst, const int * cancel) {
-    const int64_t L = vae_cpu_block(), CB = vae_cpu_blocks(C), T = kv->t;
+// the HW queries q (token-major, HW x C) of one frame and head against keys kv into channels [c0,
+// c0 + C) of dst (that frame of y, blocked), R rows at a time: S = q k^T * scale, an exact softmax
+// per row, O = S v, each row divided by its sum as it is written. s: R x T floats, o: R x C, sums:
+// R. false when the cancel flag stopped it (between two blocks of rows)
+static bool attn_frame(const float * q, const struct attn_keys * kv, int64_t HW, int64_t C, int64_t c0, int64_t R,
+                       float * s, float * o, float * sums, float * dst, const int * cancel) {
+    const int64_t L = vae_cpu_block(), T = kv->t;
     const float   scale = (float) (1.0 / sqrt((double) C)); // PyTorch's scale: q.k (fp32) * scale
     for (int64_t r0 = 0; r0 < HW; r0 += R) {
         const int64_t m = HW - r0 < R ? HW - r0 : R;
@@ -110,18 +111,25 @@ static bool attn_frame(const float * q, const struct attn_keys * kv, int64_t HW,
             sums[r] = (float) attn_softmax_row(s + r * T, T);
         }
         attn_sgemm('N', 'N', m, C, T, 1.0f, s, T, kv->v, C, o, C);
-#pragma omp parallel for collapse(2)
-        for (int64_t cb = 0; cb < CB; cb++) {
-            for (int64_t r = 0; r < m; r++) {
-                float * d = dst + (cb * HW + r0 + r) * L;
-                for (int l = 0; l < L; l++) {
-                    const int64_t c = cb * L + l;
-                    d[l]            = c < C ? o[r * C + c] / sums[r] : 0.0f;
-                }
+#pragma omp parallel for
+        for (int64_t r = 0; r < m; r++) {
+            for (int64_t c = 0; c < C; c++) {
+                dst[((c0 + c) / L * HW + r0 + r) * L + (c0 + c) % L] = o[r * C + c] / sums[r];
             }
         }
     }
     return true;
+}
+
+// the padding lanes of the last block of the N frames of y (C channels, HW positions): zeros
+static void attn_zero_padding(float * y, int64_t N, int64_t C, int64_t HW) {
+    const int64_t L = vae_cpu_block(), CB = vae_cpu_blocks(C);
+    for (int64_t n = 0; n < N && C % L; n++) {
+        float * d = y + ((n * CB + CB - 1) * HW) * L;
+        for (int64_t p = 0; p < HW; p++) {
+            memset(d + p * L + C % L, 0, (size_t) (L - C % L) * sizeof(float));
+        }
+    }
 }
 
 // channels [c0, c0 + C) of a blocked frame src (HW positions) into dst token-major (HW x C)
@@ -136,31 +144,35 @@ static void attn_gather_rows(const float * src, int64_t c0, int64_t C, int64_t H
     }
 }
 
-bool vae_cpu_attention(const float * qkv, float * y, const int64_t ne_qkv[4], float * scratch, const int * cancel) {
+bool vae_cpu_attention(const float * qkv, float * y, const int64_t ne_qkv[4], int64_t hd, float * scratch,
+                       const int * cancel) {
     const int64_t L = vae_cpu_block();
-    const int64_t N = ne_qkv[0], C = ne_qkv[1] / 3, HW = ne_qkv[2] * ne_qkv[3], R = attn_rows(HW);
-    const int64_t CB3 = vae_cpu_blocks(3 * C), CB = vae_cpu_blocks(C);
+    const int64_t N = ne_qkv[0], D = ne_qkv[1] / 3, C = hd ? hd : D, HW = ne_qkv[2] * ne_qkv[3], R = attn_rows(HW);
+    const int64_t CB3 = vae_cpu_blocks(3 * D), CB = vae_cpu_blocks(D);
     float *       q = scratch, *k = q + HW * C, *v = k + HW * C, *s = v + HW * C, *o = s + R * HW;
     float *       sums = o + R * C;
     for (int64_t n = 0; n < N; n++) {
         const float * src = qkv + n * CB3 * HW * L;
-        // q and v token-major (HW x C), k channel-major (C x HW): both products are then 'N', 'N',
-        // which oneDNN's sgemm runs faster than q k^T with a transposed k
-        attn_gather_rows(src, 0, C, HW, q);
-        attn_gather_rows(src, 2 * C, C, HW, v);
+        for (int64_t c0 = 0; c0 < D; c0 += C) { // a head
+            // q and v token-major (HW x C), k channel-major (C x HW): both products are then 'N', 'N',
+            // which oneDNN's sgemm runs faster than q k^T with a transposed k
+            attn_gather_rows(src, c0, C, HW, q);
+            attn_gather_rows(src, 2 * D + c0, C, HW, v);
 #pragma omp parallel for
-        for (int64_t c = 0; c < C; c++) {
-            const int64_t ck = C + c;
-            const float * s_k = src + (ck / L) * HW * L + ck % L;
-            for (int64_t p = 0; p < HW; p++) {
-                k[c * HW + p] = s_k[p * L];
+            for (int64_t c = 0; c < C; c++) {
+                const int64_t ck  = D + c0 + c;
+                const float * s_k = src + (ck / L) * HW * L + ck % L;
+                for (int64_t p = 0; p < HW; p++) {
+                    k[c * HW + p] = s_k[p * L];
+                }
+            }
+            const struct attn_keys kv = { k, v, HW, false };
+            if (!attn_frame(q, &kv, HW, C, c0, R, s, o, sums, y + n * CB * HW * L, cancel)) {
+                return false;
             }
         }
-        const struct attn_keys kv = { k, v, HW, false };
-        if (!attn_frame(q, &kv, HW, C, R, s, o, sums, y + n * CB * HW * L, cancel)) {
-            return false;
-        }
     }
+    attn_zero_padding(y, N, D, HW);
     return true;
 }
 
@@ -185,10 +197,11 @@ bool vae_cpu_causal_attention(const float * qkv, float * y, const int64_t ne_qkv
         attn_gather_rows(qkv + n * CB3 * HW * L, 0, C, HW, q);
         const struct attn_keys kv = { k, v, (held + n + 1) * HW, true };
         const int64_t          R  = HW < VAE_CPU_CAUSAL_ROWS ? HW : VAE_CPU_CAUSAL_ROWS;
-        if (!attn_frame(q, &kv, HW, C, R, scores, o, sums, y + n * CB * HW * L, cancel)) {
+        if (!attn_frame(q, &kv, HW, C, 0, R, scores, o, sums, y + n * CB * HW * L, cancel)) {
             return false;
         }
     }
+    attn_zero_padding(y, N, C, HW);
     return true;
 }
 

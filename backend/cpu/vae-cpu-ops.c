@@ -227,7 +227,7 @@ void vae_cpu_group_norm(const float * x, float * y, const int64_t ne[4], int gro
 #define RMS_TILE 32
 
 void vae_cpu_rms_norm(const float * x, float * y, const int64_t ne[4], const float * gamma, const float * beta,
-                      const float * r, bool mean_square, float eps, enum vae_act act) {
+                      const float * r, int mode, float eps, enum vae_act act) {
     const int64_t L = vae_cpu_block();
     const int64_t N = ne[0], C = ne[1], CB = vae_cpu_blocks(C), HW = ne[2] * ne[3];
     const int64_t tiles  = (HW + RMS_TILE - 1) / RMS_TILE;
@@ -237,8 +237,8 @@ void vae_cpu_rms_norm(const float * x, float * y, const int64_t ne[4], const flo
         for (int64_t t = 0; t < tiles; t++) {
             const int64_t p0 = t * RMS_TILE, np = HW - p0 < RMS_TILE ? HW - p0 : RMS_TILE;
             // lane-wise partial sums: the 16 lanes vectorise without reassociating anything
-            double acc[RMS_TILE][VAE_CPU_BLOCK_MAX] = { { 0 } };
-            double scale[RMS_TILE];
+            double acc[RMS_TILE][VAE_CPU_BLOCK_MAX] = { { 0 } }, sum[RMS_TILE][VAE_CPU_BLOCK_MAX] = { { 0 } };
+            double scale[RMS_TILE], mean[RMS_TILE];
             for (int64_t cb = 0; cb < CB; cb++) {
                 const float * s  = x + ((n * CB + cb) * HW + p0) * L;
                 const int64_t nl = C - cb * L < L ? C - cb * L : L;
@@ -246,17 +246,21 @@ void vae_cpu_rms_norm(const float * x, float * y, const int64_t ne[4], const flo
                     for (int l = 0; l < L; l++) {
                         const double v = l < nl ? (double) s[p * L + l] : 0.0;
                         acc[p][l] += v * v;
+                        sum[p][l] += v;
                     }
                 }
             }
             for (int64_t p = 0; p < np; p++) {
-                double ss = 0;
+                double ss = 0, sm = 0;
                 for (int l = 0; l < L; l++) {
                     ss += acc[p][l];
+                    sm += sum[p][l];
                 }
                 const double norm = sqrt(ss);
                 // a NaN norm stays NaN
-                scale[p] = mean_square ? 1.0 / sqrt(ss / (double) C + (double) eps)
+                mean[p]  = mode == 2 ? sm / (double) C : 0.0;
+                scale[p] = mode == 2   ? 1.0 / sqrt(ss / (double) C - mean[p] * mean[p] + (double) eps)
+                           : mode == 1 ? 1.0 / sqrt(ss / (double) C + (double) eps)
                                        : sqrt_c / (norm < 1e-12 ? 1e-12 : norm);
             }
             for (int64_t cb = 0; cb < CB; cb++) {
@@ -272,7 +276,7 @@ void vae_cpu_rms_norm(const float * x, float * y, const int64_t ne[4], const flo
                 const bool tail = C - cb * L < L;
                 for (int64_t p = 0; p < np; p++) {
                     for (int l = 0; l < L; l++) {
-                        const double v = (double) s[p * L + l] * scale[p] * g[l] + b[l];
+                        const double v = ((double) s[p * L + l] - mean[p]) * scale[p] * g[l] + b[l];
                         d[p * L + l]   = cpu_act((float) (rs ? v + (double) rs[p * L + l] : v), act);
                     }
                     if (tail) { // x * scale * 0 is NaN for a NaN pixel: write the zeros again
@@ -408,6 +412,111 @@ void vae_cpu_depthwise_conv2d(const float * x, float * y, const int64_t ne_x[4],
                     memcpy(d + X * L, acc, (size_t) L * sizeof(float)); // (padding lanes: 0)
                 }
             }
+        }
+    }
+}
+
+// ---- a ViT's tokens (MiniMax-H3) ----------------------------------------------------------------
+
+void vae_cpu_tokens(const float * x, float * y, const int64_t ne_x[4], const float * extra, int64_t n_extra,
+                    int64_t zeros) {
+    const int64_t L = vae_cpu_block();
+    const int64_t N = ne_x[0], C = ne_x[1], HW = ne_x[2] * ne_x[3], CB = vae_cpu_blocks(C);
+    const int64_t T = N * HW + n_extra + zeros; // tokens of y
+#pragma omp parallel for collapse(2)
+    for (int64_t cb = 0; cb < CB; cb++) {
+        for (int64_t n = 0; n < N; n++) {
+            memcpy(y + (cb * T + n * HW) * L, x + (n * CB + cb) * HW * L, (size_t) (HW * L) * sizeof(float));
+        }
+    }
+    for (int64_t cb = 0; cb < CB; cb++) {
+        for (int64_t e = 0; e < n_extra + zeros; e++) {
+            float * d = y + (cb * T + N * HW + e) * L;
+            for (int64_t l = 0; l < L; l++) {
+                d[l] = e < n_extra && cb * L + l < C ? extra[e * C + cb * L + l] : 0.0f;
+            }
+        }
+    }
+}
+
+void vae_cpu_untokens(const float * x, float * y, const int64_t ne_y[4], int64_t tokens) {
+    const int64_t L = vae_cpu_block();
+    const int64_t N = ne_y[0], HW = ne_y[2] * ne_y[3], CB = vae_cpu_blocks(ne_y[1]);
+#pragma omp parallel for collapse(2)
+    for (int64_t n = 0; n < N; n++) {
+        for (int64_t cb = 0; cb < CB; cb++) {
+            memcpy(y + (n * CB + cb) * HW * L, x + (cb * tokens + n * HW) * L, (size_t) (HW * L) * sizeof(float));
+        }
+    }
+}
+
+// The angles of the rotary embedding as upstream evaluates them in fp32 (MiniMaxH3VideoRotaryPosEmbed):
+// position P = 2 ((i + 0.5) / size) - 1, angle (2 pi P) inv_freq[f], inv_freq[f] = 1 / theta^(6 f / rd).
+// Token p's rd / 2 angles' cosines and sines into cs (rd / 2 each).
+static void cpu_rope_angles(int64_t p, const int32_t grid[3], int rd, float theta, float * cs) {
+    const int nf = rd / 6;
+    float     pos[3] = { 0.0f, 0.0f, 0.0f };
+    if (p < (int64_t) grid[0] * grid[1] * grid[2]) {
+        const int64_t at[3] = { p / ((int64_t) grid[1] * grid[2]), p / grid[2] % grid[1], p % grid[2] };
+        for (int b = 0; b < 3; b++) {
+            pos[b] = 2.0f * (((float) at[b] + 0.5f) / (float) grid[b]) - 1.0f;
+        }
+    }
+    for (int b = 0; b < 3; b++) {
+        for (int f = 0; f < nf; f++) {
+            const float inv = (float) (1.0 / pow((double) theta, 6.0 * f / rd));
+            const float a   = ((float) (2.0 * M_PI) * pos[b]) * inv;
+            cs[b * nf + f]          = cosf(a);
+            cs[rd / 2 + b * nf + f] = sinf(a);
+        }
+    }
+}
+
+void vae_cpu_rope(const float * x, float * y, const int64_t ne[4], int hd, int rd, const int32_t grid[3], float theta,
+                  float eps) {
+    const int64_t L = vae_cpu_block();
+    const int64_t C = ne[1], D = C / 3, T = ne[3], CB = vae_cpu_blocks(C), heads = D / hd;
+#pragma omp parallel
+    {
+        float * u  = malloc((size_t) (hd + rd) * sizeof(float)); // one head's channels, then cos and sin
+        float * cs = u + hd;
+        if (!u) {
+            abort(); // a few hundred bytes
+        }
+#pragma omp for
+        for (int64_t p = 0; p < T; p++) {
+            cpu_rope_angles(p, grid, rd, theta, cs);
+            for (int64_t c = 2 * D; c < CB * L; c++) { // v and the padding lanes as they are
+                y[cpu_lane_offset(c, T, L) + p * L] = x[cpu_lane_offset(c, T, L) + p * L];
+            }
+            for (int64_t j = 0; j < 2 * heads; j++) { // q's heads, then k's
+                double ss = 0;
+                for (int c = 0; c < hd; c++) {
+                    u[c] = x[cpu_lane_offset(j * hd + c, T, L) + p * L];
+                    ss += (double) u[c] * u[c];
+                }
+                const float s = 1.0f / sqrtf((float) (ss / hd) + eps);
+                for (int c = 0; c < hd; c++) {
+                    u[c] *= s;
+                }
+                for (int c = 0; c < hd; c++) {
+                    const int   h = rd / 2, k = c < h ? c + h : c - h;
+                    const float v = c >= rd ? u[c] : c < h ? u[c] * cs[c] - u[k] * cs[h + c]
+                                                           : u[c] * cs[k] + u[k] * cs[h + k];
+                    y[cpu_lane_offset(j * hd + c, T, L) + p * L] = v;
+                }
+            }
+        }
+        free(u);
+    }
+}
+
+void vae_cpu_crossfade(const float * held, const float * x, float * y, size_t frame, int d) {
+    for (int f = 0; f < d; f++) {
+        const float w = (float) f / (float) d, a = 1.0f - w;
+#pragma omp parallel for
+        for (size_t i = 0; i < frame; i++) {
+            y[(size_t) f * frame + i] = held[(size_t) f * frame + i] * a + x[(size_t) f * frame + i] * w;
         }
     }
 }

@@ -57,19 +57,21 @@ void vae_cpu_group_norm(const float * x, float * y, const int64_t ne[4], int gro
                         const float * beta, enum vae_act act, const float * stats, bool all_frames);
 
 // y = act(x * s * gamma[c] + beta[c] + r), |x| = the L2 norm over the C channels at each pixel;
-// s = sqrt(C) / max(|x|, 1e-12) (Wan's RMS_norm), or with mean_square 1 / sqrt(|x|^2 / C + eps)
-// (diffusers' RMSNorm); beta and the residual r (blocked, like y) may be NULL; blocked, in place
-// allowed (y = x, or y = r)
+// mode 0: s = sqrt(C) / max(|x|, 1e-12) (Wan's RMS_norm), 1: s = 1 / sqrt(|x|^2 / C + eps)
+// (diffusers' RMSNorm), 2: x - mean(x) in place of x and s = 1 / sqrt(var + eps) (LayerNorm); beta
+// and the residual r (blocked, like y) may be NULL; blocked, in place allowed (y = x, or y = r)
 void vae_cpu_rms_norm(const float * x, float * y, const int64_t ne[4], const float * gamma, const float * beta,
-                      const float * r, bool mean_square, float eps, enum vae_act act);
+                      const float * r, int mode, float eps, enum vae_act act);
 
-// single-head attention within each frame over its H*W positions: qkv [N, 3C, H, W] -> y [N, C, H, W],
-// both blocked; q, k, v are channels [0, C), [C, 2C), [2C, 3C); y = softmax(q k^T / sqrt(C)) v, exact,
-// without an (HW)^2 buffer. scratch holds vae_cpu_attention_scratch(ne_qkv) floats. cancel: NULL,
-// or a flag read (acquire) before each block of query rows: set, the op stops there and returns
-// false, y part-written; true when it ran to the end.
-size_t vae_cpu_attention_scratch(const int64_t ne_qkv[4]);
-bool   vae_cpu_attention(const float * qkv, float * y, const int64_t ne_qkv[4], float * scratch, const int * cancel);
+// attention within each frame over its H*W positions, in heads of hd channels: qkv [N, 3C, H, W] ->
+// y [N, C, H, W], both blocked; q, k, v are channels [0, C), [C, 2C), [2C, 3C), head j their channels
+// [j hd, (j+1) hd); y = softmax(q k^T / sqrt(hd)) v, exact, without an (HW)^2 buffer. scratch holds
+// vae_cpu_attention_scratch(ne_qkv, hd) floats. cancel: NULL, or a flag read (acquire) before each
+// block of query rows: set, the op stops there and returns false, y part-written; true when it ran
+// to the end.
+size_t vae_cpu_attention_scratch(const int64_t ne_qkv[4], int64_t hd);
+bool   vae_cpu_attention(const float * qkv, float * y, const int64_t ne_qkv[4], int64_t hd, float * scratch,
+                         const int * cancel);
 
 // the same across the frames of a stream, block-causal (VAE_OP_CAUSAL_ATTENTION): k and v are the
 // cache, token-major ([positions, C] each), holding `held` frames of HW positions and room for the N
@@ -92,6 +94,22 @@ void vae_cpu_glu(const float * x, float * y, const int64_t ne_x[4], enum vae_act
 // [N, C, H, W] -> [N*s - drop, C/s, H, W]: frame s*t+j - drop of y = channels [j*C/s, (j+1)*C/s) of frame
 // t of x (the first drop not written); blocked
 void vae_cpu_frame_split(const float * x, float * y, const int64_t ne_x[4], int s, int drop);
+
+// frames [N, C, H, W] -> tokens [1, C, 1, N H W + n_extra + zeros]: the pixels, then extra's rows
+// (plain [n_extra, C]), then zero tokens; and back, the first N H W tokens of x [1, C, 1, tokens]
+// as y [N, C, H, W]; blocked
+void vae_cpu_tokens(const float * x, float * y, const int64_t ne_x[4], const float * extra, int64_t n_extra,
+                    int64_t zeros);
+void vae_cpu_untokens(const float * x, float * y, const int64_t ne_y[4], int64_t tokens);
+
+// VAE_OP_ROPE on qkv [1, 3D, 1, T] (ne): each head's q and k RMS-normalised and rotated for the
+// grid (t, h, w) of tokens; blocked, in place allowed
+void vae_cpu_rope(const float * x, float * y, const int64_t ne[4], int hd, int rd, const int32_t grid[3], float theta,
+                  float eps);
+
+// the first d frames of a cross-fade (VAE_OP_CROSSFADE): y[f] = held[f] (1 - f/d) + x[f] (f/d), frames
+// of `frame` floats
+void vae_cpu_crossfade(const float * held, const float * x, float * y, size_t frame, int d);
 
 // [N, 4C, H, W] -> [N, C, 2H, 2W]: y[c, 2Y+i, 2X+j] = x[4c+2i+j, Y, X]; blocked
 void vae_cpu_pixel_shuffle(const float * x, float * y, const int64_t ne_x[4]);
