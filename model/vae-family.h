@@ -66,7 +66,7 @@ struct vae_family_desc {
 };
 
 extern const struct vae_family_desc vae_taesd_family, vae_wan_family, vae_seedvr_family, vae_taehv_family,
-    vae_dcae_family, vae_svd_family, vae_kl_family, vae_hyv15_family, vae_ltx2_family;
+    vae_dcae_family, vae_svd_family, vae_kl_family, vae_hyv15_family, vae_ltx2_family, vae_minimax_family;
 
 // Wan 2.1's and Wan 2.2's latent statistics (vae-wan.c; the TAEHV decoders of their latents share them)
 extern const float vae_wan21_mean[16], vae_wan21_std[16], vae_wan22_mean[48], vae_wan22_std[48];

@@ -17,8 +17,8 @@
 // the families in detection order: the first whose recognise takes a file loads it (DC-AE, and
 // SVD that extends it, before the AutoencoderKL whose `decoder.conv_in.weight` they share)
 static const struct vae_family_desc * const model_families[] = {
-    &vae_taesd_family, &vae_hyv15_family, &vae_ltx2_family, &vae_wan_family,  &vae_seedvr_family, &vae_taehv_family,
-    &vae_dcae_family,  &vae_svd_family, &vae_kl_family,
+    &vae_taesd_family, &vae_hyv15_family, &vae_ltx2_family, &vae_minimax_family, &vae_wan_family, &vae_seedvr_family,
+    &vae_taehv_family, &vae_dcae_family,  &vae_svd_family,     &vae_kl_family,
 };
 
 #define MODEL_N_FAMILIES (int) (sizeof(model_families) / sizeof(model_families[0]))
@@ -69,6 +69,7 @@ void vae_model_free(struct vae_model * model) {
         free(model->weights[i].name);
         free(model->weights[i].copy);
         free(model->weights[i].rows);
+        free(model->weights[i].affine);
     }
     free(model->weights);
     vae_st_file_close(model->file);
@@ -155,8 +156,10 @@ struct vae_model * vae_model_load(const char * path, enum vae_family family, cha
                  vae_family_name(m->family), m->family_certain ? "" : " (or a family with the same shapes)",
                  m->latent_channels, m->n_weights);
         // build once to check that every tensor the graph needs is there with its shape, and finite
-        // (this makes the data of every weight a graph uses), and that the graph uses every one
-        struct vae_graph * g = vae_model_build_graph(m, 1, 1, 1, false, err, err_size);
+        // (this makes the data of every weight a graph uses), and that the graph uses every one; a
+        // chunked decoder's graph is of a chunk
+        struct vae_graph * g = vae_model_build_graph(m, m->chunk_latents ? m->chunk_latents + m->chunk_overlap : 1, 1, 1,
+                                                     false, err, err_size);
         ok                   = g != NULL && vae_weights_check_used(m, g, err, err_size);
         vae_graph_free(g);
     }
@@ -222,7 +225,32 @@ bool vae_model_space_affine(const struct vae_model * model, enum vae_space space
     return true;
 }
 
+uint64_t vae_model_stream_frames(const struct vae_model * model, uint64_t n) {
+    if (!model->chunk_latents) {
+        return n ? 1 + (uint64_t) model->frames_per_latent * (n - 1) : 0;
+    }
+    // upstream's decode (MODELS.md J.3): n + c - o latent frames padded to whole chunks of c, the
+    // first chunk with nothing to fade from; each chunk keeps c F - pre frames, the last its held
+    // ones too; then the frames of the padding cut, F per latent frame, `tail` for one that ends an
+    // encoder clip (its (c F - pre) % F frames)
+    const uint64_t c = (uint64_t) model->chunk_latents, o = (uint64_t) model->chunk_overlap;
+    const uint64_t F = (uint64_t) model->frames_per_latent, hold = (uint64_t) model->chunk_hold;
+    const uint64_t kept = c * F - (o * F - hold), tail = kept % F;
+    const uint64_t tokens = n + c - o, pad = (c - tokens % c) % c, chunks = (tokens + pad) / c - 1;
+    if (chunks == 0) {
+        return 0;
+    }
+    uint64_t cut = 0;
+    for (uint64_t k = 0; k < pad; k++) {
+        cut += tail && (n + k) % c == 0 ? tail : F;
+    }
+    return kept * chunks + hold - cut;
+}
+
 int vae_model_frames_of_latent(const struct vae_model * model, uint64_t k) {
+    if (model->chunk_latents) {
+        return (int) (vae_model_stream_frames(model, k + 1) - vae_model_stream_frames(model, k));
+    }
     return k == 0 ? 1 : model->frames_per_latent;
 }
 

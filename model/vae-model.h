@@ -47,6 +47,7 @@ enum vae_family {
                           //   attention over the stream's frames)
     VAE_FAMILY_LTX2,      // LTX-2's video VAE (128 ch, 32x, 8 frames per latent; centred in time)
     VAE_FAMILY_LTX23,     // LTX-2.3's (its temporal and spatial upsamplers apart, zero padding)
+    VAE_FAMILY_MINIMAXH3, // MiniMax-H3's video VAE (24 ch, 16x, 4 frames per latent; a ViT decoding in chunks)
     VAE_FAMILY_COUNT,
 };
 
@@ -87,6 +88,10 @@ struct vae_weight {
     // for a weight with no tensor in the file (n_src 0), row rows[k] of the identity [shape[1],
     // shape[1]]: a 1x1 conv that moves channels
     int32_t * rows;
+    // affine (owned, or NULL): 2 shape[0] values, row k of the data (after rows) times affine[k] plus
+    // affine[shape[0] + k] (MiniMax-H3's LayerScale folded into the layer before it, its ImageNet
+    // denormalisation into its last)
+    float * affine;
 };
 
 struct vae_family_desc; // (vae-family.h)
@@ -109,6 +114,14 @@ struct vae_model {
                                           // lookahead + 1 latent frames (`first`), later steps give
                                           // frames_per_latent frames per latent frame that late, and
                                           // the end is flushed (vae_backend_state_set_end)
+    int                 chunk_latents;    // > 0: upstream decodes a stream in chunks of this many latent frames
+                                          // (MiniMax-H3), and so does a session: a graph of chunk_latents +
+                                          // chunk_overlap latent frames (those it shares with the next chunk)
+                                          // gives the chunk's frames, then chunk_hold frames it holds for the
+                                          // next one's cross-fade (the stream's last, at its end); the stream is
+                                          // padded with copies of its last latent frame to whole chunks and its
+                                          // frames counted by vae_model_stream_frames
+    int                 chunk_overlap, chunk_hold;
     int                 min_side;         // the smallest latent grid side it decodes (0: 1)
     int                 out_channels;     // 3: RGB; 4: RGBA, straight (not premultiplied) alpha
     enum vae_space      own_space;        // the space the decoder itself takes
@@ -157,7 +170,11 @@ int vae_model_space_patch(const struct vae_model * model, enum vae_space space);
 bool vae_model_space_affine(const struct vae_model * model, enum vae_space space, float * div, float * add,
                             char * err, size_t err_size);
 
-// the decoded frames that latent frame k (from the start of a stream) gives: 1 for k = 0
+// the frames a stream of n latent frames decodes to; 0 where the decoder cannot decode n (a chunked
+// decoder's stream too short for one chunk)
+uint64_t vae_model_stream_frames(const struct vae_model * model, uint64_t n);
+// the decoded frames that latent frame k (from the start of a stream) adds to those of the k before
+// it: 1 for k = 0, frames_per_latent after (a chunked decoder: by vae_model_stream_frames)
 int vae_model_frames_of_latent(const struct vae_model * model, uint64_t k);
 
 // the decode graph for n latent frames of h x w (in the decoder's own space); `first`: the step

@@ -13,6 +13,9 @@
 // LTX-2's frames depend on later latents (model->lookahead): its first graph waits for lookahead
 // + 1 latent frames, and the drain tells the state where the stream ends, then flushes it with
 // steps whose input is never read, one step per pop that finds no frame ready.
+// MiniMax-H3 decodes upstream's chunks (model->chunk_latents): a step is one chunk and its overlap,
+// the overlap's latent frames stay queued for the next, and the drain decodes the last chunk padded
+// (or gives the frames the last one held), cut to the stream's count (vae_model_stream_frames).
 
 #include "vae-session.h"
 #include "vae-family.h"
@@ -241,6 +244,9 @@ struct vae_session * vae_session_new(const struct vae_model * model, vae_backend
     s->h       = c->height * patch;
     s->w       = c->width * patch;
     s->whole = model->clip_calls && s->cfg.chunk_frames == 0;
+    if (model->chunk_latents) { // (upstream's chunk, whatever was asked)
+        s->cfg.chunk_frames = model->chunk_latents + model->chunk_overlap;
+    }
     if (s->cfg.chunk_frames == 0 && !s->whole) {
         s->cfg.chunk_frames = 1; // on the cpu, batching frames gains nothing and costs memory
     }
@@ -273,7 +279,7 @@ struct vae_session * vae_session_new(const struct vae_model * model, vae_backend
         char why[256];
         snprintf(why, sizeof(why), "%s", err);
         const int asked = s->cfg.chunk_frames;
-        while (!ok && s->cfg.chunk_frames > 1 && !model->clip_calls) {
+        while (!ok && s->cfg.chunk_frames > 1 && !model->clip_calls && !model->chunk_latents) {
             session_steps_free(s);
             session_set_chunk(s, s->cfg.chunk_frames / 2);
             ok = session_steps_new(s, err, err_size);
@@ -338,6 +344,9 @@ static bool session_decode(struct vae_session * s, struct vae_graph * g, char * 
         s->ready = (int) g->output->ne[0];
         s->ready = s->flushing && s->total - s->frames_out < (uint64_t) s->ready ? (int) (s->total - s->frames_out)
                                                                                  : s->ready;
+    }
+    if (s->model->chunk_latents) { // the chunk's frames; at the end the stream's last, the held ones too
+        s->ready = s->ended ? (int) (s->total - s->frames_out) : (int) g->output->ne[0] - s->model->chunk_hold;
     }
     s->popped = 0;
     s->frames_out += (uint64_t) s->ready;
@@ -438,6 +447,18 @@ bool vae_session_push(struct vae_session * s, const float * latent, char * err, 
         session_unpatchify(s, s->unpatch, s->queue + (size_t) s->queued * n);
     }
     s->queued++;
+    if (s->model->chunk_latents) { // a whole chunk: decoded, its overlap kept for the next
+        if (++s->latents_in, s->queued < s->cfg.chunk_frames) {
+            return true;
+        }
+        const size_t floats = session_queue_floats(s), o = (size_t) s->model->chunk_overlap;
+        if (!session_decode(s, s->step, err, err_size)) {
+            return false;
+        }
+        memmove(s->queue, s->queue + (size_t) (s->cfg.chunk_frames - (int) o) * floats, o * floats * sizeof(float));
+        s->queued = (int) o;
+        return true;
+    }
     const uint64_t n_first = (uint64_t) s->model->lookahead + 1; // (the first graph's latent frames)
     if (++s->latents_in <= n_first && s->first) {
         return s->latents_in < n_first || session_decode(s, s->first, err, err_size);
@@ -454,9 +475,36 @@ static bool session_flush(struct vae_session * s, char * err, size_t err_size) {
     return !s->flushing || session_decode(s, started ? s->step : s->first, err, err_size);
 }
 
+// a chunked stream's end: its last chunk padded, or where the last one decoded is the stream's,
+// the frames it held
+static bool session_drain_chunks(struct vae_session * s, char * err, size_t err_size) {
+    const struct vae_model * m = s->model;
+    if (!(s->total = vae_model_stream_frames(m, s->latents_in))) {
+        snprintf(err, err_size, "%s decodes streams of %d latent frames or more (upstream's decode has no chunk for "
+                 "fewer), not %llu; %d n + %d latent frames give %d n + %d frames", vae_family_name(m->family),
+                 m->chunk_overlap + 1, (unsigned long long) s->latents_in, m->chunk_latents, m->chunk_overlap,
+                 m->chunk_latents * m->frames_per_latent - m->chunk_overlap * m->frames_per_latent + m->chunk_hold,
+                 m->chunk_hold);
+        s->queued = 0;
+        return false;
+    }
+    if (s->queued > m->chunk_overlap || s->frames_out == 0) {
+        return session_decode(s, s->step, err, err_size);
+    }
+    s->queued = 0;
+    s->skip   = (int) s->done->output->ne[0] - m->chunk_hold;
+    s->ready  = (int) (s->total - s->frames_out);
+    s->popped = 0;
+    s->frames_out = s->total;
+    return true;
+}
+
 bool vae_session_drain(struct vae_session * s, char * err, size_t err_size) {
     // the stream has ended: the next push starts another (the ready frames stay until popped)
     s->ended = true;
+    if (s->model->chunk_latents && s->latents_in > 0) {
+        return session_drain_chunks(s, err, err_size);
+    }
     if (s->model->lookahead && s->latents_in > 0 && !s->flushing) {
         // every centred conv reads its last frame from now on; the frames in flight come out a step
         // at a time (vae_session_pop_* make the next when the ready ones are gone)

@@ -145,13 +145,13 @@ bool vae_weights_set_rows(struct vae_weight * w, const int32_t * from, char * er
 
 // w's data: the file's bytes in place where they are aligned little-endian f32 and need no
 // rearranging, else a converted copy
-static bool weights_make(struct vae_weight * w, char * err, size_t err_size) {
+static bool weights_convert(struct vae_weight * w, char * err, size_t err_size) {
     const struct vae_st_tensor * t = w->src[0];
     if (w->rows) {
         return weights_rows_make(w, err, err_size);
     }
 #if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-    if (w->n_src == 1 && !w->taps && !w->taps_interleaved && !w->mix && t->dtype == VAE_DTYPE_F32 &&
+    if (w->n_src == 1 && !w->taps && !w->taps_interleaved && !w->mix && !w->affine && t->dtype == VAE_DTYPE_F32 &&
         (uintptr_t) t->data % sizeof(float) == 0) {
         if (!weights_check_finite(t, (const float *) (const void *) t->data, (size_t) t->numel, err, err_size)) {
             return false;
@@ -200,6 +200,20 @@ static bool weights_make(struct vae_weight * w, char * err, size_t err_size) {
     }
     w->copy = d;
     w->data = d;
+    return true;
+}
+
+// the same, then the rows' affine map (a copy, never the file's bytes: see weights_convert)
+static bool weights_make(struct vae_weight * w, char * err, size_t err_size) {
+    if (!weights_convert(w, err, err_size)) {
+        return false;
+    }
+    const size_t size = weights_numel(w) / (size_t) w->shape[0];
+    for (int64_t k = 0; w->affine && k < w->shape[0]; k++) {
+        for (size_t i = 0; i < size; i++) {
+            w->copy[(size_t) k * size + i] = w->copy[(size_t) k * size + i] * w->affine[k] + w->affine[w->shape[0] + k];
+        }
+    }
     return true;
 }
 

@@ -97,11 +97,16 @@ static double video_error(const struct video * v, const float * exp) {
     return worst;
 }
 
-// the reference [1, 3, F, H, W] clamped as the decode is (SeedVR2's decode itself does not clamp)
+// the reference [1, 3, F, H, W] clamped as the decode is (SeedVR2's decode itself does not clamp);
+// MiniMax-H3's ImageNet-normalised output first made RGB, x std[c] + mean[c], as its decoder's last
+// layer does here
 static void clamp_expected(const struct vae_model * m, float * exp, const int64_t es[5]) {
-    const float lo = -m->out_offset / m->out_scale, hi = (1.0f - m->out_offset) / m->out_scale;
-    for (int64_t i = 0; i < es[0] * es[1] * es[2] * es[3] * es[4]; i++) {
-        exp[i] = exp[i] < lo ? lo : exp[i] > hi ? hi : exp[i];
+    static const float std[3] = { 0.229f, 0.224f, 0.225f }, mean[3] = { 0.485f, 0.456f, 0.406f };
+    const float        lo = -m->out_offset / m->out_scale, hi = (1.0f - m->out_offset) / m->out_scale;
+    const int64_t      plane = es[2] * es[3] * es[4];
+    for (int64_t i = 0; i < es[0] * es[1] * plane; i++) {
+        const float v = m->family == VAE_FAMILY_MINIMAXH3 ? exp[i] * std[i / plane % 3] + mean[i / plane % 3] : exp[i];
+        exp[i]        = v < lo ? lo : v > hi ? hi : v;
     }
 }
 
@@ -126,8 +131,8 @@ static void check_video_as(const char * model_file, enum vae_family load_as, enu
     clamp_expected(m, exp, es);
     CHECK(m->family == family, "%s detected as %s", model_file, vae_family_name(m->family));
     const int F = (int) es[2], H = (int) es[3], W = (int) es[4];
-    CHECK(F == 1 + m->frames_per_latent * ((int) ls[2] - 1), "the fixture has %d frames for %lld latent frames", F,
-          (long long) ls[2]);
+    CHECK((uint64_t) F == vae_model_stream_frames(m, (uint64_t) ls[2]), "the fixture has %d frames for %lld latent frames",
+          F, (long long) ls[2]);
     struct video first = { 0 };
     for (int run = 0; run < 6; run++) {
         // chunk 1, 2, 3, 0 (automatic), 5 (more than the stream), then 2 after a flush at frame 3
@@ -978,6 +983,102 @@ static void test_ltx2(void) {
     check_ltx2_released(true, 14);
 }
 
+// the first T latent frames of [1, C, T', h, w] (at chunk 1 and 3) against `expected` of the same
+// expected file; the session's frame count against the fixture's
+static void check_minimax_prefix(const struct vae_model * m, const char * latent, int T, const char * expected) {
+    int64_t ls[5], es[5];
+    char    exp_file[128];
+    snprintf(exp_file, sizeof(exp_file), "%.*s.expected.safetensors", (int) (strchr(latent, '.') - latent), latent);
+    float * lat = read_tensor(path_in(data_dir, latent), "latent_tensor", ls);
+    float * exp = read_tensor(path_in(data_dir, exp_file), expected, es);
+    if (!lat || !exp) {
+        free(lat);
+        free(exp);
+        return;
+    }
+    clamp_expected(m, exp, es);
+    const int64_t hw = ls[3] * ls[4], cut[5] = { 1, ls[1], T, ls[3], ls[4] };
+    float *       z  = malloc((size_t) (ls[1] * T * hw) * sizeof(float));
+    for (int64_t c = 0; c < ls[1]; c++) {
+        memcpy(z + c * T * hw, lat + c * ls[2] * hw, (size_t) (T * hw) * sizeof(float));
+    }
+    for (int chunk = 1; chunk <= 3; chunk += 2) {
+        struct video d = decode_video(m, z, cut, VAE_SPACE_RAW, chunk, 0, 0, 0);
+        CHECK(d.frames == es[2] && (uint64_t) d.frames == vae_model_stream_frames(m, (uint64_t) T),
+              "%s: %d frames of %d latent frames, upstream %lld", latent, d.frames, T, (long long) es[2]);
+        const double e = d.frames == es[2] ? video_error(&d, exp) : 1e9;
+        printf("%-36s minimax-h3 %-14s chunk %d: %d latent frames, %d frames, max abs error %.3g\n", latent, expected,
+               chunk, T, d.frames, e);
+        CHECK(e <= 3e-5, "%s: the first %d latent frames decode %g from upstream's %s", latent, T, e, expected);
+        free(d.data);
+    }
+    free(z);
+    free(lat);
+    free(exp);
+}
+
+static void test_minimax(void) {
+    check_video("minimax_w128.diffusers.safetensors", VAE_FAMILY_MINIMAXH3, "minimax_w128.latent", VAE_SPACE_AUTO,
+                "decoded", 3e-5);
+    struct vae_model * m =
+        vae_model_load(path_in(data_dir, "minimax_w128.diffusers.safetensors"), VAE_FAMILY_AUTO, err, sizeof(err));
+    CHECK(m && m->latent_channels == 24 && m->scale == 16 && m->frames_per_latent == 4 && m->chunk_latents == 5 &&
+              m->chunk_overlap == 2 && m->chunk_hold == 5,
+          "minimax_w128: %s", m ? m->description : err);
+    if (!m) {
+        return;
+    }
+    // upstream's frame counts (gen_minimax_fixtures.py --probe): 1 and 2 latent frames fail, 3..13 give these
+    static const uint64_t frames[14] = { 0, 0, 0, 9, 13, 17, 18, 22, 26, 30, 34, 35, 39, 43 };
+    for (uint64_t t = 0; t < 14; t++) {
+        CHECK(vae_model_stream_frames(m, t) == frames[t], "%llu latent frames give %llu frames, upstream %llu",
+              (unsigned long long) t, (unsigned long long) vae_model_stream_frames(m, t),
+              (unsigned long long) frames[t]);
+    }
+    check_minimax_prefix(m, "minimax_w128.latent", 7, "decoded_t7");  // one chunk: its held frames at the end
+    check_minimax_prefix(m, "minimax_w128.latent", 9, "decoded_t9");  // a padded chunk faded from a whole one
+    check_minimax_prefix(m, "minimax_w128.wide.latent", 3, "wide");   // one padded chunk, 272 pixels wide
+    // upstream's default decode tiles that 272-pixel frame in 256-pixel tiles, whose blend is no
+    // decode of the whole frame: vaedecode gives the whole frame's, far from the tiles'
+    int64_t ls[5], es[5], ts[5];
+    float * wl = read_tensor(path_in(data_dir, "minimax_w128.wide.latent"), "latent_tensor", ls);
+    float * we = read_tensor(path_in(data_dir, "minimax_w128.expected.safetensors"), "wide", es);
+    float * wt = read_tensor(path_in(data_dir, "minimax_w128.expected.safetensors"), "wide_tiled", ts);
+    if (wl && we && wt) {
+        clamp_expected(m, we, es);
+        clamp_expected(m, wt, ts);
+        struct video d = decode_video(m, wl, ls, VAE_SPACE_RAW, 1, 0, 0, 0);
+        const double whole = d.frames == es[2] ? video_error(&d, we) : 1e9, tiled = d.frames == ts[2] ? video_error(&d, wt) : 0;
+        printf("minimax_w128.wide: max abs error %.3g from upstream's whole-frame decode, %.3g from its default tiles\n",
+               whole, tiled);
+        CHECK(whole <= 3e-5 && tiled > 0.01, "wide: %g from the whole-frame decode, %g from the tiled one", whole, tiled);
+        free(d.data);
+    }
+    free(wl);
+    free(we);
+    free(wt);
+    // 2 latent frames: refused at the drain, saying which counts decode; a stream after it decodes
+    struct vae_session_config cfg = { 24, 2, 3, VAE_SPACE_RAW, 1, 0, 0, NULL };
+    struct vae_session *      s   = vae_session_new(m, cpu, &cfg, err, sizeof(err));
+    float                     z[24 * 6] = { 0 };
+    CHECK(s && vae_session_push(s, z, err, sizeof(err)) && vae_session_push(s, z, err, sizeof(err)) &&
+              !vae_session_drain(s, err, sizeof(err)) && vae_session_frames_ready(s) == 0,
+          "a 2-latent stream: %s", err);
+    CHECK_ERR_HAS(err, "minimax-h3 decodes streams of 3 latent frames or more (upstream's decode has no chunk for "
+                       "fewer), not 2; 5 n + 2 latent frames give 17 n + 5 frames");
+    for (int t = 0; s && t < 3; t++) {
+        CHECK(vae_session_push(s, z, err, sizeof(err)), "push after the refusal: %s", err);
+    }
+    CHECK(s && vae_session_drain(s, err, sizeof(err)) && vae_session_frames_ready(s) == 9,
+          "3 latent frames after the refusal: %s, %d ready", err, s ? vae_session_frames_ready(s) : -1);
+    vae_session_free(s);
+    // whole frames only: the attention sees the whole chunk
+    struct vae_session_config tiled = { 24, 2, 3, VAE_SPACE_RAW, 1, 0, 16, NULL };
+    CHECK(!vae_session_check(m, &tiled, err, sizeof(err)), "tile-size taken");
+    CHECK_ERR_HAS(err, "minimax-h3 decodes whole frames");
+    vae_model_free(m);
+}
+
 int main(int argc, char ** argv) {
     if (!test_data_init()) {
         return 1;
@@ -989,6 +1090,7 @@ int main(int argc, char ** argv) {
     test_seedvr();
     test_hyvideo15();
     test_ltx2();
+    test_minimax();
     if (argc < 2 || strcmp(argv[1], "--quick") != 0) { // --quick: small sizes only (valgrind)
         test_cheesecake();
         test_tiled_memory();

@@ -8,8 +8,9 @@ The reference is computed by the UPSTREAM implementation, diffusers' `Autoencode
 `vae.decode(z).sample`, fp32 on the CPU, one thread. Nothing of it is part of this repository.
 
 Model: the released decoder structure (36 ViT blocks of 32 heads of 64 in the release) with reduced
-sizes: 2 blocks of 2 heads of 16 (dim 32, SwiGLU inner 128), 4 register tokens, RoPE theta 100 on
-the first 0.75 of each head's channels (12 of 16: 2 frequencies per axis), 24 latent channels,
+sizes: 2 blocks of 2 heads of 64 (the released head width, which no weight shape tells: dim 128,
+SwiGLU inner 256), 4 register tokens, RoPE theta 100 on the first 0.75 of each head's channels (48
+of 64: 8 frequencies per axis), 24 latent channels,
 16x16 pixels and 4 frames per latent voxel (the released spatial and temporal factors, which set
 the patch), clip_length 17 and token_drop 3 (the released chunk geometry). The encoder (never
 used) is narrow. Weights are uniform, fan-in scaled, the LayerScale vectors (scale1, scale2, zero
@@ -23,12 +24,15 @@ chunk's held [23, 28); T = 5 n + 2 latent frames give 17 n + 5 frames. Upstream 
 the blended-tile ones"); the fixtures hold both: `decoded` with tiling off (the whole frame, what
 vaedecode is to give) and, on a latent grid wider than a tile, `decoded_tiled` (the default).
 
-Files (written to --out; the tests will read them from tests/data once a decoder exists):
-  minimax_w32.diffusers.safetensors  post_quant_conv.*, decoder.* (diffusers names), F16
-  minimax_w32.latent                 raw latent z [1, 24, 12, 2, 3] (two chunks: 39 frames)
-  minimax_w32.wide.latent            raw latent z [1, 24, 7, 1, 18] (one chunk, 288 pixels wide)
-  minimax_w32.expected.safetensors   decoded [1, 3, 39, 32, 48] (tiling off), decoded_t7 (the first 7
-                                     latent frames: 22 frames), wide [1, 3, 22, 16, 288] tiling off,
+Files (written to --out, tests/data by default):
+  minimax_w128.diffusers.safetensors post_quant_conv.*, decoder.* (diffusers names), F16
+  minimax_w128.latent                raw latent z [1, 24, 12, 2, 3] (two chunks: 39 frames)
+  minimax_w128.wide.latent           raw latent z [1, 24, 3, 1, 17] (one padded chunk: 9 frames, 272
+                                     pixels wide)
+  minimax_w128.expected.safetensors  decoded [1, 3, 39, 32, 48] (tiling off), decoded_t7 (the first 7
+                                     latent frames: 22 frames, the held ones last), decoded_t9 (the
+                                     first 9: a padded chunk after a whole one, 30 frames), wide
+                                     [1, 3, 9, 16, 272] tiling off,
                                      wide_tiled the same with upstream's default tiles
 
 --probe prints what upstream does with T = 1 .. 13 latent frames (which fail, how many frames the
@@ -48,11 +52,11 @@ import taesd_torch as tt  # noqa: E402  (safetensors writer, weight helpers)
 GEN = "tests/data/gen_minimax_fixtures.py"
 
 CONFIG = dict(latent_channels=24, block_out_channels=(8, 8, 8, 8, 8, 8), layers_per_block=1, norm_num_groups=4,
-              decoder_num_layers=2, decoder_num_attention_heads=2, decoder_attention_head_dim=16,
-              decoder_num_register_tokens=4, decoder_ffn_mult=4, decoder_rope_theta=100.0,
+              decoder_num_layers=2, decoder_num_attention_heads=2, decoder_attention_head_dim=64,
+              decoder_num_register_tokens=4, decoder_ffn_mult=2, decoder_rope_theta=100.0,
               decoder_rope_dim_ratio=0.75, decoder_norm_eps=1e-5, clip_length=17, token_drop=3)
 LATENT = (12, 2, 3)
-WIDE = (7, 1, 18)
+WIDE = (3, 1, 17)
 
 
 def init_weights(names_shapes, seed):
@@ -125,9 +129,11 @@ def main():
     zw = torch.randn((1, 24) + WIDE, generator=g)
     dec = decode(vae, z, False)
     dec7 = decode(vae, z[:, :, :7].contiguous(), False)
+    dec9 = decode(vae, z[:, :, :9].contiguous(), False)
     wide = decode(vae, zw, False)
     wide_tiled = decode(vae, zw, True)
-    print(f"decoded {tt.describe(dec)}; the first 7 latent frames: {tt.describe(dec7)}")
+    print(f"decoded {tt.describe(dec)}; the first 7 latent frames: {tt.describe(dec7)}; the first 9: {dec9.shape[2]} "
+          f"frames")
     print(f"max |decode(z)[:, :, :17] - decode(z[:, :, :7])[:, :, :17]| = "
           f"{(dec[:, :, :17] - dec7[:, :, :17]).abs().max().item():.3g} (the first chunk's kept frames)")
     print(f"wide {tt.describe(wide)}; tiled (upstream's default) differs by "
@@ -144,15 +150,16 @@ def main():
     meta = {"model": "MiniMax-H3 video VAE decoder structure (AutoencoderKLMiniMaxH3), reduced sizes, random weights "
                      "(values exact in F16 and BF16)", "config": str(CONFIG), "generator": GEN}
     for fname, tensors, m in (
-            ("minimax_w32.diffusers.safetensors", {k: v.half() for k, v in sd.items()}, meta),
-            ("minimax_w32.latent", {"latent_tensor": z, "latent_format_version_0": torch.zeros(0)},
+            ("minimax_w128.diffusers.safetensors", {k: v.half() for k, v in sd.items()}, meta),
+            ("minimax_w128.latent", {"latent_tensor": z, "latent_format_version_0": torch.zeros(0)},
              {"generator": GEN, "space": "raw MiniMax-H3 latent z, NCTHW"}),
-            ("minimax_w32.wide.latent", {"latent_tensor": zw, "latent_format_version_0": torch.zeros(0)},
+            ("minimax_w128.wide.latent", {"latent_tensor": zw, "latent_format_version_0": torch.zeros(0)},
              {"generator": GEN, "space": "raw MiniMax-H3 latent z, NCTHW"}),
-            ("minimax_w32.expected.safetensors", {"decoded": dec, "decoded_t7": dec7, "wide": wide,
+            ("minimax_w128.expected.safetensors", {"decoded": dec, "decoded_t7": dec7, "decoded_t9": dec9, "wide": wide,
                                                   "wide_tiled": wide_tiled},
              {"reference": f"diffusers {diffusers.__version__} AutoencoderKLMiniMaxH3.decode(z).sample, fp32 CPU, "
-                           f"torch {torch.__version__}; decoded, decoded_t7, wide: disable_tiling(); wide_tiled: "
+                           f"torch {torch.__version__}; decoded, decoded_t7, decoded_t9, wide: disable_tiling(); "
+                           f"wide_tiled: "
                            f"enable_tiling() (upstream's default)",
               "output": "ImageNet-normalised RGB (x * std + mean gives [0, 1]), not clamped"})):
         path = os.path.join(args.out, fname)
