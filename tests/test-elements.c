@@ -1150,6 +1150,64 @@ GST_START_TEST (test_ltx2_stream)
 
 GST_END_TEST;
 
+/* MiniMax-H3 decodes upstream's chunks of 5 latent frames and 2 of overlap: the LATENCY query
+ * adds the 6 latent frames a chunk's first waits for (4 frames each at 24/1); nothing comes
+ * until the 7th latent frame, then the chunk's 17 frames, 17 more at the 12th, the 5 the last
+ * chunk held at EOS: all 39 of upstream's decode (ImageNet-normalised there), stamped i/24 s */
+GST_START_TEST (test_minimax_stream)
+{
+  static const gfloat std[3] = { 0.229f, 0.224f, 0.225f };
+  static const gfloat mean[3] = { 0.485f, 0.456f, 0.406f };
+  gchar *path = data_path ("minimax_w128.expected.safetensors");
+  gint64 shape[5];
+  gfloat *expected = read_tensor (path, "decoded", shape);
+  GstBus *bus;
+  GstHarness *h = model_harness ("minimax_w128.diffusers.safetensors",
+      "chunk-frames=1", &bus);
+  const gint hw = 32 * 48;
+  gint t, f, i, k, worst = 0;
+
+  fail_unless_equals_int (shape[2], 39);
+  gst_harness_set_upstream_latency (h, 10 * GST_MSECOND);
+  gst_harness_set_src_caps_str (h, "video/x-latent, type=float32, "
+      "channels=24, width=3, height=2, framerate=24/1");
+  fail_unless_equals_uint64 (gst_harness_query_latency (h),
+      10 * GST_MSECOND + gst_util_uint64_scale (6 * 4, GST_SECOND, 24));
+  for (t = 0; t < 12; t++) {
+    fail_unless_equals_int (gst_harness_push (h,
+            video_latent_buffer ("minimax_w128.latent", t, FALSE)),
+        GST_FLOW_OK);
+    fail_unless_equals_int (gst_harness_buffers_received (h),
+        t < 6 ? 0 : t < 11 ? 17 : 34);
+  }
+  fail_unless (gst_harness_push_event (h, gst_event_new_eos ()));
+  fail_unless_equals_int (gst_harness_buffers_received (h), 39);
+  for (f = 0; f < 39; f++) {
+    GstBuffer *buf = gst_harness_pull (h);
+    GstMapInfo map;
+
+    fail_unless_equals_uint64 (GST_BUFFER_PTS (buf),
+        gst_util_uint64_scale (f, GST_SECOND, 24));
+    gst_buffer_map (buf, &map, GST_MAP_READ);
+    fail_unless_equals_int (map.size, hw * 3);
+    for (i = 0; i < hw; i++) {
+      for (k = 0; k < 3; k++) {
+        gfloat v = expected[(k * 39 + f) * hw + i] * std[k] + mean[k];
+        gint want = (gint) (CLAMP (v, 0.0f, 1.0f) * 255.0f + 0.5f);
+        worst = MAX (worst, ABS (map.data[i * 3 + k] - want));
+      }
+    }
+    gst_buffer_unmap (buf, &map);
+    gst_buffer_unref (buf);
+  }
+  fail_unless (worst <= 1, "decoded pixels differ by %d", worst);
+  harness_teardown (h, bus);
+  g_free (expected);
+  g_free (path);
+}
+
+GST_END_TEST;
+
 /* framerate 0/1: a latent buffer's DURATION is split evenly between its frames, and a
  * chunk adds no latency that could be stated */
 GST_START_TEST (test_wan_no_framerate)
@@ -3666,6 +3724,7 @@ vaedecode_suite (void)
   tcase_add_test (tc, test_wan_discont);
   tcase_add_test (tc, test_wan_latency);
   tcase_add_test (tc, test_ltx2_stream);
+  tcase_add_test (tc, test_minimax_stream);
   tcase_add_test (tc, test_svd_whole_clip);
   tcase_add_test (tc, test_wan_no_framerate);
   tcase_add_test (tc, test_taew22_scale);

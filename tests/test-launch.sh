@@ -181,6 +181,18 @@ else
     tail -5 "$tmp/ltx.log"
 fi
 
+# MiniMax-H3 (its random-weight fixture, 12 latent frames of 3x2): upstream's two chunks, 39 frames of
+# 48x32, the last 5 held by the last chunk until EOS
+if gst-launch-1.0 -v filesrc location="$data/minimax_w128.latent" ! latentparse \
+        ! vaedecode model-file="$data/minimax_w128.diffusers.safetensors" ! fakesink silent=false >"$tmp/mm.log" 2>&1 &&
+    [ "$(grep -c 'last-message = chain' "$tmp/mm.log")" = 39 ] &&
+    grep -q 'video/x-raw.*width=(int)48, height=(int)32' "$tmp/mm.log"; then
+    ok "minimax-h3: 39 frames of 48x32"
+else
+    bad "minimax-h3 through latentparse ! vaedecode"
+    tail -5 "$tmp/mm.log"
+fi
+
 # Ctrl-C on an mp4 example run with -e (as every example that writes a container is): the EOS it
 # sends ends the decode, the muxer finishes the file, and the file plays with exactly the frames
 # decoded so far (the count vaedecode's warning gives; all 61 where the decode finished first).

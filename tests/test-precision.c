@@ -148,6 +148,9 @@ static void test_bf16(void) {
     // graph reading one copy of its first frame there (2.0's reflecting convs run in f32)
     check_bf16(bf, p == VAE_PRECISION_BF16, path_in(data_dir, "ltx2_v23.orig.safetensors"),
                path_in(data_dir, "ltx2_v23.latent"));
+    // MiniMax-H3's ViT: bf16 linear layers over its tokens, norms, RoPE and attention in f32
+    check_bf16(bf, p == VAE_PRECISION_BF16, path_in(data_dir, "minimax_w128.diffusers.safetensors"),
+               path_in(data_dir, "minimax_w128.latent"));
     vae_backend_free(bf);
 }
 
