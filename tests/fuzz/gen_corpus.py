@@ -3,7 +3,7 @@
 
     python3 tests/fuzz/gen_corpus.py
 
-Tiny decoders of width 1 or 2 that load (TAESD, TAEF2, TAEHV, LTX-2.3: every code path of a load is reached
+Tiny decoders of width 1 or 2 that load (TAESD, TAEF2, TAEHV, LTX-2.3, and MiniMax-H3 refused late: every code path of a load is reached
 with a few kilobytes), decoder-shaped names of the other namings (refused, but through their
 renaming code), and the crafted files of issue 11 that the loader must refuse naming the tensor:
 zero dimensions beside absurd ones, block numbers at LONG_MAX, a NaN weight. Plain Python, no
@@ -119,12 +119,32 @@ def ltx23(dtype):
                 ("per_channel_statistics.std-of-means", dtype, (128,))]
 
 
+def minimax(dtype):
+    """MiniMax-H3's ViT decoder (MODELS.md J.3) in diffusers' names, one head of 64 and one block, whose
+    proj_out of 3 rows is no 4x16x16 patch of RGB: refused after its q, k and v are joined and its
+    LayerScales folded (the whole load path of the family in a few tens of kilobytes)"""
+    d, f = 64, 4
+    b = "decoder.transformer_blocks.0."
+    t = [("post_quant_conv.weight", dtype, (24, 24, 1, 1, 1)), ("post_quant_conv.bias", dtype, (24,)),
+         ("decoder.proj_in.weight", dtype, (d, 24)), ("decoder.proj_in.bias", dtype, (d,)),
+         ("decoder.register_tokens", dtype, (1, 2, d)), (b + "norm1.weight", dtype, (d,)),
+         (b + "norm2.weight", dtype, (d,)), (b + "scale1", dtype, (d,)), (b + "scale2", dtype, (d,))]
+    for part in ("to_q", "to_k", "to_v", "to_out.0"):
+        t += [(b + "attn." + part + ".weight", dtype, (d, d)), (b + "attn." + part + ".bias", dtype, (d,))]
+    t += [(b + "ff.net.0.proj.weight", dtype, (2 * f, d)), (b + "ff.net.0.proj.bias", dtype, (2 * f,)),
+          (b + "ff.net.2.weight", dtype, (d, f)), (b + "ff.net.2.bias", dtype, (d,)),
+          ("decoder.norm_out.weight", dtype, (d,)), ("decoder.norm_out.bias", dtype, (d,)),
+          ("decoder.proj_out.weight", dtype, (3, d)), ("decoder.proj_out.bias", dtype, (3,))]
+    return t
+
+
 def main():
     os.makedirs(OUT, exist_ok=True)
     write("taesd-w1.safetensors", taesd(4, False, "F16"))
     write("taef2-w1.safetensors", taesd(32, True, "BF16"))
     write("taehv-w1.safetensors", taehv("F32"))
     write("ltx23-w2.safetensors", ltx23("F16"))
+    write("minimax-d64.safetensors", minimax("BF16"))
     write("taesd-nan.safetensors", taesd(4, False, "F16"), poke=("3.conv.2.weight", 0, float("nan")))
 
     # an empty tensor's other dimensions are unbounded by its (zero) bytes
