@@ -10,12 +10,13 @@
  * vaedecode runs the decoder half of a VAE on a stream of `video/x-latent` buffers, one
  * latent frame each, and outputs `video/x-raw` frames 8 times the latent size (16 times for
  * wan2.2, taew2_2, taehv1_5 (and their _super decoders), qwenimage2.1 and FLUX.2's normalized latents, which
- * hold 2x2 patches; 32 for ltx2, ltx2.3, taeltx_2 and hunyuanimage2.1). The model file is a safetensors file or a PyTorch `.pth` (read without running
+ * hold 2x2 patches, and for hunyuanvideo1.5 and minimax-h3; 32 for ltx2, ltx2.3, taeltx_2 and hunyuanimage2.1). The model file is a safetensors file or a PyTorch `.pth` (read without running
  * any of its code: a weights-only unpickler); its family is detected from its keys and
  * shapes: the AutoencoderKL image decoders (sd1, sd2, sdxl, sd3, flux1, flux2, hunyuanimage2.1), the TAESD image
  * decoders (taesd, taesdxl, taesd3, taef1, taef2), the Wan 2.1 and 2.2 VAEs (wan2.1, wan2.2),
  * Qwen-Image 2.1's RGBA VAE (qwenimage2.1), SeedVR2's video VAE (seedvr2), HunyuanVideo 1.5's VAE
- * (hunyuanvideo1.5), LTX-2's and LTX-2.3's video VAEs (ltx2, ltx2.3), the TAEHV video decoders (taew2_1, taew2_2, taehv, taehv1_5,
+ * (hunyuanvideo1.5), LTX-2's and LTX-2.3's video VAEs (ltx2, ltx2.3), MiniMax-H3's ViT video VAE
+ * (minimax-h3, decoding upstream's chunks of 5 latent frames), the TAEHV video decoders (taew2_1, taew2_2, taehv, taehv1_5,
  * taeltx_2, taecvx, taew2_2_super, taehv1_5_super) and Stable Video Diffusion's temporal
  * decoder (svd). The output is converted to the negotiated format (RGB, RGBA, RGBx, BGRx, BGRA,
  * ARGB, ABGR, AYUV, I420, A420, NV12) with 8-bit values rounded to nearest.
