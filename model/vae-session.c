@@ -204,7 +204,7 @@ bool vae_session_check(const struct vae_model * model, const struct vae_session_
     if (c->tile_size > 0 && !session_can_tile(model)) {
         snprintf(err, err_size,
                  "tile-size is for the AutoencoderKL, Wan and SeedVR2 decoders (and hunyuanimage2.1, qwenimage2.1, "
-                 "dcae); %s decodes whole frames",
+                 "dcae, hunyuanvideo1.5); %s decodes whole frames",
                  vae_family_name(model->family));
         return false;
     }

@@ -1095,6 +1095,36 @@ GST_START_TEST (test_wan_latency)
 
 GST_END_TEST;
 
+/* pull n RGB frames of hw pixels, stamped i/24 s, each against the decoder's output expected
+ * [3, n, hw] taken to [0, 1] by x scale[c] + offset[c] and rounded to 8 bits: the largest
+ * difference */
+static gint
+pull_rgb_frames (GstHarness * h, const gfloat * expected, gint n, gint hw,
+    const gfloat scale[3], const gfloat offset[3])
+{
+  gint f, i, k, worst = 0;
+
+  for (f = 0; f < n; f++) {
+    GstBuffer *buf = gst_harness_pull (h);
+    GstMapInfo map;
+
+    fail_unless_equals_uint64 (GST_BUFFER_PTS (buf),
+        gst_util_uint64_scale (f, GST_SECOND, 24));
+    gst_buffer_map (buf, &map, GST_MAP_READ);
+    fail_unless_equals_int (map.size, hw * 3);
+    for (i = 0; i < hw; i++) {
+      for (k = 0; k < 3; k++) {
+        gfloat v = expected[(k * n + f) * hw + i] * scale[k] + offset[k];
+        gint want = (gint) (CLAMP (v, 0.0f, 1.0f) * 255.0f + 0.5f);
+        worst = MAX (worst, ABS (map.data[i * 3 + k] - want));
+      }
+    }
+    gst_buffer_unmap (buf, &map);
+    gst_buffer_unref (buf);
+  }
+  return worst;
+}
+
 /* LTX-2.3 (the fixture's small decoder: a frame depends on 8 later latent frames, a stream
  * starts after 9): the LATENCY query adds 8 latent frames of 8 frames at 24/1; the frames
  * come late (none until the 9th latent frame, then 5, 13), the rest at EOS, all 73 of
@@ -1108,8 +1138,8 @@ GST_START_TEST (test_ltx2_stream)
   GstBus *bus;
   GstHarness *h = model_harness ("ltx2_v23.orig.safetensors", "chunk-frames=1",
       &bus);
-  const gint hw = 32 * 64;
-  gint t, f, i, k, worst = 0;
+  static const gfloat half[3] = { 0.5f, 0.5f, 0.5f };
+  gint t, worst;
 
   fail_unless_equals_int (shape[2], 73);
   gst_harness_set_upstream_latency (h, 10 * GST_MSECOND);
@@ -1124,24 +1154,7 @@ GST_START_TEST (test_ltx2_stream)
   }
   fail_unless (gst_harness_push_event (h, gst_event_new_eos ()));
   fail_unless_equals_int (gst_harness_buffers_received (h), 73);
-  for (f = 0; f < 73; f++) {
-    GstBuffer *buf = gst_harness_pull (h);
-    GstMapInfo map;
-
-    fail_unless_equals_uint64 (GST_BUFFER_PTS (buf),
-        gst_util_uint64_scale (f, GST_SECOND, 24));
-    gst_buffer_map (buf, &map, GST_MAP_READ);
-    fail_unless_equals_int (map.size, hw * 3);
-    for (i = 0; i < hw; i++) {
-      for (k = 0; k < 3; k++) {
-        gfloat v = expected[(k * 73 + f) * hw + i] * 0.5f + 0.5f;
-        gint want = (gint) (CLAMP (v, 0.0f, 1.0f) * 255.0f + 0.5f);
-        worst = MAX (worst, ABS (map.data[i * 3 + k] - want));
-      }
-    }
-    gst_buffer_unmap (buf, &map);
-    gst_buffer_unref (buf);
-  }
+  worst = pull_rgb_frames (h, expected, 73, 32 * 64, half, half);
   fail_unless (worst <= 1, "decoded pixels differ by %d", worst);
   harness_teardown (h, bus);
   g_free (expected);
@@ -1164,8 +1177,7 @@ GST_START_TEST (test_minimax_stream)
   GstBus *bus;
   GstHarness *h = model_harness ("minimax_w128.diffusers.safetensors",
       "chunk-frames=1", &bus);
-  const gint hw = 32 * 48;
-  gint t, f, i, k, worst = 0;
+  gint t, worst;
 
   fail_unless_equals_int (shape[2], 39);
   gst_harness_set_upstream_latency (h, 10 * GST_MSECOND);
@@ -1182,24 +1194,7 @@ GST_START_TEST (test_minimax_stream)
   }
   fail_unless (gst_harness_push_event (h, gst_event_new_eos ()));
   fail_unless_equals_int (gst_harness_buffers_received (h), 39);
-  for (f = 0; f < 39; f++) {
-    GstBuffer *buf = gst_harness_pull (h);
-    GstMapInfo map;
-
-    fail_unless_equals_uint64 (GST_BUFFER_PTS (buf),
-        gst_util_uint64_scale (f, GST_SECOND, 24));
-    gst_buffer_map (buf, &map, GST_MAP_READ);
-    fail_unless_equals_int (map.size, hw * 3);
-    for (i = 0; i < hw; i++) {
-      for (k = 0; k < 3; k++) {
-        gfloat v = expected[(k * 39 + f) * hw + i] * std[k] + mean[k];
-        gint want = (gint) (CLAMP (v, 0.0f, 1.0f) * 255.0f + 0.5f);
-        worst = MAX (worst, ABS (map.data[i * 3 + k] - want));
-      }
-    }
-    gst_buffer_unmap (buf, &map);
-    gst_buffer_unref (buf);
-  }
+  worst = pull_rgb_frames (h, expected, 39, 32 * 48, std, mean);
   fail_unless (worst <= 1, "decoded pixels differ by %d", worst);
   harness_teardown (h, bus);
   g_free (expected);

@@ -157,41 +157,28 @@ else
     [ -f "$tmp/wan.log" ] && grep -o 'caps = video/x-h264.*' "$tmp/wan.log" | head -1
 fi
 
-# HunyuanVideo 1.5 (its random-weight fixture, 4 latent frames of 5x3): 13 frames of 80x48, the
-# mid block's attention over the stream from its key/value cache
-if gst-launch-1.0 -v filesrc location="$data/hyvideo15_w32.latent" ! latentparse \
-        ! vaedecode model-file="$data/hyvideo15_w32.orig.safetensors" ! fakesink silent=false >"$tmp/hyv.log" 2>&1 &&
-    [ "$(grep -c 'last-message = chain' "$tmp/hyv.log")" = 13 ] &&
-    grep -q 'video/x-raw.*width=(int)80, height=(int)48' "$tmp/hyv.log"; then
-    ok "hunyuanvideo1.5: 13 frames of 80x48"
-else
-    bad "hunyuanvideo1.5 through latentparse ! vaedecode"
-    tail -5 "$tmp/hyv.log"
-fi
+# a video fixture's latent file through latentparse ! vaedecode with its model: `frames` frames of
+# WxH. check_clip NAME LATENT MODEL FRAMES W H
+check_clip() {
+    if gst-launch-1.0 -v filesrc location="$data/$2" ! latentparse ! vaedecode model-file="$data/$3" \
+            ! fakesink silent=false >"$tmp/$1.log" 2>&1 &&
+        [ "$(grep -c 'last-message = chain' "$tmp/$1.log")" = "$4" ] &&
+        grep -q "video/x-raw.*width=(int)$5, height=(int)$6" "$tmp/$1.log"; then
+        ok "$1: $4 frames of $5x$6"
+    else
+        bad "$1 through latentparse ! vaedecode"
+        tail -5 "$tmp/$1.log"
+    fi
+}
 
-# LTX-2.3 (its random-weight fixture, 10 latent frames of 2x1): 73 frames of 64x32, the last of them
-# flushed out of its centred convs at EOS
-if gst-launch-1.0 -v filesrc location="$data/ltx2_v23.latent" ! latentparse \
-        ! vaedecode model-file="$data/ltx2_v23.orig.safetensors" ! fakesink silent=false >"$tmp/ltx.log" 2>&1 &&
-    [ "$(grep -c 'last-message = chain' "$tmp/ltx.log")" = 73 ] &&
-    grep -q 'video/x-raw.*width=(int)64, height=(int)32' "$tmp/ltx.log"; then
-    ok "ltx2.3: 73 frames of 64x32"
-else
-    bad "ltx2.3 through latentparse ! vaedecode"
-    tail -5 "$tmp/ltx.log"
-fi
-
-# MiniMax-H3 (its random-weight fixture, 12 latent frames of 3x2): upstream's two chunks, 39 frames of
-# 48x32, the last 5 held by the last chunk until EOS
-if gst-launch-1.0 -v filesrc location="$data/minimax_w128.latent" ! latentparse \
-        ! vaedecode model-file="$data/minimax_w128.diffusers.safetensors" ! fakesink silent=false >"$tmp/mm.log" 2>&1 &&
-    [ "$(grep -c 'last-message = chain' "$tmp/mm.log")" = 39 ] &&
-    grep -q 'video/x-raw.*width=(int)48, height=(int)32' "$tmp/mm.log"; then
-    ok "minimax-h3: 39 frames of 48x32"
-else
-    bad "minimax-h3 through latentparse ! vaedecode"
-    tail -5 "$tmp/mm.log"
-fi
+# HunyuanVideo 1.5 (its random-weight fixture, 4 latent frames of 5x3): the mid block's attention
+# over the stream from its key/value cache
+check_clip hunyuanvideo1.5 hyvideo15_w32.latent hyvideo15_w32.orig.safetensors 13 80 48
+# LTX-2.3 (10 latent frames of 2x1): the last frames flushed out of its centred convs at EOS
+check_clip ltx2.3 ltx2_v23.latent ltx2_v23.orig.safetensors 73 64 32
+# MiniMax-H3 (12 latent frames of 3x2): upstream's two chunks, the last 5 frames held by the last
+# chunk until EOS
+check_clip minimax-h3 minimax_w128.latent minimax_w128.diffusers.safetensors 39 48 32
 
 # Ctrl-C on an mp4 example run with -e (as every example that writes a container is): the EOS it
 # sends ends the decode, the muxer finishes the file, and the file plays with exactly the frames
