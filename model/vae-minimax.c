@@ -96,8 +96,8 @@ static bool mm_fold(struct vae_model * m, const char * name, const char * scale,
     const int64_t       n    = w[0] ? w[0]->shape[0] : 0;
     if (!w[0] || !w[1] || w[1]->n_dims != 1 || w[1]->shape[0] != n ||
         (scale && (!sw || sw->n_dims != 1 || sw->shape[0] != n))) {
-        snprintf(err, err_size, "minimax-h3: '%s' or '%s'%s%s is missing or not of %lld rows", wname, bname,
-                 scale ? " or " : "", scale ? scale : "", (long long) n);
+        snprintf(err, err_size, "minimax-h3: '%s', '%s'%s%s%s is missing or not of %lld rows", wname, bname,
+                 scale ? " or '" : "", scale ? scale : "", scale ? "'" : "", (long long) n);
         return false;
     }
     const float * s = scale ? vae_model_weight_data(m, sw, err, err_size) : NULL;

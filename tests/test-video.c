@@ -394,6 +394,17 @@ static void test_load_errors(void) {
           "tensor 'decoder.up_blocks.4.res_blocks.1.conv2.conv.bias' is missing" },
         { "ltx2_v23.diffusers.safetensors", NULL, "decoder.conv_out.conv.weight",
           "ltx2.3: tensor 'decoder.conv_out.conv.bias' has the wrong shape (expected shape [47]" },
+        { "minimax_w128.diffusers.safetensors", "decoder.transformer_blocks.1.scale2", NULL,
+          "minimax-h3: 'decoder.transformer_blocks.1.ff.net.2.weight', 'decoder.transformer_blocks.1.ff.net.2.bias' or "
+          "'decoder.transformer_blocks.1.scale2' is missing or not of 128 rows" },
+        { "minimax_w128.diffusers.safetensors", NULL, "decoder.transformer_blocks.0.attn.to_k.weight",
+          "minimax-h3: 'decoder.transformer_blocks.0.attn.to_k.weight' is missing or not of 128 rows and columns" },
+        { "minimax_w128.diffusers.safetensors", "decoder.norm_out.bias", NULL,
+          "minimax-h3: tensor 'decoder.norm_out.bias' is missing" },
+        { "minimax_w128.diffusers.safetensors", "decoder.transformer_blocks.1.attn.to_q.weight", NULL,
+          "tensor 'decoder.transformer_blocks.1.attn.to_k.bias' is not part of the minimax-h3 decoder" },
+        { "minimax_w128.diffusers.safetensors", NULL, "decoder.proj_out.weight",
+          "minimax-h3: 'decoder.proj_out.weight' or its bias is missing or not of 3072 rows" },
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         const char *       path = edited_model(cases[i].file, cases[i].drop, cases[i].cut);
