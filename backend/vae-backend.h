@@ -316,7 +316,10 @@ typedef struct vae_backend vae_backend_t;
 bool            vae_backend_is_built(enum vae_backend_type type);
 const char *    vae_backend_type_name(enum vae_backend_type type);
 // device: the GPU's number, or -1: the CUDA context current on the calling thread if there is
-// one (a GstCudaContext pushed by the element), else device 0. The CPU computes in fp32 whatever
+// one (a GstCudaContext pushed by the element), else device 0; that context must outlive the
+// backend (the element holds its GstCudaContext until the backend is freed): the driver cannot
+// tell a destroyed context's handle from a live one, and pushing and popping one is undefined
+// (on an H100, driver 580.159, the pop frees the driver's context a second time). The CPU computes in fp32 whatever
 // else is asked for, and in bf16 when asked only where oneDNN's ISA has AVX512-BF16 or AMX
 // (vae_backend_precision says what is in effect); a GPU refuses a precision it lacks, naming it.
 vae_backend_t *    vae_backend_init(enum vae_backend_type type, int device, enum vae_precision precision, char * err,

@@ -1,13 +1,14 @@
-// Single-head attention within each frame (the mid-block attention of AutoencoderKL and of the
-// Wan VAE): y = softmax(q k^T / sqrt(C)) v over the h*w positions of a frame, q, k and v the three
-// channel thirds of each pixel of qkv. Flash-style: a block owns a tile of queries and streams the
-// keys and values past it in tiles, keeping each row's running max and sum in f32 (in the exp2
-// domain, the scale folded in) and rescaling its accumulator when the max grows, so no score
-// matrix exists beyond one tile. The head dims (512, 384) are above FlashAttention's 256, so at
-// fp16 and bf16 the tensor-core kernel splits the columns of O over the warps (in registers),
-// passes S and P between them through shared memory and sizes its tiles from the device's shared
-// memory. fp32 and tf32, head dims that are not a multiple of 16 or above 512, and bf16 before
-// sm_80 take a SIMT kernel that computes in true f32.
+// Attention within each frame, in heads (one head: the mid-block attention of AutoencoderKL and of
+// the Wan VAE; heads of 64 channels: MiniMax-H3's ViT over a sequence of tokens): y = softmax(q k^T
+// / sqrt(D)) v over the h*w positions of a frame, q, k and v the three channel thirds of each pixel
+// of qkv, head j their channels [j D, (j+1) D), one grid dimension per head. Flash-style: a block
+// owns a tile of queries and streams the keys and values past it in tiles, keeping each row's
+// running max and sum in f32 (in the exp2 domain, the scale folded in) and rescaling its
+// accumulator when the max grows, so no score matrix exists beyond one tile. The head dims (512,
+// 384) are above FlashAttention's 256, so at fp16 and bf16 the tensor-core kernel splits the
+// columns of O over the warps (in registers), passes S and P between them through shared memory and
+// sizes its tiles from the device's shared memory. fp32 and tf32, head dims that are not a multiple
+// of 16 or above 512, and bf16 before sm_80 take a SIMT kernel that computes in true f32.
 //
 // The causal form (HunyuanVideo 1.5's mid block) is the same kernels with the keys and values read
 // from a cache instead of the query's frame: the cache holds the qkv rows of every frame of the
@@ -99,11 +100,11 @@ template <int BQ, int BK, int NW> struct vae_gpu_attn_tiles {
     }
 };
 
-// rows [p0, p0 + R) of the third of a frame's qkv at channel offset off into a shared tile of row
-// stride ld, asynchronously; rows past the frame's end are zeros
+// channels [off, off + D) of rows [p0, p0 + R) of a frame's qkv (rows 3 C wide) into a shared tile
+// of row stride ld, asynchronously; rows past the frame's end are zeros
 template <int R, typename T>
 static __device__ __forceinline__ void vae_gpu_attn_tile_load(T * dst, const T * src, int p0, int N, int off, int D,
-                                                              int ld) {
+                                                              int C, int ld) {
     // thread t takes 16-byte chunks t, t + 256, ... of the tile, walking (row, chunk) without dividing
     constexpr int NT  = VAE_GPU_ATTN_THREADS;
     const int     cpr = D / 8;
@@ -111,7 +112,7 @@ static __device__ __forceinline__ void vae_gpu_attn_tile_load(T * dst, const T *
     while (r < R) {
         T * d = dst + r * ld + c * 8;
         if (p0 + r < N) {
-            vae_gpu_cp16<true>(vae_gpu_smem_addr(d), src + (size_t) (p0 + r) * 3 * D + off + c * 8, true);
+            vae_gpu_cp16<true>(vae_gpu_smem_addr(d), src + (size_t) (p0 + r) * 3 * C + off + c * 8, true);
         } else {
             *(uint4 *) d = make_uint4(0, 0, 0, 0);
         }
@@ -124,13 +125,13 @@ static __device__ __forceinline__ void vae_gpu_attn_tile_load(T * dst, const T *
     }
 }
 
-// grid (ceil(N / BQ), frames); qkv rows are 3 * D wide (no padding), y rows D. kv: NULL, keys and
-// values of the query's own frame; else the cache's rows (the same layout), the first nk0 + (t + 1) N
-// of them for frame t
+// grid (ceil(N / BQ), frames, heads); qkv rows are 3 C wide (no padding), y rows C, heads of D
+// channels. kv: NULL, keys and values of the query's own frame; else the cache's rows (the same
+// layout), the first nk0 + (t + 1) N of them for frame t
 template <typename T, int BQ, int BK, int NW>
 static __global__ void __launch_bounds__(VAE_GPU_ATTN_THREADS, 1)
     vae_gpu_attention_tc(const T * __restrict__ qkv, const T * __restrict__ kv, T * __restrict__ y, int N, int nk0,
-                         int D, float sl2) {
+                         int D, int C, float sl2) {
     // (the sm_75 build of bf16, and a wave count of the other warp width on AMD: never launched)
     if constexpr ((std::is_same<T, __nv_bfloat16>::value && !VAE_GPU_ATTN_BF16_MMA) ||
                   VAE_GPU_ATTN_THREADS / NW != VAE_GPU_WARP) {
@@ -150,16 +151,16 @@ static __global__ void __launch_bounds__(VAE_GPU_ATTN_THREADS, 1)
         float *   rs = (float *) (ps + BQ * G::LDP);
 
         const int w = threadIdx.x / W, lane = threadIdx.x % W;
-        const int q0  = blockIdx.x * BQ;
-        const T * src = qkv + (size_t) blockIdx.y * N * 3 * D;
+        const int q0  = blockIdx.x * BQ, ho = blockIdx.z * D; // ho: the head's channels in each third
+        const T * src = qkv + (size_t) blockIdx.y * N * 3 * C;
         const T * kvs = kv ? kv : src;
         const int NK  = kv ? nk0 + ((int) blockIdx.y + 1) * N : N;
 
         // two groups in flight from here on: (Q and) the next K tile, then the next V tile
-        vae_gpu_attn_tile_load<BQ>(qs, src, q0, N, 0, D, ld);
-        vae_gpu_attn_tile_load<BK>(ks, kvs, 0, NK, D, D, ld);
+        vae_gpu_attn_tile_load<BQ>(qs, src, q0, N, ho, D, C, ld);
+        vae_gpu_attn_tile_load<BK>(ks, kvs, 0, NK, C + ho, D, C, ld);
         vae_gpu_cp_commit();
-        vae_gpu_attn_tile_load<BK>(vs, kvs, 0, NK, 2 * D, D, ld);
+        vae_gpu_attn_tile_load<BK>(vs, kvs, 0, NK, 2 * C + ho, D, C, ld);
         vae_gpu_cp_commit();
 
         // the wmma accumulator layout is opaque: load a tile whose elements are their row numbers
@@ -218,7 +219,7 @@ static __global__ void __launch_bounds__(VAE_GPU_ATTN_THREADS, 1)
             __syncthreads(); // S complete, the K tile free
 
             if (kb + BK < NK) {
-                vae_gpu_attn_tile_load<BK>(ks, kvs, kb + BK, NK, D, D, ld);
+                vae_gpu_attn_tile_load<BK>(ks, kvs, kb + BK, NK, C + ho, D, C, ld);
             }
             vae_gpu_cp_commit();
 
@@ -303,7 +304,7 @@ static __global__ void __launch_bounds__(VAE_GPU_ATTN_THREADS, 1)
             __syncthreads(); // done with P and the V tile
 
             if (kb + BK < NK) {
-                vae_gpu_attn_tile_load<BK>(vs, kvs, kb + BK, NK, 2 * D, D, ld);
+                vae_gpu_attn_tile_load<BK>(vs, kvs, kb + BK, NK, 2 * C + ho, D, C, ld);
             }
             vae_gpu_cp_commit();
         }
@@ -338,7 +339,7 @@ static __global__ void __launch_bounds__(VAE_GPU_ATTN_THREADS, 1)
                         for (int u = 0; u < EPL; u++) {
                             v[u] = vae_gpu_from_f32<T>(buf[rr * 16 + c8 + u] / lr);
                         }
-                        *(vec_t *) (y + ((size_t) blockIdx.y * N + q0 + r) * D + ct * 16 + c8) = *(const vec_t *) v;
+                        *(vec_t *) (y + ((size_t) blockIdx.y * N + q0 + r) * C + ho + ct * 16 + c8) = *(const vec_t *) v;
                     }
                     vae_gpu_warp_sync();
                 }
@@ -348,16 +349,16 @@ static __global__ void __launch_bounds__(VAE_GPU_ATTN_THREADS, 1)
 }
 
 template <typename T, int BQ, int BK, int NW>
-static cudaError_t vae_gpu_attention_tc_run(const T * qkv, const T * kv, T * y, int n, int N, int nk0, int D, float sl2,
-                                            cudaStream_t s) {
+static cudaError_t vae_gpu_attention_tc_run(const T * qkv, const T * kv, T * y, int n, int N, int nk0, int D, int C,
+                                            float sl2, cudaStream_t s) {
     const size_t smem = vae_gpu_attn_tiles<BQ, BK, NW>::smem(D);
     cudaError_t  err  = cudaFuncSetAttribute(vae_gpu_attention_tc<T, BQ, BK, NW>,
                                              cudaFuncAttributeMaxDynamicSharedMemorySize, (int) smem);
     if (err != cudaSuccess) {
         return err;
     }
-    const dim3 grid((unsigned) ((N + BQ - 1) / BQ), (unsigned) n);
-    vae_gpu_attention_tc<T, BQ, BK, NW><<<grid, VAE_GPU_ATTN_THREADS, smem, s>>>(qkv, kv, y, N, nk0, D, sl2);
+    const dim3 grid((unsigned) ((N + BQ - 1) / BQ), (unsigned) n, (unsigned) (C / D));
+    vae_gpu_attention_tc<T, BQ, BK, NW><<<grid, VAE_GPU_ATTN_THREADS, smem, s>>>(qkv, kv, y, N, nk0, D, C, sl2);
     return cudaGetLastError();
 }
 
@@ -365,39 +366,39 @@ static cudaError_t vae_gpu_attention_tc_run(const T * qkv, const T * kv, T * y, 
 // that the smallest one does), in NW warps. AMD: at most 32 queries, as the O accumulators of 64
 // spill registers there (and 64 KB of LDS seldom holds them)
 template <typename T, int NW>
-static cudaError_t vae_gpu_attention_tc_launch(const T * qkv, const T * kv, T * y, int n, int N, int nk0, int D, float sl2,
-                                               int smem_max, cudaStream_t s) {
+static cudaError_t vae_gpu_attention_tc_launch(const T * qkv, const T * kv, T * y, int n, int N, int nk0, int D, int C,
+                                               float sl2, int smem_max, cudaStream_t s) {
 #if !defined(VAE_GPU_AMD)
     if (vae_gpu_attn_tiles<64, 64, NW>::smem(D) <= (size_t) smem_max) {
-        return vae_gpu_attention_tc_run<T, 64, 64, NW>(qkv, kv, y, n, N, nk0, D, sl2, s);
+        return vae_gpu_attention_tc_run<T, 64, 64, NW>(qkv, kv, y, n, N, nk0, D, C, sl2, s);
     }
     if (vae_gpu_attn_tiles<64, 32, NW>::smem(D) <= (size_t) smem_max) {
-        return vae_gpu_attention_tc_run<T, 64, 32, NW>(qkv, kv, y, n, N, nk0, D, sl2, s);
+        return vae_gpu_attention_tc_run<T, 64, 32, NW>(qkv, kv, y, n, N, nk0, D, C, sl2, s);
     }
 #endif
     if (vae_gpu_attn_tiles<32, 32, NW>::smem(D) <= (size_t) smem_max) {
-        return vae_gpu_attention_tc_run<T, 32, 32, NW>(qkv, kv, y, n, N, nk0, D, sl2, s);
+        return vae_gpu_attention_tc_run<T, 32, 32, NW>(qkv, kv, y, n, N, nk0, D, C, sl2, s);
     }
     if (vae_gpu_attn_tiles<32, 16, NW>::smem(D) <= (size_t) smem_max) {
-        return vae_gpu_attention_tc_run<T, 32, 16, NW>(qkv, kv, y, n, N, nk0, D, sl2, s);
+        return vae_gpu_attention_tc_run<T, 32, 16, NW>(qkv, kv, y, n, N, nk0, D, C, sl2, s);
     }
-    return vae_gpu_attention_tc_run<T, 16, 16, NW>(qkv, kv, y, n, N, nk0, D, sl2, s);
+    return vae_gpu_attention_tc_run<T, 16, 16, NW>(qkv, kv, y, n, N, nk0, D, C, sl2, s);
 }
 
 // in warps of the device's width: 8 of 32 lanes, or on CDNA 4 waves of 64
 template <typename T>
-static cudaError_t vae_gpu_attention_tc_warps(const T * qkv, const T * kv, T * y, int n, int N, int nk0, int D, float sl2,
-                                              int smem_max, int warp, cudaStream_t s) {
+static cudaError_t vae_gpu_attention_tc_warps(const T * qkv, const T * kv, T * y, int n, int N, int nk0, int D, int C,
+                                              float sl2, int smem_max, int warp, cudaStream_t s) {
 #if defined(VAE_GPU_AMD)
     if (warp == 64) {
-        return vae_gpu_attention_tc_launch<T, 4>(qkv, kv, y, n, N, nk0, D, sl2, smem_max, s);
+        return vae_gpu_attention_tc_launch<T, 4>(qkv, kv, y, n, N, nk0, D, C, sl2, smem_max, s);
     }
 #endif
     (void) warp;
-    return vae_gpu_attention_tc_launch<T, 8>(qkv, kv, y, n, N, nk0, D, sl2, smem_max, s);
+    return vae_gpu_attention_tc_launch<T, 8>(qkv, kv, y, n, N, nk0, D, C, sl2, smem_max, s);
 }
 
-// ---- SIMT kernel (any C, f32 arithmetic) ------------------------------------------------------
+// ---- SIMT kernel (any head dim, f32 arithmetic) -----------------------------------------------
 
 // the SIMT kernel works in 8 groups of 32 lanes (a warp, or half an AMD wave64; its reductions
 // stay within a group)
@@ -406,14 +407,15 @@ static cudaError_t vae_gpu_attention_tc_warps(const T * qkv, const T * kv, T * y
 #define VAE_GPU_ATTN_SK 32  // keys per step, one per lane in S
 #define VAE_GPU_ATTN_SC 32  // channels of q and k per shared chunk
 #define VAE_GPU_ATTN_SV 128 // output channels per shared v chunk, 4 per lane
-#define VAE_GPU_ATTN_SG 4   // v chunks per pass: grid.z splits the output channels in passes of SG * SV
+#define VAE_GPU_ATTN_SG 4   // v chunks per pass: grid.z splits a head's output channels in passes of SG * SV
 
-// grid (ceil(N / SQ), frames, ceil(cp / (SG * SV))); group w owns queries 4w .. 4w + 3 of the block;
-// kv and nk0 as for the tensor-core kernel
+// grid (ceil(N / SQ), frames, heads * passes); heads of D channels, C in all; a head writes its D
+// channels of y, the last one the padding lanes [C, cp) too, in `passes` passes; group w owns
+// queries 4w .. 4w + 3 of the block; kv and nk0 as for the tensor-core kernel
 template <typename T>
 static __global__ void __launch_bounds__(VAE_GPU_ATTN_THREADS, 2)
     vae_gpu_attention_simt(const T * __restrict__ qkv, const T * __restrict__ kv, T * __restrict__ y, int N, int nk0,
-                           int C, int cp3, int cp, float sl2) {
+                           int D, int C, int cp3, int cp, int passes, float sl2) {
     constexpr int SQ = VAE_GPU_ATTN_SQ, SK = VAE_GPU_ATTN_SK, SC = VAE_GPU_ATTN_SC, SV = VAE_GPU_ATTN_SV,
                   SG = VAE_GPU_ATTN_SG;
     constexpr int GL = VAE_GPU_ATTN_GL;
@@ -425,9 +427,11 @@ static __global__ void __launch_bounds__(VAE_GPU_ATTN_THREADS, 2)
     __shared__ __align__(16) float vs[SK][SV];
 
     const int w = threadIdx.x / GL, lane = threadIdx.x % GL;
-    const int q0 = blockIdx.x * SQ, c0 = blockIdx.z * SG * SV;
-    const T * src = qkv + (size_t) blockIdx.y * N * cp3;
-    const T * kvs = kv ? kv : src;
+    const int head = blockIdx.z / passes, ho = head * D; // ho: the head's channels in each third
+    const int q0 = blockIdx.x * SQ, c0 = blockIdx.z % passes * SG * SV;
+    const int ce = (int) gridDim.z / passes == head + 1 ? cp - ho : D; // the channels it writes from ho on
+    const T * src = qkv + (size_t) blockIdx.y * N * cp3 + ho;
+    const T * kvs = kv ? kv + ho : src;
     const int NK  = kv ? nk0 + ((int) blockIdx.y + 1) * N : N;
 
     float o[SG][4][4] = {}; // [v chunk][query 4w + i][channel c0 + chunk * SV + 4 * lane + u]
@@ -441,12 +445,12 @@ static __global__ void __launch_bounds__(VAE_GPU_ATTN_THREADS, 2)
     for (int kb = 0; kb < NK; kb += SK) {
         // s[i] = q(4w + i) . k(kb + lane), over chunks of SC channels
         float s[4] = { 0.0f, 0.0f, 0.0f, 0.0f };
-        for (int cc = 0; cc < C; cc += SC) {
+        for (int cc = 0; cc < D; cc += SC) {
             __syncthreads();
             const int ch = threadIdx.x % SC, c = cc + ch;
             for (int r = threadIdx.x / SC; r < SQ; r += VAE_GPU_ATTN_THREADS / SC) {
-                qs[r][ch] = q0 + r < N && c < C ? vae_gpu_to_f32(src[(size_t) (q0 + r) * cp3 + c]) : 0.0f;
-                ks[r][ch] = kb + r < NK && c < C ? vae_gpu_to_f32(kvs[(size_t) (kb + r) * cp3 + C + c]) : 0.0f;
+                qs[r][ch] = q0 + r < N && c < D ? vae_gpu_to_f32(src[(size_t) (q0 + r) * cp3 + c]) : 0.0f;
+                ks[r][ch] = kb + r < NK && c < D ? vae_gpu_to_f32(kvs[(size_t) (kb + r) * cp3 + C + c]) : 0.0f;
             }
             __syncthreads();
 #pragma unroll 1
@@ -488,11 +492,11 @@ static __global__ void __launch_bounds__(VAE_GPU_ATTN_THREADS, 2)
 #pragma unroll
         for (int g = 0; g < SG; g++) {
             const int cg = c0 + g * SV;
-            if (cg < cp) {
+            if (cg < ce) {
                 __syncthreads();
                 const int ch = threadIdx.x % SV, c = cg + ch;
                 for (int j = threadIdx.x / SV; j < SK; j += VAE_GPU_ATTN_THREADS / SV) {
-                    vs[j][ch] = kb + j < NK && c < C ? vae_gpu_to_f32(kvs[(size_t) (kb + j) * cp3 + 2 * C + c]) : 0.0f;
+                    vs[j][ch] = kb + j < NK && c < D ? vae_gpu_to_f32(kvs[(size_t) (kb + j) * cp3 + 2 * C + c]) : 0.0f;
                 }
                 __syncthreads();
 #pragma unroll 4
@@ -519,15 +523,15 @@ static __global__ void __launch_bounds__(VAE_GPU_ATTN_THREADS, 2)
         if (q >= N) {
             continue;
         }
-        T * dst = y + ((size_t) blockIdx.y * N + q) * cp;
+        T * dst = y + ((size_t) blockIdx.y * N + q) * cp + ho;
 #pragma unroll
         for (int g = 0; g < SG; g++) {
 #pragma unroll
             for (int u = 0; u < 4; u++) {
                 const int c = c0 + g * SV + 4 * lane + u;
-                if (c < C) {
+                if (c < D) {
                     dst[c] = vae_gpu_from_f32<T>(o[g][i][u] / l[i]);
-                } else if (c < cp) {
+                } else if (c < ce) {
                     dst[c] = vae_gpu_from_f32<T>(0.0f);
                 }
             }
@@ -536,17 +540,19 @@ static __global__ void __launch_bounds__(VAE_GPU_ATTN_THREADS, 2)
 }
 
 template <typename T>
-static cudaError_t vae_gpu_attention_simt_launch(const T * qkv, const T * kv, T * y, int n, int N, int nk0, int C, int cp3,
-                                                 int cp, float sl2, cudaStream_t s) {
-    const int  pass = VAE_GPU_ATTN_SG * VAE_GPU_ATTN_SV;
-    const dim3 grid((unsigned) ((N + VAE_GPU_ATTN_SQ - 1) / VAE_GPU_ATTN_SQ), (unsigned) n, (unsigned) ((cp + pass - 1) / pass));
-    vae_gpu_attention_simt<T><<<grid, VAE_GPU_ATTN_THREADS, 0, s>>>(qkv, kv, y, N, nk0, C, cp3, cp, sl2);
+static cudaError_t vae_gpu_attention_simt_launch(const T * qkv, const T * kv, T * y, int n, int N, int nk0, int D, int C,
+                                                 int cp3, int cp, float sl2, cudaStream_t s) {
+    const int  pass = VAE_GPU_ATTN_SG * VAE_GPU_ATTN_SV, heads = C / D;
+    const int  passes = (cp - (heads - 1) * D + pass - 1) / pass; // (the last head's channels and the padding)
+    const dim3 grid((unsigned) ((N + VAE_GPU_ATTN_SQ - 1) / VAE_GPU_ATTN_SQ), (unsigned) n, (unsigned) (heads * passes));
+    vae_gpu_attention_simt<T><<<grid, VAE_GPU_ATTN_THREADS, 0, s>>>(qkv, kv, y, N, nk0, D, C, cp3, cp, passes, sl2);
     return cudaGetLastError();
 }
 
 // ---- launcher and entry ------------------------------------------------------------------------
 
-static cudaError_t vae_gpu_attention_launch(struct vae_gpu_act qkv, const void * kv, int nk0, struct vae_gpu_act y,
+// in heads of D channels
+static cudaError_t vae_gpu_attention_launch(struct vae_gpu_act qkv, const void * kv, int nk0, struct vae_gpu_act y, int D,
                                             enum vae_precision p, cudaStream_t s) {
     int         dev, cc_major, smem_max, warp;
     cudaError_t err = cudaGetDevice(&dev);
@@ -563,22 +569,22 @@ static cudaError_t vae_gpu_attention_launch(struct vae_gpu_act qkv, const void *
         return err;
     }
     const int   n = y.n, N = y.h * y.w, C = y.c;
-    const float sl2 = (float) (VAE_GPU_ATTN_LOG2E / sqrt((double) C));
+    const float sl2 = (float) (VAE_GPU_ATTN_LOG2E / sqrt((double) D));
 
     // tensor cores: fp16 from sm_70, bf16 from sm_80, when the smallest tile set fits
-    const bool tc = C % 16 == 0 && C <= VAE_GPU_ATTN_TC_DMAX &&
+    const bool tc = D % 16 == 0 && D <= VAE_GPU_ATTN_TC_DMAX &&
                     ((p == VAE_PRECISION_FP16 && cc_major >= 7) || (p == VAE_PRECISION_BF16 && cc_major >= 8)) &&
-                    vae_gpu_attn_tiles<16, 16, 8>::smem(C) <= (size_t) smem_max;
+                    vae_gpu_attn_tiles<16, 16, 8>::smem(D) <= (size_t) smem_max;
     if (tc && p == VAE_PRECISION_FP16) {
-        return vae_gpu_attention_tc_warps((const __half *) qkv.data, (const __half *) kv, (__half *) y.data, n, N, nk0, C,
-                                          sl2, smem_max, warp, s);
+        return vae_gpu_attention_tc_warps((const __half *) qkv.data, (const __half *) kv, (__half *) y.data, n, N, nk0, D,
+                                          C, sl2, smem_max, warp, s);
     }
     if (tc) {
         return vae_gpu_attention_tc_warps((const __nv_bfloat16 *) qkv.data, (const __nv_bfloat16 *) kv,
-                                          (__nv_bfloat16 *) y.data, n, N, nk0, C, sl2, smem_max, warp, s);
+                                          (__nv_bfloat16 *) y.data, n, N, nk0, D, C, sl2, smem_max, warp, s);
     }
     VAE_GPU_DISPATCH(p, return vae_gpu_attention_simt_launch((const T *) qkv.data, (const T *) kv, (T *) y.data, n, N,
-                                                             nk0, C, qkv.cp, y.cp, sl2, s));
+                                                             nk0, D, C, qkv.cp, y.cp, sl2, s));
 }
 
 extern "C" size_t vae_gpu_attention_scratch(struct vae_gpu_act qkv, enum vae_precision p) {
@@ -602,10 +608,13 @@ static bool vae_gpu_attention_ok(struct vae_gpu_act qkv, struct vae_gpu_act y, e
     return y.n == qkv.n && y.h == qkv.h && y.w == qkv.w && y.c == qkv.c / 3 && y.cp == vae_gpu_cpad(y.c);
 }
 
-extern "C" cudaError_t vae_gpu_attention(struct vae_gpu_act qkv, struct vae_gpu_act y, void * scratch,
+extern "C" cudaError_t vae_gpu_attention(struct vae_gpu_act qkv, struct vae_gpu_act y, int hd, void * scratch,
                                          enum vae_precision p, cudaStream_t s) {
     (void) scratch;
-    return vae_gpu_attention_ok(qkv, y, p) ? vae_gpu_attention_launch(qkv, nullptr, 0, y, p, s) : cudaErrorInvalidValue;
+    const int D = hd ? hd : y.c;
+    return vae_gpu_attention_ok(qkv, y, p) && D > 0 && y.c % D == 0 && y.c / D <= 65535
+               ? vae_gpu_attention_launch(qkv, nullptr, 0, y, D, p, s)
+               : cudaErrorInvalidValue;
 }
 
 extern "C" cudaError_t vae_gpu_causal_attention(struct vae_gpu_act qkv, struct vae_gpu_act y, void * cache, int held,
@@ -618,5 +627,5 @@ extern "C" cudaError_t vae_gpu_causal_attention(struct vae_gpu_act qkv, struct v
     // the cache takes this compute's rows after the frames it holds, then every query reads it
     const cudaError_t e = cudaMemcpyAsync((char *) cache + (size_t) held * frame, qkv.data, (size_t) qkv.n * frame,
                                           cudaMemcpyDeviceToDevice, s);
-    return e == cudaSuccess ? vae_gpu_attention_launch(qkv, cache, held * qkv.h * qkv.w, y, p, s) : e;
+    return e == cudaSuccess ? vae_gpu_attention_launch(qkv, cache, held * qkv.h * qkv.w, y, y.c, p, s) : e;
 }

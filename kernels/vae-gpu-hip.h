@@ -34,6 +34,9 @@
 #define vae_gpu_group_conv         vae_hip_gpu_group_conv
 #define vae_gpu_glu                vae_hip_gpu_glu
 #define vae_gpu_time_conv          vae_hip_gpu_time_conv
+#define vae_gpu_tokens             vae_hip_gpu_tokens
+#define vae_gpu_rope               vae_hip_gpu_rope
+#define vae_gpu_crossfade          vae_hip_gpu_crossfade
 #define vae_gpu_group_norm_scratch vae_hip_gpu_group_norm_scratch
 #define vae_gpu_group_norm_stats   vae_hip_gpu_group_norm_stats
 #define vae_gpu_group_norm_apply   vae_hip_gpu_group_norm_apply

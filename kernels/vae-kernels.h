@@ -71,6 +71,21 @@ cudaError_t vae_gpu_glu(struct vae_gpu_act x, struct vae_gpu_act y, enum vae_act
 // from x                                                                       (vae-gpu-time-conv.cu)
 cudaError_t vae_gpu_time_conv(struct vae_gpu_act x, struct vae_gpu_act y, const void * residual, const float * w,
                               const float * bias, int kt, enum vae_act act, enum vae_precision p, cudaStream_t s);
+// frames to tokens and back (VAE_OP_TOKENS, VAE_OP_UNTOKENS), x.c = y.c: y's pixels (rows) are x's
+// first ones, then the e rows of extra (device f32 [e, c]; NULL when e = 0), then zeros; y apart
+// from x                                                                       (vae-gpu-tokens.cu)
+cudaError_t vae_gpu_tokens(struct vae_gpu_act x, struct vae_gpu_act y, const float * extra, int e,
+                           enum vae_precision p, cudaStream_t s);
+// VAE_OP_ROPE: y = qkv with each hd-channel head of q and k RMS-normalised (eps) and rotated on its
+// first rd channels by the angles of its pixel's point on the nt x nh x nw grid (pixels past it: at
+// 0), base theta; v copied; y apart from x                                     (vae-gpu-rope.cu)
+cudaError_t vae_gpu_rope(struct vae_gpu_act x, struct vae_gpu_act y, int hd, int rd, int nt, int nh, int nw, float eps,
+                         float theta, enum vae_precision p, cudaStream_t s);
+// VAE_OP_CROSSFADE's frames: y frame f = x frame pre + f for f < y.n - d, the first d of them
+// blended with the d frames of held (like x's, or NULL: none) as held (1 - f/d) + x (f/d); then x's
+// last d frames; y apart from x and held                                       (vae-gpu-crossfade.cu)
+cudaError_t vae_gpu_crossfade(struct vae_gpu_act x, struct vae_gpu_act y, const void * held, int pre, int d,
+                              enum vae_precision p, cudaStream_t s);
 
 // ---- norms -----------------------------------------------------------------------------------
 // GroupNorm (vae-gpu-group-norm.cu): statistics of each (frame, group) over (C/groups) x H x W,
@@ -87,21 +102,23 @@ cudaError_t vae_gpu_group_norm_apply(struct vae_gpu_act x, struct vae_gpu_act y,
                                     bool stats_per_frame, const float * gamma, const float * beta, enum vae_act act,
                                     enum vae_precision p, cudaStream_t s);
 // y = act(x * s * gamma[c] + beta[c] + residual), |x| the L2 norm over the channels of each pixel,
-// f32; s = sqrt(C) / max(|x|, 1e-12) (Wan), or with mean_square 1 / sqrt(|x|^2 / C + eps)
-// (diffusers' RMSNorm); gamma, beta: device f32 [c] or NULL (ones, zeros); residual like y or NULL;
-// y may be x or the residual                                                 (vae-gpu-rms-norm.cu)
+// f32, by VAE_OP_RMS_NORM's form: 0, s = sqrt(C) / max(|x|, 1e-12) (Wan); 1, 1 / sqrt(|x|^2 / C + eps)
+// (diffusers' RMSNorm); 2, the same of x - mean(x) in place of x (PyTorch's LayerNorm); gamma,
+// beta: device f32 [c] or NULL (ones, zeros); residual like y or NULL; y may be x or the
+// residual                                                                   (vae-gpu-rms-norm.cu)
 cudaError_t vae_gpu_rms_norm(struct vae_gpu_act x, struct vae_gpu_act y, const void * residual, const float * gamma,
-                            const float * beta, bool mean_square, float eps, enum vae_act act, enum vae_precision p,
+                            const float * beta, int form, float eps, enum vae_act act, enum vae_precision p,
                             cudaStream_t s);
 
 // ---- attention (vae-gpu-attention.cu) ---------------------------------------------------------
-// per frame, one head over the h*w positions: qkv [n, 3C, h, w] -> y [n, C, h, w],
-// y = softmax(q k^T / sqrt(C)) v with q, k, v = channels [0, C), [C, 2C), [2C, 3C); flash-style
-// (online softmax in f32, no (hw)^2 buffer); any C (fast paths for the VAE head dims 384 and 512)
+// per frame, in heads of hd channels (0: one head of C) over the h*w positions: qkv [n, 3C, h, w] ->
+// y [n, C, h, w], y = softmax(q k^T / sqrt(hd)) v with q, k, v = channels [0, C), [C, 2C), [2C, 3C),
+// head j their channels [j hd, (j+1) hd); flash-style (online softmax in f32, no (hw)^2 buffer); any
+// hd (tensor cores for multiples of 16 up to 512)
 size_t     vae_gpu_attention_scratch(struct vae_gpu_act qkv, enum vae_precision p);
-cudaError_t vae_gpu_attention(struct vae_gpu_act qkv, struct vae_gpu_act y, void * scratch, enum vae_precision p,
-                             cudaStream_t s);
-// the same across the frames of a stream, block-causal (VAE_OP_CAUSAL_ATTENTION): cache holds the
+cudaError_t vae_gpu_attention(struct vae_gpu_act qkv, struct vae_gpu_act y, int hd, void * scratch,
+                             enum vae_precision p, cudaStream_t s);
+// one head across the frames of a stream, block-causal (VAE_OP_CAUSAL_ATTENTION): cache holds the
 // qkv rows (h w rows of qkv.cp values, the compute's precision) of the `held` frames before and room
 // for qkv's n after them, where they are copied first; a query of frame t then attends to the
 // positions of the cache's first held + t + 1 frames

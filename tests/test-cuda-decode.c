@@ -19,7 +19,8 @@
 // family at a tiny size, the same limits. The real TAEF2 weights (TAESD's family) on two 2x3 (h x w)
 // crops of the latents in one step; Wan 2.1, Wan 2.2, TAEHV and a super TAEHV on three latent
 // frames of 2x3, one per step, after a reset; AutoencoderKL of SD on 3x4 latents, whole and in tiles;
-// HunyuanImage 2.1's, Qwen-Image 2.1's (RGBA) and DC-AE on 2x3 ones, whole and in tiles, at fp32 and bf16; Wan 2.1 and
+// HunyuanImage 2.1's, Qwen-Image 2.1's (RGBA) and DC-AE on 2x3 ones, whole and in tiles, at fp32 and bf16; MiniMax-H3
+// on 8 latent frames of 1x2 (two chunks), at fp32 and bf16; Wan 2.1 and
 // SeedVR2 on two latent frames of 3x3 in 2x2 tiles of 16 pixels, at fp32 and bf16. Each conv runs on its
 // precision's 64x64 tiles (VAE_GPU_CONV_VARIANT, unless set) instead of the timing of every tile
 // variant at prepare; no raw decode. About 65 s on two CPU cores.
@@ -386,6 +387,8 @@ static void test_videos(void) {
                   true, VAE_SPACE_RAW);
     check_fixture("ltx2_v23", path_in(data_dir, "ltx2_v23.orig.safetensors"), path_in(data_dir, "ltx2_v23.latent"),
                   true, VAE_SPACE_RAW);
+    check_fixture("minimax_w128", path_in(data_dir, "minimax_w128.diffusers.safetensors"),
+                  path_in(data_dir, "minimax_w128.latent"), true, VAE_SPACE_RAW);
 }
 
 // kl_sd on random latents of h x w (with an outlier: GroupNorm statistics are not a tile's)
@@ -462,6 +465,11 @@ static void test_small(void) {
                        path_in(data_dir, "ltx2_v20.latent"), true, VAE_SPACE_RAW, ltx_runs, 1, 0, 0, 0);
     check_fixture_runs("ltx2_v23 (temporal and spatial upsamplers)", path_in(data_dir, "ltx2_v23.orig.safetensors"),
                        path_in(data_dir, "ltx2_v23.latent"), true, VAE_SPACE_RAW, ltx_runs, 1, 3, 1, 2);
+    // MiniMax-H3's ViT (tokens, RoPE, attention in heads, LayerNorm): 8 latent frames of 1x2, a
+    // chunk and a padded one cross-faded from it, at fp32 and bf16
+    static const struct run mm_runs[] = { { 1, 0, 0, true } };
+    check_fixture_runs("minimax_w128 (a ViT in chunks, cross-faded)", path_in(data_dir, "minimax_w128.diffusers.safetensors"),
+                       path_in(data_dir, "minimax_w128.latent"), true, VAE_SPACE_RAW, mm_runs, 1, 8, 1, 2);
     // the 2026 image decoders, at fp32 and bf16 (the emulator's time)
     static const struct run ends_runs[] = { { 1, 0, 0, true }, { 1, 0, 16, true } };
     check_fixture_runs("hyimage_w64 whole and in tiles", path_in(data_dir, "hyimage_w64.orig.safetensors"),

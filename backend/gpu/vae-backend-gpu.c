@@ -9,12 +9,12 @@
 // tile configuration is chosen at prepare by timing every variant on the layer's real shape, and
 // the choice is remembered for that shape. The first compute of a graph runs its launches
 // directly; the second records them into a graph that later computes replay (except a compute
-// that starts a replicating causal conv's history, which differs from the next ones, and every
-// compute of a graph with a causal attention, whose key/value cache, in the state, moves as it
-// grows and is read up to where this compute's frames end). Where it
-// runs (a CUDA context, a HIP device) is the vendor header's vae_gpu_place, made current around
-// every call, so any thread may call it. Neither runtime is needed to load the plugin: CUDA's is
-// linked statically and finds the driver at run time, HIP's is loaded at run time
+// that starts a replicating causal conv's history or a cross-fade's stream (blending nothing yet),
+// which differs from the next ones, and every compute of a graph with a causal attention, whose
+// key/value cache, in the state, moves as it grows and is read up to where this compute's frames
+// end). Where it runs (a CUDA context, a HIP device) is the vendor header's vae_gpu_place, made
+// current around every call, so any thread may call it. Neither runtime is needed to load the
+// plugin: CUDA's is linked statically and finds the driver at run time, HIP's is loaded at run time
 // (vae-hip-loader.c): without a GPU or runtime, init fails with a message and nothing else.
 // Cancellation: a graph with a cancel flag (vae_graph.cancel) is launched directly a node at a
 // time, one node ahead of the device: before launching node i the host waits for node i - 2 to
@@ -111,9 +111,10 @@ struct gpu_kv {
 
 // by slot: the remembered frames of each causal conv, [kt - 1, H, W, cin_p] in the storage type (a
 // slot that no compute has written since the reset holds zeros, or for a replicating op nothing
-// yet), and the input frames it has seen; or a delay's d frames; or a causal attention's cache
-// (kv[slot].c > 0), which grows up to `limit` bytes of the whole state and is given back at a
-// reset. end: the stream's latent frames, -1 while not known
+// yet), and the input frames it has seen; or a delay's d frames, or a cross-fade's (which hold
+// nothing until written); or a causal attention's cache (kv[slot].c > 0), which grows up to
+// `limit` bytes of the whole state and is given back at a reset. end: the stream's latent frames,
+// -1 while not known
 struct vae_state {
     int             n_slots;
     size_t *        bytes;
@@ -198,10 +199,12 @@ static size_t gpu_act_bytes(const struct vae_gpu_act * a, enum vae_precision p) 
     return (size_t) a->n * a->h * a->w * a->cp * vae_gpu_elem_bytes(p);
 }
 
-// a causal conv's last kt - 1 input frames, a delay's d
+// a causal conv's last kt - 1 input frames, a delay's d, a cross-fade's d
 static size_t gpu_state_bytes_of(const struct vae_tensor * t, enum vae_precision p) {
     struct vae_gpu_act a = gpu_act_of(t->src[0]);
-    a.n                  = t->op == VAE_OP_DELAY ? t->i[1] : (int) t->src[1]->ne[2] - 1;
+    a.n                  = t->op == VAE_OP_DELAY       ? t->i[1]
+                           : t->op == VAE_OP_CROSSFADE ? t->i[3]
+                                                       : (int) t->src[1]->ne[2] - 1;
     return gpu_act_bytes(&a, p);
 }
 
@@ -519,6 +522,11 @@ static int gpu_node_params(const struct vae_graph * g, struct gpu_graph * cg, in
                 out[n++] = (struct gpu_param) { w, 0, 0, false, cp, &node->gamma };
             }
             break;
+        case VAE_OP_TOKENS:
+            if (w) { // the extra tokens, f32 [E, C]
+                out[n++] = (struct gpu_param) { w, 0, 0, false, (size_t) (w->ne[0] * w->ne[1]), &node->w };
+            }
+            break;
         default:
             return 0;
     }
@@ -663,8 +671,8 @@ static bool gpu_graph_prepare(vae_backend_t * backend, struct vae_graph * g, siz
         (void) cudaGetLastError(); // (clear it: an allocation failure does not break the context)
         ok = false;
     } else if (ce != cudaSuccess) {
-        // the driver lets a destroyed context be made current (seen on an H200, driver 580): its
-        // first runtime call is where that shows, with "invalid device context"
+        // "invalid device context": the first call where a context destroyed under the backend may
+        // show (undefined in the driver, which its owner must not do: see vae_backend_init)
         snprintf(err, err_size, VAE_GPU_VENDOR " error allocating %.1f MiB on device %d: %s (%s)%s", cg->mem_bytes / 1048576.0,
                  ctx->place.device, cudaGetErrorString(ce), cudaGetErrorName(ce),
                  ce == cudaErrorDeviceUninitialized ? "; the context this backend was made in is gone (destroyed by "
@@ -824,7 +832,7 @@ static vae_state_t * gpu_state_new(vae_backend_t * backend, const struct vae_gra
     st->n_slots = g->n_states;
     for (int i = 0; i < g->n_nodes; i++) {
         const struct vae_tensor * t = g->nodes[i];
-        if (t->op == VAE_OP_CAUSAL_CONV3D || t->op == VAE_OP_DELAY) {
+        if (t->op == VAE_OP_CAUSAL_CONV3D || t->op == VAE_OP_DELAY || t->op == VAE_OP_CROSSFADE) {
             st->bytes[t->i[0]] = gpu_state_bytes_of(t, backend->precision);
         } else if (t->op == VAE_OP_CAUSAL_ATTENTION) { // (empty: it grows as frames come)
             const struct vae_gpu_act qkv = gpu_act_of(t->src[0]);
@@ -871,13 +879,15 @@ static cudaError_t gpu_state_replicate(struct gpu_context * ctx, struct gpu_grap
     return e;
 }
 
-// whether a compute of g on state differs from the ones recorded: it replicates a first frame, or
-// it reads past a centred conv's stream end (such a compute is launched directly)
+// whether a compute of g on state differs from the ones recorded: it replicates a first frame, it
+// reads past a centred conv's stream end, or it cross-fades from a slot that holds nothing (such a
+// compute is launched directly)
 static bool gpu_state_priming(const struct vae_graph * g, const vae_state_t * state) {
     for (int i = 0; state && i < g->n_nodes; i++) {
         const struct vae_tensor * t = g->nodes[i];
-        if (t->op == VAE_OP_CAUSAL_CONV3D && (((t->i[1] & VAE_CAUSAL_FIRST_FRAME) && !state->written[t->i[0]]) ||
-                                              ((t->i[1] & VAE_CENTRED) && state->end > 0))) {
+        if ((t->op == VAE_OP_CAUSAL_CONV3D && (((t->i[1] & VAE_CAUSAL_FIRST_FRAME) && !state->written[t->i[0]]) ||
+                                               ((t->i[1] & VAE_CENTRED) && state->end > 0))) ||
+            (t->op == VAE_OP_CROSSFADE && !state->written[t->i[0]])) {
             return true;
         }
     }
@@ -945,6 +955,21 @@ static cudaError_t gpu_delay(struct gpu_context * ctx, struct gpu_graph * cg, co
     return e;
 }
 
+// cross-fade t: y from x, its first d frames blended with the slot's when it holds frames; then the
+// slot keeps x's last d
+static cudaError_t gpu_crossfade(struct gpu_context * ctx, struct gpu_graph * cg, const struct vae_tensor * t,
+                                 vae_state_t * state, enum vae_precision p) {
+    const struct vae_gpu_act * x     = &cg->nodes[t->src[0]->index].act;
+    const int                  d     = t->i[3];
+    const size_t               frame = (size_t) x->h * x->w * x->cp * vae_gpu_elem_bytes(p);
+    uint8_t *                  slot  = state->data[t->i[0]];
+    const cudaError_t          e     = vae_gpu_crossfade(*x, cg->nodes[t->index].act, state->written[t->i[0]] ? slot : NULL,
+                                                         t->i[1], d, p, ctx->stream);
+    return e == cudaSuccess ? cudaMemcpyAsync(slot, (const uint8_t *) x->data + (size_t) (x->n - d) * frame,
+                                              (size_t) d * frame, cudaMemcpyDeviceToDevice, ctx->stream)
+                            : e;
+}
+
 // every launch of one compute, in order, on the stream. checked (never while the stream is being
 // recorded): one node ahead of the device, the cancel flag read before each node (see the top);
 // *stopped tells that it was set, and nothing after that node was launched. marks (profiling, or
@@ -1004,10 +1029,10 @@ static cudaError_t gpu_launch(vae_backend_t * backend, struct vae_graph * g, vae
             case VAE_OP_RMS_NORM:
                 e = vae_gpu_rms_norm(*x, y, t->src[3] ? cg->nodes[t->src[3]->index].act.data : NULL,
                                      node->gamma ? node->gamma->data : NULL,
-                                     node->beta ? node->beta->data : NULL, t->i[0] == 1, t->f[0], t->act, p, s);
+                                     node->beta ? node->beta->data : NULL, t->i[0], t->f[0], t->act, p, s);
                 break;
             case VAE_OP_ATTENTION:
-                e = vae_gpu_attention(*x, y, cg->scratch, p, s);
+                e = vae_gpu_attention(*x, y, t->i[0], cg->scratch, p, s);
                 break;
             case VAE_OP_CAUSAL_ATTENTION:
                 e = vae_gpu_causal_attention(*x, y, state->data[t->i[0]], state->kv[t->i[0]].held, p, s);
@@ -1023,6 +1048,18 @@ static cudaError_t gpu_launch(vae_backend_t * backend, struct vae_graph * g, vae
                 break;
             case VAE_OP_DELAY:
                 e = gpu_delay(ctx, cg, t, state, p);
+                break;
+            case VAE_OP_TOKENS:
+                e = vae_gpu_tokens(*x, y, node->w ? node->w->data : NULL, t->src[1] ? (int) t->src[1]->ne[0] : 0, p, s);
+                break;
+            case VAE_OP_UNTOKENS:
+                e = vae_gpu_tokens(*x, y, NULL, 0, p, s);
+                break;
+            case VAE_OP_ROPE:
+                e = vae_gpu_rope(*x, y, t->i[0], t->i[1], t->i[2], t->i[3], t->i[4], t->f[0], t->f[1], p, s);
+                break;
+            case VAE_OP_CROSSFADE:
+                e = gpu_crossfade(ctx, cg, t, state, p);
                 break;
             case VAE_OP_PIXEL_SHUFFLE:
                 e = vae_gpu_pixel_shuffle(*x, y, p, s);
@@ -1118,7 +1155,7 @@ static bool gpu_graph_compute(vae_backend_t * backend, struct vae_graph * g, vae
     struct gpu_graph *   cg  = g->backend_data;
     for (int i = 0; i < g->n_nodes; i++) {
         const struct vae_tensor * t = g->nodes[i];
-        if ((t->op == VAE_OP_CAUSAL_CONV3D || t->op == VAE_OP_DELAY) &&
+        if ((t->op == VAE_OP_CAUSAL_CONV3D || t->op == VAE_OP_DELAY || t->op == VAE_OP_CROSSFADE) &&
             (t->i[0] >= state->n_slots || state->kv[t->i[0]].c ||
              state->bytes[t->i[0]] != gpu_state_bytes_of(t, backend->precision))) {
             snprintf(err, err_size, "the state given has no slot %d of %zu bytes for %s", t->i[0],
@@ -1232,6 +1269,8 @@ static bool gpu_graph_compute(vae_backend_t * backend, struct vae_graph * g, vae
         if (g->nodes[i]->op == VAE_OP_CAUSAL_CONV3D) {
             state->written[g->nodes[i]->i[0]] = true;
             state->seen[g->nodes[i]->i[0]] += g->nodes[i]->src[0]->ne[0];
+        } else if (g->nodes[i]->op == VAE_OP_CROSSFADE) {
+            state->written[g->nodes[i]->i[0]] = true;
         } else if (g->nodes[i]->op == VAE_OP_CAUSAL_ATTENTION) {
             state->kv[g->nodes[i]->i[0]].held += (int) g->nodes[i]->ne[0];
         }

@@ -835,11 +835,15 @@ static emu_context * emu_ctx_runtime() {
     return emu_ctx_top();
 }
 static int emu_ctx_get(void ** c) { *c = emu_ctx_top(); return 0; }
-// a destroyed context is pushed as any other (the H200's driver 580.159.04 did: the runtime's first
-// call in it failed with cudaErrorDeviceUninitialized, "invalid device context")
+// pushing a destroyed context is undefined in the driver (an H100's, 580.159.04, freed its context
+// a second time at the pop: ASan), so it stops the run here: a backend outlived its context
 static int emu_ctx_push(void * c) {
     if (!c) {
         return 201;   // CUDA_ERROR_INVALID_CONTEXT
+    }
+    if (!((emu_context *) c)->live) {
+        vae_emu_fail(__FILE__, __LINE__, "cuCtxPushCurrent of a destroyed context (undefined in the driver: the "
+                     "owner of a context must keep it until the backend made in it is freed)");
     }
     emu_ctx_stack.push_back((emu_context *) c);
     return 0;
@@ -888,11 +892,7 @@ extern "C" cudaError_t vae_emu_func_set_attribute(const void * fn, enum cudaFunc
     if (a != cudaFuncAttributeMaxDynamicSharedMemorySize || v < 0 || (size_t) v > emu_smem_optin()) {
         return emu_err(cudaErrorInvalidValue);
     }
-    emu_context * ctx = emu_ctx_runtime();
-    if (!ctx->live) {
-        return emu_err(cudaErrorDeviceUninitialized);
-    }
-    ctx->attr[fn] = v;
+    emu_ctx_runtime()->attr[fn] = v;
     return cudaSuccess;
 }
 
@@ -974,10 +974,6 @@ void vae_emu_launch(const vae_emu_cfg & cfg, const void * fn, std::function<void
     const dim3   b = cfg.block, g = cfg.grid;
     const size_t threads = (size_t) b.x * b.y * b.z;
     emu_context * ctx = emu_ctx_runtime();
-    if (!ctx->live) {
-        emu_err(cudaErrorDeviceUninitialized);
-        return;
-    }
     auto         it    = ctx->attr.find(fn);
     const size_t limit = it != ctx->attr.end() ? (size_t) it->second : EMU_SMEM_DEFAULT;
     if (threads == 0 || threads > EMU_MAX_THREADS || b.z > 64 || g.x == 0 || g.y == 0 || g.z == 0 ||
@@ -1101,9 +1097,7 @@ cudaError_t cudaGetDriverEntryPointByVersion(const char * symbol, void ** fn, un
 cudaError_t cudaMalloc(void ** p, size_t n) {
     emu_init_once();
     *p = nullptr;
-    if (!emu_ctx_runtime()->live) {
-        return emu_err(cudaErrorDeviceUninitialized);
-    }
+    emu_ctx_runtime(); // (the primary context starts at the first call that needs one)
     if (n == 0) {
         return cudaSuccess;
     }
@@ -1121,19 +1115,14 @@ cudaError_t cudaMalloc(void ** p, size_t n) {
 
 cudaError_t cudaMemGetInfo(size_t * free_bytes, size_t * total_bytes) {
     emu_init_once();
-    if (!emu_ctx_runtime()->live) {
-        return emu_err(cudaErrorDeviceUninitialized);
-    }
+    emu_ctx_runtime();
     *free_bytes  = EMU_DEVICE_BYTES - emu_live_bytes;
     *total_bytes = EMU_DEVICE_BYTES;
     return cudaSuccess;
 }
 
 cudaError_t cudaFree(void * p) {
-    // in a destroyed context, as every runtime call there (the driver took its memory with it)
-    if (!emu_ctx_runtime()->live) {
-        return emu_err(cudaErrorDeviceUninitialized);
-    }
+    emu_ctx_runtime(); // (cudaFree(NULL) is how a program starts the primary context)
     if (!p) {
         return cudaSuccess;
     }

@@ -170,6 +170,11 @@ template <typename M> static inline vae_emu_mask_t vae_emu_ballot(const char * f
 // ---- math ----------------------------------------------------------------------------------------
 
 #define __expf(x) expf(x)
+// sin and cos of pi x, each rounded once from double (CUDA's are within 1 ulp)
+static inline void sincospif(float x, float * s, float * c) {
+    *s = (float) sin(M_PI * (double) x);
+    *c = (float) cos(M_PI * (double) x);
+}
 static inline float    __fadd_rn(float a, float b) { return a + b; }
 static inline float    __fsub_rn(float a, float b) { return a - b; }
 static inline float    __fmul_rn(float a, float b) { return a * b; }

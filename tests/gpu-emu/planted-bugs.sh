@@ -1,7 +1,7 @@
 #!/bin/bash
 # Planted bugs: shows that test-gpu-emu catches the kernel bugs it exists for (issue 12, item 3).
-# Each bug is one exact edit of one line (or two) of kernels/*.cu, applied to a copy of the tree;
-# the emulated suite must then fail. Without this check a suite that passes proves little: an
+# Each bug is one exact edit of one line (or two) of kernels/*.cu (or of the GPU backend's use of a
+# kernel), applied to a copy of the tree; the emulated suite must then fail. Without this check a suite that passes proves little: an
 # emulator that, say, lands cp.async copies at once would pass a kernel that forgets to wait.
 #
 # The copy (the working tree's files that git tracks or does not ignore) is configured once
@@ -84,8 +84,8 @@ bug rms-no-gamma kernels/vae-gpu-rms-norm.cu - "RMS norm without gamma (LTX-2's)
     'sm_gamma[ch] = ch < c ? (gamma ? gamma[ch] : 1.0f) : 0.0f;' \
     'sm_gamma[ch] = ch < c && gamma ? gamma[ch] : 0.0f;'
 bug causal-attn-held $attn - "causal attention counts its keys from the cache's start without the frames held: a later compute's queries see the stream's first frames, not their own" \
-    'vae_gpu_attention_launch(qkv, cache, held * qkv.h * qkv.w, y, p, s)' \
-    'vae_gpu_attention_launch(qkv, cache, 0, y, p, s)'
+    'vae_gpu_attention_launch(qkv, cache, held * qkv.h * qkv.w, y, y.c, p, s)' \
+    'vae_gpu_attention_launch(qkv, cache, 0, y, y.c, p, s)'
 bug k-tail $conv - "the last partial K slice is skipped: nk = K / BK rounds down" \
     'const int nk = (p.K + C::BK - 1) / C::BK;' \
     'const int nk = p.K / C::BK;'
@@ -123,6 +123,24 @@ bug group-conv-offset kernels/vae-gpu-group-conv.cu - "grouped conv reads group 
 bug glu-gate kernels/vae-gpu-glu.cu - "GLU gate read at channel cp / 2 + c (the padded half) instead of C + c" \
     'vae_gpu_act(vae_gpu_to_f32(xp[c + ch]), act)' \
     'vae_gpu_act(vae_gpu_to_f32(xp[cxp / 2 + ch]), act)'
+bug vit-heads-scale $attn - "attention in heads scales the scores by 1 / sqrt(C), all the heads' channels, not 1 / sqrt(hd) (right for one head only)" \
+    'const float sl2 = (float) (VAE_GPU_ATTN_LOG2E / sqrt((double) D));' \
+    'const float sl2 = (float) (VAE_GPU_ATTN_LOG2E / sqrt((double) C));'
+bug vit-layer-norm-mean kernels/vae-gpu-rms-norm.cu - "LayerNorm's mean divides by the padded channels cp, not C (right for multiples of 16)" \
+    'mean = vae_gpu_rms_sum(mean, lp) / (float) c;' \
+    'mean = vae_gpu_rms_sum(mean, lp) / (float) cp;'
+bug vit-tokens-extra-row kernels/vae-gpu-tokens.cu - "every extra token reads the weight's first row" \
+    'extra[k * c + ch + l]' \
+    'extra[ch + l]'
+bug vit-rope-sin-sign kernels/vae-gpu-rope.cu - "rope rotates the first half of each pair the other way: u cos + w sin" \
+    'dst[j]        = vae_gpu_from_f32<T>(u * co - w * si);' \
+    'dst[j]        = vae_gpu_from_f32<T>(u * co + w * si);'
+bug vit-crossfade-weight kernels/vae-gpu-crossfade.cu - "cross-fade weights a frame late: (f + 1) / d, not f / d" \
+    'const float          w = (float) f / (float) d;' \
+    'const float          w = (float) (f + 1) / (float) d;'
+bug vit-crossfade-reset backend/gpu/vae-backend-gpu.c - "cross-fade blends after a state reset too (with the zeros of a slot that holds nothing)" \
+    'state->written[t->i[0]] ? slot : NULL' \
+    'slot'
 gn=kernels/vae-gpu-group-norm.cu
 bug missing-syncthreads-gn-sum $gn race "no __syncthreads before a block sum writes sm, which the previous sum's readers may still read (the same zeros in the tests)" \
     $'    __syncthreads();  // the previous call\'s readers are done with sm\n' \
