@@ -386,14 +386,17 @@ static inline void remove_own_dir(const char * dir) {
 
 // --- random full-width weights, made by the peer scripts ---------------------------------------------
 
-// latent channels of video_torch.py's decoder `name`: SVD's 4, HunyuanVideo 1.5's 32, the others' 16
+// latent channels of video_torch.py's decoder `name`: SVD's 4, HunyuanVideo 1.5's 32, LTX-2's 128, MiniMax-H3's 24,
+// the others' 16
 static inline int video_channels(const char * name) {
-    return !strcmp(name, "svd") ? 4 : !strcmp(name, "hyvideo15") ? 32 : !strcmp(name, "ltx2") ? 128 : VIDEO_CHANNELS;
+    return !strcmp(name, "svd") ? 4 : !strcmp(name, "hyvideo15") ? 32 : !strcmp(name, "ltx2") ? 128
+         : !strcmp(name, "minimax") ? 24 : VIDEO_CHANNELS;
 }
 
-// does dir/<name>.json describe latents of [T, C, h, w] (the layout python's json.dump writes)?
-static inline bool gen_matches(const char * dir, const char * name, int T, int h, int w) {
-    char path[4096], buf[1024] = "", want[96], json[64];
+// does dir/<name>.json describe latents of [T, C, h, w] and the weights file `weights` (the layout python's
+// json.dump writes)?
+static inline bool gen_matches(const char * dir, const char * name, const char * weights, int T, int h, int w) {
+    char path[4096], buf[1024] = "", want[96], json[64], file[256];
     snprintf(json, sizeof(json), "%s.json", name);
     FILE * f = dir_path(path, sizeof(path), dir, json) ? fopen(path, "r") : NULL;
     if (!f) return false;
@@ -401,7 +404,8 @@ static inline bool gen_matches(const char * dir, const char * name, int T, int h
     fclose(f);
     buf[n] = '\0';
     snprintf(want, sizeof(want), "\"latent\": [%d, %d, %d, %d]", T, video_channels(name), h, w);
-    return strstr(buf, want) && strstr(buf, "\"finite\": true");
+    snprintf(file, sizeof(file), "\"weights\": \"%s\"", weights);
+    return strstr(buf, want) && strstr(buf, file) && strstr(buf, "\"finite\": true");
 }
 
 // python script <sub> <dir_opt> 'dir' [--taehv-py 'path'] 2>&1
@@ -424,12 +428,13 @@ static inline void video_cmd(char * cmd, size_t size, const char * python, const
     append(cmd, size, " 2>&1");
 }
 
-// the weights (dir/weights) and T latent frames of h x w of video decoder `name` (wan, taehv, svd, seedvr2),
-// made by video_torch.py unless dir holds them already; false with a reason
+// the weights (dir/weights) and T latent frames of h x w of video decoder `name` (wan, taehv, svd, seedvr2, ...),
+// made by video_torch.py (`gen`, with gen_args: "" or e.g. "--blocks 4") unless dir holds them already; false with
+// a reason
 static inline bool video_gen(const char * name, const char * weights, const char * python, const char * script,
-                             const char * taehv_py, const char * dir, int T, int h, int w, int threads, char * reason,
-                             size_t reason_size) {
-    if (gen_matches(dir, name, T, h, w) && file_readable(dir, weights)) {
+                             const char * taehv_py, const char * dir, int T, int h, int w, int threads,
+                             const char * gen_args, char * reason, size_t reason_size) {
+    if (gen_matches(dir, name, weights, T, h, w) && file_readable(dir, weights)) {
         printf("%s: reusing the weights and latents in %s\n", name, dir);
         return true;
     }
@@ -438,8 +443,8 @@ static inline bool video_gen(const char * name, const char * weights, const char
         return false;
     }
     char cmd[8192], sub[256], last[1024], why[512];
-    snprintf(sub, sizeof(sub), "gen --only %s --height-latent %d --width-latent %d --latent-frames %d --threads %d",
-             name, h, w, T, threads);
+    snprintf(sub, sizeof(sub), "gen --only %s --height-latent %d --width-latent %d --latent-frames %d --threads %d %s",
+             name, h, w, T, threads, gen_args);
     video_cmd(cmd, sizeof(cmd), python, script, sub, "--out", dir, taehv_py);
     printf("%s: making random weights: %s\n", name, cmd);
     if (!run_lines(cmd, last, sizeof(last), why, sizeof(why))) {

@@ -8,9 +8,10 @@
 // by tests/bench/kl_torch.py) at 1024x1024, whole-frame and with exact tiled decode, beside
 // diffusers' AutoencoderKL.decode; (--models hyvideo15) HunyuanVideo 1.5's VAE at full width beside
 // diffusers' AutoencoderKLHunyuanVideo15.decode of the whole clip; (--models ltx2) LTX-2's video VAE
-// at full width, streamed, beside diffusers' AutoencoderKLLTX2Video.decode of the whole clip; and
-// (--models svd,seedvr2) SVD's temporal decoder per
-// decode_chunk_size and SeedVR2's VAE untiled and tiled, beside diffusers'
+// at full width, streamed, beside diffusers' AutoencoderKLLTX2Video.decode of the whole clip; (--models
+// minimax) MiniMax-H3's ViT video VAE at the released widths with N of its 36 blocks, streamed in upstream's
+// chunks, beside diffusers' AutoencoderKLMiniMaxH3.decode of the whole clip, tiling off; and (--models
+// svd,seedvr2) SVD's temporal decoder per decode_chunk_size and SeedVR2's VAE untiled and tiled, beside diffusers'
 // AutoencoderKLTemporalDecoder and SeedVR's VideoAutoencoderKLWrapper, timed over whole clips. TAEF2 runs at each precision asked (fp32, bf16), on both sides;
 // the backend's name gives oneDNN's ISA in effect, which --isa lowers (DNNL_MAX_CPU_ISA).
 //
@@ -21,7 +22,7 @@
 //             [--kl-latent HxW] [--kl-runs N] [--kl-warmup W] [--kl-tiles LIST] [--kl-layouts LIST]
 //             [--svd-latent HxW] [--svd-frames N] [--svd-chunks LIST] [--seedvr-latent HxW]
 //             [--seedvr-frames T] [--seedvr-tiles LIST] [--hyv-latent HxW] [--hyv-frames T] [--ltx-latent HxW]
-//             [--ltx-frames T] [--clip-layouts LIST]
+//             [--ltx-frames T] [--mm-latent HxW] [--mm-frames T] [--mm-blocks N] [--clip-layouts LIST]
 //
 // A benchmark, not a test: it always exits 0 when our side ran, whether or not the peer could.
 // See tests/bench/README.md.
@@ -76,6 +77,12 @@
 #define LTX_LATENT_H    2
 #define LTX_LATENT_W    3
 #define LTX_FRAMES      25
+// MiniMax-H3: 48x32 frames, 12 latent frames (two chunks: 39 frames), 4 of the 36 blocks (all 36 are 2.4 G
+// parameters: 9.6 GB in f32 on each side)
+#define MM_LATENT_H     2
+#define MM_LATENT_W     3
+#define MM_FRAMES       12
+#define MM_BLOCKS       4
 #define SEEDVR_LATENT_H 45
 #define SEEDVR_LATENT_W 80
 
@@ -91,7 +98,8 @@ static void usage(FILE * f) {
             "                 [--kl-latent HxW] [--kl-runs N] [--kl-warmup W] [--kl-tiles LIST] [--kl-layouts LIST]\n"
             "                 [--svd-latent HxW] [--svd-frames N] [--svd-chunks LIST] [--seedvr-latent HxW]\n"
             "                 [--seedvr-frames T] [--seedvr-tiles LIST] [--hyv-latent HxW] [--hyv-frames T]\n"
-            "                 [--ltx-latent HxW] [--ltx-frames T] [--clip-layouts LIST]\n"
+            "                 [--ltx-latent HxW] [--ltx-frames T] [--mm-latent HxW] [--mm-frames T] [--mm-blocks N]\n"
+            "                 [--clip-layouts LIST]\n"
             "  --model PATH        TAEF2 decoder safetensors (default %s)\n"
             "  --frames N          TAEF2: timed decodes, one frame each (default 5)\n"
             "  --warmup W          TAEF2: untimed decodes first (default 1)\n"
@@ -100,8 +108,8 @@ static void usage(FILE * f) {
             "  --python PATH       interpreter with torch for the TAEF2 peer (default %s; env VAE_BENCH_PYTHON)\n"
             "  --peer-script PATH  the TAEF2 PyTorch peer (default %s in the source dir)\n"
             "  --no-peer           do not time PyTorch (the video weights are still made with it)\n"
-            "  --models LIST       comma-separated, of taef2, wan, taehv, svd, seedvr2, hyvideo15, ltx2, kl (default\n"
-            "                      taef2,wan,taehv)\n"
+            "  --models LIST       comma-separated, of taef2, wan, taehv, svd, seedvr2, hyvideo15, ltx2, minimax, kl\n"
+            "                      (default taef2,wan,taehv)\n"
             "  --video-python PATH interpreter with torch >= 2 and diffusers for %s and kl_torch.py\n"
             "                      (default env VAE_BENCH_VIDEO_PYTHON, else the --python one)\n"
             "  --taehv-py PATH     upstream madebyollin/taehv taehv.py (default env TAEHV_PY)\n"
@@ -126,11 +134,15 @@ static void usage(FILE * f) {
             "  --hyv-frames T      HunyuanVideo 1.5 latent frames per stream, >= 2 (default 2: 1 + 4 frames)\n"
             "  --ltx-latent HxW    LTX-2 latent size (default %dx%d: 96x64 frames)\n"
             "  --ltx-frames T      LTX-2 latent frames per stream, >= 2 (default %d: 1 + 8 (T - 1) frames)\n"
-            "  --clip-layouts LIST the SVD, SeedVR2, HunyuanVideo 1.5 and LTX-2 peers' memory layouts (default\n"
-            "                      channels_last)\n",
+            "  --mm-latent HxW     MiniMax-H3 latent size (default %dx%d: 48x32 frames)\n"
+            "  --mm-frames T       MiniMax-H3 latent frames per stream, >= 3 (default %d: two chunks, 39 frames)\n"
+            "  --mm-blocks N       MiniMax-H3 transformer blocks, of the release's 36, >= 2 (default %d)\n"
+            "  --clip-layouts LIST the SVD, SeedVR2, HunyuanVideo 1.5, LTX-2 and MiniMax-H3 peers' memory layouts\n"
+            "                      (default channels_last)\n",
             DEFAULT_MODEL, DEFAULT_PYTHON, PEER_SCRIPT, VIDEO_SCRIPT, VIDEO_LATENT_H, VIDEO_LATENT_W, KL_LATENT,
             KL_LATENT, SVD_LATENT_H, SVD_LATENT_W, SVD_FRAMES, SVD_FRAMES, SEEDVR_LATENT_H, SEEDVR_LATENT_W,
-            HYV_LATENT_H, HYV_LATENT_W, LTX_LATENT_H, LTX_LATENT_W, LTX_FRAMES);
+            HYV_LATENT_H, HYV_LATENT_W, LTX_LATENT_H, LTX_LATENT_W, LTX_FRAMES, MM_LATENT_H, MM_LATENT_W, MM_FRAMES,
+            MM_BLOCKS);
 }
 
 // --- other load ---------------------------------------------------------------------------------
@@ -367,25 +379,28 @@ struct video_peer {
 };
 
 struct video_result {
-    const char * name;          // "wan", "taehv", "svd", "seedvr2", "hyvideo15": the peer's names and the files'
+    const char * name;          // "wan", "taehv", "svd", "seedvr2", "hyvideo15", ...: the peer's names and the files'
     const char * label;
     const char * weights;       // file name in the video dir
+    const char * gen_args;      // more arguments for `video_torch.py gen` (NULL or e.g. "--blocks 4")
     int          T, h, w;       // latent frames per stream, latent rows, columns
     int          chunk, tile;   // the session's chunk_frames and tile_size
     bool         clip;          // ms/frame = the whole stream / its frames (no steady state upstream)
     bool         clamp;         // upstream clamps its output (Wan, TAEHV): compare ours clamped
+    bool         imagenet;      // upstream's output is ImageNet-normalised (MiniMax-H3): compared as x std + mean
     const char * peer_args;     // more arguments for `video_torch.py time` ("" or e.g. "--chunk 4")
     int          peer_of;       // >= 0: no peer run of its own, compared with that row's
     bool         ok;            // our side ran
     char         reason[512];
     char         description[160];
     int          frames_per_latent, scale, out_h, out_w, n_frames;
+    int          chunks;        // a chunked decoder's (MiniMax-H3's) graphs per timed stream; 0: not chunked
     float        lo, hi;        // the range upstream clamps its output to
     int          tile_used;     // vae_session_tile_size
     double       prepare_ms;
     double       first_ms, steady_ms, steady_min_ms, stream_ms;  // means over the timed streams
     double       step_ms;       // steady state, per frame (= steady_ms unless clip)
-    struct flops step, first;   // graphs of one later latent frame, of latent frame 0
+    struct flops step, first;   // graphs of one later latent frame, of latent frame 0 (chunked: both a chunk's)
     size_t       peak_bytes;    // vae_session_peak_bytes
     double       hwm_mib;       // our process's VmHWM from before the load to the end of the timing
     float *      out;           // the last timed stream's frames, [n_frames, 3, out_h, out_w]
@@ -435,13 +450,17 @@ static bool video_ours(struct video_result * r, const char * dir, int streams, i
     r->scale             = model->scale;
     r->out_h             = model->scale * h;
     r->out_w             = model->scale * w;
-    r->n_frames          = 1 + model->frames_per_latent * (T - 1);
+    r->n_frames          = (int) vae_model_stream_frames(model, (uint64_t) T);
+    r->chunks            = model->chunk_latents ? (T - model->chunk_overlap + model->chunk_latents - 1) /
+                                                          model->chunk_latents : 0;
     r->lo                = -model->out_offset / model->out_scale + 0.0f;  // no "-0"
     r->hi                = (1.0f - model->out_offset) / model->out_scale;
     // FLOPs from the graphs the session prepares: a later latent frame's, and latent frame 0's
-    for (int first = 0; first < 2; first++) { // (LTX-2's first graph takes lookahead + 1 latent frames)
-        struct vae_graph * g = vae_model_build_graph(model, first ? model->lookahead + 1 : 1, h, w, first, err,
-                                                     sizeof(err));
+    // (LTX-2's first graph takes lookahead + 1 latent frames; MiniMax-H3's both take a chunk and its overlap)
+    for (int first = 0; first < 2; first++) {
+        const int          n = model->chunk_latents ? model->chunk_latents + model->chunk_overlap
+                                                    : first ? model->lookahead + 1 : 1;
+        struct vae_graph * g = vae_model_build_graph(model, n, h, w, first, err, sizeof(err));
         if (!g) {
             snprintf(r->reason, sizeof(r->reason), "building the graph: %s", err);
             goto done;
@@ -480,7 +499,7 @@ static bool video_ours(struct video_result * r, const char * dir, int streams, i
     r->steady_min_ms = 0.0;
     for (int i = 0; i < warmup + streams; i++) {
         const bool timed = i >= warmup;
-        const int  n_lat = timed ? T : 2;
+        const int  n_lat = timed ? T : model->chunk_latents ? model->chunk_overlap + 1 : 2; // (the fewest it decodes)
         double     steady = 0.0, stream = 0.0;
         int        popped = 0;
         vae_session_reset(s);
@@ -503,13 +522,13 @@ static bool video_ours(struct video_result * r, const char * dir, int streams, i
                 steady += ms;
             }
         }
-        if (popped != 1 + r->frames_per_latent * (n_lat - 1)) {
+        if (popped != (int) vae_model_stream_frames(model, (uint64_t) n_lat)) {
             snprintf(r->reason, sizeof(r->reason), "a stream of %d latent frames gave %d frames, not %d", n_lat, popped,
-                     1 + r->frames_per_latent * (n_lat - 1));
+                     (int) vae_model_stream_frames(model, (uint64_t) n_lat));
             goto done;
         }
-        if (timed) {
-            const double per_frame = steady / (r->frames_per_latent * (T - 1));
+        if (timed) { // (per frame after latent frame 0's)
+            const double per_frame = steady / (r->n_frames - vae_model_frames_of_latent(model, 0));
             steady_sum += per_frame;
             stream_sum += stream;
             if (i == warmup || per_frame < r->steady_min_ms) r->steady_min_ms = per_frame;
@@ -573,6 +592,56 @@ static void video_plan_ltx720(const struct video_result * r, const char * dir) {
     vae_model_free(m);
 }
 
+// MiniMax-H3 at 1280x720 (45x80 latents), planned, not run: what a session holds (its chunk's graph and the held
+// frames), with the row's file of `blocks` blocks and with that of its first blocks / 2 (video_torch.py writes both),
+// and the graph's weights and activations apart. The activations are one block's at a time, the same at both counts
+// (printed), so the release's 36 blocks add weights only: 36 - blocks more blocks of those measured. Beside it the
+// memory diffusers' whole-clip decode took per output pixel-frame in the row's run, scaled to its frames at 1280x720
+static void video_plan_mm720(const struct video_result * r, const char * dir, int blocks) {
+    const int n[2] = { blocks, blocks / 2 };
+    double    peak[2], weights[2], arena[2];
+    for (int k = 0; k < 2; k++) {
+        char err[512] = "the directory name is too long", name[64], path[4096];
+        snprintf(name, sizeof(name), "minimax_b%d.safetensors", n[k]);
+        struct vae_model * m  = dir_path(path, sizeof(path), dir, name) ? vae_model_load(path, VAE_FAMILY_AUTO, err,
+                                                                                        sizeof(err))
+                                                                       : NULL;
+        vae_backend_t *    be = m ? vae_backend_init(VAE_BACKEND_CPU, 0, VAE_PRECISION_FP32, err, sizeof(err)) : NULL;
+        struct vae_graph * g  = be ? vae_model_build_graph(m, m->chunk_latents + m->chunk_overlap, 45, 80, false, err,
+                                                           sizeof(err))
+                                   : NULL;
+        const bool planned = g && vae_backend_graph_prepare(be, g, 0, err, sizeof(err));
+        if (planned) {
+            arena[k]   = (double) g->arena_bytes;
+            weights[k] = (double) (g->peak_bytes - g->arena_bytes);
+            vae_backend_graph_release(be, g);
+        }
+        vae_graph_free(g);
+        const struct vae_session_config cfg = { 24, 45, 80, VAE_SPACE_AUTO, 1, 0, 0, NULL };
+        struct vae_session * s = planned ? vae_session_new(m, be, &cfg, err, sizeof(err)) : NULL;
+        if (s) peak[k] = (double) vae_session_peak_bytes(s);
+        vae_session_free(s);
+        vae_backend_free(be);
+        vae_model_free(m);
+        if (!s) {
+            printf("%s at 1280x720, %d blocks: no plan: %s\n", r->label, n[k], err);
+            return;
+        }
+    }
+    const double mib = 1048576.0, block = (weights[0] - weights[1]) / (n[0] - n[1]);
+    const double w36 = weights[0] + (36 - n[0]) * block, rest = peak[0] - weights[0];
+    const double px = (double) r->n_frames * 720 * 1280, run_px = (double) r->n_frames * r->out_h * r->out_w;
+    const double decode = r->peer.ok ? r->peer.decode_rss_mib - r->peer.load_rss_mib : -1;
+    printf("%s at 1280x720 (45x80 latents), planned, not run: a stream holds %.1f MiB whatever its length with %d "
+           "blocks (graph: weights %.1f, activations %.1f MiB), %.1f MiB with %d (weights %.1f, activations %.1f "
+           "MiB); so the release's 36 blocks: weights %.1f MiB (%.1f a block), the stream %.1f MiB; diffusers' "
+           "whole-clip decode took %.0f bytes per output pixel-frame above its weights in the run above (%.0f MiB for "
+           "%d frames of %dx%d), %.1f GiB for %d frames at 1280x720\n",
+           r->label, peak[0] / mib, n[0], weights[0] / mib, arena[0] / mib, peak[1] / mib, n[1], weights[1] / mib,
+           arena[1] / mib, w36 / mib, block / mib, (w36 + rest) / mib, decode * mib / run_px, decode, r->n_frames,
+           r->out_w, r->out_h, decode * mib / run_px * px / 1073741824.0, r->n_frames);
+}
+
 static void video_peer_run(struct video_result * r, const char * python, const char * script, const char * taehv_py,
                            const char * dir, int streams, int warmup, int threads) {
     struct video_peer * p = &r->peer;
@@ -599,8 +668,9 @@ static void video_peer_run(struct video_result * r, const char * python, const c
 }
 
 // the same frames as the peer's last output (dir/<name>.torch.f32)? Wan and TAEHV clamp theirs,
-// ours is raw
+// ours is raw; MiniMax-H3's is ImageNet-normalised, ours RGB in [0, 1] (its pipeline's x std + mean, folded in)
 static void video_compare(struct video_result * r, const char * dir) {
+    static const float std[3] = { 0.229f, 0.224f, 0.225f }, mean[3] = { 0.485f, 0.456f, 0.406f };
     if (!r->ok) return;
     const size_t n   = (size_t) r->n_frames * 3 * (size_t) r->out_h * (size_t) r->out_w;
     float *      ref = malloc(n * sizeof(float));
@@ -611,10 +681,12 @@ static void video_compare(struct video_result * r, const char * dir) {
         free(ref);
         return;
     }
-    double mx = 0.0, sum = 0.0;
+    const size_t plane = (size_t) r->out_h * (size_t) r->out_w;
+    double       mx = 0.0, sum = 0.0;
     for (size_t i = 0; i < n; i++) {
         const float o = !r->clamp ? r->out[i] : r->out[i] < r->lo ? r->lo : r->out[i] > r->hi ? r->hi : r->out[i];
-        const double d = fabs((double) o - (double) ref[i]);
+        const size_t c = i / plane % 3;
+        const double d = fabs((double) o - (r->imagenet ? (double) ref[i] * std[c] + mean[c] : (double) ref[i]));
         if (!(d <= mx)) mx = d;  // NaN wins
         sum += d;
     }
@@ -1316,7 +1388,7 @@ static int bench_taef2(const char * model_path, const char * python, const char 
 
 #define SVD_MAX_CHUNKS   4
 #define SEEDVR_MAX_TILES 4
-#define VIDEO_MAX_ROWS   (4 + SVD_MAX_CHUNKS + SEEDVR_MAX_TILES)
+#define VIDEO_MAX_ROWS   (5 + SVD_MAX_CHUNKS + SEEDVR_MAX_TILES)
 
 // the video decoders' sizes: Wan and TAEHV share theirs; SVD, SeedVR2 and HunyuanVideo 1.5 have their own
 struct video_opts {
@@ -1328,14 +1400,15 @@ struct video_opts {
     int seedvr_tiles[SEEDVR_MAX_TILES], n_seedvr_tiles;  // one row per tile-size (0: untiled)
     int hyv_T, hyv_h, hyv_w;
     int ltx_T, ltx_h, ltx_w;
+    int mm_T, mm_h, mm_w, mm_blocks;
     const char * clip_layouts;                     // the SVD, SeedVR2 and HunyuanVideo 1.5 peers' --layouts
 };
 
-// the rows of the video decoders asked for (do_video: Wan 2.1, TAEW2.1, SVD, SeedVR2, HunyuanVideo 1.5) into vr, the
-// peers' extra arguments into args[row]; their count
+// the rows of the video decoders asked for (do_video: Wan 2.1, TAEW2.1, SVD, SeedVR2, HunyuanVideo 1.5, LTX-2,
+// MiniMax-H3) into vr, the peers' extra arguments into args[row]; their count
 static int video_rows(struct video_result * vr, const bool * do_video, const struct video_opts * o,
                       char (*args)[128]) {
-    static char labels[VIDEO_MAX_ROWS][64];
+    static char labels[VIDEO_MAX_ROWS][64], mm_weights[64], mm_gen[32];
     int         n = 0;
     if (do_video[0]) {
         vr[n++] = (struct video_result) { .name = "wan", .label = "Wan 2.1 VAE (base 96)", .weights = WAN_WEIGHTS,
@@ -1381,10 +1454,20 @@ static int video_rows(struct video_result * vr, const bool * do_video, const str
                                         .w = o->ltx_w, .chunk = 1, .clip = true, .peer_args = args[n], .peer_of = -1 };
         n++;
     }
+    if (do_video[6]) { // (the same; the session decodes upstream's chunks of 5 + 2 latent frames whatever is asked)
+        snprintf(labels[n], sizeof(labels[n]), "MiniMax-H3 (2048 wide, %d of 36 blocks)", o->mm_blocks);
+        snprintf(mm_weights, sizeof(mm_weights), "minimax_b%d.safetensors", o->mm_blocks);
+        snprintf(mm_gen, sizeof(mm_gen), "--blocks %d", o->mm_blocks);
+        snprintf(args[n], sizeof(args[n]), "--layouts %s", o->clip_layouts);
+        vr[n] = (struct video_result) { .name = "minimax", .label = labels[n], .weights = mm_weights,
+                                        .gen_args = mm_gen, .T = o->mm_T, .h = o->mm_h, .w = o->mm_w, .chunk = 7,
+                                        .clip = true, .imagenet = true, .peer_args = args[n], .peer_of = -1 };
+        n++;
+    }
     return n;
 }
 
-// the video decoders (do_video: Wan 2.1, TAEW2.1, SVD, SeedVR2, HunyuanVideo 1.5), their weights and latents made in
+// the video decoders (do_video: as video_rows), their weights and latents made in
 // video_dir; prints its own report. sgemm_fs[*n_sgemm_io...] gets its speed probes.
 static void bench_video(const bool * do_video, const char * video_python, const char * video_script,
                         const char * taehv_py, const char * video_dir, const struct video_opts * o, bool no_peer,
@@ -1393,8 +1476,8 @@ static void bench_video(const bool * do_video, const char * video_python, const 
     struct video_result vr[VIDEO_MAX_ROWS];
     char                peer_args[VIDEO_MAX_ROWS][128];
     const int           n_rows = video_rows(vr, do_video, o, peer_args);
-    printf("\nvideo decoders: %s timed streams after %d warm-up streams of 2 latent frames; weights and latents "
-           "in %s\n",
+    printf("\nvideo decoders: %s timed streams after %d warm-up streams of 2 latent frames (MiniMax-H3: 3); weights "
+           "and latents in %s\n",
            o->streams ? argv_streams(o->streams) : "1 (Wan, SVD, SeedVR2) / 5 (TAEHV)", o->warmup, video_dir);
     double                video_busy[2] = { -1.0, -1.0 };
     const struct cpu_snap video_start   = cpu_snap();
@@ -1402,7 +1485,7 @@ static void bench_video(const bool * do_video, const char * video_python, const 
         struct video_result * r = &vr[m];
         const bool            taehv = !strcmp(r->name, "taehv");
         if (!video_gen(r->name, r->weights, video_python, video_script, taehv ? taehv_py : NULL, video_dir, r->T, r->h,
-                       r->w, threads, r->reason, sizeof(r->reason))) {
+                       r->w, threads, r->gen_args ? r->gen_args : "", r->reason, sizeof(r->reason))) {
             printf("%s: %s\n", r->name, r->reason);
             continue;
         }
@@ -1443,6 +1526,7 @@ static void bench_video(const bool * do_video, const char * video_python, const 
         }
         if (r->peer.ok) video_compare(r, video_dir);
         if (!strcmp(r->name, "ltx2")) video_plan_ltx720(r, video_dir);
+        if (!strcmp(r->name, "minimax")) video_plan_mm720(r, video_dir, o->mm_blocks);
     }
     const struct cpu_snap video_end = cpu_snap();
     video_busy[1] = other_load(500);
@@ -1475,6 +1559,14 @@ static void bench_video(const bool * do_video, const char * video_python, const 
     for (int m = 0; m < n_rows; m++) {
         const struct video_result * r = &vr[m];
         if (!r->ok) continue;
+        if (r->chunks) {
+            printf("%s: model GFLOP per output frame (a stream: %d chunks, %d frames) %.2f, attention %.1f%% of it; "
+                   "executed by our graph %.2f; a chunk: %.2f model GFLOP\n",
+                   r->label, r->chunks, r->n_frames, r->chunks * r->step.model / r->n_frames / 1e9,
+                   100.0 * r->step.attention / r->step.model, r->chunks * r->step.executed / r->n_frames / 1e9,
+                   r->step.model / 1e9);
+            continue;
+        }
         printf("%s: model GFLOP per output frame (steady: 1 latent frame = %d frames) %.2f, attention %.1f%% of it; "
                "executed by our graph %.2f; latent frame 0: %.2f model GFLOP\n",
                r->label, r->frames_per_latent, r->step.model / r->frames_per_latent / 1e9,
@@ -1493,8 +1585,9 @@ static void bench_video(const bool * do_video, const char * video_python, const 
             continue;
         }
         // per frame: the steady state's, or the whole clip's (latent frame 0's graph included)
-        const double flops_frame = r->clip ? (r->first.model + (r->T - 1) * r->step.model) / r->n_frames
-                                           : r->step.model / r->frames_per_latent;
+        const double flops_frame = r->chunks ? r->chunks * r->step.model / r->n_frames
+                                   : r->clip ? (r->first.model + (r->T - 1) * r->step.model) / r->n_frames
+                                             : r->step.model / r->frames_per_latent;
         const double fs          = flops_frame / (r->steady_ms / 1e3);
         if (peak_fs > 0) snprintf(pct, sizeof(pct), "%.1f", 100.0 * fs / peak_fs);
         if (r->hwm_mib > 0) snprintf(rss, sizeof(rss), "%.0f", r->hwm_mib);
@@ -1527,7 +1620,7 @@ static void bench_video(const bool * do_video, const char * video_python, const 
                p->first_ms, pfs / 1e9, pct, "-", rss, speed, pprobe / 1e9, pprobe < 0.85 * peak_fs ? "!" : "");
     }
     printf("ms/frame: Wan, TAEHV: steady state, per output frame (the latent frames after the first, 4 frames "
-           "each); SVD, SeedVR2, HunyuanVideo 1.5, LTX-2: the whole stream (pushes, drain, pops; upstream: its decode calls) / its frames; "
+           "each); SVD, SeedVR2, HunyuanVideo 1.5, LTX-2, MiniMax-H3: the whole stream (pushes, drain, pops; upstream: its decode calls) / its frames; "
            "first ms: latent frame 0 (SVD: the first push or call; 0: no boundary upstream); speed-up = PyTorch ms / our ms (above 1: ours is faster); probe: the lower "
            "of the sgemm GFLOP/s measured just before and just after that row\n");
     if (unsteady) {
@@ -1544,6 +1637,7 @@ static void bench_video(const bool * do_video, const char * video_python, const 
         if (r->compared) {
             char clamp[96] = ", both raw";
             if (r->clamp) snprintf(clamp, sizeof(clamp), ", ours clamped to [%g, %g] as upstream does", r->lo, r->hi);
+            if (r->imagenet) snprintf(clamp, sizeof(clamp), ", PyTorch's as x std + mean (ImageNet's)");
             printf("%s: ours vs PyTorch on the same weights and latents, %d frames%s: max |diff| %.3g, mean |diff| "
                    "%.3g\n",
                    r->label, r->n_frames, clamp, r->max_abs, r->mean_abs);
@@ -1595,7 +1689,8 @@ int main(int argc, char ** argv) {
                              .n_svd_chunks = 2, .seedvr_T = 2, .seedvr_h = SEEDVR_LATENT_H,
                              .seedvr_w = SEEDVR_LATENT_W, .seedvr_tiles = { 0, 256 }, .n_seedvr_tiles = 2,
                              .hyv_T = 2, .hyv_h = HYV_LATENT_H, .hyv_w = HYV_LATENT_W, .ltx_T = LTX_FRAMES,
-                             .ltx_h = LTX_LATENT_H, .ltx_w = LTX_LATENT_W, .clip_layouts = "channels_last" };
+                             .ltx_h = LTX_LATENT_H, .ltx_w = LTX_LATENT_W, .mm_T = MM_FRAMES, .mm_h = MM_LATENT_H,
+                             .mm_w = MM_LATENT_W, .mm_blocks = MM_BLOCKS, .clip_layouts = "channels_last" };
     bool         no_peer = false;
     enum vae_precision precisions[MAX_PRECISIONS] = { VAE_PRECISION_FP32 };
     int                n_prec                     = 1;
@@ -1619,6 +1714,8 @@ int main(int argc, char ** argv) {
         { "--seedvr-frames", &vo.seedvr_T, 2, "" },
         { "--hyv-frames", &vo.hyv_T, 2, "" },
         { "--ltx-frames", &vo.ltx_T, 2, "" },
+        { "--mm-frames", &vo.mm_T, 3, " (the fewest MiniMax-H3 decodes)" },
+        { "--mm-blocks", &vo.mm_blocks, 2, " (the plan halves it)" },
     };
     const struct {
         const char * name;
@@ -1630,6 +1727,7 @@ int main(int argc, char ** argv) {
         { "--seedvr-latent", &vo.seedvr_h, &vo.seedvr_w },
         { "--hyv-latent", &vo.hyv_h, &vo.hyv_w },
         { "--ltx-latent", &vo.ltx_h, &vo.ltx_w },
+        { "--mm-latent", &vo.mm_h, &vo.mm_w },
     };
 
     for (int i = 1; i < argc; i++) {
@@ -1746,19 +1844,20 @@ int main(int argc, char ** argv) {
     }
 
     // which models
-    bool do_model[8] = { false };  // taef2, wan, taehv, svd, seedvr2, hyvideo15, ltx2, kl
+    bool do_model[9] = { false };  // taef2, wan, taehv, svd, seedvr2, hyvideo15, ltx2, minimax, kl
     {
-        static const char * names[8] = { "taef2", "wan", "taehv", "svd", "seedvr2", "hyvideo15", "ltx2", "kl" };
+        static const char * names[9] = { "taef2", "wan", "taehv", "svd", "seedvr2", "hyvideo15", "ltx2", "minimax",
+                                         "kl" };
         const char *        p        = models;
         while (*p) {
             const size_t n  = strcspn(p, ",");
             int          hit = -1;
-            for (int k = 0; k < 8; k++) {
+            for (int k = 0; k < 9; k++) {
                 if (strlen(names[k]) == n && !strncmp(p, names[k], n)) hit = k;
             }
             if (hit < 0) {
                 fprintf(stderr, "bench-cpu: --models takes a comma-separated list of taef2, wan, taehv, svd, seedvr2, "
-                        "hyvideo15, ltx2, kl\n");
+                        "hyvideo15, ltx2, minimax, kl\n");
                 return 2;
             }
             do_model[hit] = true;
@@ -1790,7 +1889,8 @@ int main(int argc, char ** argv) {
         }
         n_sgemm = 2;
     }
-    if (!do_model[1] && !do_model[2] && !do_model[3] && !do_model[4] && !do_model[5] && !do_model[6] && !do_model[7]) {
+    if (!do_model[1] && !do_model[2] && !do_model[3] && !do_model[4] && !do_model[5] && !do_model[6] && !do_model[7] &&
+        !do_model[8]) {
         return 0;
     }
 
@@ -1800,11 +1900,11 @@ int main(int argc, char ** argv) {
     if (!(video_dir = work_dir(video_dir, dir_buf, sizeof(dir_buf), &own_dir))) {
         return 1;
     }
-    if (do_model[1] || do_model[2] || do_model[3] || do_model[4] || do_model[5] || do_model[6]) {
+    if (do_model[1] || do_model[2] || do_model[3] || do_model[4] || do_model[5] || do_model[6] || do_model[7]) {
         bench_video(do_model + 1, video_python, video_script, taehv_py, video_dir, &vo, no_peer, threads, run_start,
                     sgemm_fs, &n_sgemm);
     }
-    if (do_model[7]) {
+    if (do_model[8]) {
         bench_kl(&kl_opts, video_python, video_dir, no_peer, threads, run_start, sgemm_fs, &n_sgemm);
     }
     if (own_dir) remove_own_dir(video_dir);

@@ -623,8 +623,8 @@ static void run_model(struct result * r, int m, const struct opts * o, const cha
         dir_path(path, sizeof(path), dir, KL_WEIGHTS);
     } else {
         source_path(script, sizeof(script), VIDEO_SCRIPT);
-        if (!video_gen("wan", WAN_WEIGHTS, o->python, script, NULL, dir, r->T, o->lh[m], o->lw[m], threads, r->reason,
-                       sizeof(r->reason))) {
+        if (!video_gen("wan", WAN_WEIGHTS, o->python, script, NULL, dir, r->T, o->lh[m], o->lw[m], threads, "",
+                       r->reason, sizeof(r->reason))) {
             goto done;
         }
         lat_floats = (size_t) VIDEO_CHANNELS * (size_t) o->lh[m] * (size_t) o->lw[m];

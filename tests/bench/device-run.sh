@@ -19,7 +19,8 @@
 # of ../shared the tests and the benchmark read) and whl/ (diffusers, pure Python, installed there
 # with --no-deps: the image has its dependencies). See tests/bench/README.md.
 #
-# pack reads BUILD (default /tmp/vae-build-gpu: outside the tree, so it does not travel),
+# pack reads BINS (default the four: fewer make a smaller archive; the plugin and GStreamer's
+# libraries travel with test-elements), BUILD (default /tmp/vae-build-gpu: outside the tree, so it does not travel),
 # CUDA_ARCHS (default 90: H100/H200), SHARED (default ../shared beside the tree), SHARED_FILES
 # and DIFFUSERS (the wheel's requirement). run reads VAE_BENCH_PYTHON (default python3) and OUT
 # (where the logs go; the device tool sets it), tests TEST_TIMEOUT (seconds per program, default 300)
@@ -33,7 +34,7 @@ cd "$(dirname "$0")/../.." || exit 1
 ROOT=$PWD
 CARRY=${CARRY:-.gpu}
 X=/tmp/vae-gpu
-BINS="bench-cuda test-cuda-ops test-cuda-decode test-elements"
+BINS=${BINS:-"bench-cuda test-cuda-ops test-cuda-decode test-elements"}
 
 pack() {
     set -e
@@ -43,12 +44,14 @@ pack() {
     if [ ! -f "$build/build.ninja" ]; then
         meson setup "$build" -Dcuda=enabled -Dgpu_archs="${CUDA_ARCHS:-90}" -Dtests=enabled --buildtype=release
     fi
-    ninja -C "$build" $(for b in $BINS; do echo "tests/$b"; done) gst/libgstvaedecode.so
+    local plugin=
+    case " $BINS " in *" test-elements "*) plugin=gst/libgstvaedecode.so ;; esac
+    ninja -C "$build" $(for b in $BINS; do echo "tests/$b"; done) $plugin
     local stage
     stage=$(mktemp -d)
     mkdir -p "$stage/bin" "$stage/lib" "$stage/plugins" "$stage/shared" "$stage/whl"
     for b in $BINS; do cp "$build/tests/$b" "$stage/bin/"; done
-    cp "$build/gst/libgstvaedecode.so" "$stage/plugins/"
+    [ -z "$plugin" ] || cp "$build/$plugin" "$stage/plugins/"
     # the libraries the GPU machine may lack: all but the C/C++ runtime and the driver's; those
     # only the element's test needs (GLib, GStreamer and theirs) apart in lib-gst/, on the library
     # path of that test alone (older than the image's, they could break its Python)
@@ -57,8 +60,9 @@ pack() {
         ldd "$@" | awk '$2 == "=>" && $3 ~ /^\// { print $1, $3 }' | sort -u |
             grep -Ev '^(linux-vdso|ld-linux|libc|libm|libdl|librt|libpthread|libstdc\+\+|libgcc_s|libcuda|libnvidia)[.-]'
     }
-    libs "$stage"/bin/bench-cuda "$stage"/bin/test-cuda-* | while read -r name path; do cp -L "$path" "$stage/lib/$name"; done
-    libs "$stage"/bin/test-elements "$stage"/plugins/* | while read -r name path; do
+    libs $(for b in $BINS; do [ "$b" = test-elements ] || echo "$stage/bin/$b"; done) |
+        while read -r name path; do cp -L "$path" "$stage/lib/$name"; done
+    [ -z "$plugin" ] || libs "$stage"/bin/test-elements "$stage"/plugins/* | while read -r name path; do
         [ -e "$stage/lib/$name" ] || cp -L "$path" "$stage/lib-gst/$name"
     done
     for f in $files; do

@@ -4,14 +4,15 @@ decoder (diffusers' AutoencoderKLWan, full widths: base 96), TAEW2.1 (madebyolli
 `taehv.py`, full widths n_f=[256,128,64,64]), SVD's temporal decoder (diffusers'
 AutoencoderKLTemporalDecoder, block_out_channels 128/256/512/512), SeedVR2's VAE (SeedVR's
 attn_video_vae VideoAutoencoderKLWrapper, the released configuration), HunyuanVideo 1.5's VAE
-(diffusers' AutoencoderKLHunyuanVideo15, its defaults: the released configuration) and LTX-2's
-(diffusers' AutoencoderKLLTX2Video, the released 2.0 decoder of its conversion script), all with
+(diffusers' AutoencoderKLHunyuanVideo15, its defaults: the released configuration), LTX-2's
+(diffusers' AutoencoderKLLTX2Video, the released 2.0 decoder of its conversion script) and MiniMax-H3's
+(diffusers' AutoencoderKLMiniMaxH3, the released widths with --blocks of its 36 ViT blocks), all with
 random weights.
 
-    python video_torch.py gen  --out DIR [--height-latent 30] [--width-latent 52]
-                               [--latent-frames 3] [--only wan|taehv|svd|seedvr2|hyvideo15|ltx2] [--taehv-py PATH]
-    python video_torch.py time --model wan|taehv|svd|seedvr2|hyvideo15|ltx2 --dir DIR [--streams 1] [--warmup 1]
-                               [--threads N] [--layouts nchw,channels_last]
+    python video_torch.py gen  --out DIR [--height-latent 30] [--width-latent 52] [--latent-frames 3]
+                               [--only wan|taehv|svd|seedvr2|hyvideo15|ltx2|minimax] [--blocks 4] [--taehv-py PATH]
+    python video_torch.py time --model wan|taehv|svd|seedvr2|hyvideo15|ltx2|minimax --dir DIR [--streams 1]
+                               [--warmup 1] [--threads N] [--layouts nchw,channels_last]
                                [--modes parallel,sequential] [--chunk N] [--taehv-py PATH]
 
 Needs torch >= 2 and diffusers (Wan, SVD), upstream `taehv.py` (TAEHV; path from --taehv-py or
@@ -27,8 +28,11 @@ tests/data/gen_seedvr_fixtures.py); see tests/bench/README.md. No upstream code 
   hyvideo15_full.safetensors decoder.* of AutoencoderKLHunyuanVideo15 (diffusers naming), F16
   ltx2_full.safetensors   decoder.*, latents_mean and latents_std of AutoencoderKLLTX2Video (diffusers
                           naming), F16
+  minimax_b<N>.safetensors post_quant_conv.*, decoder.* of AutoencoderKLMiniMaxH3 with N = --blocks
+                          blocks (diffusers naming), F16; and minimax_b<N/2>.safetensors, its first N/2
+                          blocks (bench-cpu plans 720p with both)
   <model>.latent.f32      raw little-endian f32 [T, C, H, W] (C = 4 for SVD, 32 for HunyuanVideo
-                          1.5, 128 for LTX-2, else 16): the latent
+                          1.5, 128 for LTX-2, 24 for MiniMax-H3, else 16): the latent
                           frames in stream order, the decoder's raw latents
   <model>.json            shapes and the generator's output statistics
 Weights are random (fixed seeds), scaled-uniform so that activations stay O(1) (no denormals,
@@ -36,14 +40,14 @@ no Inf/NaN), and rounded to bf16 before they are stored, so both sides decode th
 SVD: the modules' default initialisation with random GroupNorm affines and time_mixer
 mix_factors (as tests/data/gen_svd_fixtures.py); SeedVR2: gen_seedvr_fixtures.py's
 random_weights (F16-rounded); HunyuanVideo 1.5: gen_hyvideo15_fixtures.py's init_weights; LTX-2:
-gen_ltx2_fixtures.py's.
+gen_ltx2_fixtures.py's; MiniMax-H3: gen_minimax_fixtures.py's.
 
 `time` loads the files, decodes `--warmup` untimed streams of the first 2 latent frames (both
 paths: latent frame 0 and a later one; TAEHV parallel=True: the whole clip, whose shapes depend
 on T) and then `--streams` timed streams of all T latent frames, for every memory layout (and for TAEHV every decode_video mode), writes
 the last output of the fastest configuration to DIR/<model>.torch.f32 (f32 [F, 3, sH, sW], s = 16
-for HunyuanVideo 1.5, 32 for LTX-2, else 8, as upstream returns it: Wan, TAEHV clamped, the others
-raw) and
+for HunyuanVideo 1.5 and MiniMax-H3, 32 for LTX-2, else 8, as upstream returns it: Wan, TAEHV clamped,
+the others raw, MiniMax-H3's ImageNet-normalised) and
 prints, last:
 
     video_peer model=<m> steady_ms_per_frame=<f> steady_min_ms_per_frame=<f> first_ms=<f>
@@ -68,8 +72,9 @@ prints, last:
   memory_device="same")`, as its inference configures it (latent frames 0 and 1 as one call,
   then one at a time with the convs' memory; at T = 2 this is the one call); steady = the whole
   clip / its 1 + 4 (T - 1) frames, first = 0 (no boundary).
-- HunyuanVideo 1.5, LTX-2: `vae.decode(z)` of the whole clip (tiling off, the default): steady =
-  the whole clip / its frames, first = 0.
+- HunyuanVideo 1.5, LTX-2, MiniMax-H3: `vae.decode(z)` of the whole clip (tiling off: the default,
+  MiniMax-H3's `disable_tiling()`, whole frames as ours): steady = the whole clip / its frames,
+  first = 0. MiniMax-H3's warm-up streams are of 3 latent frames, the fewest it decodes.
 Memory: load_rss_mib = VmRSS after the model is built and loaded; decode_peak_rss_mib = VmHWM
 reset (/proc/self/clear_refs) after loading, read after the timed decodes: the whole process
 resident at its peak while decoding (weights, torch runtime, activations); max_rss_mib =
@@ -102,8 +107,8 @@ SVD_WEIGHTS = "svd_full.safetensors"
 SEEDVR_WEIGHTS = "seedvr2_full.safetensors"
 HYV15_WEIGHTS = "hyvideo15_full.safetensors"
 LTX2_WEIGHTS = "ltx2_full.safetensors"
-CHANNELS = {"wan": 16, "taehv": 16, "svd": 4, "seedvr2": 16, "hyvideo15": 32, "ltx2": 128}
-SCALE = {"hyvideo15": 16, "ltx2": 32}  # output pixels per latent pixel (8 for the others)
+CHANNELS = {"wan": 16, "taehv": 16, "svd": 4, "seedvr2": 16, "hyvideo15": 32, "ltx2": 128, "minimax": 24}
+SCALE = {"hyvideo15": 16, "ltx2": 32, "minimax": 16}  # output pixels per latent pixel (8 for the others)
 FRAMES = {"svd": 1, "ltx2": 8}  # output frames per later latent frame (4 for the others)
 SEEDVR_WIDTHS = [128, 256, 512, 512]  # the released s8_c16_t4_inflation_sd3.yaml
 
@@ -203,6 +208,30 @@ def ltx2_weights(vae, seed):
     return {k: v.half() for k, v in gl.init_weights(names, seed).items()}
 
 
+def make_minimax(blocks):
+    """MiniMax-H3's decoder at the released widths (diffusers' defaults: 32 heads of 64, ffn_mult 4, 4
+    register tokens) with `blocks` of its 36 blocks, tiling off; its encoder narrow (never used)"""
+    from diffusers import AutoencoderKLMiniMaxH3
+    vae = AutoencoderKLMiniMaxH3(block_out_channels=(8,) * 6, layers_per_block=1, norm_num_groups=4,
+                                 decoder_num_layers=blocks).eval()
+    vae.disable_tiling()
+    return vae
+
+
+def minimax_weights(vae, seed):
+    """post_quant_conv.*, decoder.* (diffusers naming), F16: gen_minimax_fixtures.py's init_weights"""
+    import gen_minimax_fixtures as gm
+    names = [(k, tuple(v.shape)) for k, v in vae.state_dict().items()
+             if k.startswith(("decoder.", "post_quant_conv."))]
+    return {k: v.half() for k, v in gm.init_weights(names, seed).items()}
+
+
+def minimax_frames(t):
+    """upstream's frames for t >= 3 latent frames: its encoder's clips of 17 frames are 5 latent frames,
+    the first of them 1 frame, the others 4 (what its decode cuts to)"""
+    return sum(1 if j % 5 == 0 else 4 for j in range(t))
+
+
 def svd_weights(vae, seed):
     """decoder.* (diffusers naming), bf16: the module's default initialisation (built under
     torch.manual_seed), the GroupNorm affines around (1, 0) and the mix_factors with sigmoid in
@@ -288,8 +317,9 @@ def taehv_weights(m, seed):
 BOUNDS = {"wan": (-1.0, 1.0), "taehv": (0.0, 1.0)}  # what upstream clamps its output to (SVD, SeedVR2: raw)
 
 
-def make_model(name, taehv_py, gen_seed=False):
-    """the upstream module at full width; with gen_seed its random weights too: (model, sd, file)"""
+def make_model(name, taehv_py, gen_seed=False, blocks=None):
+    """the upstream module at full width (MiniMax-H3: `blocks` blocks); with gen_seed its random weights
+    too: (model, sd, file)"""
     if name == "wan":
         model, weights, fname = make_wan(), wan_weights, WAN_WEIGHTS
         seed = 96021
@@ -305,6 +335,9 @@ def make_model(name, taehv_py, gen_seed=False):
     elif name == "ltx2":
         model, weights, fname = make_ltx2(), ltx2_weights, LTX2_WEIGHTS
         seed = 4200
+    elif name == "minimax":
+        model, weights, fname = make_minimax(blocks), minimax_weights, f"minimax_b{blocks}.safetensors"
+        seed = 5300
     else:
         model, weights, fname = make_seedvr(), seedvr_weights, SEEDVR_WEIGHTS
         seed = 2024
@@ -345,18 +378,26 @@ def cmd_gen(args):
     for name in which:
         t0 = time.perf_counter()
         torch.manual_seed(0)  # the default initialisation SVD's weights keep
-        model, sd, fname = make_model(name, args.taehv_py, gen_seed=True)
+        model, sd, fname = make_model(name, args.taehv_py, gen_seed=True, blocks=args.blocks)
         r = model.load_state_dict(sd, strict=False)
         check_keys(r)
         c = CHANNELS[name]
         g = torch.Generator().manual_seed({"wan": 5, "taehv": 6, "svd": 7, "seedvr2": 8, "hyvideo15": 9,
-                                           "ltx2": 10}[name])
+                                           "ltx2": 10, "minimax": 11}[name])
         z = torch.randn((t_, c, h, w), generator=g)  # [T, C, H, W]
         save_file(sd, os.path.join(args.out, fname),
                   metadata={"model": f"{name}, random weights, tests/bench/video_torch.py"})
         save_latent(os.path.join(args.out, f"{name}.latent.f32"), z)
-        # a quick check that the weights give O(1), finite outputs (2 latent frames, small)
-        zs = z[:2, :, :min(h, 8), :min(w, 8)]
+        if name == "minimax":  # its first blocks / 2 blocks too, for bench-cpu's plan at two block counts
+            half = args.blocks // 2
+            save_file({k: v for k, v in sd.items()
+                       if not k.startswith("decoder.transformer_blocks.") or int(k.split(".")[2]) < half},
+                      os.path.join(args.out, f"minimax_b{half}.safetensors"),
+                      metadata={"model": f"{name}, random weights, its first {half} blocks, "
+                                         "tests/bench/video_torch.py"})
+        # a quick check that the weights give O(1), finite outputs (2 latent frames, MiniMax-H3 3: the
+        # fewest it decodes; small)
+        zs = z[:3 if name == "minimax" else 2, :, :min(h, 8), :min(w, 8)]
         with torch.inference_mode():
             if name == "wan":
                 y = model.decode(zs.permute(1, 0, 2, 3).unsqueeze(0)).sample
@@ -371,6 +412,8 @@ def cmd_gen(args):
         params = sum(v.numel() for v in sd.values())
         info = {"model": name, "weights": fname, "params": params, "latent": [t_, c, h, w],
                 "check": describe(y, lo, hi), "finite": ok}
+        if name == "minimax":
+            info["blocks"] = args.blocks
         with open(os.path.join(args.out, f"{name}.json"), "w") as f:
             json.dump(info, f)
         log(f"gen {name}: {len(sd)} tensors, {params / 1e6:.1f} M parameters -> {fname}; latent "
@@ -476,11 +519,11 @@ def time_taehv(m, z_tchw, mode, streams, warmup):
     return runs, out
 
 
-def time_clip(decode, T, n_frames, streams, warmup):
+def time_clip(decode, T, n_frames, streams, warmup, warm=2):
     """SVD, SeedVR2: decode(n) decodes the first n latent frames and returns (output, first call
-    ms); the warm-up decodes 2; steady = the whole clip / its frames"""
+    ms); the warm-up decodes `warm`; steady = the whole clip / its frames"""
     for _ in range(warmup):
-        decode(2)
+        decode(warm)
     runs = []
     for _ in range(streams):
         t0 = time.perf_counter()
@@ -538,7 +581,7 @@ def cmd_time(args):
         sys.exit("time: need at least 2 latent frames (the first one is not steady state)")
     from safetensors.torch import load_file
     sd = load_file(os.path.join(args.dir, info["weights"]))
-    model = make_model(args.model, args.taehv_py)[0]
+    model = make_model(args.model, args.taehv_py, blocks=info.get("blocks"))[0]
     check_keys(model.load_state_dict({k: v.float() for k, v in sd.items()}, strict=False))
     if args.model == "taehv":
         model.encoder = torch.nn.Identity()
@@ -550,7 +593,12 @@ def cmd_time(args):
     z = load_latent(os.path.join(args.dir, f"{args.model}.latent.f32"), T, C, H, W)
     load_rss = status_kib("VmRSS") / 1024
     can_reset = reset_peak_rss()
-    n_frames = T if args.model == "svd" else 1 + FRAMES.get(args.model, 4) * (T - 1)
+    if args.model == "svd":
+        n_frames = T
+    elif args.model == "minimax":
+        n_frames = minimax_frames(T)
+    else:
+        n_frames = 1 + FRAMES.get(args.model, 4) * (T - 1)
     log(f"model {args.model}: {info['params'] / 1e6:.1f} M decoder parameters, latent [{T}, {C}, {H}, {W}] "
         f"-> {n_frames} frames of {SCALE.get(args.model, 8) * W}x{SCALE.get(args.model, 8) * H}; torch "
         f"{torch.__version__}, {threads} threads"
@@ -572,9 +620,9 @@ def cmd_time(args):
                                           args.warmup)
                 elif args.model == "seedvr2":
                     runs, out = time_clip(seedvr_decoder(model, z, layout), T, n_frames, args.streams, args.warmup)
-                elif args.model in ("hyvideo15", "ltx2"):
+                elif args.model in ("hyvideo15", "ltx2", "minimax"):
                     runs, out = time_clip(whole_clip_decoder(model, z, layout), T, n_frames, args.streams,
-                                          args.warmup)
+                                          args.warmup, 3 if args.model == "minimax" else 2)
                 else:
                     runs, out = time_taehv(model, z, mode, args.streams, args.warmup)
                 steady = sum(r["steady"] for r in runs) / len(runs)
@@ -610,6 +658,7 @@ def main():
     g.add_argument("--width-latent", type=int, default=52)
     g.add_argument("--latent-frames", type=int, default=3)
     g.add_argument("--only", choices=list(CHANNELS))
+    g.add_argument("--blocks", type=int, default=4, help="MiniMax-H3's transformer blocks (the release's 36)")
     g.add_argument("--taehv-py", help="upstream taehv.py (default $TAEHV_PY)")
     g.add_argument("--threads", type=int, default=os.cpu_count() or 1)
     t = sub.add_parser("time", help="time the upstream decoders on the files gen wrote")
