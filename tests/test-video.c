@@ -1083,6 +1083,10 @@ static void test_minimax(void) {
     CHECK(s && vae_session_drain(s, err, sizeof(err)) && vae_session_frames_ready(s) == 9,
           "3 latent frames after the refusal: %s, %d ready", err, s ? vae_session_frames_ready(s) : -1);
     vae_session_free(s);
+    // no latent statistics in the weights: normalized latents refused, saying where they are
+    float div[24], add[24];
+    CHECK(!vae_model_space_affine(m, VAE_SPACE_NORMALIZED, div, add, err, sizeof(err)), "normalized latents taken");
+    CHECK_ERR_HAS(err, "MiniMax-H3's latent statistics are in its config.json, not in the weights: feed raw latents");
     // whole frames only: the attention sees the whole chunk
     struct vae_session_config tiled = { 24, 2, 3, VAE_SPACE_RAW, 1, 0, 16, NULL };
     CHECK(!vae_session_check(m, &tiled, err, sizeof(err)), "tile-size taken");
