@@ -145,7 +145,7 @@ static bool mm_prepare(struct vae_model * m, const struct vae_st_header * hdr, e
         }
     }
     struct vae_weight * reg = (struct vae_weight *) vae_model_weight(m, "decoder.register_tokens");
-    if (reg->n_dims == 3 && reg->shape[0] == 1) {
+    if (reg && reg->n_dims == 3 && reg->shape[0] == 1) {
         reg->n_dims   = 2;
         reg->shape[0] = reg->shape[1];
         reg->shape[1] = reg->shape[2];

@@ -488,7 +488,7 @@ static bool session_drain_chunks(struct vae_session * s, char * err, size_t err_
         s->queued = 0;
         return false;
     }
-    if (s->queued > m->chunk_overlap || s->frames_out == 0) {
+    if (s->queued > m->chunk_overlap) { // (a stream of 3 or more latent frames has a chunk by now)
         return session_decode(s, s->step, err, err_size);
     }
     s->queued = 0;
