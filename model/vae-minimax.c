@@ -241,7 +241,8 @@ static struct vae_graph * mm_build(const struct vae_model * m, int n, int h, int
     x = vae_builder_conv3d(&b, x, "post_quant_conv", 1, 1, NULL, 0);                   // [7, 24, h, w]
     x = x ? vae_builder_conv2d(&b, x, "decoder.proj_in", 1, true, NULL, VAE_ACT_NONE, false) : NULL; // [7, D, h, w]
     x = x && reg ? vae_graph_tokens(b.g, x, reg, 1) : NULL; // the registers, then one zero token: [1, D, 1, L = 7 h w + E + 1]
-    for (int i = 0; x && i < mm_blocks(m); i++) {
+    const int n_blocks = mm_blocks(m);
+    for (int i = 0; x && i < n_blocks; i++) {
         char name[96];
         snprintf(name, sizeof(name), "decoder.transformer_blocks.%d.norm1.weight", i);
         struct vae_tensor * g1  = vae_builder_weight(&b, 1, (const int64_t[]) { D }, "%s", name);

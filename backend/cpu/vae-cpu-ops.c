@@ -452,8 +452,8 @@ void vae_cpu_untokens(const float * x, float * y, const int64_t ne_y[4], int64_t
 
 // The angles of the rotary embedding as upstream evaluates them in fp32 (MiniMaxH3VideoRotaryPosEmbed):
 // position P = 2 ((i + 0.5) / size) - 1, angle (2 pi P) inv_freq[f], inv_freq[f] = 1 / theta^(6 f / rd).
-// Token p's rd / 2 angles' cosines and sines into cs (rd / 2 each).
-static void cpu_rope_angles(int64_t p, const int32_t grid[3], int rd, float theta, float * cs) {
+// Token p's rd / 2 angles' cosines and sines into cs (rd / 2 each), inv the nf = rd / 6 inv_freq.
+static void cpu_rope_angles(int64_t p, const int32_t grid[3], int rd, const float * inv, float * cs) {
     const int nf = rd / 6;
     float     pos[3] = { 0.0f, 0.0f, 0.0f };
     if (p < (int64_t) grid[0] * grid[1] * grid[2]) {
@@ -464,8 +464,7 @@ static void cpu_rope_angles(int64_t p, const int32_t grid[3], int rd, float thet
     }
     for (int b = 0; b < 3; b++) {
         for (int f = 0; f < nf; f++) {
-            const float inv = (float) (1.0 / pow((double) theta, 6.0 * f / rd));
-            const float a   = ((float) (2.0 * M_PI) * pos[b]) * inv;
+            const float a = ((float) (2.0 * M_PI) * pos[b]) * inv[f];
             cs[b * nf + f]          = cosf(a);
             cs[rd / 2 + b * nf + f] = sinf(a);
         }
@@ -478,14 +477,18 @@ void vae_cpu_rope(const float * x, float * y, const int64_t ne[4], int hd, int r
     const int64_t C = ne[1], D = C / 3, T = ne[3], CB = vae_cpu_blocks(C), heads = D / hd;
 #pragma omp parallel
     {
-        float * u  = malloc((size_t) (hd + rd) * sizeof(float)); // one head's channels, then cos and sin
-        float * cs = u + hd;
+        // one head's channels, then cos and sin, then the inverse frequencies (once, not per token)
+        float * u  = malloc((size_t) (hd + rd + rd / 6) * sizeof(float));
+        float * cs = u + hd, *inv = cs + rd;
         if (!u) {
             abort(); // a few hundred bytes
         }
+        for (int f = 0; f < rd / 6; f++) {
+            inv[f] = (float) (1.0 / pow((double) theta, 6.0 * f / rd));
+        }
 #pragma omp for
         for (int64_t p = 0; p < T; p++) {
-            cpu_rope_angles(p, grid, rd, theta, cs);
+            cpu_rope_angles(p, grid, rd, inv, cs);
             for (int64_t c = 2 * D; c < CB * L; c++) { // v and the padding lanes as they are
                 y[cpu_lane_offset(c, T, L) + p * L] = x[cpu_lane_offset(c, T, L) + p * L];
             }
