@@ -2125,8 +2125,9 @@ gst_vae_decode_class_init (GstVaeDecodeClass * klass)
    * GstVaeDecode:tile-size:
    *
    * The largest tile edge, in output pixels, for decoding an AutoencoderKL (sd1, sd2, sdxl,
-   * sd3, flux1, flux2), Wan or SeedVR2 frame in tiles: 0, or 16 and up (a tile as large as the frame decodes
-   * it whole). 0 decodes whole frames unless they do not fit in #GstVaeDecode:max-memory,
+   * sd3, flux1, flux2, hunyuanimage2.1, qwenimage2.1), DC-AE, Wan, SeedVR2, HunyuanVideo 1.5 or
+   * LTX-2 frame in tiles: 0, or 16 and up (a tile as large as the frame decodes it whole).
+   * 0 decodes whole frames unless they do not fit in #GstVaeDecode:max-memory,
    * and then halves the tile edge from half the frame's until the tiles fit (a WARNING
    * message says so, naming the tile and the cause). The tiling is exact: the
    * GroupNorm statistics and the mid-block attention are computed over the whole frame, and
@@ -2141,7 +2142,8 @@ gst_vae_decode_class_init (GstVaeDecodeClass * klass)
    */
   g_object_class_install_property (gobject_class, PROP_TILE_SIZE,
       g_param_spec_uint ("tile-size", "Tile size",
-          "Largest tile edge in output pixels for AutoencoderKL, Wan and SeedVR2 decoders "
+          "Largest tile edge in output pixels for AutoencoderKL, DC-AE, Wan, SeedVR2, "
+          "HunyuanVideo 1.5 and LTX-2 decoders "
           "(0 = whole frames unless they exceed max-memory); exact, no overlap",
           0, G_MAXINT, DEFAULT_TILE_SIZE, flags));
   /**
@@ -2149,9 +2151,8 @@ gst_vae_decode_class_init (GstVaeDecodeClass * klass)
    *
    * The device memory, in bytes, a stream may plan for (weights, activations and state);
    * 0 means the device's memory (on the CPU, 7/8 of what is available when the stream starts;
-   * a GPU's memory). AutoencoderKL, Wan and SeedVR2 frames that do not fit are
-   * decoded in tiles small enough to fit (see #GstVaeDecode:tile-size); when even 16-pixel
-   * tiles do not fit,
+   * a GPU's memory). Frames that do not fit are decoded in tiles small enough to fit, where
+   * the decoder tiles (see #GstVaeDecode:tile-size); when even 16-pixel tiles do not fit,
    * or the decoder cannot tile, the caps are refused with an error that gives the memory
    * needed.
    */

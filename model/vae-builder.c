@@ -106,7 +106,7 @@ struct vae_tensor * vae_builder_conv3d(struct vae_builder * b, struct vae_tensor
 }
 
 // a causal family's whole-sequence graph: its head, then its steps in order, each residual step
-// reading the activation its slot kept
+// reading the activation its slot kept (a frame later for each centred step since)
 struct vae_graph * vae_causal_build(const struct vae_causal_family * f, const struct vae_model * model, int n, int h,
                                     int w, bool first, char * err, size_t err_size) {
     struct vae_builder     b;
@@ -117,14 +117,21 @@ struct vae_graph * vae_causal_build(const struct vae_causal_family * f, const st
     const int           n_steps = f->steps(model, steps, VAE_CAUSAL_MAX_STEPS);
     struct vae_tensor * x       = vae_graph_input(b.g, n, model->latent_channels, h, w); // [N, z, h, w]
     struct vae_tensor * slot[2] = { NULL, NULL };                                     // kept block inputs
-    x                           = f->head(&b, x);
+    int                 lag[2]  = { 0, 0 };                                           // and their frames' lag
+    x                           = f->head ? f->head(&b, x) : x;
     // -> [N'', 3, s h, s w], N'' = 1 for a first step, 4N otherwise
     for (int i = 0; i < n_steps && x; i++) {
         const struct vae_causal_step * s = &steps[i];
         for (int j = 0; j < 2; j++) {
             slot[j] = s->save & (1 << j) ? x : slot[j];
+            lag[j]  = (s->save & (1 << j) ? 0 : lag[j]) + s->centred;
         }
-        x = f->step(&b, s, x, s->res >= 0 ? slot[s->res] : NULL, NULL, first);
+        struct vae_tensor * r = s->res >= 0 ? slot[s->res] : NULL;
+        if (r && lag[s->res] > 0) { // (a stream's start has nothing to delay: its first frames go)
+            r = vae_graph_delay(b.g, r, lag[s->res], b.n_slots++, first ? VAE_CENTRED_START : 0);
+        }
+        b.a = s->rate > 0 ? s->rate : 1;
+        x   = f->step(&b, s, x, r, NULL, first);
     }
     return vae_builder_finish(&b, x);
 }
@@ -145,6 +152,7 @@ struct vae_graph * vae_causal_step_build(const struct vae_causal_family * f, con
     if (!vae_builder_init(&b, model, err, err_size)) {
         return NULL;
     }
+    b.a                       = s->rate > 0 ? s->rate : 1;
     struct vae_tensor * x     = vae_graph_input(b.g, 1, s->cin, h, w);                     // [1, Cin, h, w]
     struct vae_tensor * r     = s->rin > 0 ? vae_graph_input(b.g, 1, s->rin, h, w) : NULL;  // [1, rin, h, w]
     struct vae_tensor * stats = s->groups > 0 ? vae_graph_input(b.g, 1, 2 * s->groups, 1, 1) : NULL;

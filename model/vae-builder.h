@@ -52,16 +52,19 @@ struct vae_tensor * vae_builder_fail(struct vae_builder * b, const char * fmt, .
 struct vae_causal_family {
     // the steps of model (at most max), in order
     int (*steps)(const struct vae_model * model, struct vae_causal_step * steps, int max);
-    // x [N, z, h, w] -> the head's output [N, steps[0].cin, h, w], in the build b
+    // x [N, z, h, w] -> the head's output [N, steps[0].cin, h, w], in the build b; NULL: none, the
+    // steps start on the latents
     struct vae_tensor * (*head)(struct vae_builder * b, struct vae_tensor * x);
-    // step s on x, r the activation of its residual slot (NULL: none) and stats the input holding
-    // the whole frame's statistics (NULL: each frame its own); first: the step that starts a stream
+    // step s on x, r the activation of its residual slot (NULL: none; a centred step's at its own
+    // output's frames) and stats the input holding the whole frame's statistics (NULL: each frame
+    // its own); first: the step that starts a stream; b->a is s->rate
     struct vae_tensor * (*step)(struct vae_builder * b, const struct vae_causal_step * s, struct vae_tensor * x,
                                 struct vae_tensor * r, struct vae_tensor * stats, bool first);
 };
 
 // f's whole-sequence graph (vae_model_build_graph's contract): the head, then the steps in
-// order, each residual step reading the activation its slot kept
+// order, each residual step reading the activation its slot kept, delayed by the frames the
+// centred steps since it was kept lag (VAE_OP_DELAY)
 struct vae_graph * vae_causal_build(const struct vae_causal_family * f, const struct vae_model * model, int n, int h,
                                     int w, bool first, char * err, size_t err_size);
 // f's head alone, and one step alone (vae_model_causal_head_build, vae_model_causal_step_build)

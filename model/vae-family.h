@@ -58,7 +58,7 @@ struct vae_family_desc {
     // mismatch), the load-time fix-ups, and the model's constants (latent_channels, scale, ...)
     bool (*prepare)(struct vae_model * m, const struct vae_st_header * hdr, enum vae_family want, char * err,
                     size_t err_size);
-    // the decode graph (vae_model_build_graph's contract); NULL where causal is given
+    // the decode graph (vae_model_build_graph's contract); NULL: causal's chain of its steps
     struct vae_graph * (*build)(const struct vae_model * m, int n, int h, int w, bool first, char * err,
                                 size_t err_size);
     // NULL, or a causal video decoder's pieces: its graphs, whole and tiled, chain them

@@ -306,6 +306,67 @@ static bool ltx2_affine(const struct vae_model * m, float * div, float * add, ch
 
 // ---- the graph ------------------------------------------------------------------------------
 
+enum ltx2_step_kind {
+    LTX2_STEP_CONV_IN,  // conv_in on the latents
+    LTX2_STEP_RES_A,    // conv1(SiLU(RMS(x))) of resnet `name`            (keeps x in slot 0)
+    LTX2_STEP_RES_B,    // r + conv2(SiLU(RMS(x)))
+    LTX2_STEP_UP,       // conv (+ residual map of r: 2.0), frame_split, pixel_shuffle of upsampler `name`
+    LTX2_STEP_HEAD,     // conv_out(SiLU(RMS(x))), two pixel shuffles
+};
+
+// the layers as centred steps, each reaching one pixel around (a resnet is two): their channels
+// from the weights, their stream's rate from the temporal upsamplers before them. 2.0's upsampler
+// keeps its own input (slot 0) for its residual, which the chain delays by its frame.
+static int ltx2_steps(const struct vae_model * m, struct vae_causal_step * steps, int max) {
+    struct ltx2_layer l[LTX2_MAX_LAYERS];
+    const int         n_layers = ltx2_layers(m, l, LTX2_MAX_LAYERS);
+    const bool        v20      = m->family == VAE_FAMILY_LTX2;
+    int               n = 0, rate = 1;
+    for (int i = 0; i < n_layers && n + 2 <= max; i++) {
+        struct vae_causal_step * s = &steps[n];
+        char                     name[80];
+        *s = (struct vae_causal_step) { .up = 1, .frames = 1, .res = -1, .centred = 1, .rate = rate };
+        snprintf(s->name, sizeof(s->name), "%s", l[i].name);
+        switch (l[i].kind) {
+            case LTX2_CONV_IN:
+                s->kind = LTX2_STEP_CONV_IN;
+                s->cin  = m->latent_channels;
+                s->cout = vae_model_dim(m, "decoder.conv_in", ".conv.weight", 0);
+                break;
+            case LTX2_RES:
+                snprintf(name, sizeof(name), "%s.conv1", l[i].name);
+                s->kind = LTX2_STEP_RES_A, s->save = 1;
+                s->cin  = vae_model_dim(m, name, ".conv.weight", 1);
+                s->cout = vae_model_dim(m, name, ".conv.weight", 0);
+                steps[++n] = *s;
+                s       = &steps[n];
+                snprintf(name, sizeof(name), "%s.conv2", l[i].name);
+                s->kind = LTX2_STEP_RES_B, s->save = 0, s->res = 0, s->rin = steps[n - 1].cin;
+                s->cin  = vae_model_dim(m, name, ".conv.weight", 1);
+                s->cout = vae_model_dim(m, name, ".conv.weight", 0);
+                break;
+            case LTX2_UP: {
+                const int rows = vae_model_dim(m, l[i].name, ".conv.conv.weight", 0), f = l[i].st * l[i].sh * l[i].sh;
+                s->kind   = LTX2_STEP_UP;
+                s->cin    = vae_model_dim(m, l[i].name, ".conv.conv.weight", 1);
+                s->cout   = f ? rows / f : 0;
+                s->up     = l[i].sh;
+                s->frames = l[i].st ? l[i].st : 1;
+                s->save   = v20, s->res = v20 ? 0 : -1, s->rin = v20 ? s->cin : 0;
+                rate *= s->frames;
+                break;
+            }
+            case LTX2_HEAD:
+                s->kind = LTX2_STEP_HEAD;
+                s->cin  = vae_model_dim(m, "decoder.conv_out", ".conv.weight", 1);
+                s->cout = 3, s->up = 4;
+                break;
+        }
+        n++;
+    }
+    return n;
+}
+
 // the centred conv `name` (`.weight` [Cout, Cin, 3, 3, 3], `.bias`) on x, adding r
 static struct vae_tensor * ltx2_conv(struct vae_builder * b, struct vae_tensor * x, const char * name,
                                      struct vae_tensor * r, int edges) {
@@ -319,71 +380,70 @@ static struct vae_tensor * ltx2_norm_conv(struct vae_builder * b, struct vae_ten
     return ltx2_conv(b, x, name, r, edges);
 }
 
-// the layers on x [n, 128, h, w]: a step of the stream, or the one that starts it (start: every
-// centred op gives the frames it can, VAE_CENTRED_START) -> [8 n (- lag), 3, 32 h, 32 w]
+// step s on x [n, C, h, w] (r: the residual at the output's frames); start: the graph that starts
+// a stream, whose centred ops give the frames they can (VAE_CENTRED_START); otherwise a conv's
+// first compute since a reset fills its state with its first frame (a tile's step starting the
+// stream: the frame it gives then is none of the clip's)
+static struct vae_tensor * ltx2_step(struct vae_builder * b, const struct vae_causal_step * s, struct vae_tensor * x,
+                                     struct vae_tensor * r, struct vae_tensor * stats, bool start) {
+    (void) stats;
+    const bool v20   = b->model->family == VAE_FAMILY_LTX2;
+    const int  edges = VAE_CENTRED | VAE_CAUSAL_FIRST_FRAME | (v20 ? VAE_CAUSAL_REFLECT : 0) |
+                      (start ? VAE_CENTRED_START : 0);
+    char       name[80];
+    switch (s->kind) {
+        case LTX2_STEP_CONV_IN:
+            return ltx2_conv(b, x, "decoder.conv_in.conv", NULL, edges);        // [n', C, h, w]
+        case LTX2_STEP_RES_A:
+            snprintf(name, sizeof(name), "%s.conv1.conv", s->name);
+            return ltx2_norm_conv(b, x, name, NULL, edges);
+        case LTX2_STEP_RES_B:
+            snprintf(name, sizeof(name), "%s.conv2.conv", s->name);
+            return ltx2_norm_conv(b, x, name, r, edges);                         // [n' (- 2 start), C, h, w]
+        case LTX2_STEP_UP:
+            if (r) { // 2.0: the input, its channels mapped as the conv's rows
+                snprintf(name, sizeof(name), "%s.residual", s->name);
+                r = vae_builder_conv2d(b, r, name, 1, false, NULL, VAE_ACT_NONE, false);
+            }
+            snprintf(name, sizeof(name), "%s.conv.conv", s->name);
+            x = !s->rin || r ? ltx2_conv(b, x, name, r, edges) : NULL;          // [n'', F C, h, w]
+            if (x && !s->cout) {
+                return vae_builder_fail(b, "%s: tensor '%s.weight' gives %lld channels, not 2, 4 or 8 times those "
+                                        "of the layer after it", vae_family_name(b->model->family), name,
+                                        (long long) x->ne[1]);
+            }
+            if (x && s->frames == 2) { // (a stream's first frame, the clip's padding, is dropped)
+                x = vae_graph_frame_split_drop(b->g, x, 2, start ? 1 : 0);      // [2 n'' (- 1), C sh sh, h, w]
+            }
+            return x && s->up == 2 ? vae_graph_pixel_shuffle(b->g, x) : x;       // [.., C, 2 h, 2 w]
+        default:
+            x = ltx2_norm_conv(b, x, "decoder.conv_out.conv", NULL, edges);     // [N, 48, H, W]
+            if (x && x->ne[1] != 48) {
+                return vae_builder_fail(b, "%s: tensor 'decoder.conv_out.conv.weight' gives %lld channels, not 48",
+                                        vae_family_name(b->model->family), (long long) x->ne[1]);
+            }
+            x = x ? vae_graph_pixel_shuffle(b->g, x) : NULL;                     // [N, 12, 2H, 2W]
+            return x ? vae_graph_pixel_shuffle(b->g, x) : NULL;                  // [N, 3, 4H, 4W]
+    }
+}
+
+static const struct vae_causal_family ltx2_causal_family = {
+    /* .steps = */ ltx2_steps,
+    /* .head  = */ NULL,
+    /* .step  = */ ltx2_step,
+};
+
+// the steps chained on x [n, 128, h, w]: a step of the stream, or the one that starts it ->
+// [8 n (- lag), 3, 32 h, 32 w]
 static struct vae_graph * ltx2_build(const struct vae_model * m, int n, int h, int w, bool start, char * err,
                                      size_t err_size) {
-    struct ltx2_layer  l[LTX2_MAX_LAYERS];
-    const int          n_layers = ltx2_layers(m, l, LTX2_MAX_LAYERS);
-    const bool         v20      = m->family == VAE_FAMILY_LTX2;
-    const int          edges    = VAE_CENTRED | (v20 ? VAE_CAUSAL_REFLECT : 0) | (start ? VAE_CENTRED_START : 0);
-    struct vae_builder b;
-    if (start && m->frames_per_latent * n - ltx2_lag(l, n_layers) < 1) {
+    struct ltx2_layer l[LTX2_MAX_LAYERS];
+    if (start && m->frames_per_latent * n - ltx2_lag(l, ltx2_layers(m, l, LTX2_MAX_LAYERS)) < 1) {
         snprintf(err, err_size, "%s: a stream starts with %d latent frames, not %d", vae_family_name(m->family),
                  m->lookahead + 1, n);
         return NULL;
     }
-    if (!vae_builder_init(&b, m, err, err_size)) {
-        return NULL;
-    }
-    b.a                   = 1;
-    struct vae_tensor * x = vae_graph_input(b.g, n, m->latent_channels, h, w); // [n, 128, h, w]
-    for (int i = 0; i < n_layers && x; i++) {
-        char name[80];
-        switch (l[i].kind) {
-            case LTX2_CONV_IN:
-                x = ltx2_conv(&b, x, l[i].name, NULL, edges); // [n', C, h, w]
-                break;
-            case LTX2_RES: {
-                snprintf(name, sizeof(name), "%s.conv1.conv", l[i].name);
-                struct vae_tensor * y = ltx2_norm_conv(&b, x, name, NULL, edges);
-                struct vae_tensor * r = y ? vae_graph_delay(b.g, x, 2, b.n_slots++, start ? VAE_CENTRED_START : 0) : NULL;
-                snprintf(name, sizeof(name), "%s.conv2.conv", l[i].name);
-                x = ltx2_norm_conv(&b, y, name, r, edges); // [n' - 2 (start), C, h', w']
-                break;
-            }
-            case LTX2_UP: {
-                struct vae_tensor * r = NULL;
-                if (v20) { // the input a frame late, its channels mapped as the conv's rows
-                    snprintf(name, sizeof(name), "%s.residual", l[i].name);
-                    r = vae_graph_delay(b.g, x, 1, b.n_slots++, start ? VAE_CENTRED_START : 0);
-                    r = vae_builder_conv2d(&b, r, name, 1, false, NULL, VAE_ACT_NONE, false);
-                }
-                snprintf(name, sizeof(name), "%s.conv.conv", l[i].name);
-                x = (!v20 || r) ? ltx2_conv(&b, x, name, r, edges) : NULL; // [n'', F C, h', w']
-                if (x && !l[i].st) {
-                    x = vae_builder_fail(&b, "%s: tensor '%s.weight' gives %lld channels, not 2, 4 or 8 times those "
-                                         "of the layer after it", vae_family_name(m->family), name, (long long) x->ne[1]);
-                }
-                if (x && l[i].st == 2) { // (a stream's first frame, the clip's padding, is dropped)
-                    x = vae_graph_frame_split_drop(b.g, x, 2, start ? 1 : 0); // [2 n'' (- 1), C sh sh, h', w']
-                    b.a *= 2;
-                }
-                x = x && l[i].sh == 2 ? vae_graph_pixel_shuffle(b.g, x) : x;  // [.., C, 2 h', 2 w']
-                break;
-            }
-            case LTX2_HEAD:
-                x = ltx2_norm_conv(&b, x, l[i].name, NULL, edges); // [N, 48, H, W]
-                if (x && x->ne[1] != 48) {
-                    x = vae_builder_fail(&b, "%s: tensor 'decoder.conv_out.conv.weight' gives %lld channels, not 48",
-                                         vae_family_name(m->family), (long long) x->ne[1]);
-                }
-                x = x ? vae_graph_pixel_shuffle(b.g, x) : NULL;    // [N, 12, 2H, 2W]
-                x = x ? vae_graph_pixel_shuffle(b.g, x) : NULL;    // [N, 3, 4H, 4W]
-                break;
-        }
-    }
-    return vae_builder_finish(&b, x);
+    return vae_causal_build(&ltx2_causal_family, m, n, h, w, start, err, err_size);
 }
 
 // raw latents; normalized ones through the file's per-channel statistics
@@ -407,5 +467,5 @@ const struct vae_family_desc vae_ltx2_family = {
     /* .canonical_name = */ ltx2_canonical_name,
     /* .prepare        = */ ltx2_prepare,
     /* .build          = */ ltx2_build,
-    /* .causal         = */ NULL,
+    /* .causal         = */ &ltx2_causal_family,
 };

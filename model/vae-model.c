@@ -257,12 +257,16 @@ int vae_model_frames_of_latent(const struct vae_model * model, uint64_t k) {
 struct vae_graph * vae_model_build_graph(const struct vae_model * model, int n, int h, int w, bool first, char * err,
                                          size_t err_size) {
     const struct vae_family_desc * d = model->desc;
-    return d->causal ? vae_causal_build(d->causal, model, n, h, w, first && model->first_apart, err, err_size)
-                     : d->build(model, n, h, w, first, err, err_size);
+    return d->build ? d->build(model, n, h, w, first, err, err_size)
+                    : vae_causal_build(d->causal, model, n, h, w, first && model->first_apart, err, err_size);
 }
 
 int vae_model_causal_steps(const struct vae_model * model, struct vae_causal_step * steps, int max) {
     return model->desc->causal ? model->desc->causal->steps(model, steps, max) : 0;
+}
+
+bool vae_model_causal_headless(const struct vae_model * model) {
+    return model->desc->causal && !model->desc->causal->head;
 }
 
 // (only for a family with steps: vae_tiled_video_new asks for those first)

@@ -218,24 +218,32 @@ struct vae_graph * vae_kl_step_build(const struct vae_model * model, const struc
 // mid block, at latent resolution: its attention needs the whole frame) runs on whole frames;
 // every later step reaches at most one input pixel around an output pixel, so it runs in tiles
 // with a 1-pixel border, one frame at a time (a causal conv over n frames is n calls of one frame
-// with its state). A family tiles by giving its steps and these builders (vae_model_causal_*).
+// with its state; a centred one, LTX-2's, too, a frame late). A family tiles by giving its steps
+// and these builders (vae_model_causal_*); one without a head (LTX-2) starts its steps on the latents.
 #define VAE_CAUSAL_MAX_STEPS 64
 
 struct vae_causal_step {
     int  kind;                  // the family's own (how its builder reads name and aux)
     char name[64], aux[64];     // module names; aux: a second one ("" = none)
     int  cin, cout, rin;        // channels of x, y and r (rin 0: no residual)
-    int  up;                    // output pixels per input pixel, each axis: 1 or 2
+    int  up;                    // output pixels per input pixel, each axis: 1, 2 or 4
     int  frames;                // output frames per input frame: 2 for a temporal upsample (1 in the
                                 //   first step of a stream), else 1
     int  save;                  // bit j: keep this step's input as residual slot j for a later step
     int  res;                   // -1, or the slot whose activation is r (at x's pixels; read pointwise)
     int   groups;               // > 0: the step GroupNorms x in this many groups over the whole frame
     float eps;                  //   (SeedVR2): a tile is given the frame's statistics, taken with eps
+    int   centred;              // 1: its convs are centred (LTX-2's, VAE_CENTRED): its output trails its input
+                                //   by a frame; a stream's first compute gives none (it fills the state), and
+                                //   where frames = 2 the next gives its second only (the first is the clip's
+                                //   padding); r is the slot's frame of the output, not of x. 0: causal
+    int   rate;                 //   and its input's stream has 1 + rate (T - 1) frames for T latent frames
 };
 
 // the steps of model (at most max), in order; 0 for a family that does not tile this way
 int                vae_model_causal_steps(const struct vae_model * model, struct vae_causal_step * steps, int max);
+// whether the steps start on the latents themselves (no head)
+bool               vae_model_causal_headless(const struct vae_model * model);
 // whole frames [1, z, h, w] -> the head's output [1, steps[0].cin, H, W] (the latent grid; DC-AE's
 // head runs its attention levels, at up to 4x)
 struct vae_graph * vae_model_causal_head_build(const struct vae_model * model, int h, int w, char * err,

@@ -11,8 +11,9 @@
 // prepared at the drain; and chunk-frames 0 keeps every latent of the stream until the drain,
 // then decodes the whole clip as one call (memory grows with the clip, refused past the limit).
 // LTX-2's frames depend on later latents (model->lookahead): its first graph waits for lookahead
-// + 1 latent frames, and the drain tells the state where the stream ends, then flushes it with
-// steps whose input is never read, one step per pop that finds no frame ready.
+// + 1 latent frames (in tiles, each latent frame gives the frames that can no longer change), and
+// the drain tells the state where the stream ends, then flushes it with steps whose input is never
+// read, one step per pop that finds no frame ready.
 // MiniMax-H3 decodes upstream's chunks (model->chunk_latents): a step is one chunk and its overlap,
 // the overlap's latent frames stay queued for the next, and the drain decodes the last chunk padded
 // (or gives the frames the last one held), cut to the stream's count (vae_model_stream_frames).
@@ -204,7 +205,7 @@ bool vae_session_check(const struct vae_model * model, const struct vae_session_
     if (c->tile_size > 0 && !session_can_tile(model)) {
         snprintf(err, err_size,
                  "tile-size is for the AutoencoderKL, Wan and SeedVR2 decoders (and hunyuanimage2.1, qwenimage2.1, "
-                 "dcae, hunyuanvideo1.5); %s decodes whole frames",
+                 "dcae, hunyuanvideo1.5, ltx2, ltx2.3); %s decodes whole frames",
                  vae_family_name(model->family));
         return false;
     }
@@ -320,6 +321,9 @@ static bool session_decode(struct vae_session * s, struct vae_graph * g, char * 
                                      : vae_tiled_video_decode(s->tiled_video, s->queue, starts, s->cfg.cancel,
                                                               &s->ready, err, err_size);
         s->ready          = s->tiled_out ? s->ready : 0;
+        if (s->flushing && s->total - s->frames_out < (uint64_t) s->ready) { // (up to the stream's last)
+            s->ready = (int) (s->total - s->frames_out);
+        }
         s->skip      = 0;
         s->popped    = 0;
         s->frames_out += (uint64_t) s->ready;
@@ -468,11 +472,24 @@ bool vae_session_push(struct vae_session * s, const float * latent, char * err, 
 
 // a lookahead stream's next step after its end: the first graph while the stream has not started
 // (a clip shorter than it: no frame out yet, the first graph gives at least one), else a step;
-// each gives the frames up to the stream's last
+// each gives the frames up to the stream's last. A tiled stream steps on while its steps fill
+// (each a frame later than the one before it: as many steps as it has at most).
 static bool session_flush(struct vae_session * s, char * err, size_t err_size) {
     const bool started = s->frames_out > 0;
     s->flushing        = s->frames_out < s->total;
-    return !s->flushing || session_decode(s, started ? s->step : s->first, err, err_size);
+    for (int i = 0; s->flushing && i <= VAE_CAUSAL_MAX_STEPS; i++) {
+        if (!session_decode(s, started ? s->step : s->first, err, err_size)) {
+            return false;
+        }
+        if (s->ready > 0) {
+            return true;
+        }
+    }
+    if (s->flushing) {
+        snprintf(err, err_size, "the end of the stream gave no frame in %d steps", VAE_CAUSAL_MAX_STEPS + 1);
+        return false;
+    }
+    return true;
 }
 
 // a chunked stream's end: its last chunk padded, or where the last one decoded is the stream's,
@@ -509,7 +526,11 @@ bool vae_session_drain(struct vae_session * s, char * err, size_t err_size) {
         // every centred conv reads its last frame from now on; the frames in flight come out a step
         // at a time (vae_session_pop_* make the next when the ready ones are gone)
         s->total = 1 + (uint64_t) s->model->frames_per_latent * (s->latents_in - 1);
-        vae_backend_state_set_end(s->backend, s->state, (int64_t) s->latents_in);
+        if (s->tiled_video) {
+            vae_tiled_video_set_end(s->tiled_video, (int64_t) s->latents_in);
+        } else {
+            vae_backend_state_set_end(s->backend, s->state, (int64_t) s->latents_in);
+        }
         return session_flush(s, err, err_size);
     }
     if (s->queued > 0 && s->model->clip_calls && (s->whole || s->queued < s->cfg.chunk_frames)) {

@@ -13,6 +13,15 @@
 // that starts as copies of the first frame (SeedVR2's) copies the tile's crop of it: the crop of
 // the whole-frame one.
 //
+// LTX-2's convs are centred (a frame depends on the next): they run as causal convs a frame late,
+// each tile's state filled with its crop of the step's first frame by the step's first compute,
+// which gives no frame; a temporal upsample's next gives its second frame only (the first is the
+// clip's padding), and a residual waits in a queue of the step that reads it for the frame of its output,
+// the whole-frame graph's delay. A frame comes out once every step has the frames it reads, as in
+// the whole-frame stream (the lookahead), and the end of the stream is told to every tile's state,
+// which then reads its last frame in place of those after it. LTX has no head: its first step
+// takes the latents.
+//
 // Memory (1920x1088 Wan 2.1: latent 136x240, widths 384/384/192/96 at h, 2h, 4h, 8h): the causal
 // state, 4.9 G floats (19.8 GB whole-frame; 20.1 GB in 256-pixel tiles, the crops' 2-pixel
 // overlap), plus host buffers that live only while a step or a residual needs them: at the
@@ -30,8 +39,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define TV_MAX_BUFS   32
+#define TV_MAX_BUFS   128
 #define TV_MAX_SPANS  (4096 + 2)
+#define TV_SLOT_DEPTH 4   // a residual's frames waiting for the step that reads them (2 centred steps: 3)
 
 // a whole-frame activation; users: the step reading it and the residual slots (0: a free entry)
 struct tv_buf {
@@ -41,10 +51,14 @@ struct tv_buf {
 };
 
 // where step k runs: its input size, its crops (all ch x cw) and tiles, their causal states (none
-// where the step's graph has no causal op)
+// where the step's graph has no causal op), its computes since the stream started, the step that
+// reads the input it keeps in slot j (feeds[j]), and the residuals waiting for it, oldest first
 struct tv_place {
-    int            h, w, ch, cw, ny, nx;
-    vae_state_t ** states;
+    int             h, w, ch, cw, ny, nx;
+    vae_state_t **  states;
+    int             calls, feeds[2];
+    struct tv_buf * res[TV_SLOT_DEPTH];
+    int             queued;
 };
 
 struct vae_tiled_video {
@@ -59,7 +73,7 @@ struct vae_tiled_video {
     vae_state_t *            head_state;
     struct tv_buf            bufs[TV_MAX_BUFS];
     size_t                   live, live_peak;   // floats of the buffers in use: now, and at most
-    struct tv_buf *          slot[2];        // the kept inputs of residual slots 0 and 1
+    bool                     broken;         // a decode failed: the stream goes on only after a reset
     float *                  out;            // [max_out, out_channels, H, W]
     int                      n_out, max_out, out_h, out_w;
     float *                  crop, * crop_r, * crop_y;
@@ -74,7 +88,7 @@ struct vae_tiled_video {
 // output pixels, and the tiles that cover the axis share it evenly (each crop keeps its state, so
 // a last crop flush with the end and mostly over its neighbour would cost memory for nothing)
 static int tv_crop(const struct vae_tiled_video * t, const struct vae_causal_step * s, int size) {
-    const int core = s->up == 2 ? (t->tile + 1) / 2 : t->tile, n = (size - 2 + core - 1) / core;
+    const int core = (t->tile + s->up - 1) / s->up, n = (size - 2 + core - 1) / core;
     return core + 2 >= size ? size : (size - 2 + n - 1) / n + 2;
 }
 
@@ -85,11 +99,13 @@ static struct vae_graph * tv_prepare(struct vae_tiled_video * t, struct vae_grap
     return vae_tile_prepare(t->backend, g, t->max_bytes, &t->graph_peak, err, err_size);
 }
 
-// the graph of step k for its crop
+// the graph of step k for its crop (first: a causal step's that starts a stream; a centred step
+// has one graph, its first compute filling its state)
 static struct vae_graph * tv_step_graph(struct vae_tiled_video * t, int k, bool first, char * err, size_t err_size) {
     const struct vae_causal_step * s = &t->steps[k];
     const struct tv_place *        p = &t->place[k];
-    return tv_prepare(t, vae_model_causal_step_build(t->model, s, p->ch, p->cw, first, err, err_size), err, err_size);
+    return tv_prepare(t, vae_model_causal_step_build(t->model, s, p->ch, p->cw, first && !s->centred, err, err_size),
+                      err, err_size);
 }
 
 // a buffer of n floats (dry: counted only). Buffers live while a step or a slot needs them, so
@@ -121,12 +137,12 @@ static void tv_drop(struct vae_tiled_video * t, struct tv_buf * b) {
     }
 }
 
-// step k on x (and r) over every tile into the frames dst[0 .. frames)
+// step k on x (and r) over every tile, its output frames [from, from + frames) into dst[0 .. frames)
 static bool tv_run_step(struct vae_tiled_video * t, int k, const float * x, const float * r, float * const * dst,
-                        bool first, char * err, size_t err_size) {
+                        bool first, int from, int frames, char * err, size_t err_size) {
     const struct vae_causal_step * s = &t->steps[k];
     const struct tv_place *        p = &t->place[k];
-    const int                      ch = p->ch, cw = p->cw, up = s->up, frames = first ? 1 : s->frames;
+    const int                      ch = p->ch, cw = p->cw, up = s->up;
     int                            ys[TV_MAX_SPANS], yo[TV_MAX_SPANS], xs[TV_MAX_SPANS], xo[TV_MAX_SPANS];
     vae_tile_spans(p->h, ch, ys, yo);
     vae_tile_spans(p->w, cw, xs, xo);
@@ -153,7 +169,8 @@ static bool tv_run_step(struct vae_tiled_video * t, int k, const float * x, cons
             vae_state_t * state = g->n_states > 0 ? p->states[i * p->nx + j] : NULL;
             ok = vae_backend_graph_compute_inputs(t->backend, g, state, inputs, err, err_size);
             for (int f = 0; ok && f < frames; f++) {
-                ok = vae_backend_graph_read_output(t->backend, g, f, 1, whole ? dst[f] : t->crop_y, err, err_size);
+                ok = vae_backend_graph_read_output(t->backend, g, from + f, 1, whole ? dst[f] : t->crop_y, err,
+                                                   err_size);
                 if (ok && !whole) {
                     vae_tile_scatter(t->crop_y, s->cout, ch * up, cw * up, ys[i] * up, xs[j] * up, dst[f], p->h * up,
                                      p->w * up, yo[i] * up, yo[i + 1] * up, xo[j] * up, xo[j + 1] * up);
@@ -167,6 +184,19 @@ static bool tv_run_step(struct vae_tiled_video * t, int k, const float * x, cons
     return ok;
 }
 
+// the buffers, residual queues and step counts of a stream, forgotten (a new stream, a failed decode)
+static void tv_forget(struct vae_tiled_video * t) {
+    for (int i = 0; i < TV_MAX_BUFS; i++) {
+        free(t->bufs[i].data);
+        t->bufs[i] = (struct tv_buf) { NULL, 0, 0 };
+    }
+    for (int k = 0; k < t->n_steps; k++) {
+        t->place[k].calls = t->place[k].queued = 0;
+    }
+    t->live   = 0;
+    t->broken = false;
+}
+
 // run steps k.. on the frame in x (dry: only take and give back the buffers, as a decode would,
 // which makes them); the last step writes the next frames of out
 static bool tv_walk(struct vae_tiled_video * t, int k, struct tv_buf * x, bool first, bool dry, char * err,
@@ -174,19 +204,35 @@ static bool tv_walk(struct vae_tiled_video * t, int k, struct tv_buf * x, bool f
     for (; k < t->n_steps; k++) {
         const struct vae_causal_step * s = &t->steps[k];
         const bool                     last = k == t->n_steps - 1;
-        const int                      frames = first ? 1 : s->frames;
+        // the frames this compute gives, from output frame `from`: a centred step's first compute
+        // of the stream none, its second the last of its frames
+        const int calls  = t->place[k].calls++;
+        const int frames = !s->centred ? (first ? 1 : s->frames) : calls == 0 ? 0 : calls == 1 ? 1 : s->frames;
+        const int from   = s->centred && calls == 1 ? s->frames - 1 : 0;
         for (int j = 0; j < 2; j++) {
-            if (s->save & (1 << j)) {
-                t->slot[j] = x;
+            struct tv_place * reader = s->save & (1 << j) ? &t->place[t->place[k].feeds[j]] : NULL;
+            if (reader && reader->queued == TV_SLOT_DEPTH) {
+                snprintf(err, err_size, "step %s: %d residual frames wait already", s->name, TV_SLOT_DEPTH);
+                return false;
+            }
+            if (reader) {
+                reader->res[reader->queued++] = x;
                 x->users++;
             }
         }
-        struct tv_buf * r = s->res >= 0 ? t->slot[s->res] : NULL;
+        // the residual of the frame given: the oldest waiting (taken, when a frame is given)
+        struct tv_place * p = &t->place[k];
+        struct tv_buf *   r = s->res >= 0 && p->queued > 0 ? p->res[0] : NULL;
+        if (s->res >= 0 && !r) {
+            snprintf(err, err_size, "step %s: no residual frame waits", s->name);
+            return false;
+        }
+        const bool took = r && frames > 0;
+        if (took) {
+            memmove(p->res, p->res + 1, (size_t) --p->queued * sizeof(r));
+        }
         struct tv_buf * y[2] = { NULL, NULL };
         float *         dst[2];
-        if (s->res >= 0) {
-            t->slot[s->res] = NULL;
-        }
         const size_t n = (size_t) s->cout * (size_t) (t->place[k].h * s->up) * (size_t) (t->place[k].w * s->up);
         for (int f = 0; f < frames; f++) {
             if (last && t->n_out + f >= t->max_out) {
@@ -195,7 +241,7 @@ static bool tv_walk(struct vae_tiled_video * t, int k, struct tv_buf * x, bool f
             }
             // a residual is read pointwise: the output may take its buffer (tiles read it only
             // where they own the pixels, which no other tile writes)
-            const bool in_place = !last && f == 0 && r && s->up == 1 && r->users == 1 && r->floats >= n;
+            const bool in_place = !last && f == 0 && took && s->up == 1 && r->users == 1 && r->floats >= n;
             y[f] = last ? NULL : in_place ? r : tv_acquire(t, n, dry, err, err_size);
             if (!last && !y[f]) {
                 return false;
@@ -203,47 +249,55 @@ static bool tv_walk(struct vae_tiled_video * t, int k, struct tv_buf * x, bool f
             dst[f] = last ? t->out + (size_t) (t->n_out + f) * t->model->out_channels * t->out_h * t->out_w
                           : y[f]->data;
         }
-        const bool ok = dry || tv_run_step(t, k, x->data, r ? r->data : NULL, dst, first, err, err_size);
+        const bool ok = dry || tv_run_step(t, k, x->data, r ? r->data : NULL, dst, first, from, frames, err, err_size);
         tv_drop(t, x);
-        if (r && r != y[0]) {
+        if (took && r != y[0]) {
             tv_drop(t, r);
         }
         t->n_out += last ? frames : 0;
         if (!ok || (frames == 2 && !last && !tv_walk(t, k + 1, y[0], first, dry, err, err_size))) {
             return false;
         }
+        if (frames == 0) { // (a centred step's state filled: nothing goes on)
+            return true;
+        }
         x = y[frames - 1];
     }
     return true;
 }
 
-// the head on the whole latent frame into a level-0 buffer, then every step
+// the head on the whole latent frame (or the latent frame itself) into a level-0 buffer, then
+// every step
 static bool tv_decode(struct vae_tiled_video * t, const float * latent, bool first, bool dry, char * err,
                       size_t err_size) {
-    for (int i = 0; i < TV_MAX_BUFS; i++) { // (what a failed decode left)
-        free(t->bufs[i].data);
-        t->bufs[i] = (struct tv_buf) { NULL, 0, 0 };
+    if (first) {
+        tv_forget(t);
     }
-    t->slot[0] = t->slot[1] = NULL;
-    t->n_out = 0, t->live = 0;
-    struct tv_buf * x = tv_acquire(t, (size_t) t->steps[0].cin * (size_t) t->head_h * (size_t) t->head_w, dry, err,
-                                   err_size);
-    if (!x) {
+    if (t->broken) {
+        snprintf(err, err_size, "an earlier decode of the stream failed: reset it before it goes on");
         return false;
     }
-    if (!dry) {
+    t->n_out = 0;
+    struct tv_buf * x = tv_acquire(t, (size_t) t->steps[0].cin * (size_t) t->head_h * (size_t) t->head_w, dry, err,
+                                   err_size);
+    bool ok = x != NULL;
+    if (ok && !dry && vae_model_causal_headless(t->model)) {
+        memcpy(x->data, latent, x->floats * sizeof(float));
+    } else if (ok && !dry) {
         struct vae_graph * g = tv_prepare(t, vae_model_causal_head_build(t->model, t->h, t->w, err, err_size), err,
                                           err_size);
-        bool ok = g && vae_backend_graph_compute(t->backend, g, t->head_state, latent, err, err_size) &&
-                  vae_backend_graph_read_output(t->backend, g, 0, 1, x->data, err, err_size);
+        ok = g && vae_backend_graph_compute(t->backend, g, t->head_state, latent, err, err_size) &&
+             vae_backend_graph_read_output(t->backend, g, 0, 1, x->data, err, err_size);
         if (g) {
             vae_tile_release(t->backend, g);
         }
-        if (!ok) {
-            return false;
-        }
     }
-    return tv_walk(t, 0, x, first, dry, err, err_size);
+    ok = ok && tv_walk(t, 0, x, first, dry, err, err_size);
+    if (!ok) { // (what it left; the causal state is part-way)
+        tv_forget(t);
+        t->broken = true;
+    }
+    return ok;
 }
 
 const float * vae_tiled_video_decode(struct vae_tiled_video * t, const float * latent, bool first,
@@ -254,7 +308,16 @@ const float * vae_tiled_video_decode(struct vae_tiled_video * t, const float * l
     return ok ? t->out : NULL;
 }
 
+void vae_tiled_video_set_end(struct vae_tiled_video * t, int64_t latents) {
+    for (int k = 0; k < t->n_steps; k++) {
+        for (int i = 0; t->place[k].states && i < t->place[k].ny * t->place[k].nx; i++) {
+            vae_backend_state_set_end(t->backend, t->place[k].states[i], latents);
+        }
+    }
+}
+
 void vae_tiled_video_reset(struct vae_tiled_video * t) {
+    tv_forget(t);
     if (t->head_state) {
         vae_backend_state_reset(t->backend, t->head_state);
     }
@@ -296,12 +359,16 @@ static bool tv_plan_steps(struct vae_tiled_video * t, char * err, size_t err_siz
         const struct vae_causal_step * s = &t->steps[k];
         struct tv_place *              p = &t->place[k];
         const int                      up = s->up, ch = tv_crop(t, s, h), cw = tv_crop(t, s, w);
-        if ((up != 1 && up != 2) || (s->frames != 1 && s->frames != 2)) {
+        if ((up != 1 && up != 2 && up != 4) || (s->frames != 1 && s->frames != 2)) {
             snprintf(err, err_size, "step %s: %dx up and %d frames are beyond the tiled decode", s->name, up,
                      s->frames);
             return false;
         }
         *p = (struct tv_place) { h, w, ch, cw, vae_tile_spans(h, ch, ys, yo), vae_tile_spans(w, cw, ys, yo), NULL };
+        for (int j = 0; j < 2; j++) { // (a step may read what it keeps: LTX-2.0's upsampler)
+            for (p->feeds[j] = k; p->feeds[j] < t->n_steps - 1 && t->steps[p->feeds[j]].res != j; p->feeds[j]++) {
+            }
+        }
         t->max_groups = s->groups > t->max_groups ? s->groups : t->max_groups;
         const size_t crop = (size_t) ch * (size_t) cw, cin = (size_t) (s->cin > s->rin ? s->cin : s->rin);
         h *= up, w *= up;
@@ -359,12 +426,12 @@ struct vae_tiled_video * vae_tiled_video_new(const struct vae_model * model, vae
     if (!ok) {
         snprintf(err, err_size, "the %s decoder has no tiled video decode", vae_family_name(model->family));
     }
-    struct vae_graph * head = ok ? tv_prepare(t, vae_model_causal_head_build(model, h, w, err, err_size), err, err_size)
-                                 : NULL;
-    ok = head != NULL;
-    if (head) {
-        t->head_h = (int) head->output->ne[2], t->head_w = (int) head->output->ne[3];
-    }
+    const bool         headless = vae_model_causal_headless(model);
+    struct vae_graph * head = ok && !headless ? tv_prepare(t, vae_model_causal_head_build(model, h, w, err, err_size),
+                                                           err, err_size)
+                                              : NULL;
+    ok = ok && (headless || head != NULL);
+    t->head_h = head ? (int) head->output->ne[2] : h, t->head_w = head ? (int) head->output->ne[3] : w;
     if (head && head->n_states > 0) {
         ok = (t->head_state = vae_backend_state_new(backend, head, err, err_size)) != NULL;
     }
@@ -384,7 +451,11 @@ struct vae_tiled_video * vae_tiled_video_new(const struct vae_model * model, vae
             snprintf(err, err_size, "out of host memory for the tiled frames");
         }
     }
-    ok = ok && tv_decode(t, NULL, false, true, err, err_size); // makes the buffers a decode takes
+    // makes the buffers decodes take, until every step gives its frames (centred steps start late)
+    for (int i = 0; ok && i < t->n_steps + 2; i++) {
+        ok = tv_decode(t, NULL, false, true, err, err_size);
+    }
+    tv_forget(t);
     ok = ok && vae_tile_fits(backend, vae_tiled_video_peak_bytes(t), tile, max_bytes, err, err_size);
     if (!ok) {
         vae_tiled_video_free(t);

@@ -1,6 +1,6 @@
 // The exact tiled decodes, for the decode session: AutoencoderKL frames (vae-tile.c) and causal
-// video streams (vae-tile-video.c: Wan, SeedVR2), for frames too large for the device or a tile size the user
-// asked for. Internal to model/.
+// video streams (vae-tile-video.c: Wan, SeedVR2, HunyuanVideo 1.5, LTX-2), for frames too large for
+// the device or a tile size the user asked for. Internal to model/.
 
 #pragma once
 
@@ -62,10 +62,14 @@ struct vae_tiled_video * vae_tiled_video_new(const struct vae_model * model, vae
                                              int tile, size_t max_bytes, char * err, size_t err_size);
 void                     vae_tiled_video_free(struct vae_tiled_video * t);
 // decode one latent frame (first: the one that starts a stream) into *n_frames frames [n, 3, H, W],
-// valid until the next call; cancel as for vae_tiled_decode. A decode that fails (or is cancelled)
-// leaves the causal state part-way: reset before the stream goes on.
+// valid until the next call (a centred decoder's, LTX-2's: the frames that can no longer change,
+// none for its first latent frames); cancel as for vae_tiled_decode. A decode that fails (or is
+// cancelled) leaves the causal state part-way: the stream goes on after a reset (or a first).
 const float *            vae_tiled_video_decode(struct vae_tiled_video * t, const float * latent, bool first,
                                                 const int * cancel, int * n_frames, char * err, size_t err_size);
+// the stream's end (its latent frames in all): later decodes give the frames still to come, their
+// latents never read (see vae_backend_state_set_end)
+void                     vae_tiled_video_set_end(struct vae_tiled_video * t, int64_t latents);
 void                     vae_tiled_video_reset(struct vae_tiled_video * t);   // the causal state back to zeros
 // the largest prepared graph, the causal state of every tile and the host buffers together
 size_t                   vae_tiled_video_peak_bytes(const struct vae_tiled_video * t);

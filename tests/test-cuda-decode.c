@@ -21,9 +21,10 @@
 // frames of 2x3, one per step, after a reset; AutoencoderKL of SD on 3x4 latents, whole and in tiles;
 // HunyuanImage 2.1's, Qwen-Image 2.1's (RGBA) and DC-AE on 2x3 ones, whole and in tiles, at fp32 and bf16; MiniMax-H3
 // on 8 latent frames of 1x2 (two chunks), at fp32 and bf16; Wan 2.1 and
-// SeedVR2 on two latent frames of 3x3 in 2x2 tiles of 16 pixels, at fp32 and bf16. Each conv runs on its
+// SeedVR2 on two latent frames of 3x3 in 2x2 tiles of 16 pixels, LTX-2 and LTX-2.3 on three of 2x2
+// and 1x2 in tiles of 32, at fp32 and bf16. Each conv runs on its
 // precision's 64x64 tiles (VAE_GPU_CONV_VARIANT, unless set) instead of the timing of every tile
-// variant at prepare; no raw decode. About 65 s on two CPU cores.
+// variant at prepare; no raw decode. About 4 minutes on two CPU cores.
 //
 // Without a CUDA backend in the build, or without a GPU, it exits 77 (skipped). Built with
 // VAE_TEST_HIP, it is test-hip-decode: the same on the HIP backend (AMD GPUs).
@@ -490,6 +491,14 @@ static void test_small(void) {
                        2, 3, 3);
     check_fixture_runs("hyvideo15_w32 in tiles", path_in(data_dir, "hyvideo15_w32.orig.safetensors"),
                        path_in(data_dir, "hyvideo15_w32.latent"), true, VAE_SPACE_RAW, video_tiles, 1, 2, 2, 3);
+    // LTX-2's centred convs in tiles of 32 pixels (each tile's state filled by its first compute,
+    // the residuals queued, the end told to every tile): 3 latent frames of 2x2, fewer than its
+    // lookahead, so that the whole clip comes out of the flush
+    static const struct run ltx_tiles[] = { { 1, 0, 32, true } };
+    check_fixture_runs("ltx2_v20 in tiles", path_in(data_dir, "ltx2_v20.orig.safetensors"),
+                       path_in(data_dir, "ltx2_v20.latent"), true, VAE_SPACE_RAW, ltx_tiles, 1, 3, 2, 2);
+    check_fixture_runs("ltx2_v23 in tiles", path_in(data_dir, "ltx2_v23.orig.safetensors"),
+                       path_in(data_dir, "ltx2_v23.latent"), true, VAE_SPACE_RAW, ltx_tiles, 1, 3, 1, 2);
 }
 
 #ifdef GPU_TEST_CUDA_RUNTIME

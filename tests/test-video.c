@@ -875,6 +875,40 @@ static void check_ltx2_released(bool v23, int want_lookahead) {
     unlink(path);
 }
 
+// the frames an LTX stream has given after each of its latent frames, whole and in 16-pixel tiles
+// (each tile step a frame late, the frames given once nothing can change them): the same counts,
+// none before lookahead + 1 latent frames, then frames_per_latent per latent frame
+static void check_ltx2_latency(const struct vae_model * m, const float * lat, const int64_t ls[5]) {
+    const int64_t T = ls[2] < 16 ? ls[2] : 16;
+    uint64_t      out[2][16] = { { 0 } };
+    float *       z = malloc((size_t) (ls[1] * ls[3] * ls[4]) * sizeof(float));
+    float *       o = malloc((size_t) (3 * m->scale * ls[3] * m->scale * ls[4]) * sizeof(float));
+    for (int tiled = 0; tiled < 2; tiled++) {
+        struct vae_session_config cfg = { (int) ls[1], (int) ls[3], (int) ls[4], VAE_SPACE_RAW, 1, 0, tiled ? 16 : 0,
+                                          NULL };
+        struct vae_session *      s   = vae_session_new(m, cpu, &cfg, err, sizeof(err));
+        CHECK(s && vae_session_tile_size(s) == cfg.tile_size, "%s", err);
+        for (int64_t t = 0; s && t < T; t++) {
+            latent_frame(lat, ls, t, z);
+            CHECK(vae_session_push(s, z, err, sizeof(err)), "%s", err);
+            out[tiled][t] = vae_session_frames_out(s);
+            while (vae_session_frames_ready(s) > 0 && vae_session_pop_output(s, o, err, sizeof(err))) {
+            }
+        }
+        vae_session_free(s);
+    }
+    for (int64_t t = 0; t < T; t++) {
+        const uint64_t want = t < m->lookahead ? 0 : t == m->lookahead ? out[0][t] : out[0][t - 1] + 8;
+        printf("%s: latent frame %lld: %llu frames out whole, %llu in tiles\n", vae_family_name(m->family),
+               (long long) t, (unsigned long long) out[0][t], (unsigned long long) out[1][t]);
+        CHECK(out[1][t] == out[0][t] && out[0][t] == want && (t != m->lookahead || out[0][t] > 0),
+              "%s after latent frame %lld: %llu frames whole, %llu in tiles, not %llu", vae_family_name(m->family),
+              (long long) t, (unsigned long long) out[0][t], (unsigned long long) out[1][t], (unsigned long long) want);
+    }
+    free(z);
+    free(o);
+}
+
 // LTX-2 and LTX-2.3's video VAEs (tests/data/gen_ltx2_fixtures.py, diffusers' AutoencoderKLLTX2Video
 // with reduced widths, not causal): both namings, whole clips streamed at every chunk size against
 // upstream's whole-clip decode (the stream starts after lookahead + 1 latent frames and is flushed
@@ -894,6 +928,7 @@ static void test_ltx2(void) {
         snprintf(latent, sizeof(latent), "ltx2_%s.latent", v[i].tag);
         check_video(model, v[i].family, latent, VAE_SPACE_AUTO, "decoded", 3e-5);
         check_video(orig, v[i].family, latent, VAE_SPACE_RAW, "decoded", 3e-5);
+        check_tiled(orig, latent, VAE_SPACE_RAW, "decoded", true);
         // the clip of its first 2 latent frames: shorter than the first step, all of it flushed
         struct vae_model * m = vae_model_load(path_in(data_dir, orig), VAE_FAMILY_AUTO, err, sizeof(err));
         int64_t            ls[5], es[5];
@@ -915,60 +950,69 @@ static void test_ltx2(void) {
         for (int64_t c = 0; c < 128; c++) {
             memcpy(first2 + c * 2 * hw, lat + c * ls[2] * hw, (size_t) (2 * hw) * sizeof(float));
         }
-        for (int chunk = 1; chunk <= 3; chunk += 2) {
-            struct video d = decode_video(m, first2, two, VAE_SPACE_RAW, chunk, 0, 0, 0);
+        check_ltx2_latency(m, lat, ls);
+        for (int chunk = 1; chunk <= 4; chunk += 3) { // (4: in 16-pixel tiles, the flush filling them)
+            struct video d = decode_video(m, first2, two, VAE_SPACE_RAW, chunk % 4, 0, chunk == 4 ? 16 : 0, 0);
             CHECK(d.frames == 9 && d.height == 32 * v[i].height, "%s: %d frames of the first 2 latents, not 9", orig,
                   d.frames);
             const double e = d.frames == 9 ? video_error(&d, exp) : 1e9;
-            printf("%-36s %-8s decoded_first2     chunk %d: max abs error %.3g\n", orig, vae_family_name(m->family),
-                   chunk, e);
+            printf("%-36s %-8s decoded_first2     %s: max abs error %.3g\n", orig, vae_family_name(m->family),
+                   chunk == 4 ? "16-pixel tiles" : "chunk 1", e);
             CHECK(e <= 3e-5, "%s: the first 2 latent frames decode %g from upstream's", orig, e);
             free(d.data);
         }
         // a cancel flag set while the clip is flushed at its end: the pop that decodes the next
-        // frames fails as interrupted (those of the first graph came before); after a reset the
-        // clip decodes whole again
-        int                       flag = 0;
-        struct vae_session_config cc   = { 128, (int) ls[3], (int) ls[4], VAE_SPACE_RAW, 1, 0, 0, &flag };
-        struct vae_session *      s    = vae_session_new(m, cpu, &cc, err, sizeof(err));
-        const size_t              of   = (size_t) 3 * 32 * ls[3] * 32 * ls[4];
-        float *                   o    = malloc(9 * of * sizeof(float)), * z = malloc((size_t) (128 * hw) * sizeof(float));
-        int                       got  = 0, late = -1;
-        for (int pass = 0; s && pass < 2; pass++) {
-            got = 0;
-            for (int t = 0; t < 2; t++) {
-                for (int64_t c = 0; c < 128; c++) {
-                    memcpy(z + c * hw, first2 + (c * 2 + t) * hw, (size_t) hw * sizeof(float));
+        // frames fails as interrupted (those of the first graph came before; in tiles, those of the
+        // first flush step that gave any, and the next pop refuses to go on from a part-way state);
+        // after a reset the clip decodes whole again
+        for (int tile = 0; tile <= 16; tile += 16) {
+            int                       flag = 0;
+            struct vae_session_config cc   = { 128, (int) ls[3], (int) ls[4], VAE_SPACE_RAW, 1, 0, tile, &flag };
+            struct vae_session *      s    = vae_session_new(m, cpu, &cc, err, sizeof(err));
+            const size_t              of   = (size_t) 3 * 32 * ls[3] * 32 * ls[4];
+            float * o = malloc(9 * of * sizeof(float)), *z = malloc((size_t) (128 * hw) * sizeof(float));
+            int     got = 0, late = -1;
+            for (int pass = 0; s && pass < 2; pass++) {
+                got = 0;
+                for (int t = 0; t < 2; t++) {
+                    for (int64_t c = 0; c < 128; c++) {
+                        memcpy(z + c * hw, first2 + (c * 2 + t) * hw, (size_t) hw * sizeof(float));
+                    }
+                    CHECK(vae_session_push(s, z, err, sizeof(err)) && vae_session_frames_ready(s) == 0, "push: %s",
+                          err);
                 }
-                CHECK(vae_session_push(s, z, err, sizeof(err)) && vae_session_frames_ready(s) == 0, "push: %s", err);
-            }
-            CHECK(vae_session_drain(s, err, sizeof(err)) && vae_session_frames_ready(s) == 9, "drain: %s, %d ready",
-                  err, vae_session_frames_ready(s));
-            while (got < 9 && vae_session_pop_output(s, o + (size_t) got * of, err, sizeof(err))) {
-                if (++got == 1 && pass == 0) {
-                    __atomic_store_n(&flag, 1, __ATOMIC_RELEASE);
+                CHECK(vae_session_drain(s, err, sizeof(err)) && vae_session_frames_ready(s) == 9,
+                      "drain: %s, %d ready", err, vae_session_frames_ready(s));
+                while (got < 9 && vae_session_pop_output(s, o + (size_t) got * of, err, sizeof(err))) {
+                    if (++got == 1 && pass == 0) {
+                        __atomic_store_n(&flag, 1, __ATOMIC_RELEASE);
+                    }
+                }
+                late = pass == 0 ? got : late;
+                if (pass == 0) {
+                    CHECK((tile ? got > 0 && got < 9 : got == v[i].first) && strcmp(err, VAE_SESSION_INTERRUPTED) == 0,
+                          "%s: a pop after the flag gave %d frames and \"%s\", not %d and \"%s\"", orig, got, err,
+                          v[i].first, VAE_SESSION_INTERRUPTED);
+                    __atomic_store_n(&flag, 0, __ATOMIC_RELEASE);
+                    if (tile) {
+                        CHECK(!vae_session_pop_output(s, o, err, sizeof(err)), "a pop after a stop went on");
+                        CHECK_ERR_HAS(err, "an earlier decode of the stream failed: reset it before it goes on");
+                    }
+                    vae_session_reset(s);
                 }
             }
-            late = pass == 0 ? got : late;
-            if (pass == 0) {
-                CHECK(got == v[i].first && strcmp(err, VAE_SESSION_INTERRUPTED) == 0,
-                      "%s: a pop after the flag gave %d frames and \"%s\", not %d and \"%s\"", orig, got, err,
-                      v[i].first, VAE_SESSION_INTERRUPTED);
-                __atomic_store_n(&flag, 0, __ATOMIC_RELEASE);
-                vae_session_reset(s);
+            struct video again = { got, 32 * (int) ls[3], 32 * (int) ls[4], o, 0, 0 };
+            for (size_t k = 0; k < (size_t) got * of; k++) { // (clamped as decode_video's frames)
+                o[k] = o[k] < -1.0f ? -1.0f : o[k] > 1.0f ? 1.0f : o[k];
             }
+            const double e = got == 9 ? video_error(&again, exp) : 1e9;
+            printf("%s%s: stopped in its flush after %d frames; after a reset the clip again, max abs error %.3g\n",
+                   orig, tile ? " in 16-pixel tiles" : "", late, e);
+            CHECK(e <= 3e-5, "%s: after a stop in the flush and a reset, %d frames, max abs error %g", orig, got, e);
+            vae_session_free(s);
+            free(o);
+            free(z);
         }
-        struct video again = { got, 32 * (int) ls[3], 32 * (int) ls[4], o, 0, 0 };
-        for (size_t k = 0; k < (size_t) got * of; k++) { // (clamped as decode_video's frames)
-            o[k] = o[k] < -1.0f ? -1.0f : o[k] > 1.0f ? 1.0f : o[k];
-        }
-        const double e = got == 9 ? video_error(&again, exp) : 1e9;
-        printf("%s: stopped in its flush after %d frames; after a reset the clip again, max abs error %.3g\n", orig,
-               late, e);
-        CHECK(e <= 3e-5, "%s: after a stop in the flush and a reset, %d frames, max abs error %g", orig, got, e);
-        vae_session_free(s);
-        free(o);
-        free(z);
         // LTX-2.0's convs pad by reflection: a latent grid of one row is refused (2.3's zeros take it)
         struct vae_session_config one = { 128, 1, 3, VAE_SPACE_RAW, 1, 0, 0, NULL };
         const bool                took = vae_session_check(m, &one, err, sizeof(err));

@@ -565,29 +565,38 @@ done:
 }
 
 // LTX-2 at 1280x704 (22x40 latents), which this CPU cannot decode in a benchmark's time: what a
-// session holds, its graphs planned and prepared but nothing decoded (the first graph's 23 latent
-// frames and what they make, the steps', the weights, the state); printed, with the memory
-// diffusers' whole-clip decode took per output pixel-frame in the row's run, scaled to 121 frames
+// session holds, its graphs planned and prepared but nothing decoded (whole frames: the first
+// graph's 23 latent frames and what they make, the steps', the weights, the state; in tiles of 256
+// and 128 pixels: each tile's state, the whole-frame activations waiting between steps, one tile's
+// graph); printed, with the memory diffusers' whole-clip decode took per output pixel-frame in the
+// row's run, scaled to 121 frames
 static void video_plan_ltx720(const struct video_result * r, const char * dir) {
     char               err[512], path[4096];
     struct vae_model * m  = dir_path(path, sizeof(path), dir, r->weights) ? vae_model_load(path, VAE_FAMILY_AUTO, err,
                                                                                           sizeof(err))
                                                                          : NULL;
     vae_backend_t *    be = m ? vae_backend_init(VAE_BACKEND_CPU, 0, VAE_PRECISION_FP32, err, sizeof(err)) : NULL;
-    const struct vae_session_config cfg = { 128, 22, 40, VAE_SPACE_AUTO, 1, 0, 0, NULL };
-    struct vae_session * s = be ? vae_session_new(m, be, &cfg, err, sizeof(err)) : NULL;
-    if (s) {
-        const double px = 121.0 * 704 * 1280, decode = r->peer.ok ? r->peer.decode_rss_mib - r->peer.load_rss_mib : -1;
-        printf("%s at 1280x704 (22x40 latents), planned, not run: a stream holds %.1f MiB whatever its length, "
-               "weights included; diffusers' whole-clip decode took %.0f bytes per output pixel-frame above its "
-               "weights in the run above (%.0f MiB for %d frames of %dx%d), %.1f GiB for 121 frames at 1280x704\n",
-               r->label, vae_session_peak_bytes(s) / 1048576.0, decode * 1048576.0 / ((double) r->n_frames * r->out_h * r->out_w),
-               decode, r->n_frames, r->out_w, r->out_h,
-               decode * 1048576.0 / ((double) r->n_frames * r->out_h * r->out_w) * px / 1073741824.0);
-    } else {
-        printf("%s at 1280x704: no session: %s\n", r->label, m ? err : "the weights did not load");
+    static const int   tiles[3] = { 0, 256, 128 };
+    for (int t = 0; t < 3; t++) {
+        const struct vae_session_config cfg = { 128, 22, 40, VAE_SPACE_AUTO, 1, 0, tiles[t], NULL };
+        struct vae_session *            s   = be ? vae_session_new(m, be, &cfg, err, sizeof(err)) : NULL;
+        if (s && t == 0) {
+            const double px = 121.0 * 704 * 1280, decode = r->peer.ok ? r->peer.decode_rss_mib - r->peer.load_rss_mib : -1;
+            printf("%s at 1280x704 (22x40 latents), planned, not run: a stream holds %.1f MiB whatever its length, "
+                   "weights included; diffusers' whole-clip decode took %.0f bytes per output pixel-frame above its "
+                   "weights in the run above (%.0f MiB for %d frames of %dx%d), %.1f GiB for 121 frames at 1280x704\n",
+                   r->label, vae_session_peak_bytes(s) / 1048576.0,
+                   decode * 1048576.0 / ((double) r->n_frames * r->out_h * r->out_w), decode, r->n_frames, r->out_w,
+                   r->out_h, decode * 1048576.0 / ((double) r->n_frames * r->out_h * r->out_w) * px / 1073741824.0);
+        } else if (s) {
+            printf("%s at 1280x704 in %d-pixel tiles, planned, not run: a stream holds %.1f MiB whatever its length, "
+                   "weights included\n", r->label, tiles[t], vae_session_peak_bytes(s) / 1048576.0);
+        } else {
+            printf("%s at 1280x704 (tile-size %d): no session: %s\n", r->label, tiles[t],
+                   m ? err : "the weights did not load");
+        }
+        vae_session_free(s);
     }
-    vae_session_free(s);
     vae_backend_free(be);
     vae_model_free(m);
 }
