@@ -110,14 +110,22 @@ static bool session_can_tile(const struct vae_model * model) {
     return session_is_kl(model) || vae_model_causal_steps(model, steps, VAE_CAUSAL_MAX_STEPS) > 0;
 }
 
-// the tiled decode of the model's kind in `tile`-pixel tiles
+// the tiled decode of the model's kind in `tile`-pixel tiles, within the limit less its queue of
+// one latent frame (it decodes each as it comes)
 static bool session_tiled_new(struct vae_session * s, int tile, char * err, size_t err_size) {
+    const size_t queue  = (session_queue_floats(s) + (s->unpatch ? session_frame_floats(s) : 0)) * sizeof(float);
+    const size_t budget = !s->cfg.max_bytes ? 0 : s->cfg.max_bytes > queue ? s->cfg.max_bytes - queue : 1;
     if (session_is_kl(s->model)) {
-        s->tiled = vae_tiled_new(s->model, s->backend, s->h, s->w, tile, s->cfg.max_bytes, err, err_size);
+        s->tiled = vae_tiled_new(s->model, s->backend, s->h, s->w, tile, budget, err, err_size);
     } else {
-        s->tiled_video = vae_tiled_video_new(s->model, s->backend, s->h, s->w, tile, s->cfg.max_bytes, err, err_size);
+        s->tiled_video = vae_tiled_video_new(s->model, s->backend, s->h, s->w, tile, budget, err, err_size);
     }
     s->cfg.tile_size = s->tiled || s->tiled_video ? tile : 0;
+    if (s->cfg.tile_size > 0 && s->capacity > 1) {
+        float * q   = realloc(s->queue, session_queue_floats(s) * sizeof(float));
+        s->queue    = q ? q : s->queue; // (a smaller block: kept as it was where realloc fails)
+        s->capacity = 1;
+    }
     return s->cfg.tile_size > 0;
 }
 
