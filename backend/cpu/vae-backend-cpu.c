@@ -38,6 +38,8 @@
 #define CPU_ALIGN 64
 
 #define CPU_MAX_TAPS 3   // time taps of a causal conv (Wan: 3, TAEHV: 2)
+#define CPU_MAX_MDS  (2 + 2 * CPU_MAX_TAPS + 2) // a node's memory descriptions: weights, bias, a time conv's
+                                                //   source and output per tap, a bf16 conversion's two
 
 // weights converted to one primitive layout, shared by the graphs that use them
 struct cpu_weights {
@@ -75,6 +77,8 @@ struct cpu_node {
                                                 //   then bias: copies (weights' data is not read after prepare)
     bool                 copy_residual;         // the residual is still needed later: copy it into dst first
     bool                 view;                  // frame split whose output is its input's memory
+    dnnl_memory_desc_t   mds[CPU_MAX_MDS];      // the memory descriptions its primitives were made with
+    int                  n_mds;
 };
 
 struct cpu_graph {
@@ -253,24 +257,28 @@ static void cpu_fold_upsample_kernel(const float * w3, float * w4, int64_t cout,
 // the weights of one tap in the primitive's layout: found among those already converted, or
 // made from the model's tensor (its time tap `tap`, folded for the upsample when `fold`)
 static struct cpu_weights * cpu_weights_get(struct cpu_context * ctx, const struct vae_tensor * w, int tap, bool fold,
-                                            const dnnl_memory_desc_t * md) {
+                                            const_dnnl_memory_desc_t md) {
     for (struct cpu_weights * e = ctx->weights; e; e = e->next) {
         if (e->src == w->data && e->name == w->name && e->tap == tap && e->fold == fold &&
-            dnnl_memory_desc_equal(&e->md, md)) {
+            dnnl_memory_desc_equal(e->md, md)) {
             e->refs++;
             return e;
         }
     }
     // [Cout, Cin] padded to whole blocks with zeros: padding lanes of activations stay zero; a
     // grouped conv's weights (md of 5 dims) as they are, [Cout, Cin / G] read as goihw [G, Cout / G, Cin / G]
-    const bool    grouped = md->ndims == 5;
+    int           ndims   = 0;
+    dnnl_dims_t * md_dims = NULL;
+    dnnl_memory_desc_query(md, dnnl_query_ndims_s32, &ndims);
+    dnnl_memory_desc_query(md, dnnl_query_dims, &md_dims);
+    const bool    grouped = ndims == 5;
     const int64_t cout = w->ne[0], cin = w->ne[1], kt = w->n_dims == 5 ? w->ne[2] : 1, k = w->ne[w->n_dims - 1];
     const int64_t cout_p = grouped ? cout : vae_cpu_blocks(cout) * vae_cpu_block();
     const int64_t cin_p  = grouped ? cin : vae_cpu_blocks(cin) * vae_cpu_block();
     const int64_t kd   = fold ? 4 : k;
     const dnnl_dims_t  dims = { cout_p, cin_p, kd, kd };
-    const dnnl_dims_t  gdims = { md->dims[0], md->dims[1], cin, kd, kd };
-    dnnl_memory_desc_t plain_md;
+    const dnnl_dims_t  gdims = { (*md_dims)[0], (*md_dims)[1], cin, kd, kd };
+    dnnl_memory_desc_t plain_md = NULL;
     struct cpu_weights * e     = calloc(1, sizeof(*e));
     float *              plain = cpu_alloc((size_t) (cout_p * cin_p * kd * kd) * sizeof(float));
     float *              tmp   = cpu_alloc((size_t) (cout_p * cin_p * k * k) * sizeof(float));
@@ -278,8 +286,8 @@ static struct cpu_weights * cpu_weights_get(struct cpu_context * ctx, const stru
     if (st == dnnl_success) {
         e->data = cpu_alloc(dnnl_memory_desc_get_size(md));
         st      = !e->data ? dnnl_out_of_memory
-                  : grouped ? dnnl_memory_desc_init_by_tag(&plain_md, 5, gdims, dnnl_f32, dnnl_goihw)
-                            : dnnl_memory_desc_init_by_tag(&plain_md, 4, dims, dnnl_f32, dnnl_oihw);
+                  : grouped ? dnnl_memory_desc_create_with_tag(&plain_md, 5, gdims, dnnl_f32, dnnl_goihw)
+                            : dnnl_memory_desc_create_with_tag(&plain_md, 4, dims, dnnl_f32, dnnl_oihw);
     }
     if (st == dnnl_success) {
         // oihw of this tap: [Cout, Cin, kt, k, k] -> [Cout_p, Cin_p, k, k]
@@ -299,9 +307,10 @@ static struct cpu_weights * cpu_weights_get(struct cpu_context * ctx, const stru
     dnnl_memory_t         from = NULL, to = NULL;
     dnnl_primitive_desc_t rpd  = NULL;
     dnnl_primitive_t      reorder = NULL;
-    if (st == dnnl_success) st = dnnl_memory_create(&from, &plain_md, ctx->engine, plain);
+    if (st == dnnl_success) st = dnnl_memory_create(&from, plain_md, ctx->engine, plain);
     if (st == dnnl_success) st = dnnl_memory_create(&to, md, ctx->engine, e->data);
-    if (st == dnnl_success) st = dnnl_reorder_primitive_desc_create(&rpd, &plain_md, ctx->engine, md, ctx->engine, NULL);
+    if (st == dnnl_success) st = dnnl_reorder_primitive_desc_create(&rpd, plain_md, ctx->engine, md, ctx->engine, NULL);
+    if (st == dnnl_success) st = dnnl_memory_desc_clone(&e->md, md);
     if (st == dnnl_success) st = dnnl_primitive_create(&reorder, rpd);
     if (st == dnnl_success) {
         dnnl_exec_arg_t args[2] = { { DNNL_ARG_FROM, from }, { DNNL_ARG_TO, to } };
@@ -312,11 +321,13 @@ static struct cpu_weights * cpu_weights_get(struct cpu_context * ctx, const stru
     dnnl_primitive_desc_destroy(rpd);
     dnnl_memory_destroy(from);
     dnnl_memory_destroy(to);
+    dnnl_memory_desc_destroy(plain_md);
     free(plain);
     free(tmp);
     if (st != dnnl_success) {
         if (e) {
             free(e->data);
+            dnnl_memory_desc_destroy(e->md);
         }
         free(e);
         return NULL;
@@ -325,7 +336,6 @@ static struct cpu_weights * cpu_weights_get(struct cpu_context * ctx, const stru
     e->name     = w->name;
     e->tap      = tap;
     e->fold     = fold;
-    e->md       = *md;
     e->refs     = 1;
     e->next     = ctx->weights;
     ctx->weights = e;
@@ -342,8 +352,20 @@ static void cpu_weights_put(struct cpu_context * ctx, struct cpu_weights * w) {
             break;
         }
     }
+    dnnl_memory_desc_destroy(w->md);
     free(w->data);
     free(w);
+}
+
+// a memory description for the node's primitives, kept with the node until its graph is released
+static dnnl_status_t cpu_node_md(struct cpu_node * node, dnnl_memory_desc_t * md, int ndims, const dnnl_dims_t dims,
+                                 dnnl_data_type_t type, dnnl_format_tag_t tag) {
+    dnnl_status_t st = node->n_mds < CPU_MAX_MDS ? dnnl_memory_desc_create_with_tag(md, ndims, dims, type, tag)
+                                                 : dnnl_out_of_memory;
+    if (st == dnnl_success) {
+        node->mds[node->n_mds++] = *md;
+    }
+    return st;
 }
 
 // bf16: the reorder that converts the input of conv t, with the kt - 1 state frames in front of
@@ -356,12 +378,12 @@ static bool cpu_prepare_to_bf16(struct cpu_context * ctx, struct cpu_graph * cg,
     const dnnl_dims_t         dims = { front + x->ne[0], cin, x->ne[2], x->ne[3] };
     dnnl_memory_desc_t        from_md, to_md;
     dnnl_primitive_desc_t     pd = NULL;
-    CPU_DNNL(dnnl_memory_desc_init_by_tag(&from_md, 4, dims, dnnl_f32, ctx->tag), "describe the input");
-    CPU_DNNL(dnnl_memory_desc_init_by_tag(&to_md, 4, dims, dnnl_bf16, ctx->tag), "describe the bf16 input");
-    dnnl_status_t st = dnnl_memory_create(&node->to_bf16_from, &from_md, ctx->engine,
+    CPU_DNNL(cpu_node_md(node, &from_md, 4, dims, dnnl_f32, ctx->tag), "describe the input");
+    CPU_DNNL(cpu_node_md(node, &to_md, 4, dims, dnnl_bf16, ctx->tag), "describe the bf16 input");
+    dnnl_status_t st = dnnl_memory_create(&node->to_bf16_from, from_md, ctx->engine,
                                           cpu_node_data(cg, x) - (size_t) front * cpu_frame_floats(x));
-    if (st == dnnl_success) st = dnnl_memory_create(&node->to_bf16_to, &to_md, ctx->engine, cg->scratch);
-    if (st == dnnl_success) st = dnnl_reorder_primitive_desc_create(&pd, &from_md, ctx->engine, &to_md, ctx->engine, NULL);
+    if (st == dnnl_success) st = dnnl_memory_create(&node->to_bf16_to, to_md, ctx->engine, cg->scratch);
+    if (st == dnnl_success) st = dnnl_reorder_primitive_desc_create(&pd, from_md, ctx->engine, to_md, ctx->engine, NULL);
     if (st == dnnl_success) st = dnnl_primitive_create(&node->to_bf16, pd);
     dnnl_primitive_desc_destroy(pd);
     CPU_DNNL(st, "prepare the conversion to bf16");
@@ -395,19 +417,18 @@ static bool cpu_prepare_conv(struct cpu_context * ctx, struct cpu_graph * cg, co
     const dnnl_dims_t gwei_dims = { G, cout / G, cin / G, kd, kd };
     const dnnl_dims_t bias_dims = { cout };
     const dnnl_dims_t strides   = { up ? 2 : 1, up ? 2 : 1 };
-    const dnnl_dims_t pad       = { up ? 1 : rep ? 0 : k / 2, up ? 1 : rep ? 0 : k / 2 };
+    const dnnl_dims_t pad       = { up ? 1 : rep ? 0 : k / 2, up ? 1 : rep ? 0 : k / 2 }, dilates = { 0, 0 };
     if (kt > CPU_MAX_TAPS) {
         snprintf(err, err_size, "%s: %d time taps, the cpu backend takes at most %d", t->name, kt, CPU_MAX_TAPS);
         return false;
     }
 
     dnnl_memory_desc_t src_md, dst_md, wei_any, bias_md;
-    CPU_DNNL(dnnl_memory_desc_init_by_tag(&src_md, 4, src_dims, type, ctx->tag), "describe the source");
-    CPU_DNNL(dnnl_memory_desc_init_by_tag(&dst_md, 4, dst_dims, dnnl_f32, ctx->tag), "describe the output");
-    CPU_DNNL(dnnl_memory_desc_init_by_tag(&wei_any, G > 1 ? 5 : 4, G > 1 ? gwei_dims : wei_dims, type,
-                                          dnnl_format_tag_any),
+    CPU_DNNL(cpu_node_md(node, &src_md, 4, src_dims, type, ctx->tag), "describe the source");
+    CPU_DNNL(cpu_node_md(node, &dst_md, 4, dst_dims, dnnl_f32, ctx->tag), "describe the output");
+    CPU_DNNL(cpu_node_md(node, &wei_any, G > 1 ? 5 : 4, G > 1 ? gwei_dims : wei_dims, type, dnnl_format_tag_any),
              "describe the weights");
-    CPU_DNNL(dnnl_memory_desc_init_by_tag(&bias_md, 1, bias_dims, dnnl_f32, dnnl_a), "describe the bias");
+    CPU_DNNL(cpu_node_md(node, &bias_md, 1, bias_dims, dnnl_f32, dnnl_a), "describe the bias");
     if (b) {
         node->bias_data = cpu_alloc((size_t) cout * sizeof(float));
         if (!node->bias_data) {
@@ -416,9 +437,9 @@ static bool cpu_prepare_conv(struct cpu_context * ctx, struct cpu_graph * cg, co
         }
         memset(node->bias_data, 0, (size_t) cout * sizeof(float));
         memcpy(node->bias_data, b->data, (size_t) b->ne[0] * sizeof(float));
-        CPU_DNNL(dnnl_memory_create(&node->bias, &bias_md, ctx->engine, node->bias_data), "describe the bias");
+        CPU_DNNL(dnnl_memory_create(&node->bias, bias_md, ctx->engine, node->bias_data), "describe the bias");
     }
-    CPU_DNNL(dnnl_memory_create(&node->dst, &dst_md, ctx->engine, cpu_node_data(cg, t)), "describe the output");
+    CPU_DNNL(dnnl_memory_create(&node->dst, dst_md, ctx->engine, cpu_node_data(cg, t)), "describe the output");
 
     node->n_taps = kt;
     for (int j = 0; j < kt; j++) {
@@ -427,38 +448,32 @@ static bool cpu_prepare_conv(struct cpu_context * ctx, struct cpu_graph * cg, co
         CPU_DNNL(dnnl_primitive_attr_create(&attr), "create attributes");
         CPU_DNNL(dnnl_post_ops_create(&po), "create post-ops");
         if (j > 0 || t->src[3]) {
-            dnnl_post_ops_append_sum(po, 1.0f);
+            dnnl_post_ops_append_sum(po, 1.0f, 0, dnnl_data_type_undef);
         }
         // (oneDNN 2.6's deconvolution with an eltwise post-op is 10x slower than without: 155 ms
         // against 15 for one TAEHV frame; and with a bias it takes a scratchpad the size of its
         // output: 1 GiB for SDXL's last upsample at 1024x1024. Bias and activation of the
         // upsample run after it instead.)
         if (!up && j == kt - 1 && t->act == VAE_ACT_RELU) {
-            dnnl_post_ops_append_eltwise(po, 1.0f, dnnl_eltwise_relu, 0.0f, 0.0f);
+            dnnl_post_ops_append_eltwise(po, dnnl_eltwise_relu, 0.0f, 0.0f);
         } else if (!up && j == kt - 1 && t->act == VAE_ACT_SILU) {
-            dnnl_post_ops_append_eltwise(po, 1.0f, dnnl_eltwise_swish, 1.0f, 0.0f);
+            dnnl_post_ops_append_eltwise(po, dnnl_eltwise_swish, 1.0f, 0.0f);
         }
         dnnl_primitive_attr_set_post_ops(attr, po);
         dnnl_post_ops_destroy(po);
 
-        const dnnl_memory_desc_t * bmd = b && j == 0 && !up ? &bias_md : NULL;
-        dnnl_primitive_desc_t      pd  = NULL;
-        dnnl_status_t              st;
-        if (up) {
-            dnnl_deconvolution_desc_t dd;
-            st = dnnl_deconvolution_forward_desc_init(&dd, dnnl_forward_inference, dnnl_deconvolution_direct, &src_md,
-                                                      &wei_any, bmd, &dst_md, strides, pad, pad);
-            if (st == dnnl_success) st = dnnl_primitive_desc_create(&pd, &dd, attr, ctx->engine, NULL);
-        } else {
-            dnnl_convolution_desc_t cd;
-            st = dnnl_convolution_forward_desc_init(&cd, dnnl_forward_inference, dnnl_convolution_direct, &src_md,
-                                                    &wei_any, bmd, &dst_md, strides, pad, pad);
-            if (st == dnnl_success) st = dnnl_primitive_desc_create(&pd, &cd, attr, ctx->engine, NULL);
-        }
+        const_dnnl_memory_desc_t bmd = b && j == 0 && !up ? bias_md : NULL;
+        dnnl_primitive_desc_t    pd  = NULL;
+        dnnl_status_t            st  = up ? dnnl_deconvolution_forward_primitive_desc_create(
+                                     &pd, ctx->engine, dnnl_forward_inference, dnnl_deconvolution_direct, src_md,
+                                     wei_any, bmd, dst_md, strides, dilates, pad, pad, attr)
+                                          : dnnl_convolution_forward_primitive_desc_create(
+                                     &pd, ctx->engine, dnnl_forward_inference, dnnl_convolution_direct, src_md,
+                                     wei_any, bmd, dst_md, strides, dilates, pad, pad, attr);
         dnnl_primitive_attr_destroy(attr);
         CPU_DNNL(st, "set up the convolution");
 
-        const dnnl_memory_desc_t * wei_md = dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
+        const_dnnl_memory_desc_t wei_md = dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
         node->weights[j] = cpu_weights_get(ctx, w, j, up, wei_md);
         st = node->weights[j] ? dnnl_success : dnnl_out_of_memory;
         const bool bf16 = type == dnnl_bf16;
@@ -467,7 +482,7 @@ static bool cpu_prepare_conv(struct cpu_context * ctx, struct cpu_graph * cg, co
                           : bf16 ? (void *) ((uint16_t *) cg->scratch + (size_t) j * cpu_frame_floats(x))
                                  : (void *) (cpu_node_data(cg, x) + ((int64_t) j - front) * (int64_t) cpu_frame_floats(x));
         if (st == dnnl_success) st = dnnl_memory_create(&node->wei[j], wei_md, ctx->engine, node->weights[j]->data);
-        if (st == dnnl_success) st = dnnl_memory_create(&node->src[j], &src_md, ctx->engine, src);
+        if (st == dnnl_success) st = dnnl_memory_create(&node->src[j], src_md, ctx->engine, src);
         if (st == dnnl_success) st = dnnl_primitive_create(&node->prim[j], pd);
         dnnl_primitive_desc_destroy(pd);
         CPU_DNNL(st, "prepare the weights and the convolution");
@@ -516,15 +531,15 @@ static bool cpu_prepare_time_conv(struct cpu_context * ctx, struct cpu_graph * c
         snprintf(err, err_size, "%s: %d time taps, the cpu backend takes at most %d", t->name, kt, CPU_MAX_TAPS);
         return false;
     }
-    CPU_DNNL(dnnl_memory_desc_init_by_tag(&wei_any, 4, wei_dims, dnnl_f32, dnnl_format_tag_any), "describe the weights");
-    CPU_DNNL(dnnl_memory_desc_init_by_tag(&bias_md, 1, bias_dims, dnnl_f32, dnnl_a), "describe the bias");
+    CPU_DNNL(cpu_node_md(node, &wei_any, 4, wei_dims, dnnl_f32, dnnl_format_tag_any), "describe the weights");
+    CPU_DNNL(cpu_node_md(node, &bias_md, 1, bias_dims, dnnl_f32, dnnl_a), "describe the bias");
     if (b && !(node->bias_data = calloc((size_t) cout, sizeof(float)))) {
         snprintf(err, err_size, "out of host memory for the bias of %s", t->name);
         return false;
     }
     if (b) {
         memcpy(node->bias_data, b->data, (size_t) b->ne[0] * sizeof(float));
-        CPU_DNNL(dnnl_memory_create(&node->bias, &bias_md, ctx->engine, node->bias_data), "describe the bias");
+        CPU_DNNL(dnnl_memory_create(&node->bias, bias_md, ctx->engine, node->bias_data), "describe the bias");
     }
     for (int j = 0; j < kt; j++) {
         const int     k = (j + kt / 2) % kt, d = k - kt / 2; // the centre first
@@ -536,34 +551,32 @@ static bool cpu_prepare_time_conv(struct cpu_context * ctx, struct cpu_graph * c
         dnnl_memory_desc_t    src_md, dst_md;
         dnnl_primitive_attr_t attr;
         dnnl_post_ops_t       po;
-        CPU_DNNL(dnnl_memory_desc_init_by_tag(&src_md, 4, src_dims, dnnl_f32, ctx->tag), "describe the source");
-        CPU_DNNL(dnnl_memory_desc_init_by_tag(&dst_md, 4, dst_dims, dnnl_f32, ctx->tag), "describe the output");
+        CPU_DNNL(cpu_node_md(node, &src_md, 4, src_dims, dnnl_f32, ctx->tag), "describe the source");
+        CPU_DNNL(cpu_node_md(node, &dst_md, 4, dst_dims, dnnl_f32, ctx->tag), "describe the output");
         CPU_DNNL(dnnl_primitive_attr_create(&attr), "create attributes");
         CPU_DNNL(dnnl_post_ops_create(&po), "create post-ops");
         if (j > 0 || t->src[3]) {
-            dnnl_post_ops_append_sum(po, 1.0f);
+            dnnl_post_ops_append_sum(po, 1.0f, 0, dnnl_data_type_undef);
         }
         dnnl_primitive_attr_set_post_ops(attr, po);
         dnnl_post_ops_destroy(po);
-        dnnl_convolution_desc_t cd;
-        dnnl_primitive_desc_t   pd = NULL;
-        dnnl_status_t st = dnnl_convolution_forward_desc_init(&cd, dnnl_forward_inference, dnnl_convolution_direct,
-                                                              &src_md, &wei_any, b && j == 0 ? &bias_md : NULL,
-                                                              &dst_md, ones, zeros, zeros);
-        if (st == dnnl_success) st = dnnl_primitive_desc_create(&pd, &cd, attr, ctx->engine, NULL);
+        dnnl_primitive_desc_t pd = NULL;
+        dnnl_status_t         st = dnnl_convolution_forward_primitive_desc_create(
+            &pd, ctx->engine, dnnl_forward_inference, dnnl_convolution_direct, src_md, wei_any,
+            b && j == 0 ? bias_md : NULL, dst_md, ones, zeros, zeros, zeros, attr);
         dnnl_primitive_attr_destroy(attr);
         CPU_DNNL(st, "set up the convolution");
-        const dnnl_memory_desc_t * wei_md = dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
+        const_dnnl_memory_desc_t wei_md = dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
         const int                  n      = node->n_taps++;
         node->weights[n]                  = cpu_weights_get(ctx, w, k, false, wei_md);
         st = node->weights[n] ? dnnl_success : dnnl_out_of_memory;
         if (st == dnnl_success) st = dnnl_memory_create(&node->wei[n], wei_md, ctx->engine, node->weights[n]->data);
         if (st == dnnl_success) {
-            st = dnnl_memory_create(&node->src[n], &src_md, ctx->engine,
+            st = dnnl_memory_create(&node->src[n], src_md, ctx->engine,
                                     cpu_node_data(cg, x) + (size_t) (a + d) * cpu_frame_floats(x));
         }
         if (st == dnnl_success) {
-            st = dnnl_memory_create(&node->dst_tap[n], &dst_md, ctx->engine,
+            st = dnnl_memory_create(&node->dst_tap[n], dst_md, ctx->engine,
                                     cpu_node_data(cg, t) + (size_t) a * cpu_frame_floats(t));
         }
         if (st == dnnl_success) st = dnnl_primitive_create(&node->prim[n], pd);
@@ -589,6 +602,9 @@ static void cpu_graph_release(vae_backend_t * backend, struct vae_graph * g) {
         dnnl_primitive_destroy(node->to_bf16);
         dnnl_memory_destroy(node->to_bf16_from);
         dnnl_memory_destroy(node->to_bf16_to);
+        for (int j = 0; j < node->n_mds; j++) {
+            dnnl_memory_desc_destroy(node->mds[j]);
+        }
         free(node->bias_data);
         free(node->params);
     }
