@@ -53,6 +53,7 @@ struct vae_session {
     uint64_t                  latents_in, frames_out;
     bool                      ended;           // drained: the next push starts a new stream
     bool                      flushing;        // drained, a lookahead stream's frames still to come
+    bool                      broken;          // a compute on the causal state failed: refused until a reset
     uint64_t                  total;           // then the frames of the stream
     char                      notice[400];     // what vae_session_new chose instead of what was asked, "" if nothing
 };
@@ -344,7 +345,12 @@ static bool session_decode(struct vae_session * s, struct vae_graph * g, char * 
     }
     const bool starts = s->latents_in == (uint64_t) real;
     s->queued         = 0;
+    if (s->broken) {
+        snprintf(err, err_size, "an earlier decode of the stream failed: reset it before it goes on");
+        return false;
+    }
     if (!vae_backend_graph_compute(s->backend, g, s->state, s->queue, err, err_size)) {
+        s->broken = s->state != NULL; // (the state is part-way: what follows would not be the stream's)
         return false;
     }
     // the stream's first latent frame gives 1 frame (after trim_frames that are not frames of the
@@ -600,6 +606,7 @@ bool vae_session_pop_output(struct vae_session * s, float * dst, char * err, siz
 void vae_session_reset(struct vae_session * s) {
     s->ended      = false;
     s->flushing   = false;
+    s->broken     = false;
     s->queued     = 0;
     s->ready      = 0;
     s->popped     = 0;

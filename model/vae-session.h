@@ -52,7 +52,9 @@ void                 vae_session_free(struct vae_session * s);
 
 // queue one latent frame; decodes when a chunk is full. Refuses non-finite latents (the message
 // gives the count and the first position). Pop every ready frame before pushing again. A decode
-// stopped by the cancel flag fails with the message VAE_SESSION_INTERRUPTED and makes no frames.
+// stopped by the cancel flag fails with the message VAE_SESSION_INTERRUPTED and makes no frames;
+// after a failed decode of a causal decoder (its state part-way) the stream's decodes are refused
+// until vae_session_reset.
 bool vae_session_push(struct vae_session * s, const float * latent, char * err, size_t err_size);
 // decode what is queued (end of stream); the next push starts a new stream
 bool vae_session_drain(struct vae_session * s, char * err, size_t err_size);
