@@ -320,6 +320,11 @@ struct vae_session * vae_session_new(const struct vae_model * model, vae_backend
     return s;
 }
 
+// n frames made, or where a flushing stream ends sooner, those up to its last
+static int session_up_to_end(const struct vae_session * s, int n) {
+    return s->flushing && s->total - s->frames_out < (uint64_t) n ? (int) (s->total - s->frames_out) : n;
+}
+
 // run the queued latents (padded to the graph's frame count) and make their frames ready
 static bool session_decode(struct vae_session * s, struct vae_graph * g, char * err, size_t err_size) {
     if (s->tiled || s->tiled_video) {
@@ -329,10 +334,7 @@ static bool session_decode(struct vae_session * s, struct vae_graph * g, char * 
         s->tiled_out      = s->tiled ? vae_tiled_decode(s->tiled, s->queue, s->cfg.cancel, err, err_size)
                                      : vae_tiled_video_decode(s->tiled_video, s->queue, starts, s->cfg.cancel,
                                                               &s->ready, err, err_size);
-        s->ready          = s->tiled_out ? s->ready : 0;
-        if (s->flushing && s->total - s->frames_out < (uint64_t) s->ready) { // (up to the stream's last)
-            s->ready = (int) (s->total - s->frames_out);
-        }
+        s->ready          = s->tiled_out ? session_up_to_end(s, s->ready) : 0;
         s->skip      = 0;
         s->popped    = 0;
         s->frames_out += (uint64_t) s->ready;
@@ -359,9 +361,7 @@ static bool session_decode(struct vae_session * s, struct vae_graph * g, char * 
     s->skip   = starts ? s->model->trim_frames : 0;
     s->ready  = starts ? 1 + s->model->frames_per_latent * (real - 1) : s->model->frames_per_latent * real;
     if (s->model->lookahead) { // the frames that can no longer change, up to the stream's last
-        s->ready = (int) g->output->ne[0];
-        s->ready = s->flushing && s->total - s->frames_out < (uint64_t) s->ready ? (int) (s->total - s->frames_out)
-                                                                                 : s->ready;
+        s->ready = session_up_to_end(s, (int) g->output->ne[0]);
     }
     if (s->model->chunk_latents) { // the chunk's frames; at the end the stream's last, the held ones too
         s->ready = s->ended ? (int) (s->total - s->frames_out) : (int) g->output->ne[0] - s->model->chunk_hold;
