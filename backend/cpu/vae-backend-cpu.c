@@ -11,9 +11,12 @@
 // input and history padded by those pixels, in the scratch (f32 at every precision). A causal
 // attention's key/value cache is state that grows with the stream, up to the state's limit.
 // At precision bf16 (only where oneDNN's ISA has AVX512-BF16 or AMX: elsewhere oneDNN emulates
-// it, slower than fp32) each convolution's input is converted to bf16 into the scratch just before
-// it runs and its weights are bf16; it accumulates into its f32 output, and residuals, norms,
-// attention and everything else stay f32.
+// it, slower than fp32) convolutions take bf16 inputs and weights and accumulate in f32. What
+// passes from a convolution or a norm to convolutions only (a TAESD block's convs and residual, a
+// norm into its conv) is stored in bf16, the norm writing it so, and a causal conv's remembered
+// frames are bf16: such a convolution reads its input as it is (cpu_plan_types). A convolution
+// whose input is f32 (the latents, an attention's output) converts it into the scratch just before
+// it runs. Norm statistics, attention, softmax and everything else read and write f32.
 // All activations live in one arena whose offsets are planned from tensor lifetimes at prepare
 // time, so the peak is known before the first frame. Converted weights are shared by every graph
 // of the backend that uses the same tensor in the same layout (the steps of one stream).
@@ -65,11 +68,12 @@ struct cpu_context {
 // what one node needs at run time
 struct cpu_node {
     size_t               offset;                // of its output in the arena, in floats
+    bool                 bf16;                  // its output is stored in bf16 (cpu_plan_types)
     int                  n_taps;                // convolutions: primitives run one after another
     dnnl_primitive_t     prim[CPU_MAX_TAPS];
     dnnl_memory_t        src[CPU_MAX_TAPS], wei[CPU_MAX_TAPS], bias, dst;
     dnnl_memory_t        dst_tap[CPU_MAX_TAPS];  // time conv: the output frames each tap adds to
-    dnnl_primitive_t     to_bf16;                // bf16: the input, state frames in front, into the scratch
+    dnnl_primitive_t     to_bf16;                // bf16: an f32 input into the scratch, after the room of its state frames
     dnnl_memory_t        to_bf16_from, to_bf16_to;
     struct cpu_weights * weights[CPU_MAX_TAPS];
     float *              bias_data;             // a copy: oneDNN takes non-const handles
@@ -145,19 +149,37 @@ static float * cpu_node_data(struct cpu_graph * cg, const struct vae_tensor * t)
     return cg->arena + cg->nodes[t->index].offset;
 }
 
+// bytes of one element of t's output: 2 when stored in bf16
+static size_t cpu_elem(const struct cpu_graph * cg, const struct vae_tensor * t) {
+    return cg->nodes[t->index].bf16 ? sizeof(uint16_t) : sizeof(float);
+}
+
 static size_t cpu_frame_floats(const struct vae_tensor * t) {
     return (size_t) vae_cpu_blocks(t->ne[1]) * vae_cpu_block() * (size_t) t->ne[2] * (size_t) t->ne[3];
 }
 
-// floats a causal conv remembers: its last kt - 1 input frames (a delay: its d frames; a cross-fade:
-// its d output frames)
-static size_t cpu_state_floats(const struct vae_tensor * t) {
-    return t->op == VAE_OP_CROSSFADE ? (size_t) t->i[3] * cpu_frame_floats(t)
-                                     : (size_t) (t->op == VAE_OP_DELAY ? t->i[1] : t->src[1]->ne[2] - 1) *
-                                           cpu_frame_floats(t->src[0]);
+static bool cpu_is_conv(const struct vae_tensor * t) {
+    return t->op == VAE_OP_CONV2D || t->op == VAE_OP_UPSAMPLE_CONV2D || t->op == VAE_OP_CAUSAL_CONV3D;
 }
 
-// whether op t keeps frames in a state slot of cpu_state_floats(t)
+static bool cpu_conv_replicates(const struct vae_tensor * t);
+
+// whether conv t reads bf16 (and its weights are bf16): every conv at precision bf16 but those that
+// read a padded copy of their input (f32)
+static bool cpu_conv_bf16(const struct cpu_context * ctx, const struct vae_tensor * t) {
+    return ctx->conv_type == dnnl_bf16 && cpu_is_conv(t) && !cpu_conv_replicates(t);
+}
+
+// floats a causal conv remembers: its last kt - 1 input frames, bf16 where it reads bf16 (two to a
+// float); a delay's d frames; a cross-fade's d output frames
+static size_t cpu_state_floats(const struct cpu_context * ctx, const struct vae_tensor * t) {
+    return t->op == VAE_OP_CROSSFADE ? (size_t) t->i[3] * cpu_frame_floats(t)
+           : t->op == VAE_OP_DELAY   ? (size_t) t->i[1] * cpu_frame_floats(t->src[0])
+                                     : (size_t) (t->src[1]->ne[2] - 1) * cpu_frame_floats(t->src[0]) /
+                                         (cpu_conv_bf16(ctx, t) ? 2 : 1);
+}
+
+// whether op t keeps frames in a state slot of cpu_state_floats
 static bool cpu_holds_frames(const struct vae_tensor * t) {
     return t->op == VAE_OP_CAUSAL_CONV3D || t->op == VAE_OP_DELAY || t->op == VAE_OP_CROSSFADE;
 }
@@ -184,30 +206,66 @@ static size_t cpu_replicate_floats(const struct vae_tensor * t) {
 
 // ---- memory plan ------------------------------------------------------------------------------
 
-// the arena plan (vae-plan.c) with the CPU's sizes: blocked tensors, room in front of each causal
-// conv's input for its state frames; norms and tanh-clamp run in place, a conv writes over its
-// residual, and a frame split whose parts are whole blocks is its input read differently
-static bool cpu_plan(struct vae_graph * g, struct cpu_graph * cg, char * err, size_t err_size) {
+// at precision bf16, the tensors stored in bf16: a conv's or a norm's output that only convs
+// reading bf16 read, as their input or as the residual of a conv whose output is bf16 too (it
+// writes over it); never the graph's output. Whatever else reads a tensor wants it in f32.
+static void cpu_plan_types(const struct cpu_context * ctx, const struct vae_graph * g, struct cpu_graph * cg) {
+    for (int i = 0; i < g->n_nodes; i++) {
+        const struct vae_tensor * t = g->nodes[i];
+        cg->nodes[i].bf16           = ctx->conv_type == dnnl_bf16 && t != g->output &&
+                            (cpu_is_conv(t) || t->op == VAE_OP_GROUP_NORM || t->op == VAE_OP_RMS_NORM);
+    }
+    for (bool changed = true; changed;) { // (each pass only turns some to f32: it ends)
+        changed = false;
+        for (int i = 0; i < g->n_nodes; i++) {
+            const struct vae_tensor * u = g->nodes[i];
+            for (int k = 0; k < VAE_MAX_SRC; k++) {
+                const struct vae_tensor * s = u->src[k];
+                if (!s || s->op == VAE_OP_WEIGHT || !cg->nodes[s->index].bf16) {
+                    continue;
+                }
+                const bool reads_bf16 = (k == 0 && cpu_conv_bf16(ctx, u)) || (k == 3 && cpu_is_conv(u) && cg->nodes[i].bf16);
+                if (!reads_bf16) {
+                    cg->nodes[s->index].bf16 = false;
+                    changed                  = true;
+                }
+            }
+            if (cg->nodes[i].bf16 && cpu_is_conv(u) && u->src[3] && !cg->nodes[u->src[3]->index].bf16) {
+                cg->nodes[i].bf16 = false; // (its residual is f32: so is the conv that writes over it)
+                changed           = true;
+            }
+        }
+    }
+}
+
+// the arena plan (vae-plan.c) with the CPU's sizes: blocked tensors (f32 or bf16, cpu_plan_types),
+// room in front of each causal conv's input for its state frames where the conv reads it there;
+// norms and tanh-clamp run in place (but a norm's bf16 output), a conv writes over its residual,
+// and a frame split whose parts are whole blocks is its input read differently
+static bool cpu_plan(const struct cpu_context * ctx, struct vae_graph * g, struct cpu_graph * cg, char * err,
+                     size_t err_size) {
     const int              n    = g->n_nodes;
     struct vae_plan_node * plan = calloc((size_t) n, sizeof(*plan));
     if (!plan) {
         snprintf(err, err_size, "out of host memory planning %d nodes", n);
         return false;
     }
+    cpu_plan_types(ctx, g, cg);
     for (int i = 0; i < n; i++) {
-        const struct vae_tensor * t = g->nodes[i];
-        if (t->op == VAE_OP_CAUSAL_CONV3D && cpu_state_floats(t) * sizeof(float) > plan[t->src[0]->index].front) {
-            plan[t->src[0]->index].front = cpu_state_floats(t) * sizeof(float);
+        const struct vae_tensor * t     = g->nodes[i];
+        const size_t              state = t->op == VAE_OP_CAUSAL_CONV3D ? cpu_state_floats(ctx, t) * sizeof(float) : 0;
+        if (state > plan[t->src[0]->index].front && cg->nodes[t->src[0]->index].bf16 == cpu_conv_bf16(ctx, t)) {
+            plan[t->src[0]->index].front = state;
         }
     }
     for (int i = 0; i < n; i++) {
         const struct vae_tensor * t    = g->nodes[i];
         const bool                conv = t->op == VAE_OP_CONV2D || t->op == VAE_OP_CAUSAL_CONV3D;
-        plan[i].bytes                  = vae_cpu_nelements(t->ne) * sizeof(float);
+        const bool                norm = t->op == VAE_OP_GROUP_NORM || t->op == VAE_OP_RMS_NORM;
+        plan[i].bytes                  = vae_cpu_nelements(t->ne) * cpu_elem(cg, t);
         if (conv && t->src[3] && t->src[0] != t->src[3]) {
             plan[i].heir_of = t->src[3];
-        } else if (t->op == VAE_OP_TANH_CLAMP || t->op == VAE_OP_GROUP_NORM || t->op == VAE_OP_RMS_NORM ||
-                   t->op == VAE_OP_ROPE ||
+        } else if (t->op == VAE_OP_TANH_CLAMP || (norm && !cg->nodes[i].bf16) || t->op == VAE_OP_ROPE ||
                    (t->op == VAE_OP_FRAME_SPLIT && t->ne[1] % vae_cpu_block() == 0 && t->i[1] == 0)) {
             plan[i].heir_of = t->src[0];
         }
@@ -368,21 +426,22 @@ static dnnl_status_t cpu_node_md(struct cpu_node * node, dnnl_memory_desc_t * md
     return st;
 }
 
-// bf16: the reorder that converts the input of conv t, with the kt - 1 state frames in front of
-// it, into the scratch, where its taps read it
+// bf16: the reorder that converts the f32 input of conv t into the scratch, after room for the
+// state frames the conv reads in front of it (cpu_conv_front), where its taps read it
 static bool cpu_prepare_to_bf16(struct cpu_context * ctx, struct cpu_graph * cg, const struct vae_tensor * t,
                                 int64_t cin, char * err, size_t err_size) {
     struct cpu_node *         node = &cg->nodes[t->index];
     const struct vae_tensor * x    = t->src[0];
-    const int64_t             front = cpu_conv_front(t);
-    const dnnl_dims_t         dims = { front + x->ne[0], cin, x->ne[2], x->ne[3] };
+    const dnnl_dims_t         dims = { x->ne[0], cin, x->ne[2], x->ne[3] };
     dnnl_memory_desc_t        from_md, to_md;
     dnnl_primitive_desc_t     pd = NULL;
     CPU_DNNL(cpu_node_md(node, &from_md, 4, dims, dnnl_f32, ctx->tag), "describe the input");
     CPU_DNNL(cpu_node_md(node, &to_md, 4, dims, dnnl_bf16, ctx->tag), "describe the bf16 input");
-    dnnl_status_t st = dnnl_memory_create(&node->to_bf16_from, from_md, ctx->engine,
-                                          cpu_node_data(cg, x) - (size_t) front * cpu_frame_floats(x));
-    if (st == dnnl_success) st = dnnl_memory_create(&node->to_bf16_to, to_md, ctx->engine, cg->scratch);
+    dnnl_status_t st = dnnl_memory_create(&node->to_bf16_from, from_md, ctx->engine, cpu_node_data(cg, x));
+    if (st == dnnl_success) {
+        st = dnnl_memory_create(&node->to_bf16_to, to_md, ctx->engine,
+                                (uint16_t *) cg->scratch + (size_t) cpu_conv_front(t) * cpu_frame_floats(x));
+    }
     if (st == dnnl_success) st = dnnl_reorder_primitive_desc_create(&pd, from_md, ctx->engine, to_md, ctx->engine, NULL);
     if (st == dnnl_success) st = dnnl_primitive_create(&node->to_bf16, pd);
     dnnl_primitive_desc_destroy(pd);
@@ -391,10 +450,9 @@ static bool cpu_prepare_to_bf16(struct cpu_context * ctx, struct cpu_graph * cg,
 }
 
 // one primitive per time tap (one for a 2-D conv): tap j reads the input from j - front frames
-// (cpu_conv_front) on, into the room in front of it (bf16: into its copy in the scratch), as many
-// frames as the output has; the first tap adds the
-// bias (and the residual copied into dst), the later ones add into dst, the last applies the
-// activation
+// (cpu_conv_front) on, into the room in front of it (an f32 input of a bf16 conv: into its bf16
+// copy in the scratch), as many frames as the output has; the first tap adds the bias (and the
+// residual copied into dst), the later ones add into dst, the last applies the activation
 static bool cpu_prepare_conv(struct cpu_context * ctx, struct cpu_graph * cg, const struct vae_tensor * t, char * err,
                              size_t err_size) {
     struct cpu_node *         node = &cg->nodes[t->index];
@@ -403,7 +461,8 @@ static bool cpu_prepare_conv(struct cpu_context * ctx, struct cpu_graph * cg, co
     const int                 kt = t->op == VAE_OP_CAUSAL_CONV3D ? (int) w->ne[2] : 1;
     const int64_t             k  = w->ne[w->n_dims - 1], kd = up ? 4 : k, G = vae_conv_groups(t);
     const bool                rep  = cpu_conv_replicates(t);
-    const dnnl_data_type_t    type = rep ? dnnl_f32 : ctx->conv_type;
+    const dnnl_data_type_t    type = cpu_conv_bf16(ctx, t) ? dnnl_bf16 : dnnl_f32;
+    const bool                copy = type == dnnl_bf16 && !cg->nodes[x->index].bf16; // (converted in the scratch)
     // channels padded to whole blocks (the layout's padding lanes, zero), where oneDNN's fast
     // kernels work; the weights and bias are padded with zeros to match. A grouped conv (oneDNN's
     // groups: weights [G, Cout / G, Cin / G, k, k]) takes the true channel counts, which the groups
@@ -425,7 +484,8 @@ static bool cpu_prepare_conv(struct cpu_context * ctx, struct cpu_graph * cg, co
 
     dnnl_memory_desc_t src_md, dst_md, wei_any, bias_md;
     CPU_DNNL(cpu_node_md(node, &src_md, 4, src_dims, type, ctx->tag), "describe the source");
-    CPU_DNNL(cpu_node_md(node, &dst_md, 4, dst_dims, dnnl_f32, ctx->tag), "describe the output");
+    CPU_DNNL(cpu_node_md(node, &dst_md, 4, dst_dims, node->bf16 ? dnnl_bf16 : dnnl_f32, ctx->tag),
+             "describe the output");
     CPU_DNNL(cpu_node_md(node, &wei_any, G > 1 ? 5 : 4, G > 1 ? gwei_dims : wei_dims, type, dnnl_format_tag_any),
              "describe the weights");
     CPU_DNNL(cpu_node_md(node, &bias_md, 1, bias_dims, dnnl_f32, dnnl_a), "describe the bias");
@@ -476,18 +536,19 @@ static bool cpu_prepare_conv(struct cpu_context * ctx, struct cpu_graph * cg, co
         const_dnnl_memory_desc_t wei_md = dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
         node->weights[j] = cpu_weights_get(ctx, w, j, up, wei_md);
         st = node->weights[j] ? dnnl_success : dnnl_out_of_memory;
-        const bool bf16 = type == dnnl_bf16;
         const size_t padded = rep ? cpu_replicate_floats(t) / (size_t) (front + x->ne[0]) : 0;
-        void *     src  = rep    ? (void *) (cg->scratch + (size_t) j * padded)
-                          : bf16 ? (void *) ((uint16_t *) cg->scratch + (size_t) j * cpu_frame_floats(x))
-                                 : (void *) (cpu_node_data(cg, x) + ((int64_t) j - front) * (int64_t) cpu_frame_floats(x));
+        const size_t tap    = ((int64_t) j - front) * (int64_t) cpu_frame_floats(x); // (elements from x's start)
+        void *       src    = rep    ? (void *) (cg->scratch + (size_t) j * padded)
+                              : copy ? (void *) ((uint16_t *) cg->scratch + (size_t) j * cpu_frame_floats(x))
+                              : type == dnnl_bf16 ? (void *) ((uint16_t *) cpu_node_data(cg, x) + tap)
+                                                  : (void *) (cpu_node_data(cg, x) + tap);
         if (st == dnnl_success) st = dnnl_memory_create(&node->wei[j], wei_md, ctx->engine, node->weights[j]->data);
         if (st == dnnl_success) st = dnnl_memory_create(&node->src[j], src_md, ctx->engine, src);
         if (st == dnnl_success) st = dnnl_primitive_create(&node->prim[j], pd);
         dnnl_primitive_desc_destroy(pd);
         CPU_DNNL(st, "prepare the weights and the convolution");
     }
-    return type != dnnl_bf16 || cpu_prepare_to_bf16(ctx, cg, t, cin, err, err_size);
+    return !copy || cpu_prepare_to_bf16(ctx, cg, t, cin, err, err_size);
 }
 
 // a norm's gamma and beta [C] (an RMS norm's beta when it has one), or a depthwise conv's weights
@@ -724,7 +785,7 @@ static bool cpu_graph_prepare(vae_backend_t * backend, struct vae_graph * g, siz
         snprintf(err, err_size, "out of host memory preparing the graph");
         return false;
     }
-    if (!cpu_plan(g, cg, err, err_size)) {
+    if (!cpu_plan(ctx, g, cg, err, err_size)) {
         free(cg->nodes);
         free(cg);
         return false;
@@ -738,8 +799,7 @@ static bool cpu_graph_prepare(vae_backend_t * backend, struct vae_graph * g, siz
             n = vae_cpu_causal_attention_scratch(t->src[0]->ne);
         } else if (cpu_conv_replicates(t)) {
             n = cpu_replicate_floats(t);
-        } else if (ctx->conv_type == dnnl_bf16 &&
-                   (t->op == VAE_OP_CONV2D || t->op == VAE_OP_UPSAMPLE_CONV2D || t->op == VAE_OP_CAUSAL_CONV3D)) {
+        } else if (cpu_conv_bf16(ctx, t) && !cg->nodes[t->src[0]->index].bf16) {
             const size_t frames = (size_t) (cpu_conv_front(t) + t->src[0]->ne[0]);
             n = (frames * cpu_frame_floats(t->src[0]) + 1) / 2; // bf16: 2 per float
         }
@@ -859,7 +919,7 @@ static vae_state_t * cpu_state_new(vae_backend_t * backend, const struct vae_gra
         for (int i = 0; i < g->n_nodes; i++) {
             const struct vae_tensor * t = g->nodes[i];
             if (cpu_holds_frames(t)) {
-                st->floats[t->i[0]] = cpu_state_floats(t);
+                st->floats[t->i[0]] = cpu_state_floats(backend->context, t);
             } else if (t->op == VAE_OP_CAUSAL_ATTENTION) { // (empty: it grows as frames come)
                 st->kv[t->i[0]] = (struct cpu_kv) { t->ne[1], t->ne[2] * t->ne[3], 0, 0 };
             }
@@ -925,23 +985,24 @@ static bool cpu_run_causal_attention(struct cpu_graph * cg, const struct vae_ten
     return ok;
 }
 
-// in front of a causal conv's input x: its remembered frames, or on a replicating op's first run
-// since the reset, kt - 1 copies of x's first frame (a centred conv starting its stream: kt/2)
-static void cpu_causal_history(const struct vae_tensor * t, vae_state_t * state, float * x) {
-    const size_t hist = cpu_state_floats(t), frame = cpu_frame_floats(t->src[0]);
-    const size_t front = (size_t) cpu_conv_front(t) * frame;
+// in front of a causal conv's input x (frames of `frame` bytes, f32 or bf16 as its state): its
+// remembered frames, or on a replicating op's first run since the reset, kt - 1 copies of x's
+// first frame (a centred conv starting its stream: kt/2)
+static void cpu_causal_history(const struct cpu_context * ctx, const struct vae_tensor * t, vae_state_t * state,
+                               char * x, size_t frame) {
+    const size_t hist = cpu_state_floats(ctx, t) * sizeof(float), front = (size_t) cpu_conv_front(t) * frame;
     if ((t->i[1] & VAE_CENTRED_START) || ((t->i[1] & VAE_CAUSAL_FIRST_FRAME) && !state->written[t->i[0]])) {
         for (size_t at = front; at > 0; at -= frame) {
-            memcpy(x - at, x, frame * sizeof(float));
+            memcpy(x - at, x, frame);
         }
     } else {
-        memcpy(x - hist, state->data[t->i[0]], hist * sizeof(float));
+        memcpy(x - hist, state->data[t->i[0]], hist);
     }
     // a centred conv past its stream's last frame: that frame, copied over the frames after it (the
     // frame in front of x is one already when it is older)
     const int64_t last = vae_centred_last(t, state->end, state->seen[t->i[0]]);
     for (int64_t k = last < -1 ? 0 : last + 1; k < t->src[0]->ne[0]; k++) {
-        memcpy(x + (size_t) k * frame, x + (last < -1 ? -1 : last) * (int64_t) frame, frame * sizeof(float));
+        memcpy(x + (size_t) k * frame, x + (last < -1 ? -1 : last) * (int64_t) frame, frame);
     }
     state->seen[t->i[0]] += t->src[0]->ne[0];
 }
@@ -982,27 +1043,31 @@ static void cpu_run_crossfade(struct cpu_graph * cg, const struct vae_tensor * t
 // afterwards remembers the last kt - 1 frames of [history, input]
 static bool cpu_run_conv(struct cpu_context * ctx, struct cpu_graph * cg, const struct vae_tensor * t,
                          vae_state_t * state, char * err, size_t err_size) {
-    struct cpu_node * node = &cg->nodes[t->index];
-    float *           y    = cpu_node_data(cg, t);
-    float *           x    = cpu_node_data(cg, t->src[0]);
-    const size_t      hist = t->op == VAE_OP_CAUSAL_CONV3D ? cpu_state_floats(t) : 0;
-    const bool        up   = t->op == VAE_OP_UPSAMPLE_CONV2D;
-    if (hist) {
-        cpu_causal_history(t, state, x);
-    }
-    if (cpu_conv_replicates(t)) {
-        const struct vae_tensor * in    = t->src[0];
-        const int64_t             front = cpu_conv_front(t);
-        const int64_t             ne[4] = { front + in->ne[0], in->ne[1], in->ne[2], in->ne[3] };
-        vae_cpu_replicate_pad(x - (size_t) front * cpu_frame_floats(in), cg->scratch, ne,
-                              (t->i[1] & VAE_CAUSAL_REFLECT) != 0);
-    }
+    struct cpu_node *         node = &cg->nodes[t->index];
+    const struct vae_tensor * in   = t->src[0];
+    float *                   y    = cpu_node_data(cg, t);
+    const size_t              hist = t->op == VAE_OP_CAUSAL_CONV3D ? cpu_state_floats(ctx, t) * sizeof(float) : 0;
+    const bool                up   = t->op == VAE_OP_UPSAMPLE_CONV2D;
+    // where the taps read the input, with its state frames in front: in place, or the bf16 copy
+    const size_t frame = cpu_frame_floats(in) * (cpu_conv_bf16(ctx, t) ? sizeof(uint16_t) : sizeof(float));
+    char *       x     = node->to_bf16 ? (char *) cg->scratch + (size_t) cpu_conv_front(t) * frame
+                                       : (char *) cpu_node_data(cg, in);
     if (node->to_bf16) {
         dnnl_exec_arg_t args[2] = { { DNNL_ARG_FROM, node->to_bf16_from }, { DNNL_ARG_TO, node->to_bf16_to } };
         CPU_DNNL(dnnl_primitive_execute(node->to_bf16, ctx->stream, 2, args), "convert the input to bf16");
+        CPU_DNNL(dnnl_stream_wait(ctx->stream), "convert the input to bf16");
+    }
+    if (hist) {
+        cpu_causal_history(ctx, t, state, x, frame);
+    }
+    if (cpu_conv_replicates(t)) {
+        const int64_t front = cpu_conv_front(t);
+        const int64_t ne[4] = { front + in->ne[0], in->ne[1], in->ne[2], in->ne[3] };
+        vae_cpu_replicate_pad((float *) x - (size_t) front * cpu_frame_floats(in), cg->scratch, ne,
+                              (t->i[1] & VAE_CAUSAL_REFLECT) != 0);
     }
     if (node->copy_residual) {
-        memcpy(y, cpu_node_data(cg, t->src[3]), vae_cpu_nelements(t->ne) * sizeof(float));
+        memcpy(y, cpu_node_data(cg, t->src[3]), vae_cpu_nelements(t->ne) * cpu_elem(cg, t));
     }
     for (int j = 0; j < node->n_taps; j++) {
         dnnl_exec_arg_t args[4] = {
@@ -1016,10 +1081,10 @@ static bool cpu_run_conv(struct cpu_context * ctx, struct cpu_graph * cg, const 
     }
     if (up && (t->act != VAE_ACT_NONE || node->bias_data)) {
         CPU_DNNL(dnnl_stream_wait(ctx->stream), "run the convolution");
-        vae_cpu_bias_act(y, t->ne, node->bias_data, t->act);
+        vae_cpu_bias_act(y, t->ne, node->bias_data, t->act, node->bf16);
     }
     if (hist) {
-        memcpy(state->data[t->i[0]], x + vae_cpu_nelements(t->src[0]->ne) - hist, hist * sizeof(float));
+        memcpy(state->data[t->i[0]], x + (size_t) in->ne[0] * frame - hist, hist);
         state->written[t->i[0]] = true;
     }
     return true;
@@ -1045,7 +1110,7 @@ static bool cpu_run_time_conv(struct cpu_context * ctx, struct cpu_graph * cg, c
     }
     if (t->act != VAE_ACT_NONE) {
         CPU_DNNL(dnnl_stream_wait(ctx->stream), "run the convolution");
-        vae_cpu_bias_act(y, t->ne, NULL, t->act);
+        vae_cpu_bias_act(y, t->ne, NULL, t->act, false);
     }
     return true;
 }
@@ -1063,9 +1128,10 @@ static bool cpu_graph_compute(vae_backend_t * backend, struct vae_graph * g, vae
     for (int i = 0; i < g->n_nodes; i++) {
         const struct vae_tensor * t = g->nodes[i];
         if (cpu_holds_frames(t) &&
-            (t->i[0] >= state->n_slots || state->kv[t->i[0]].c || state->floats[t->i[0]] != cpu_state_floats(t))) {
+            (t->i[0] >= state->n_slots || state->kv[t->i[0]].c ||
+             state->floats[t->i[0]] != cpu_state_floats(ctx, t))) {
             snprintf(err, err_size, "the state given has no slot %d of %zu floats for %s", t->i[0],
-                     cpu_state_floats(t), t->name);
+                     cpu_state_floats(ctx, t), t->name);
             return false;
         }
         if (t->op == VAE_OP_CAUSAL_ATTENTION &&
@@ -1106,11 +1172,13 @@ static bool cpu_graph_compute(vae_backend_t * backend, struct vae_graph * g, vae
             case VAE_OP_GROUP_NORM:
                 // (a [1, C, 1, 1] tensor has element c at offset c: the stats are a plain vector)
                 vae_cpu_group_norm(x, y, t->ne, t->i[0], t->f[0], cg->nodes[i].params, cg->nodes[i].params + t->ne[1],
-                                   t->act, t->src[3] ? cpu_node_data(cg, t->src[3]) : NULL, t->i[1] == 1);
+                                   t->act, t->src[3] ? cpu_node_data(cg, t->src[3]) : NULL, t->i[1] == 1,
+                                   cg->nodes[i].bf16);
                 break;
             case VAE_OP_RMS_NORM:
                 vae_cpu_rms_norm(x, y, t->ne, cg->nodes[i].params, t->src[2] ? cg->nodes[i].params + t->ne[1] : NULL,
-                                 t->src[3] ? cpu_node_data(cg, t->src[3]) : NULL, t->i[0], t->f[0], t->act);
+                                 t->src[3] ? cpu_node_data(cg, t->src[3]) : NULL, t->i[0], t->f[0], t->act,
+                                 cg->nodes[i].bf16);
                 break;
             case VAE_OP_ATTENTION: // (the longest node at large sizes: it reads the flag between its row blocks)
                 stopped = !vae_cpu_attention(x, y, t->src[0]->ne, t->i[0], cg->scratch, g->cancel);

@@ -99,18 +99,33 @@ static inline float cpu_act(float v, enum vae_act act) {
     }
 }
 
-void vae_cpu_bias_act(float * y, const int64_t ne[4], const float * bias, enum vae_act act) {
+// the n values of row to y + at, f32 or bf16
+static inline void cpu_store(void * y, bool bf16, int64_t at, const float * row, int64_t n) {
+    if (bf16) {
+        for (int64_t l = 0; l < n; l++) {
+            ((uint16_t *) y)[at + l] = vae_cpu_bf16(row[l]);
+        }
+    } else {
+        memcpy((float *) y + at, row, (size_t) n * sizeof(float));
+    }
+}
+
+void vae_cpu_bias_act(void * y, const int64_t ne[4], const float * bias, enum vae_act act, bool bf16) {
     const int64_t L = vae_cpu_block();
     const int64_t N = ne[0], CB = vae_cpu_blocks(ne[1]), HW = ne[2] * ne[3];
 #pragma omp parallel for collapse(2)
     for (int64_t n = 0; n < N; n++) {
         for (int64_t cb = 0; cb < CB; cb++) {
-            float *     d = y + (n * CB + cb) * HW * L;
-            const float * b = bias ? bias + cb * L : NULL;
+            const int64_t at = (n * CB + cb) * HW * L;
+            const float * b  = bias ? bias + cb * L : NULL;
+            float         row[VAE_CPU_BLOCK_MAX];
             for (int64_t p = 0; p < HW; p++) {
                 for (int l = 0; l < L; l++) {
-                    d[p * L + l] = cpu_act(d[p * L + l] + (b ? b[l] : 0.0f), act);
+                    const float v = bf16 ? vae_cpu_from_bf16(((const uint16_t *) y)[at + p * L + l])
+                                         : ((const float *) y)[at + p * L + l];
+                    row[l]        = cpu_act(v + (b ? b[l] : 0.0f), act);
                 }
+                cpu_store(y, bf16, at + p * L, row, L);
             }
         }
     }
@@ -165,8 +180,8 @@ static void cpu_group_mean(const double * sums, double * out, int64_t N, int64_t
     }
 }
 
-void vae_cpu_group_norm(const float * x, float * y, const int64_t ne[4], int groups, float eps, const float * gamma,
-                        const float * beta, enum vae_act act, const float * stats, bool all_frames) {
+void vae_cpu_group_norm(const float * x, void * y, const int64_t ne[4], int groups, float eps, const float * gamma,
+                        const float * beta, enum vae_act act, const float * stats, bool all_frames, bool y_bf16) {
     const int64_t L = vae_cpu_block();
     const int64_t N = ne[0], C = ne[1], CB = vae_cpu_blocks(C), HW = ne[2] * ne[3], cpg = C / groups;
     const size_t  nc = (size_t) (N * CB * L);
@@ -202,12 +217,14 @@ void vae_cpu_group_norm(const float * x, float * y, const int64_t ne[4], int gro
                 a[l] = c < C ? (float) (rstd[i] * gamma[c]) : 0.0f;
                 b[l] = c < C ? beta[c] : 0.0f;
             }
-            const float * s = x + (n * CB + cb) * HW * L;
-            float *       d = y + (n * CB + cb) * HW * L;
+            const int64_t at = (n * CB + cb) * HW * L;
+            const float * s  = x + at;
+            float         row[VAE_CPU_BLOCK_MAX];
             for (int64_t p = 0; p < HW; p++) {
                 for (int l = 0; l < L; l++) {
-                    d[p * L + l] = cpu_act((float) ((double) s[p * L + l] - m[l]) * a[l] + b[l], act);
+                    row[l] = cpu_act((float) ((double) s[p * L + l] - m[l]) * a[l] + b[l], act);
                 }
+                cpu_store(y, y_bf16, at + p * L, row, L);
             }
         }
     }
@@ -226,8 +243,8 @@ void vae_cpu_group_norm(const float * x, float * y, const int64_t ne[4], int gro
 // are written as zero.
 #define RMS_TILE 32
 
-void vae_cpu_rms_norm(const float * x, float * y, const int64_t ne[4], const float * gamma, const float * beta,
-                      const float * r, int mode, float eps, enum vae_act act) {
+void vae_cpu_rms_norm(const float * x, void * y, const int64_t ne[4], const float * gamma, const float * beta,
+                      const float * r, int mode, float eps, enum vae_act act, bool y_bf16) {
     const int64_t L = vae_cpu_block();
     const int64_t N = ne[0], C = ne[1], CB = vae_cpu_blocks(C), HW = ne[2] * ne[3];
     const int64_t tiles  = (HW + RMS_TILE - 1) / RMS_TILE;
@@ -264,10 +281,11 @@ void vae_cpu_rms_norm(const float * x, float * y, const int64_t ne[4], const flo
                                        : sqrt_c / (norm < 1e-12 ? 1e-12 : norm);
             }
             for (int64_t cb = 0; cb < CB; cb++) {
-                const float * s  = x + ((n * CB + cb) * HW + p0) * L;
-                const float * rs = r ? r + ((n * CB + cb) * HW + p0) * L : NULL;
-                float *       d  = y + ((n * CB + cb) * HW + p0) * L;
+                const int64_t at = ((n * CB + cb) * HW + p0) * L;
+                const float * s  = x + at;
+                const float * rs = r ? r + at : NULL;
                 double        g[VAE_CPU_BLOCK_MAX], b[VAE_CPU_BLOCK_MAX];
+                float         row[VAE_CPU_BLOCK_MAX];
                 for (int l = 0; l < L; l++) {
                     const int64_t c = cb * L + l;
                     g[l]            = c < C ? gamma[c] : 0.0;
@@ -277,13 +295,14 @@ void vae_cpu_rms_norm(const float * x, float * y, const int64_t ne[4], const flo
                 for (int64_t p = 0; p < np; p++) {
                     for (int l = 0; l < L; l++) {
                         const double v = ((double) s[p * L + l] - mean[p]) * scale[p] * g[l] + b[l];
-                        d[p * L + l]   = cpu_act((float) (rs ? v + (double) rs[p * L + l] : v), act);
+                        row[l]         = cpu_act((float) (rs ? v + (double) rs[p * L + l] : v), act);
                     }
                     if (tail) { // x * scale * 0 is NaN for a NaN pixel: write the zeros again
                         for (int l = (int) (C - cb * L); l < L; l++) {
-                            d[p * L + l] = 0.0f;
+                            row[l] = 0.0f;
                         }
                     }
+                    cpu_store(y, y_bf16, at + p * L, row, L);
                 }
             }
         }

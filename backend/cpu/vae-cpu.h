@@ -12,6 +12,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 // B, the lanes of a block: 16 where oneDNN runs AVX-512 kernels (their layout is nChw16c), 8
 // elsewhere (nChw8c, that of its AVX2 and SSE4.1 kernels, which run nChw16c in reference code,
@@ -33,12 +34,29 @@ static inline size_t vae_cpu_nelements(const int64_t ne[4]) {
 // v2 or v1; files read under `root` ("" for this system; tests give a fake tree)
 size_t vae_cpu_available_memory(const char * root);
 
+// bf16, rounded to nearest even (a NaN stays a NaN, quiet): how a tensor between convolutions is
+// stored at precision bf16 (see vae-backend-cpu.c), in the same blocked layout
+static inline uint16_t vae_cpu_bf16(float v) {
+    uint32_t u;
+    memcpy(&u, &v, sizeof(u));
+    return (u & 0x7fffffffu) > 0x7f800000u ? (uint16_t) ((u >> 16) | 0x40u)
+                                            : (uint16_t) ((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+}
+
+static inline float vae_cpu_from_bf16(uint16_t h) {
+    const uint32_t u = (uint32_t) h << 16;
+    float          v;
+    memcpy(&v, &u, sizeof(v));
+    return v;
+}
+
 // plain [N, C, H, W] <-> blocked; padding lanes written as zero
 void vae_cpu_to_blocked(const float * src, float * dst, const int64_t ne[4]);
 void vae_cpu_from_blocked(const float * src, float * dst, const int64_t ne[4]);
 
-// y = act(y + bias[c]) over every element, blocked; bias: whole blocks (padding lanes 0) or NULL
-void vae_cpu_bias_act(float * y, const int64_t ne[4], const float * bias, enum vae_act act);
+// y = act(y + bias[c]) over every element, blocked, y f32 or (bf16) bf16; bias: whole blocks (padding
+// lanes 0) or NULL
+void vae_cpu_bias_act(void * y, const int64_t ne[4], const float * bias, enum vae_act act, bool bf16);
 
 // y = tanh(x / s) * s over every element (in place allowed)
 void vae_cpu_tanh_clamp(const float * x, float * y, size_t n, float s);
@@ -50,18 +68,19 @@ void vae_cpu_upsample2x(const float * x, float * y, const int64_t ne_x[4]);
 // (F.pad(mode="replicate")), or with reflect the mirror one (F.pad(mode="reflect"): H, W >= 2); blocked
 void vae_cpu_replicate_pad(const float * x, float * y, const int64_t ne_x[4], bool reflect);
 
-// y = act(GN(x) * gamma + beta), blocked, in place allowed; statistics of x in double (of each
-// frame, or of all frames together when all_frames), or when stats is given, those: the group
-// means, then 1 / sqrt(var + eps) (2 * groups floats; eps unused)
-void vae_cpu_group_norm(const float * x, float * y, const int64_t ne[4], int groups, float eps, const float * gamma,
-                        const float * beta, enum vae_act act, const float * stats, bool all_frames);
+// y = act(GN(x) * gamma + beta), blocked, in place allowed (f32 y); statistics of x in double (of
+// each frame, or of all frames together when all_frames), or when stats is given, those: the group
+// means, then 1 / sqrt(var + eps) (2 * groups floats; eps unused). y_bf16: y is stored in bf16
+void vae_cpu_group_norm(const float * x, void * y, const int64_t ne[4], int groups, float eps, const float * gamma,
+                        const float * beta, enum vae_act act, const float * stats, bool all_frames, bool y_bf16);
 
 // y = act(x * s * gamma[c] + beta[c] + r), |x| = the L2 norm over the C channels at each pixel;
 // mode 0: s = sqrt(C) / max(|x|, 1e-12) (Wan's RMS_norm), 1: s = 1 / sqrt(|x|^2 / C + eps)
 // (diffusers' RMSNorm), 2: x - mean(x) in place of x and s = 1 / sqrt(var + eps) (LayerNorm); beta
-// and the residual r (blocked, like y) may be NULL; blocked, in place allowed (y = x, or y = r)
-void vae_cpu_rms_norm(const float * x, float * y, const int64_t ne[4], const float * gamma, const float * beta,
-                      const float * r, int mode, float eps, enum vae_act act);
+// and the residual r (blocked, like y) may be NULL; blocked, in place allowed (y = x, or y = r, f32);
+// y_bf16: y is stored in bf16
+void vae_cpu_rms_norm(const float * x, void * y, const int64_t ne[4], const float * gamma, const float * beta,
+                      const float * r, int mode, float eps, enum vae_act act, bool y_bf16);
 
 // attention within each frame over its H*W positions, in heads of hd channels: qkv [N, 3C, H, W] ->
 // y [N, C, H, W], both blocked; q, k, v are channels [0, C), [C, 2C), [2C, 3C), head j their channels
