@@ -2008,7 +2008,7 @@ static void test_rms_case(int N, int C, int H, int W, enum vae_act act, float ma
     float * xb = blocked_in(&pl, x, ne);
     float * rb = res ? blocked_in(&pl, res, ne) : NULL;
     float * yb = inplace ? xb : rb ? rb : blocked_out(&pl, ne);
-    vae_cpu_rms_norm(xb, yb, ne, gamma, beta, rb, mean_square, 1e-5f, act, false);
+    vae_cpu_rms_norm(xb, yb, ne, gamma, beta, rb, mean_square, 1e-5f, act, false, false);
     char label[160];
     snprintf(label, sizeof(label), "%s(n=%d,c=%d,h=%d,w=%d,%s,mag=%g%s%s%s)", mean_square ? "rms_norm_eps" : "rms_norm",
              N, C, H, W, act_name(act), mag, specials ? ",zero/tiny/nan pixels" : "", res ? ",residual" : "",

@@ -12,9 +12,10 @@
 // attention's key/value cache is state that grows with the stream, up to the state's limit.
 // At precision bf16 (only where oneDNN's ISA has AVX512-BF16 or AMX: elsewhere oneDNN emulates
 // it, slower than fp32) convolutions take bf16 inputs and weights and accumulate in f32. What
-// passes from a convolution or a norm to convolutions only (a TAESD block's convs and residual, a
-// norm into its conv) is stored in bf16, the norm writing it so, and a causal conv's remembered
-// frames are bf16: such a convolution reads its input as it is (cpu_plan_types). A convolution
+// passes from a convolution or a norm to convolutions and norms only (a TAESD block's convs and
+// residual, a norm into its conv, a resnet's output into the next one's norm and residual) is
+// stored in bf16, the norm reading and writing it so, and a causal conv's remembered frames are
+// bf16: such a convolution reads its input as it is (cpu_plan_types). A convolution
 // whose input is f32 (the latents, an attention's output) converts it into the scratch just before
 // it runs. Norm statistics, attention, softmax and everything else read and write f32.
 // All activations live in one arena whose offsets are planned from tensor lifetimes at prepare
@@ -207,8 +208,8 @@ static size_t cpu_replicate_floats(const struct vae_tensor * t) {
 // ---- memory plan ------------------------------------------------------------------------------
 
 // at precision bf16, the tensors stored in bf16: a conv's or a norm's output that only convs
-// reading bf16 read, as their input or as the residual of a conv whose output is bf16 too (it
-// writes over it); never the graph's output. Whatever else reads a tensor wants it in f32.
+// reading bf16 and norms read, as their input or as the residual of a conv whose output is bf16
+// too (it writes over it); never the graph's output. Whatever else reads a tensor wants it in f32.
 static void cpu_plan_types(const struct cpu_context * ctx, const struct vae_graph * g, struct cpu_graph * cg) {
     for (int i = 0; i < g->n_nodes; i++) {
         const struct vae_tensor * t = g->nodes[i];
@@ -224,7 +225,9 @@ static void cpu_plan_types(const struct cpu_context * ctx, const struct vae_grap
                 if (!s || s->op == VAE_OP_WEIGHT || !cg->nodes[s->index].bf16) {
                     continue;
                 }
-                const bool reads_bf16 = (k == 0 && cpu_conv_bf16(ctx, u)) || (k == 3 && cpu_is_conv(u) && cg->nodes[i].bf16);
+                const bool norm       = u->op == VAE_OP_GROUP_NORM || u->op == VAE_OP_RMS_NORM;
+                const bool reads_bf16 = (k == 0 && (cpu_conv_bf16(ctx, u) || norm)) ||
+                                        (k == 3 && cpu_is_conv(u) && cg->nodes[i].bf16);
                 if (!reads_bf16) {
                     cg->nodes[s->index].bf16 = false;
                     changed                  = true;
@@ -240,7 +243,7 @@ static void cpu_plan_types(const struct cpu_context * ctx, const struct vae_grap
 
 // the arena plan (vae-plan.c) with the CPU's sizes: blocked tensors (f32 or bf16, cpu_plan_types),
 // room in front of each causal conv's input for its state frames where the conv reads it there;
-// norms and tanh-clamp run in place (but a norm's bf16 output), a conv writes over its residual,
+// norms (but from f32 to bf16) and tanh-clamp run in place, a conv writes over its residual,
 // and a frame split whose parts are whole blocks is its input read differently
 static bool cpu_plan(const struct cpu_context * ctx, struct vae_graph * g, struct cpu_graph * cg, char * err,
                      size_t err_size) {
@@ -265,7 +268,8 @@ static bool cpu_plan(const struct cpu_context * ctx, struct vae_graph * g, struc
         plan[i].bytes                  = vae_cpu_nelements(t->ne) * cpu_elem(cg, t);
         if (conv && t->src[3] && t->src[0] != t->src[3]) {
             plan[i].heir_of = t->src[3];
-        } else if (t->op == VAE_OP_TANH_CLAMP || (norm && !cg->nodes[i].bf16) || t->op == VAE_OP_ROPE ||
+        } else if (t->op == VAE_OP_TANH_CLAMP || (norm && cg->nodes[i].bf16 == cg->nodes[t->src[0]->index].bf16) ||
+                   t->op == VAE_OP_ROPE ||
                    (t->op == VAE_OP_FRAME_SPLIT && t->ne[1] % vae_cpu_block() == 0 && t->i[1] == 0)) {
             plan[i].heir_of = t->src[0];
         }
@@ -1173,12 +1177,12 @@ static bool cpu_graph_compute(vae_backend_t * backend, struct vae_graph * g, vae
                 // (a [1, C, 1, 1] tensor has element c at offset c: the stats are a plain vector)
                 vae_cpu_group_norm(x, y, t->ne, t->i[0], t->f[0], cg->nodes[i].params, cg->nodes[i].params + t->ne[1],
                                    t->act, t->src[3] ? cpu_node_data(cg, t->src[3]) : NULL, t->i[1] == 1,
-                                   cg->nodes[i].bf16);
+                                   cg->nodes[t->src[0]->index].bf16, cg->nodes[i].bf16);
                 break;
             case VAE_OP_RMS_NORM:
                 vae_cpu_rms_norm(x, y, t->ne, cg->nodes[i].params, t->src[2] ? cg->nodes[i].params + t->ne[1] : NULL,
                                  t->src[3] ? cpu_node_data(cg, t->src[3]) : NULL, t->i[0], t->f[0], t->act,
-                                 cg->nodes[i].bf16);
+                                 cg->nodes[t->src[0]->index].bf16, cg->nodes[i].bf16);
                 break;
             case VAE_OP_ATTENTION: // (the longest node at large sizes: it reads the flag between its row blocks)
                 stopped = !vae_cpu_attention(x, y, t->src[0]->ne, t->i[0], cg->scratch, g->cancel);

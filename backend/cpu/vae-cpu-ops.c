@@ -99,6 +99,11 @@ static inline float cpu_act(float v, enum vae_act act) {
     }
 }
 
+// element i of x, f32 or bf16
+static inline float cpu_load(const void * x, bool bf16, int64_t i) {
+    return bf16 ? vae_cpu_from_bf16(((const uint16_t *) x)[i]) : ((const float *) x)[i];
+}
+
 // the n values of row to y + at, f32 or bf16
 static inline void cpu_store(void * y, bool bf16, int64_t at, const float * row, int64_t n) {
     if (bf16) {
@@ -121,9 +126,7 @@ void vae_cpu_bias_act(void * y, const int64_t ne[4], const float * bias, enum va
             float         row[VAE_CPU_BLOCK_MAX];
             for (int64_t p = 0; p < HW; p++) {
                 for (int l = 0; l < L; l++) {
-                    const float v = bf16 ? vae_cpu_from_bf16(((const uint16_t *) y)[at + p * L + l])
-                                         : ((const float *) y)[at + p * L + l];
-                    row[l]        = cpu_act(v + (b ? b[l] : 0.0f), act);
+                    row[l] = cpu_act(cpu_load(y, bf16, at + p * L + l) + (b ? b[l] : 0.0f), act);
                 }
                 cpu_store(y, bf16, at + p * L, row, L);
             }
@@ -131,14 +134,14 @@ void vae_cpu_bias_act(void * y, const int64_t ne[4], const float * bias, enum va
     }
 }
 
-// per channel sum of x (centered by mean[c] if mean is given, squared), in double
-static void cpu_channel_sums(const float * x, const int64_t ne[4], const double * mean, double * out) {
+// per channel sum of x (f32 or bf16; centered by mean[c] if mean is given, squared), in double
+static void cpu_channel_sums(const void * x, bool x_bf16, const int64_t ne[4], const double * mean, double * out) {
     const int64_t L = vae_cpu_block();
     const int64_t N = ne[0], CB = vae_cpu_blocks(ne[1]), HW = ne[2] * ne[3];
 #pragma omp parallel for collapse(2)
     for (int64_t n = 0; n < N; n++) {
         for (int64_t cb = 0; cb < CB; cb++) {
-            const float * s = x + (n * CB + cb) * HW * L;
+            const int64_t at = (n * CB + cb) * HW * L;
             double        acc[VAE_CPU_BLOCK_MAX] = { 0 };
             double        m[VAE_CPU_BLOCK_MAX]   = { 0 };
             if (mean) {
@@ -148,7 +151,7 @@ static void cpu_channel_sums(const float * x, const int64_t ne[4], const double 
             }
             for (int64_t p = 0; p < HW; p++) {
                 for (int l = 0; l < L; l++) {
-                    const double v = (double) s[p * L + l] - m[l];
+                    const double v = (double) cpu_load(x, x_bf16, at + p * L + l) - m[l];
                     acc[l] += mean ? v * v : v;
                 }
             }
@@ -180,8 +183,9 @@ static void cpu_group_mean(const double * sums, double * out, int64_t N, int64_t
     }
 }
 
-void vae_cpu_group_norm(const float * x, void * y, const int64_t ne[4], int groups, float eps, const float * gamma,
-                        const float * beta, enum vae_act act, const float * stats, bool all_frames, bool y_bf16) {
+void vae_cpu_group_norm(const void * x, void * y, const int64_t ne[4], int groups, float eps, const float * gamma,
+                        const float * beta, enum vae_act act, const float * stats, bool all_frames, bool x_bf16,
+                        bool y_bf16) {
     const int64_t L = vae_cpu_block();
     const int64_t N = ne[0], C = ne[1], CB = vae_cpu_blocks(C), HW = ne[2] * ne[3], cpg = C / groups;
     const size_t  nc = (size_t) (N * CB * L);
@@ -200,9 +204,9 @@ void vae_cpu_group_norm(const float * x, void * y, const int64_t ne[4], int grou
         }
     } else {
         // two passes (mean, then centered squares) so large offsets lose no precision
-        cpu_channel_sums(x, ne, NULL, sums);
+        cpu_channel_sums(x, x_bf16, ne, NULL, sums);
         cpu_group_mean(sums, mean, N, CB, groups, cpg, HW, -1.0f, all_frames ? N : 1);
-        cpu_channel_sums(x, ne, mean, sums);
+        cpu_channel_sums(x, x_bf16, ne, mean, sums);
         cpu_group_mean(sums, rstd, N, CB, groups, cpg, HW, eps, all_frames ? N : 1);
     }
 #pragma omp parallel for collapse(2)
@@ -218,11 +222,11 @@ void vae_cpu_group_norm(const float * x, void * y, const int64_t ne[4], int grou
                 b[l] = c < C ? beta[c] : 0.0f;
             }
             const int64_t at = (n * CB + cb) * HW * L;
-            const float * s  = x + at;
             float         row[VAE_CPU_BLOCK_MAX];
             for (int64_t p = 0; p < HW; p++) {
                 for (int l = 0; l < L; l++) {
-                    row[l] = cpu_act((float) ((double) s[p * L + l] - m[l]) * a[l] + b[l], act);
+                    const double v = cpu_load(x, x_bf16, at + p * L + l);
+                    row[l]         = cpu_act((float) (v - m[l]) * a[l] + b[l], act);
                 }
                 cpu_store(y, y_bf16, at + p * L, row, L);
             }
@@ -243,8 +247,8 @@ void vae_cpu_group_norm(const float * x, void * y, const int64_t ne[4], int grou
 // are written as zero.
 #define RMS_TILE 32
 
-void vae_cpu_rms_norm(const float * x, void * y, const int64_t ne[4], const float * gamma, const float * beta,
-                      const float * r, int mode, float eps, enum vae_act act, bool y_bf16) {
+void vae_cpu_rms_norm(const void * x, void * y, const int64_t ne[4], const float * gamma, const float * beta,
+                      const float * r, int mode, float eps, enum vae_act act, bool x_bf16, bool y_bf16) {
     const int64_t L = vae_cpu_block();
     const int64_t N = ne[0], C = ne[1], CB = vae_cpu_blocks(C), HW = ne[2] * ne[3];
     const int64_t tiles  = (HW + RMS_TILE - 1) / RMS_TILE;
@@ -257,11 +261,11 @@ void vae_cpu_rms_norm(const float * x, void * y, const int64_t ne[4], const floa
             double acc[RMS_TILE][VAE_CPU_BLOCK_MAX] = { { 0 } }, sum[RMS_TILE][VAE_CPU_BLOCK_MAX] = { { 0 } };
             double scale[RMS_TILE], mean[RMS_TILE];
             for (int64_t cb = 0; cb < CB; cb++) {
-                const float * s  = x + ((n * CB + cb) * HW + p0) * L;
+                const int64_t at = ((n * CB + cb) * HW + p0) * L;
                 const int64_t nl = C - cb * L < L ? C - cb * L : L;
                 for (int64_t p = 0; p < np; p++) {
                     for (int l = 0; l < L; l++) {
-                        const double v = l < nl ? (double) s[p * L + l] : 0.0;
+                        const double v = l < nl ? (double) cpu_load(x, x_bf16, at + p * L + l) : 0.0;
                         acc[p][l] += v * v;
                         sum[p][l] += v;
                     }
@@ -282,7 +286,6 @@ void vae_cpu_rms_norm(const float * x, void * y, const int64_t ne[4], const floa
             }
             for (int64_t cb = 0; cb < CB; cb++) {
                 const int64_t at = ((n * CB + cb) * HW + p0) * L;
-                const float * s  = x + at;
                 const float * rs = r ? r + at : NULL;
                 double        g[VAE_CPU_BLOCK_MAX], b[VAE_CPU_BLOCK_MAX];
                 float         row[VAE_CPU_BLOCK_MAX];
@@ -294,7 +297,8 @@ void vae_cpu_rms_norm(const float * x, void * y, const int64_t ne[4], const floa
                 const bool tail = C - cb * L < L;
                 for (int64_t p = 0; p < np; p++) {
                     for (int l = 0; l < L; l++) {
-                        const double v = ((double) s[p * L + l] - mean[p]) * scale[p] * g[l] + b[l];
+                        const double v =
+                            ((double) cpu_load(x, x_bf16, at + p * L + l) - mean[p]) * scale[p] * g[l] + b[l];
                         row[l]         = cpu_act((float) (rs ? v + (double) rs[p * L + l] : v), act);
                     }
                     if (tail) { // x * scale * 0 is NaN for a NaN pixel: write the zeros again

@@ -68,19 +68,21 @@ void vae_cpu_upsample2x(const float * x, float * y, const int64_t ne_x[4]);
 // (F.pad(mode="replicate")), or with reflect the mirror one (F.pad(mode="reflect"): H, W >= 2); blocked
 void vae_cpu_replicate_pad(const float * x, float * y, const int64_t ne_x[4], bool reflect);
 
-// y = act(GN(x) * gamma + beta), blocked, in place allowed (f32 y); statistics of x in double (of
-// each frame, or of all frames together when all_frames), or when stats is given, those: the group
-// means, then 1 / sqrt(var + eps) (2 * groups floats; eps unused). y_bf16: y is stored in bf16
-void vae_cpu_group_norm(const float * x, void * y, const int64_t ne[4], int groups, float eps, const float * gamma,
-                        const float * beta, enum vae_act act, const float * stats, bool all_frames, bool y_bf16);
+// y = act(GN(x) * gamma + beta), blocked, in place allowed (x and y of one type); statistics of x
+// in double (of each frame, or of all frames together when all_frames), or when stats is given,
+// those: the group means, then 1 / sqrt(var + eps) (2 * groups floats; eps unused). x_bf16, y_bf16:
+// x, y stored in bf16, else f32
+void vae_cpu_group_norm(const void * x, void * y, const int64_t ne[4], int groups, float eps, const float * gamma,
+                        const float * beta, enum vae_act act, const float * stats, bool all_frames, bool x_bf16,
+                        bool y_bf16);
 
 // y = act(x * s * gamma[c] + beta[c] + r), |x| = the L2 norm over the C channels at each pixel;
 // mode 0: s = sqrt(C) / max(|x|, 1e-12) (Wan's RMS_norm), 1: s = 1 / sqrt(|x|^2 / C + eps)
 // (diffusers' RMSNorm), 2: x - mean(x) in place of x and s = 1 / sqrt(var + eps) (LayerNorm); beta
-// and the residual r (blocked, like y) may be NULL; blocked, in place allowed (y = x, or y = r, f32);
-// y_bf16: y is stored in bf16
-void vae_cpu_rms_norm(const float * x, void * y, const int64_t ne[4], const float * gamma, const float * beta,
-                      const float * r, int mode, float eps, enum vae_act act, bool y_bf16);
+// and the residual r (blocked, f32) may be NULL; blocked, in place allowed (y = x of one type, or
+// y = r, f32); x_bf16, y_bf16: x, y stored in bf16, else f32
+void vae_cpu_rms_norm(const void * x, void * y, const int64_t ne[4], const float * gamma, const float * beta,
+                      const float * r, int mode, float eps, enum vae_act act, bool x_bf16, bool y_bf16);
 
 // attention within each frame over its H*W positions, in heads of hd channels: qkv [N, 3C, H, W] ->
 // y [N, C, H, W], both blocked; q, k, v are channels [0, C), [C, 2C), [2C, 3C), head j their channels
