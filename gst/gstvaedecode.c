@@ -437,8 +437,9 @@ gst_vae_precision_get_type (void)
 {
   static GType type = 0;
   static const GEnumValue values[] = {
-    {GST_VAE_PRECISION_AUTO, "bf16 on GPUs that have it (fp16 on older ones), "
-          "fp32 on the CPU", "auto"},
+    {GST_VAE_PRECISION_AUTO, "bf16 on GPUs that have it (fp16 on older ones); "
+          "on the CPU bf16 where it computes bf16 natively (AVX512-BF16, AMX), "
+          "else fp32", "auto"},
     {GST_VAE_PRECISION_FP32, "fp32", "fp32"},
     {GST_VAE_PRECISION_TF32, "tf32 tensor cores, fp32 storage", "tf32"},
     {GST_VAE_PRECISION_FP16, "fp16 storage, fp32 accumulation", "fp16"},
@@ -675,7 +676,13 @@ gst_vae_decode_start (GstBaseTransform * trans)
   }
   /* on the bus, not only in the log: the decode is slower or less exact than asked for */
   in_effect = vae_backend_precision (self->backend);
-  if (precision != VAE_PRECISION_AUTO && precision != in_effect)
+  if (precision == VAE_PRECISION_AUTO)
+    GST_ELEMENT_INFO (self, RESOURCE, SETTINGS,
+        ("precision=auto: %s on the %s backend%s.",
+            vae_precision_name (in_effect), vae_backend_name (self->backend),
+            in_effect == VAE_PRECISION_FP32 ? "" :
+            " (precision=fp32 decodes exactly as upstream does)"), (NULL));
+  else if (precision != in_effect)
     GST_ELEMENT_WARNING (self, RESOURCE, SETTINGS,
         ("%s precision was asked for, but the %s backend computes in %s.",
             vae_precision_name (precision), vae_backend_name (self->backend),

@@ -107,7 +107,7 @@ new_harness (const gchar * desc)
 static GstHarness *
 path_harness (const gchar * model, const gchar * extra, GstBus ** bus)
 {
-  gchar *desc = g_strdup_printf ("vaedecode backend=cpu model-file=%s %s",
+  gchar *desc = g_strdup_printf ("vaedecode backend=cpu precision=fp32 model-file=%s %s",
       model, extra ? extra : "");
   GstHarness *h = new_harness (desc);
 
@@ -2200,6 +2200,73 @@ expect_hip_refused (const gchar * expected)
   g_free (model);
 }
 
+/* precision=auto (the default) on the CPU: bf16 where oneDNN computes it natively (AVX512-BF16,
+ * AMX), else fp32, said in an INFO message on the bus; its TAEF2 frames close to precision=fp32's
+ * (test-precision measures how close), and (bf16) not equal to them */
+GST_START_TEST (test_cpu_auto_precision)
+{
+  gchar *model = shared_path (TAEF2_MODEL);
+  char err[512] = "";
+  vae_backend_t *b = vae_backend_init (VAE_BACKEND_CPU, 0, VAE_PRECISION_AUTO,
+      err, sizeof (err));
+  const gboolean bf16 = b && vae_backend_precision (b) == VAE_PRECISION_BF16;
+  gchar *want = g_strdup_printf ("precision=auto: %s on the %s backend",
+      bf16 ? "bf16" : "fp32", b ? vae_backend_name (b) : "?");
+  GstBuffer *ref[TAEF2_FRAMES], *out[TAEF2_FRAMES];
+  GstCaps *ref_caps, *caps;
+  GstElement *e;
+  GstBus *bus;
+  GstHarness *h;
+  GstMessage *msg;
+  GError *error = NULL;
+  gint i, worst = 0;
+  gdouble mean_sum = 0;
+
+  fail_unless (b != NULL, "cpu backend: %s", err);
+  g_clear_pointer (&b, vae_backend_free);
+  ref_caps = taef2_decode ("", NULL, ref);      /* (path_harness: precision=fp32) */
+  /* the bus set before the harness starts the element: the message comes at start */
+  e = make_decoder ();
+  bus = gst_bus_new ();
+  gst_element_set_bus (e, bus);
+  g_object_set (e, "model-file", model, NULL);
+  gst_util_set_object_arg (G_OBJECT (e), "backend", "cpu");
+  h = gst_harness_new_with_element (e, "sink", "src");
+  caps = taef2_run (h, out);
+  msg = gst_bus_pop_filtered (bus, GST_MESSAGE_INFO);
+  fail_unless (msg != NULL, "no INFO message saying which precision auto chose");
+  gst_message_parse_info (msg, &error, NULL);
+  fail_unless (g_str_has_prefix (error->message, want), "'%s', not '%s...'",
+      error->message, want);
+  g_clear_error (&error);
+  gst_message_unref (msg);
+  harness_teardown (h, bus);
+  gst_object_unref (e);
+  for (i = 0; i < TAEF2_FRAMES; i++) {
+    gdouble mean;
+    gint w = worst_level_frames (ref_caps, ref[i], caps, out[i], &mean);
+
+    worst = MAX (worst, w);
+    mean_sum += mean;
+    gst_buffer_unref (ref[i]);
+    gst_buffer_unref (out[i]);
+  }
+  GST_INFO ("precision=auto (%s) against fp32: %d levels at most, %.3f mean",
+      want, worst, mean_sum / TAEF2_FRAMES);
+  if (bf16)
+    fail_unless (worst > 0 && worst <= 16 && mean_sum / TAEF2_FRAMES < 0.5,
+        "bf16 frames %d levels from fp32's at most, %.3f on average (wanted 1 "
+        "to 16, below 0.5)", worst, mean_sum / TAEF2_FRAMES);
+  else
+    fail_unless_equals_int (worst, 0);
+  gst_caps_unref (ref_caps);
+  gst_caps_unref (caps);
+  g_free (want);
+  g_free (model);
+}
+
+GST_END_TEST;
+
 /* the HIP runtime missing (VAE_HIP_LIBRARY names a file that is not there, as on a machine
  * without ROCm): backend=hip is refused naming it, and auto decodes on the CPU, in system
  * memory, the frames of backend=cpu */
@@ -2821,7 +2888,7 @@ GST_START_TEST (test_parse_5d_images)
   gchar *path = data_path ("qwen21_b4.5d.latent");
   gchar *model = data_path ("qwen21_b4.orig.safetensors");
   gchar *desc = g_strdup_printf ("latentparse ! vaedecode backend=cpu "
-      "model-file=%s", model);
+      "precision=fp32 model-file=%s", model);
   gchar *contents;
   gsize len;
   GstHarness *h = new_harness (desc);
@@ -3002,7 +3069,7 @@ GST_START_TEST (test_running_properties)
   gst_util_set_object_arg (G_OBJECT (e), "precision", "fp16");
   expect_warning (bus, "The precision property cannot change");
   g_object_get (e, "precision", &precision, NULL);
-  fail_unless_equals_int (precision, 0);        /* auto */
+  fail_unless_equals_int (precision, 1);        /* fp32, as it started */
   fail_unless_equals_int (gst_harness_push (h, latent_buffer (1)),
       GST_FLOW_OK);
   gst_buffer_unref (gst_harness_pull (h));
@@ -3770,6 +3837,7 @@ vaedecode_suite (void)
   tc = tcase_create ("hip");
   tcase_set_timeout (tc, 300);
   suite_add_tcase (s, tc);
+  tcase_add_test (tc, test_cpu_auto_precision);
   tcase_add_test (tc, test_hip_no_runtime);
   tcase_add_test (tc, test_hip_no_device);
   return s;

@@ -5,7 +5,10 @@
 # reference code (an implementation named ref:..., 1000x slower: what nChw16c gave on AVX2),
 # report the ISA it was lowered to, and take at most 3x the native time. A backend asked for bf16
 # has it in effect only natively and only where the CPU has AVX512-BF16 or AMX (oneDNN would
-# emulate it on AVX512_CORE); then its decode must not be ref either.
+# emulate it on AVX512_CORE); then its decode must not be ref either, and must convert no
+# activation between convolutions: at most one f32-to-bf16 reorder per compute (the latents, on
+# their way into the first conv; test-isa computes 3 times), against 25 convolutions each. No
+# decode in fp32 reorders an activation.
 set -u
 exe=${1:?usage: test-isa.sh path/to/test-isa}
 tmp=$(mktemp -d)
@@ -59,6 +62,22 @@ for name in native avx2 avx512_core; do
     [ $name = native ] && want=$native_bf16
     grep -q "^bf16 asked: $want in effect" "$tmp/$name" || bad "$name: bf16 asked, $want not in effect"
     [ $want = fp32 ] || [ -n "$(ms $name bf16)" ] || bad "$name: no bf16 decode"
+done
+
+# the conversions of activations: a blocked f32 tensor reordered (to bf16)
+act_reorders() { grep -c '^onednn_verbose,exec,cpu,reorder,.*src_f32::blocked:aBcd[0-9]*b.*dst_' || true; }
+if [ $native_bf16 = bf16 ]; then
+    from=$(grep -n '^bf16 asked:' "$tmp/native" | cut -d: -f1)
+    n=$(tail -n +"${from:-1}" "$tmp/native" | act_reorders)
+    c=$(tail -n +"${from:-1}" "$tmp/native" | grep -c '^onednn_verbose,exec,cpu,\(convolution\|deconvolution\),.*bf16')
+    echo "native bf16: $n conversions of activations to bf16 in 3 computes of $c bf16 convolutions"
+    [ "$n" -le 3 ] && [ "$c" -ge 75 ] ||
+        bad "native bf16: $n conversions of activations to bf16 (at most 3) for $c convolutions (at least 75)"
+fi
+for name in native avx2 avx512_core; do
+    upto=$(grep -n '^bf16 asked:' "$tmp/$name" | cut -d: -f1)
+    n=$(head -n "${upto:-1000000000}" "$tmp/$name" | act_reorders)
+    [ "$n" -eq 0 ] || bad "$name: $n reorders of activations in the fp32 decode"
 done
 
 [ $failed -eq 0 ] && echo "ok: every ISA, no reference code, within 3x of native"

@@ -141,16 +141,33 @@ static void test_bf16(void) {
           vae_precision_name(p));
     check_bf16(bf, p == VAE_PRECISION_BF16, path_in(shared_dir, "models/taef2_decoder.safetensors"),
                path_in(shared_dir, "reference/taef2/small.latent"));
-    check_bf16(bf, p == VAE_PRECISION_BF16, path_in(data_dir, "wan21_b4.orig.safetensors"),
-               path_in(data_dir, "wan21_b4.latent"));
-    check_bf16(bf, p == VAE_PRECISION_BF16, path_in(data_dir, "kl_f2.safetensors"), path_in(data_dir, "kl_f2.latent"));
-    // LTX-2.3's centred convs: bf16 copies of the input with the history in front, a stream's first
-    // graph reading one copy of its first frame there (2.0's reflecting convs run in f32)
-    check_bf16(bf, p == VAE_PRECISION_BF16, path_in(data_dir, "ltx2_v23.orig.safetensors"),
-               path_in(data_dir, "ltx2_v23.latent"));
-    // MiniMax-H3's ViT: bf16 linear layers over its tokens, norms, RoPE and attention in f32
-    check_bf16(bf, p == VAE_PRECISION_BF16, path_in(data_dir, "minimax_w128.diffusers.safetensors"),
-               path_in(data_dir, "minimax_w128.latent"));
+    // a fixture of every family (Wan 2.1: state frames in front of the convs; AutoencoderKL:
+    // GroupNorm, attention; LTX-2.3's centred convs: a stream's first graph reading one copy of its
+    // first frame there, 2.0's reflecting convs in f32; MiniMax-H3's ViT: bf16 linear layers over
+    // its tokens, norms, RoPE and attention in f32)
+    static const char * const fixtures[][2] = {
+        { "taesd_z4_w16.orig.safetensors", "taesd_z4_w16.latent" },
+        { "wan21_b4.orig.safetensors", "wan21_b4.latent" },
+        { "wan22_b4.orig.safetensors", "wan22_b4.latent" },
+        { "qwen21_b4.orig.safetensors", "qwen21_b4.latent" },
+        { "taew21_nf32.safetensors", "taew21_nf32.latent" },
+        { "taew22_nf32.safetensors", "taew22_nf32.latent" },
+        { "taehv15_nf16.safetensors", "taehv15_nf16.latent" },
+        { "taeltx2_nf16.safetensors", "taeltx2_nf16.latent" },
+        { "kl_f2.safetensors", "kl_f2.latent" },
+        { "kl_sd.safetensors", "kl_sd.latent" },
+        { "hyimage_w64.orig.safetensors", "hyimage_w64.latent" },
+        { "dcae_w32.orig.safetensors", "dcae_w32.latent" },
+        { "svd_b2.sgm.safetensors", "svd_b2.latent" },
+        { "seedvr2_w32.safetensors", "seedvr2_w32.latent" },
+        { "hyvideo15_w32.orig.safetensors", "hyvideo15_w32.latent" },
+        { "ltx2_v20.orig.safetensors", "ltx2_v20.latent" },
+        { "ltx2_v23.orig.safetensors", "ltx2_v23.latent" },
+        { "minimax_w128.diffusers.safetensors", "minimax_w128.latent" },
+    };
+    for (size_t i = 0; i < sizeof(fixtures) / sizeof(fixtures[0]); i++) {
+        check_bf16(bf, p == VAE_PRECISION_BF16, path_in(data_dir, fixtures[i][0]), path_in(data_dir, fixtures[i][1]));
+    }
     vae_backend_free(bf);
 }
 

@@ -214,7 +214,7 @@ static void cpu_plan_types(const struct cpu_context * ctx, const struct vae_grap
     for (int i = 0; i < g->n_nodes; i++) {
         const struct vae_tensor * t = g->nodes[i];
         cg->nodes[i].bf16           = ctx->conv_type == dnnl_bf16 && t != g->output &&
-                            (cpu_is_conv(t) || t->op == VAE_OP_GROUP_NORM || t->op == VAE_OP_RMS_NORM);
+                            (cpu_conv_bf16(ctx, t) || t->op == VAE_OP_GROUP_NORM || t->op == VAE_OP_RMS_NORM);
     }
     for (bool changed = true; changed;) { // (each pass only turns some to f32: it ends)
         changed = false;
@@ -1326,7 +1326,7 @@ vae_backend_t * vae_backend_cpu_init(enum vae_precision precision, char * err, s
     const dnnl_version_t * v = dnnl_version();
     const dnnl_cpu_isa_t   isa = dnnl_get_effective_cpu_isa();
     const char *           isa_name = dnnl_cpu_isa2str(isa);
-    const bool             bf16     = precision == VAE_PRECISION_BF16 &&
+    const bool             bf16     = (precision == VAE_PRECISION_BF16 || precision == VAE_PRECISION_AUTO) &&
                           (isa & dnnl_cpu_isa_avx512_core_bf16) == dnnl_cpu_isa_avx512_core_bf16;
     ctx->tag       = vae_cpu_block() == 16 ? dnnl_nChw16c : dnnl_nChw8c;
     ctx->conv_type = bf16 ? dnnl_bf16 : dnnl_f32;
