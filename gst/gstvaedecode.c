@@ -2077,9 +2077,11 @@ gst_vae_decode_class_init (GstVaeDecodeClass * klass)
    * statistics and softmax stay in fp32 at every precision. auto is bf16 on GPUs that
    * have it (compute capability 8.0 and up, every AMD target), fp16 on older ones. A GPU
    * that lacks the precision asked for refuses to start, naming it (tf32 on AMD GPUs). The
-   * CPU backend computes in fp32, and its convolutions in bf16 when bf16 is asked for and the CPU has AVX512-BF16 or AMX; a
+   * CPU backend computes in fp32, or in bf16 between its convolutions when the CPU has
+   * AVX512-BF16 or AMX and bf16 or auto is asked for (fp32 is upstream's output exactly); a
    * WARNING message on the bus says so when it computes in another precision than the one
-   * asked for. The precision in effect is logged at INFO level.
+   * asked for, and with auto an INFO message says which it chose. The precision in effect is
+   * logged at INFO level.
    */
   g_object_class_install_property (gobject_class, PROP_PRECISION,
       g_param_spec_enum ("precision", "Precision", "Compute precision",
