@@ -2035,6 +2035,71 @@ static void test_rms_case(int N, int C, int H, int W, enum vae_act act, float ma
     pool_free(&pl);
 }
 
+// bf16 storage (precision bf16 keeps what passes between convs and norms in bf16): the rounding
+// against PyTorch's, and each norm and bias_act reading or writing bf16 gives exactly what the f32
+// op gives on the same (bf16-rounded) input, rounded once
+static void test_bf16_storage(void) {
+    // torch 2.15: torch.tensor(v, dtype=torch.float32).to(torch.bfloat16).view(torch.int16)
+    static const struct {
+        float    v;
+        uint16_t bits;
+    } rounding[] = {
+        { 1.00390625f, 0x3f80 }, { 1.01171875f, 0x3f82 }, { 3.14159f, 0x4049 }, { -2.5e-39f, 0x801b },
+        { 65504.0f, 0x4780 },    { 3.4e38f, 0x7f80 },     { -0.0f, 0x8000 },    { 1e-45f, 0x0000 },
+    };
+    for (size_t i = 0; i < sizeof(rounding) / sizeof(rounding[0]); i++) {
+        CHECK(vae_cpu_bf16(rounding[i].v) == rounding[i].bits, "bf16(%g) = 0x%04x, PyTorch gives 0x%04x",
+              (double) rounding[i].v, vae_cpu_bf16(rounding[i].v), rounding[i].bits);
+    }
+    CHECK(isnan(vae_cpu_from_bf16(vae_cpu_bf16(NAN))) && isnan(vae_cpu_from_bf16(vae_cpu_bf16(-NAN))),
+          "a NaN rounded to bf16 is not NaN");
+
+    struct pool   pl    = { 0 };
+    const int64_t ne[4] = { 2, 36, 5, 7 }; // (a partial last block, of 16 lanes or 8)
+    const size_t  n = vae_cpu_nelements(ne), plain = (size_t) (ne[0] * ne[1] * ne[2] * ne[3]);
+    float *       x     = rnd(&pl, plain, -3.0f, 3.0f);
+    const float * gamma = rnd(&pl, (size_t) ne[1], -1.5f, 1.5f), *beta = rnd(&pl, (size_t) ne[1], -0.5f, 0.5f);
+    float *       bias  = rnd(&pl, (size_t) (vae_cpu_blocks(ne[1]) * vae_cpu_block()), -0.5f, 0.5f);
+    float *       xb    = blocked_in(&pl, x, ne);
+    uint16_t *    x16   = pool_add(&pl, xmalloc(n * sizeof(uint16_t)));
+    uint16_t *    y16   = pool_add(&pl, xmalloc(n * sizeof(uint16_t)));
+    float *       y32   = blocked_out(&pl, ne);
+    for (size_t i = 0; i < n; i++) { // x in bf16, and in f32 holding the same values
+        x16[i] = vae_cpu_bf16(xb[i]);
+        xb[i]  = vae_cpu_from_bf16(x16[i]);
+    }
+    for (int op = 0; op < 5; op++) { // rms_norm modes 0, 1, 2, group_norm, bias_act
+        for (int in16 = 0; in16 < 2; in16++) {
+            const char * names[] = { "rms_norm", "rms_norm_eps", "layer_norm", "group_norm", "bias_act" };
+            if (op == 4) {
+                memcpy(y32, xb, n * sizeof(float));
+                vae_cpu_bias_act(y32, ne, bias, VAE_ACT_SILU, false);
+                memcpy(y16, x16, n * sizeof(uint16_t));
+                vae_cpu_bias_act(y16, ne, bias, VAE_ACT_SILU, true);
+            } else if (op == 3) {
+                vae_cpu_group_norm(xb, y32, ne, 4, 1e-6f, gamma, beta, VAE_ACT_SILU, NULL, false,
+                                   false, false);
+                vae_cpu_group_norm(in16 ? (const void *) x16 : xb, y16, ne, 4, 1e-6f, gamma, beta,
+                                   VAE_ACT_SILU, NULL, false, in16, true);
+            } else {
+                vae_cpu_rms_norm(xb, y32, ne, gamma, op ? beta : NULL, NULL, op, 1e-5f, VAE_ACT_SILU, false, false);
+                vae_cpu_rms_norm(in16 ? (const void *) x16 : xb, y16, ne, gamma, op ? beta : NULL, NULL, op, 1e-5f,
+                                 VAE_ACT_SILU, in16, true);
+            }
+            size_t bad = 0;
+            for (size_t i = 0; i < n; i++) {
+                bad += y16[i] != vae_cpu_bf16(y32[i]);
+            }
+            CHECK(bad == 0, "%s from %s to bf16: %zu of %zu values differ from the f32 op's rounded", names[op],
+                  in16 ? "bf16" : "f32", bad, n);
+            if (op == 4) {
+                break; // (in place: one type)
+            }
+        }
+    }
+    pool_free(&pl);
+}
+
 // x -> 1x1 conv -> rms_norm_eps (eps 1e-5; beta or none) + x through the backend
 // (ones: without gamma, LTX-2's)
 static void test_rms_graph_case(int N, int C, int H, int W, bool bias, enum vae_act act, bool ones) {
@@ -3160,7 +3225,8 @@ int main(int argc, char ** argv) {
         { "prepare/reuse", test_prepare_and_reuse }, { "arena pages", test_arena_untouched },
         { "available memory", test_available_memory },
         { "errors", test_errors },       { "nan", test_nan },
-        { "rms_norm, rms_norm_eps", test_rms }, { "attention (blocked, direct)", test_attention },
+        { "rms_norm, rms_norm_eps", test_rms }, { "bf16 storage", test_bf16_storage },
+        { "attention (blocked, direct)", test_attention },
         { "linear_attention, glu", test_linear_attention },
         { "frame_split, pixel_shuffle (blocked, direct)", test_shuffles },
         { "causal_conv3d, frame_split in graphs", test_causal },
