@@ -70,14 +70,16 @@ static double psnr_8bit(const float * a, const float * b, size_t n, float scale,
 }
 
 // every frame of a latent file ([N, C, h, w] images or [1, C, T, h, w] video) decoded through a
-// session on backend b, one latent frame per push: the raw f32 frames [F, 3, H, W] (caller frees)
-static float * session_decode(vae_backend_t * b, const struct vae_model * m, const char * latent_file, size_t * n_out) {
+// session on backend b, one latent frame per push, in tiles of `tile` pixels (0: whole frames): the
+// raw f32 frames [F, 3, H, W] (caller frees)
+static float * session_decode(vae_backend_t * b, const struct vae_model * m, const char * latent_file, int tile,
+                              size_t * n_out) {
     int64_t       ls[5];
     float *       lat = read_tensor(latent_file, "latent_tensor", ls);
     const bool    video = ls[4] > 1;
     const int64_t T = video ? ls[2] : ls[0], C = ls[1], h = video ? ls[3] : ls[2], w = video ? ls[4] : ls[3];
     const size_t  frame = (size_t) 3 * m->scale * h * m->scale * w;
-    const struct vae_session_config cfg = { (int) C, (int) h, (int) w, VAE_SPACE_AUTO, 1, 0, 0 };
+    const struct vae_session_config cfg = { (int) C, (int) h, (int) w, VAE_SPACE_AUTO, 1, 0, tile };
     struct vae_session *            s   = lat ? vae_session_new(m, b, &cfg, err, sizeof(err)) : NULL;
     float *                         in  = malloc((size_t) (C * h * w) * sizeof(float));
     const size_t                    cap = (size_t) (1 + m->frames_per_latent * T);
@@ -101,16 +103,17 @@ static float * session_decode(vae_backend_t * b, const struct vae_model * m, con
     return out;
 }
 
-// the bf16 decode of a latent file against the fp32 one (see the top)
-static void check_bf16(vae_backend_t * bf, bool bf16, const char * model_file, const char * latent_file) {
+// the bf16 decode of a latent file against the fp32 one (see the top); with tile > 0, the bf16
+// decode in tiles of that size too (its tiles keep their causal state in bf16)
+static void check_bf16(vae_backend_t * bf, bool bf16, const char * model_file, const char * latent_file, int tile) {
     struct vae_model * m = vae_model_load(model_file, VAE_FAMILY_AUTO, err, sizeof(err));
     CHECK(m, "load %s: %s", model_file, err);
     if (!m) {
         return;
     }
     size_t        n32 = 0, n16 = 0;
-    float *       y32 = session_decode(cpu, m, latent_file, &n32);
-    float *       y16 = session_decode(bf, m, latent_file, &n16);
+    float *       y32 = session_decode(cpu, m, latent_file, 0, &n32);
+    float *       y16 = session_decode(bf, m, latent_file, 0, &n16);
     const double  p   = psnr_8bit(y32, y16, n32 < n16 ? n32 : n16, m->out_scale, m->out_offset);
     const double  d   = max_abs_diff(y32, y16, n32 < n16 ? n32 : n16);
     const char *  at  = strrchr(model_file, '/') ? strrchr(model_file, '/') + 1 : model_file;
@@ -121,6 +124,16 @@ static void check_bf16(vae_backend_t * bf, bool bf16, const char * model_file, c
         CHECK(p >= 38.0 && d > 0, "%s: bf16 at %.1f dB PSNR (max |diff| %g) from fp32, not >= 38 and above 0", at, p, d);
     } else {
         CHECK(d == 0, "%s: bf16 not in effect, yet the decode differs from fp32 by %g", at, d);
+    }
+    if (tile > 0 && n32 > 0) {
+        size_t        nt = 0;
+        float *       yt = session_decode(bf, m, latent_file, tile, &nt);
+        const double  pt = psnr_8bit(y32, yt, n32 < nt ? n32 : nt, m->out_scale, m->out_offset);
+        printf("%-28s %s in %d-pixel tiles against fp32: PSNR %.1f dB, max |diff| %.3g from the whole-frame bf16\n",
+               at, bf16 ? "bf16" : "fp32 (bf16 asked)", tile, pt, max_abs_diff(y16, yt, n16 < nt ? n16 : nt));
+        CHECK(nt == n32 && pt >= 38.0, "%s: bf16 in %d-pixel tiles at %.1f dB PSNR from fp32 (%zu values, %zu in fp32)",
+              at, tile, pt, nt, n32);
+        free(yt);
     }
     free(y32);
     free(y16);
@@ -140,33 +153,37 @@ static void test_bf16(void) {
     CHECK(p == (want ? VAE_PRECISION_BF16 : VAE_PRECISION_FP32), "bf16 asked at ISA %s: %s in effect", vae_backend_name(bf),
           vae_precision_name(p));
     check_bf16(bf, p == VAE_PRECISION_BF16, path_in(shared_dir, "models/taef2_decoder.safetensors"),
-               path_in(shared_dir, "reference/taef2/small.latent"));
+               path_in(shared_dir, "reference/taef2/small.latent"), 0);
     // a fixture of every family (Wan 2.1: state frames in front of the convs; AutoencoderKL:
     // GroupNorm, attention; LTX-2.3's centred convs: a stream's first graph reading one copy of its
     // first frame there, 2.0's reflecting convs in f32; MiniMax-H3's ViT: bf16 linear layers over
     // its tokens, norms, RoPE and attention in f32)
-    static const char * const fixtures[][2] = {
-        { "taesd_z4_w16.orig.safetensors", "taesd_z4_w16.latent" },
-        { "wan21_b4.orig.safetensors", "wan21_b4.latent" },
-        { "wan22_b4.orig.safetensors", "wan22_b4.latent" },
-        { "qwen21_b4.orig.safetensors", "qwen21_b4.latent" },
-        { "taew21_nf32.safetensors", "taew21_nf32.latent" },
-        { "taew22_nf32.safetensors", "taew22_nf32.latent" },
-        { "taehv15_nf16.safetensors", "taehv15_nf16.latent" },
-        { "taeltx2_nf16.safetensors", "taeltx2_nf16.latent" },
-        { "kl_f2.safetensors", "kl_f2.latent" },
-        { "kl_sd.safetensors", "kl_sd.latent" },
-        { "hyimage_w64.orig.safetensors", "hyimage_w64.latent" },
-        { "dcae_w32.orig.safetensors", "dcae_w32.latent" },
-        { "svd_b2.sgm.safetensors", "svd_b2.latent" },
-        { "seedvr2_w32.safetensors", "seedvr2_w32.latent" },
-        { "hyvideo15_w32.orig.safetensors", "hyvideo15_w32.latent" },
-        { "ltx2_v20.orig.safetensors", "ltx2_v20.latent" },
-        { "ltx2_v23.orig.safetensors", "ltx2_v23.latent" },
-        { "minimax_w128.diffusers.safetensors", "minimax_w128.latent" },
+    static const struct {
+        const char * model, *latent;
+        int          tile; // > 0: in tiles of that many pixels too
+    } fixtures[] = {
+        { "taesd_z4_w16.orig.safetensors", "taesd_z4_w16.latent", 0 },
+        { "wan21_b4.orig.safetensors", "wan21_b4.latent", 16 },
+        { "wan22_b4.orig.safetensors", "wan22_b4.latent", 0 },
+        { "qwen21_b4.orig.safetensors", "qwen21_b4.latent", 0 },
+        { "taew21_nf32.safetensors", "taew21_nf32.latent", 0 },
+        { "taew22_nf32.safetensors", "taew22_nf32.latent", 0 },
+        { "taehv15_nf16.safetensors", "taehv15_nf16.latent", 0 },
+        { "taeltx2_nf16.safetensors", "taeltx2_nf16.latent", 0 },
+        { "kl_f2.safetensors", "kl_f2.latent", 16 },
+        { "kl_sd.safetensors", "kl_sd.latent", 0 },
+        { "hyimage_w64.orig.safetensors", "hyimage_w64.latent", 0 },
+        { "dcae_w32.orig.safetensors", "dcae_w32.latent", 0 },
+        { "svd_b2.sgm.safetensors", "svd_b2.latent", 0 },
+        { "seedvr2_w32.safetensors", "seedvr2_w32.latent", 16 },
+        { "hyvideo15_w32.orig.safetensors", "hyvideo15_w32.latent", 0 },
+        { "ltx2_v20.orig.safetensors", "ltx2_v20.latent", 0 },
+        { "ltx2_v23.orig.safetensors", "ltx2_v23.latent", 16 },
+        { "minimax_w128.diffusers.safetensors", "minimax_w128.latent", 0 },
     };
     for (size_t i = 0; i < sizeof(fixtures) / sizeof(fixtures[0]); i++) {
-        check_bf16(bf, p == VAE_PRECISION_BF16, path_in(data_dir, fixtures[i][0]), path_in(data_dir, fixtures[i][1]));
+        check_bf16(bf, p == VAE_PRECISION_BF16, path_in(data_dir, fixtures[i].model), path_in(data_dir, fixtures[i].latent),
+                   fixtures[i].tile);
     }
     vae_backend_free(bf);
 }
