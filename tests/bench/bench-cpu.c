@@ -12,8 +12,10 @@
 // minimax) MiniMax-H3's ViT video VAE at the released widths with N of its 36 blocks, streamed in upstream's
 // chunks, beside diffusers' AutoencoderKLMiniMaxH3.decode of the whole clip, tiling off; and (--models
 // svd,seedvr2) SVD's temporal decoder per decode_chunk_size and SeedVR2's VAE untiled and tiled, beside diffusers'
-// AutoencoderKLTemporalDecoder and SeedVR's VideoAutoencoderKLWrapper, timed over whole clips. TAEF2 runs at each precision asked (fp32, bf16), on both sides;
-// the backend's name gives oneDNN's ISA in effect, which --isa lowers (DNNL_MAX_CPU_ISA).
+// AutoencoderKLTemporalDecoder and SeedVR's VideoAutoencoderKLWrapper, timed over whole clips. TAEF2, Wan, TAEHV and
+// AutoencoderKL run at each precision asked (--precisions fp32,bf16), on both sides: our backend asked for it (bf16
+// asked is fp32 in effect where oneDNN's ISA has no bf16), the peer's module and latents cast to it; the other
+// models run in fp32. The backend's name gives oneDNN's ISA in effect, which --isa lowers (DNNL_MAX_CPU_ISA).
 //
 //   bench-cpu [--model PATH] [--frames N] [--warmup W] [--precisions LIST] [--isa NAME]
 //             [--python PATH] [--peer-script PATH] [--no-peer]
@@ -89,6 +91,8 @@
 #define KL_LATENT    128  // 1024x1024 output
 #define KL_MAX_TILES 8
 
+#define MAX_PRECISIONS 2  // fp32, bf16
+
 static void usage(FILE * f) {
     fprintf(f,
             "usage: bench-cpu [--model PATH] [--frames N] [--warmup W] [--precisions LIST] [--isa NAME] [--python PATH]\n"
@@ -103,7 +107,8 @@ static void usage(FILE * f) {
             "  --model PATH        TAEF2 decoder safetensors (default %s)\n"
             "  --frames N          TAEF2: timed decodes, one frame each (default 5)\n"
             "  --warmup W          TAEF2: untimed decodes first (default 1)\n"
-            "  --precisions LIST   TAEF2: fp32, bf16 or both, comma-separated, ours and the peer's (default fp32)\n"
+            "  --precisions LIST   fp32, bf16 or both, comma-separated, ours and the peer's: TAEF2, Wan, TAEHV and\n"
+            "                      AutoencoderKL, a row each (default fp32; the other models: fp32)\n"
             "  --isa NAME          oneDNN's highest ISA (DNNL_MAX_CPU_ISA: AVX2, AVX512_CORE, ...; default: all)\n"
             "  --python PATH       interpreter with torch for the TAEF2 peer (default %s; env VAE_BENCH_PYTHON)\n"
             "  --peer-script PATH  the TAEF2 PyTorch peer (default %s in the source dir)\n"
@@ -255,6 +260,48 @@ done:
     return best;
 }
 
+// --- precisions --------------------------------------------------------------------------------
+
+// a CPU backend asked for a precision, and what it gave: bf16 asked is fp32 in effect where oneDNN's
+// ISA has neither AVX512-BF16 nor AMX (or --isa lowered it), so a row says the one in effect
+struct cpu_prec {
+    enum vae_precision asked, in_effect;
+    char               backend[128];  // vae_backend_name: oneDNN's version, ISA in effect, threads
+};
+
+// vae_backend_init(VAE_BACKEND_CPU) at p->asked, with its line "<prefix>backend: ..., bf16 asked: bf16 in
+// effect"; NULL with err
+static vae_backend_t * cpu_backend(struct cpu_prec * p, const char * prefix, char * err, size_t err_size) {
+    vae_backend_t * be = vae_backend_init(VAE_BACKEND_CPU, 0, p->asked, err, err_size);
+    if (!be) return NULL;
+    p->in_effect = vae_backend_precision(be);
+    snprintf(p->backend, sizeof(p->backend), "%s", vae_backend_name(be));
+    printf("%sbackend: %s, %s asked: %s in effect\n", prefix, p->backend, vae_precision_name(p->asked),
+           vae_precision_name(p->in_effect));
+    return be;
+}
+
+// a table row's precision: the one in effect, and the one asked where it differs ("fp32 (bf16 asked)"),
+// which the row's peer ran at
+static const char * cpu_prec_label(char * buf, size_t size, const struct cpu_prec * p) {
+    if (p->in_effect == p->asked) {
+        snprintf(buf, size, "%s", vae_precision_name(p->in_effect));
+    } else {
+        snprintf(buf, size, "%s (%s asked)", vae_precision_name(p->in_effect), vae_precision_name(p->asked));
+    }
+    return buf;
+}
+
+// "fp32, bf16": the precisions asked, for a heading
+static const char * precision_list(char * buf, size_t size, const enum vae_precision * p, int n) {
+    buf[0] = '\0';
+    for (int k = 0; k < n; k++) {
+        append(buf, size, k ? ", " : "");
+        append(buf, size, vae_precision_name(p[k]));
+    }
+    return buf;
+}
+
 // --- the PyTorch peer -------------------------------------------------------------------------
 
 struct peer {
@@ -390,6 +437,9 @@ struct video_result {
     bool         imagenet;      // upstream's output is ImageNet-normalised (MiniMax-H3): compared as x std + mean
     const char * peer_args;     // more arguments for `video_torch.py time` ("" or e.g. "--chunk 4")
     int          peer_of;       // >= 0: no peer run of its own, compared with that row's
+    struct cpu_prec prec;       // ours asked for prec.asked, the peer at it (--dtype)
+    bool         again;         // the row before's decoder at another precision: its sizes and FLOPs said once
+    char         tag[96];       // label and the precision asked, for the lines outside the table
     bool         ok;            // our side ran
     char         reason[512];
     char         description[160];
@@ -439,6 +489,7 @@ static bool video_ours(struct video_result * r, const char * dir, int streams, i
         snprintf(r->reason, sizeof(r->reason), "the directory name is too long");
         return false;
     }
+    malloc_trim(0);  // the row before (this decoder at another precision too) leaves no free heap in the baseline
     const bool hwm = hwm_reset();
     model          = vae_model_load(path, VAE_FAMILY_AUTO, err, sizeof(err));
     if (!model) {
@@ -480,7 +531,9 @@ static bool video_ours(struct video_result * r, const char * dir, int streams, i
     }
     if (!read_f32(dir, name, lat, (size_t) T * lat_floats, r->reason, sizeof(r->reason))) goto done;
 
-    be = vae_backend_init(VAE_BACKEND_CPU, 0, VAE_PRECISION_FP32, err, sizeof(err));
+    char prefix[128];
+    snprintf(prefix, sizeof(prefix), "%s: ", r->tag);
+    be = cpu_backend(&r->prec, prefix, err, sizeof(err));
     if (!be) {
         snprintf(r->reason, sizeof(r->reason), "%s", err);
         goto done;
@@ -654,9 +707,9 @@ static void video_plan_mm720(const struct video_result * r, const char * dir, in
 static void video_peer_run(struct video_result * r, const char * python, const char * script, const char * taehv_py,
                            const char * dir, int streams, int warmup, int threads) {
     struct video_peer * p = &r->peer;
-    char                cmd[8192], sub[256], last[2048];
-    snprintf(sub, sizeof(sub), "time --model %s --streams %d --warmup %d --threads %d %s", r->name, streams, warmup,
-             threads, r->peer_args ? r->peer_args : "");
+    char                cmd[8192], sub[256], last[2048], dtype[16];
+    snprintf(sub, sizeof(sub), "time --model %s --streams %d --warmup %d --threads %d --dtype %s %s", r->name,
+             streams, warmup, threads, vae_precision_name(r->prec.asked), r->peer_args ? r->peer_args : "");
     video_cmd(cmd, sizeof(cmd), python, script, sub, "--dir", dir, taehv_py);
     printf("%s peer: %s\n", r->name, cmd);
     if (!run_lines(cmd, last, sizeof(last), p->reason, sizeof(p->reason))) return;
@@ -667,6 +720,12 @@ static void video_peer_run(struct video_result * r, const char * python, const c
         !kv_find(last, "layout", p->layout, sizeof(p->layout)) || !kv_find(last, "mode", p->mode, sizeof(p->mode)) ||
         !kv_find(last, "torch", p->version, sizeof(p->version))) {
         snprintf(p->reason, sizeof(p->reason), "unexpected last line from the peer: %.300s", last);
+        return;
+    }
+    // the precision it ran, from its own line: a row must not pass off a decode at another one as this
+    if (!kv_find(last, "dtype", dtype, sizeof(dtype)) || strcmp(dtype, vae_precision_name(r->prec.asked))) {
+        snprintf(p->reason, sizeof(p->reason), "the peer did not say it ran %s: %.300s",
+                 vae_precision_name(r->prec.asked), last);
         return;
     }
     p->threads = (int) threads_d;
@@ -763,6 +822,16 @@ struct kl_peer {
     char   layout[32], version[64], reason[512];
 };
 
+// AutoencoderKL at one precision of --precisions: our rows (one per tile size) and the peer's run
+struct kl_prec {
+    struct cpu_prec prec;
+    struct kl_row   rows[KL_MAX_TILES];
+    struct kl_peer  peer;
+    double          peer_probe[2];  // sgemm FLOP/s just before and just after the peer
+    double          torch_self;     // PyTorch NCHW vs channels_last (< 0: not both)
+    char            ref_name[32];   // the peer's output max_abs_torch is against ("": not compared)
+};
+
 // one decode through the session: push the latent, drain, pop the frame
 static bool kl_decode(struct vae_session * s, const float * lat, float * out, char * err, size_t n) {
     if (!vae_session_push(s, lat, err, n) || !vae_session_drain(s, err, n)) return false;
@@ -805,7 +874,8 @@ static void kl_row_run(struct kl_row * row, const struct vae_model * model, vae_
             return;
         }
         const double ms = now_ms() - t0;
-        printf("  ours, tile %d: decode %d%s %.1f ms\n", row->tile, i + 1, i < o->warmup ? " (warm-up)" : "", ms);
+        printf("  ours %s, tile %d: decode %d%s %.1f ms\n", vae_precision_name(vae_backend_precision(be)), row->tile,
+               i + 1, i < o->warmup ? " (warm-up)" : "", ms);
         fflush(stdout);
         if (i < o->warmup) continue;
         sum += ms;
@@ -825,14 +895,16 @@ static void kl_row_run(struct kl_row * row, const struct vae_model * model, vae_
 }
 
 static void kl_peer_run(struct kl_peer * p, const char * python, const char * script, const char * dir,
-                        const struct kl_opts * o, int threads) {
-    char cmd[8192] = "", sub[512], last[2048];
+                        const struct kl_opts * o, const char * dtype, int threads) {
+    char cmd[8192] = "", sub[512], last[2048], ran[16];
     sh_quote(cmd, sizeof(cmd), python);
     append(cmd, sizeof(cmd), " ");
     sh_quote(cmd, sizeof(cmd), script);
     snprintf(sub, sizeof(sub), " time --runs %d --warmup %d --threads %d --layouts ", o->runs, o->warmup, threads);
     append(cmd, sizeof(cmd), sub);
     sh_quote(cmd, sizeof(cmd), o->layouts);
+    append(cmd, sizeof(cmd), " --dtype ");
+    append(cmd, sizeof(cmd), dtype);
     append(cmd, sizeof(cmd), " --dir ");
     sh_quote(cmd, sizeof(cmd), dir);
     append(cmd, sizeof(cmd), " 2>&1");
@@ -845,6 +917,10 @@ static void kl_peer_run(struct kl_peer * p, const char * python, const char * sc
         snprintf(p->reason, sizeof(p->reason), "unexpected last line from the peer: %.300s", last);
         return;
     }
+    if (!kv_find(last, "dtype", ran, sizeof(ran)) || strcmp(ran, dtype)) {  // (as video_peer_run)
+        snprintf(p->reason, sizeof(p->reason), "the peer did not say it ran %s: %.300s", dtype, last);
+        return;
+    }
     p->threads = (int) threads_d;
     if (!kv_double(last, "load_rss_mib", &p->load_rss_mib)) p->load_rss_mib = -1.0;
     if (!kv_double(last, "decode_peak_rss_mib", &p->decode_peak_rss_mib)) p->decode_peak_rss_mib = -1.0;
@@ -853,10 +929,41 @@ static void kl_peer_run(struct kl_peer * p, const char * python, const char * sc
     p->ok = true;
 }
 
-// AutoencoderKL: weights and latent made by kl_torch.py in dir, our rows (one per tile size), the
-// PyTorch peer; prints its own report. sgemm_fs[*n_sgemm_io...] gets its speed probes.
-static void bench_kl(const struct kl_opts * o, const char * python, const char * dir, bool no_peer, int threads,
-                     struct cpu_snap run_start, double * sgemm_fs, int * n_sgemm_io) {
+// s's rows against the outputs its peer run just wrote into dir (the next run overwrites them): each
+// layout's, and the reference, PyTorch's NCHW output where it ran (its channels_last path rounds
+// differently, ~5e-4 at 1024x1024), else the fastest layout's; ref and ref2 hold n_out floats each
+static void kl_compare(struct kl_prec * s, const char * dir, const struct kl_opts * o, size_t n_out, float * ref,
+                       float * ref2) {
+    static const char * layout_files[2] = { "kl.torch.nchw.f32", "kl.torch.channels_last.f32" };
+    char                err[512]        = "";
+    bool                have[2]         = { false, false };
+    for (int l = 1; l >= 0; l--) {  // NCHW last: it stays in ref
+        if (!strstr(o->layouts, l ? "channels_last" : "nchw") || !file_readable(dir, layout_files[l]) ||
+            !read_f32(dir, layout_files[l], l ? ref2 : ref, n_out, err, sizeof(err))) {
+            continue;
+        }
+        have[l] = true;
+        for (int i = 0; i < o->n_tiles; i++) {
+            if (s->rows[i].ok) s->rows[i].max_abs_layout[l] = max_abs_diff(s->rows[i].out, l ? ref2 : ref, n_out);
+        }
+    }
+    if (have[0] && have[1]) s->torch_self = max_abs_diff(ref, ref2, n_out);
+    if (!have[0] && !read_f32(dir, "kl.torch.f32", ref, n_out, err, sizeof(err))) {
+        printf("kl, %s: outputs not compared: %s\n", vae_precision_name(s->prec.asked), err);
+        return;
+    }
+    snprintf(s->ref_name, sizeof(s->ref_name), "%s", have[0] ? "nchw" : s->peer.layout);
+    for (int i = 0; i < o->n_tiles; i++) {
+        if (s->rows[i].ok) s->rows[i].max_abs_torch = max_abs_diff(s->rows[i].out, ref, n_out);
+    }
+}
+
+// AutoencoderKL: weights and latent made by kl_torch.py in dir, our rows (one per tile size) and
+// the PyTorch peer at each precision of `precisions`; prints its own report. sgemm_fs[*n_sgemm_io...]
+// gets its speed probes.
+static void bench_kl(const struct kl_opts * o, const enum vae_precision * precisions, int n_prec, const char * python,
+                     const char * dir, bool no_peer, int threads, struct cpu_snap run_start, double * sgemm_fs,
+                     int * n_sgemm_io) {
     int  n_sgemm = *n_sgemm_io;
     char script[4096], err[512] = "", path[4096];
     source_path(script, sizeof(script), KL_SCRIPT);
@@ -876,16 +983,13 @@ static void bench_kl(const struct kl_opts * o, const char * python, const char *
     }
     if (made) settle();  // after the generator's exit
 
-    struct kl_row rows[KL_MAX_TILES];
-    memset(rows, 0, sizeof(rows));
-    struct kl_peer        peer        = { 0 };
+    struct kl_prec sides[MAX_PRECISIONS];
+    memset(sides, 0, sizeof(sides));
     struct vae_model *    model       = NULL;
     vae_backend_t *       be          = NULL;
     float *               lat         = malloc(n_lat * sizeof(float));
     float *               ref         = NULL;
     float *               ref2        = NULL;
-    double                torch_self  = -1.0;  // PyTorch NCHW vs channels_last
-    char                  ref_name[32] = "";
     double                busy[2]     = { -1.0, -1.0 };
     const struct cpu_snap kl_start    = cpu_snap();
     double                load_mib[2] = { -1.0, -1.0 };  // VmRSS before and after vae_model_load
@@ -893,13 +997,19 @@ static void bench_kl(const struct kl_opts * o, const char * python, const char *
     bool                  have_walked = false;
     bool                  pq          = false;
     double                conv_in_w   = 0.0;
-    for (int i = 0; i < o->n_tiles; i++) {
-        rows[i].tile            = o->tiles[i];
-        rows[i].max_abs_torch   = -1.0;
-        rows[i].max_abs_untiled = -1.0;
-        rows[i].max_abs_layout[0] = rows[i].max_abs_layout[1] = -1.0;
-        rows[i].out             = malloc(n_out * sizeof(float));
-        if (!rows[i].out) snprintf(rows[i].reason, sizeof(rows[i].reason), "out of memory");
+    for (int k = 0; k < n_prec; k++) {
+        struct kl_prec * s = &sides[k];
+        s->prec.asked = s->prec.in_effect = precisions[k];  // (in effect: until the backend says)
+        s->torch_self = -1.0;
+        for (int i = 0; i < o->n_tiles; i++) {
+            struct kl_row * r = &s->rows[i];
+            r->tile            = o->tiles[i];
+            r->max_abs_torch   = -1.0;
+            r->max_abs_untiled = -1.0;
+            r->max_abs_layout[0] = r->max_abs_layout[1] = -1.0;
+            r->out             = malloc(n_out * sizeof(float));
+            if (!r->out) snprintf(r->reason, sizeof(r->reason), "out of memory");
+        }
     }
     if (!lat || !read_f32(dir, "kl.latent.f32", lat, n_lat, err, sizeof(err))) {
         printf("kl: %s\n", lat ? err : "out of memory");
@@ -939,79 +1049,64 @@ static void bench_kl(const struct kl_opts * o, const char * python, const char *
             printf("kl: building the untiled graph for the FLOP cross-check: %s\n", err);
         }
     }
-    be = vae_backend_init(VAE_BACKEND_CPU, 0, VAE_PRECISION_FP32, err, sizeof(err));
-    if (!be) {
-        printf("kl: %s\n", err);
-        goto done;
-    }
-    {
-        double ms;
-        sgemm_fs[n_sgemm++] = sgemm_peak(&ms);
+    double ms;
+    sgemm_fs[n_sgemm++] = sgemm_peak(&ms);
+    for (int k = 0; k < n_prec; k++) {
+        struct kl_prec * s = &sides[k];
+        const char *     asked = vae_precision_name(s->prec.asked);
+        char             prefix[32];
+        snprintf(prefix, sizeof(prefix), "kl, %s: ", asked);
+        if (!(be = cpu_backend(&s->prec, prefix, err, sizeof(err)))) {
+            printf("kl, %s: %s\n", asked, err);
+            for (int i = 0; i < o->n_tiles; i++) snprintf(s->rows[i].reason, sizeof(s->rows[i].reason), "%s", err);
+            continue;
+        }
         for (int i = 0; i < o->n_tiles; i++) {
-            struct kl_row * r = &rows[i];
+            struct kl_row * r = &s->rows[i];
             r->probe[0]       = sgemm_fs[n_sgemm - 1];
             if (r->out) {
-                printf("kl: ours, tile_size %d...\n", r->tile);
+                printf("kl, %s: ours, tile_size %d...\n", asked, r->tile);
                 fflush(stdout);
                 kl_row_run(r, model, be, lat, o);
             }
             r->probe[1] = sgemm_fs[n_sgemm++] = sgemm_peak(&ms);
             if (!r->ok) {
-                printf("kl: ours, tile_size %d failed: %s\n", r->tile, r->reason);
+                printf("kl, %s: ours, tile_size %d failed: %s\n", asked, r->tile, r->reason);
                 continue;
             }
-            printf("kl: ours, tile_size %d (in use: %d): session prepared in %.0f ms; %.1f ms/decode (min %.1f); "
+            printf("kl, %s: ours, tile_size %d (in use: %d): session prepared in %.0f ms; %.1f ms/decode (min %.1f); "
                    "session peak %.1f MiB; VmRSS before %.0f MiB, VmHWM after vae_session_new %.0f MiB, after the "
                    "decodes %.0f MiB\n",
-                   r->tile, r->tile_used, r->prepare_ms, r->mean_ms, r->min_ms, r->peak_bytes / 1048576.0, r->base_mib,
-                   r->prep_hwm_mib, r->hwm_mib);
+                   asked, r->tile, r->tile_used, r->prepare_ms, r->mean_ms, r->min_ms, r->peak_bytes / 1048576.0,
+                   r->base_mib, r->prep_hwm_mib, r->hwm_mib);
         }
-    }
-    // the model and backend go before the peer runs: it gets the memory
-    vae_backend_free(be);
-    be = NULL;
-    vae_model_free(model);
-    model = NULL;
-    {  // exactness of the tiled rows: against the first whole-frame row
+        vae_backend_free(be);
+        be = NULL;
+        // exactness of the tiled rows: against the first whole-frame row of the same precision
         const struct kl_row * whole = NULL;
         for (int i = 0; i < o->n_tiles && !whole; i++) {
-            if (rows[i].ok && rows[i].tile_used == 0) whole = &rows[i];
+            if (s->rows[i].ok && s->rows[i].tile_used == 0) whole = &s->rows[i];
         }
         for (int i = 0; i < o->n_tiles && whole; i++) {
-            if (rows[i].ok && &rows[i] != whole) rows[i].max_abs_untiled = max_abs_diff(rows[i].out, whole->out, n_out);
+            struct kl_row * r = &s->rows[i];
+            if (r->ok && r != whole) r->max_abs_untiled = max_abs_diff(r->out, whole->out, n_out);
         }
     }
-    if (!no_peer) {
-        kl_peer_run(&peer, python, script, dir, o, threads);
+    // the model goes before the peer runs: it gets the memory
+    vae_model_free(model);
+    model = NULL;
+    for (int k = 0; k < n_prec && !no_peer; k++) {
+        struct kl_prec * s = &sides[k];
+        s->peer_probe[0]   = sgemm_fs[n_sgemm - 1];
+        kl_peer_run(&s->peer, python, script, dir, o, vae_precision_name(s->prec.asked), threads);
         settle();
-        double ms;
-        sgemm_fs[n_sgemm++] = sgemm_peak(&ms);
-        // the reference: PyTorch's NCHW output where it ran (its channels_last path rounds differently,
-        // ~5e-4 at 1024x1024), else the fastest layout's
-        static const char * layout_files[2] = { "kl.torch.nchw.f32", "kl.torch.channels_last.f32" };
-        if (peer.ok && (ref = malloc(n_out * sizeof(float))) != NULL && (ref2 = malloc(n_out * sizeof(float))) != NULL) {
-            bool have[2] = { false, false };
-            for (int l = 1; l >= 0; l--) {  // NCHW last: it stays in ref
-                char why[512];
-                if (!strstr(o->layouts, l ? "channels_last" : "nchw") || !file_readable(dir, layout_files[l]) ||
-                    !read_f32(dir, layout_files[l], l ? ref2 : ref, n_out, why, sizeof(why))) {
-                    continue;
-                }
-                have[l] = true;
-                for (int i = 0; i < o->n_tiles; i++) {
-                    if (rows[i].ok) rows[i].max_abs_layout[l] = max_abs_diff(rows[i].out, l ? ref2 : ref, n_out);
-                }
-            }
-            if (have[0] && have[1]) torch_self = max_abs_diff(ref, ref2, n_out);
-            if (have[0] || read_f32(dir, "kl.torch.f32", ref, n_out, err, sizeof(err))) {
-                snprintf(ref_name, sizeof(ref_name), "%s", have[0] ? "nchw" : peer.layout);
-                for (int i = 0; i < o->n_tiles; i++) {
-                    if (rows[i].ok) rows[i].max_abs_torch = max_abs_diff(rows[i].out, ref, n_out);
-                }
-            } else {
-                printf("kl: outputs not compared: %s\n", err);
-            }
-        } else if (peer.ok) {
+        s->peer_probe[1] = sgemm_fs[n_sgemm++] = sgemm_peak(&ms);
+        if (!s->peer.ok) continue;
+        if (!ref) ref = malloc(n_out * sizeof(float));
+        if (!ref2) ref2 = malloc(n_out * sizeof(float));
+        if (ref && ref2) {
+            kl_compare(s, dir, o, n_out, ref, ref2);
+        } else {
             printf("kl: outputs not compared: out of memory\n");
         }
     }
@@ -1025,9 +1120,12 @@ static void bench_kl(const struct kl_opts * o, const char * python, const char *
             if (sgemm_fs[i] > peak_fs) peak_fs = sgemm_fs[i];
             if (i == 0 || sgemm_fs[i] < low_fs) low_fs = sgemm_fs[i];
         }
+        char precs[32];
         printf("\nAutoencoderKL decoder (SD 1.x/2.x / SDXL: block_out 128/256/512/512, 49.5 M parameters), latent "
-               "%dx%dx%d -> %dx%d, fp32, CPU, %d threads, random weights; %d warm-up + %d timed decodes per row\n",
-               KL_CHANNELS, o->h, o->w, out_w, out_h, threads, o->warmup, o->runs);
+               "%dx%dx%d -> %dx%d, %s (ours: the precision in effect), CPU, %d threads, random weights; %d warm-up + "
+               "%d timed decodes per row\n",
+               KL_CHANNELS, o->h, o->w, out_w, out_h, precision_list(precs, sizeof(precs), precisions, n_prec), threads,
+               o->warmup, o->runs);
         printf("model GFLOP per decode (from the shapes): %.1f; the mid attention %.1f (%.1f%%: projections + q k^T + "
                "softmax v); the 3 upsample convs %.1f%%, counted unfused (PERFORMANCE.md: 10.47 TFLOP at 1024x1024)\n",
                fl.total / 1e9, fl.attention / 1e9, 100.0 * fl.attention / fl.total, 100.0 * fl.upsample / fl.total);
@@ -1043,50 +1141,56 @@ static void bench_kl(const struct kl_opts * o, const char * python, const char *
                    "in this run, lowest %.1f)\n",
                    peak_fs / 1e9, SGEMM_N, SGEMM_N, SGEMM_N, SGEMM_RUNS, n_sgemm, low_fs / 1e9);
         }
-        printf("\n%-34s %5s %10s %9s %8s %8s %6s %9s %8s %10s %8s %6s\n", "impl", "tile", "ms/decode", "min ms",
+        printf("\n%-48s %5s %10s %9s %8s %8s %6s %9s %8s %10s %8s %6s\n", "impl", "tile", "ms/decode", "min ms",
                "prep ms", "GFLOP/s", "% peak", "sess MiB", "RSS +MiB", "max|d| pt", "vs pt", "probe");
         int unsteady = 0;
-        for (int i = 0; i < o->n_tiles; i++) {
-            const struct kl_row * r = &rows[i];
-            char label[64], tile[16], pct[16] = "-", rss[16] = "-", diff[16] = "-", speed[16] = "-";
-            if (r->tile) {
-                snprintf(label, sizeof(label), "gst-vaedecode cpu, tiles %d", r->tile);
-            } else {
-                snprintf(label, sizeof(label), "gst-vaedecode cpu, whole frame");
+        for (int k = 0; k < n_prec; k++) {  // our rows at a precision, then the peer at it
+            const struct kl_prec * s = &sides[k];
+            const struct kl_peer * p = &s->peer;
+            for (int i = 0; i < o->n_tiles; i++) {
+                const struct kl_row * r = &s->rows[i];
+                char label[96], tile[16], pct[16] = "-", rss[16] = "-", diff[16] = "-", speed[16] = "-", prec[32];
+                if (r->tile) {
+                    snprintf(label, sizeof(label), "gst-vaedecode cpu %s, tiles %d",
+                             cpu_prec_label(prec, sizeof(prec), &s->prec), r->tile);
+                } else {
+                    snprintf(label, sizeof(label), "gst-vaedecode cpu %s, whole frame",
+                             cpu_prec_label(prec, sizeof(prec), &s->prec));
+                }
+                if (!r->ok) {
+                    printf("%-48s unavailable (%s)\n", label, r->reason);
+                    continue;
+                }
+                snprintf(tile, sizeof(tile), "%d", r->tile_used);
+                const double fs = fl.total / (r->mean_ms / 1e3);
+                if (peak_fs > 0) snprintf(pct, sizeof(pct), "%.1f", 100.0 * fs / peak_fs);
+                if (r->hwm_mib > 0) snprintf(rss, sizeof(rss), "%.0f", r->hwm_mib - r->base_mib);
+                if (r->max_abs_torch >= 0) snprintf(diff, sizeof(diff), "%.2g", r->max_abs_torch);
+                if (p->ok) snprintf(speed, sizeof(speed), "%.2f", p->ms / r->mean_ms);
+                const double probe = r->probe[0] < r->probe[1] ? r->probe[0] : r->probe[1];
+                unsteady += probe < 0.85 * peak_fs;
+                printf("%-48s %5s %10.1f %9.1f %8.0f %8.1f %6s %9.1f %8s %10s %8s %5.0f%s\n", label, tile, r->mean_ms,
+                       r->min_ms, r->prepare_ms, fs / 1e9, pct, r->peak_bytes / 1048576.0, rss, diff, speed,
+                       probe / 1e9, probe < 0.85 * peak_fs ? "!" : "");
             }
-            if (!r->ok) {
-                printf("%-34s unavailable (%s)\n", label, r->reason);
+            if (no_peer) continue;
+            char label[128], pct[16] = "-", rss[16] = "-";
+            if (!p->ok) {
+                snprintf(label, sizeof(label), "PyTorch %s", vae_precision_name(s->prec.asked));
+                printf("%-48s unavailable (%s)\n", label, p->reason);
                 continue;
             }
-            snprintf(tile, sizeof(tile), "%d", r->tile_used);
-            const double fs = fl.total / (r->mean_ms / 1e3);
+            char version[64];
+            short_version(version, sizeof(version), p->version);
+            snprintf(label, sizeof(label), "PyTorch %s %s (%s)", version, vae_precision_name(s->prec.asked), p->layout);
+            const double fs = fl.total / (p->ms / 1e3);
             if (peak_fs > 0) snprintf(pct, sizeof(pct), "%.1f", 100.0 * fs / peak_fs);
-            if (r->hwm_mib > 0) snprintf(rss, sizeof(rss), "%.0f", r->hwm_mib - r->base_mib);
-            if (r->max_abs_torch >= 0) snprintf(diff, sizeof(diff), "%.2g", r->max_abs_torch);
-            if (peer.ok) snprintf(speed, sizeof(speed), "%.2f", peer.ms / r->mean_ms);
-            const double probe = r->probe[0] < r->probe[1] ? r->probe[0] : r->probe[1];
+            if (p->decode_inc_mib > 0) snprintf(rss, sizeof(rss), "%.0f", p->decode_inc_mib);
+            const double a = s->peer_probe[0], b = s->peer_probe[1];
+            const double probe = a > 0 && a < b ? a : b;
             unsteady += probe < 0.85 * peak_fs;
-            printf("%-34s %5s %10.1f %9.1f %8.0f %8.1f %6s %9.1f %8s %10s %8s %5.0f%s\n", label, tile, r->mean_ms,
-                   r->min_ms, r->prepare_ms, fs / 1e9, pct, r->peak_bytes / 1048576.0, rss, diff, speed, probe / 1e9,
-                   probe < 0.85 * peak_fs ? "!" : "");
-        }
-        if (!no_peer) {
-            if (peer.ok) {
-                char version[64], label[128], pct[16] = "-", rss[16] = "-";
-                short_version(version, sizeof(version), peer.version);
-                snprintf(label, sizeof(label), "PyTorch %s (%s)", version, peer.layout);
-                const double fs = fl.total / (peer.ms / 1e3);
-                if (peak_fs > 0) snprintf(pct, sizeof(pct), "%.1f", 100.0 * fs / peak_fs);
-                if (peer.decode_inc_mib > 0) snprintf(rss, sizeof(rss), "%.0f", peer.decode_inc_mib);
-                const double a = o->n_tiles ? rows[o->n_tiles - 1].probe[1] : 0.0, b = sgemm_fs[n_sgemm - 1];
-                const double probe = a > 0 && a < b ? a : b;
-                unsteady += probe < 0.85 * peak_fs;
-                printf("%-34s %5s %10.1f %9.1f %8s %8.1f %6s %9s %8s %10s %8s %5.0f%s\n", label, "-", peer.ms,
-                       peer.min_ms, "-", fs / 1e9, pct, "-", rss, "-", "1.00", probe / 1e9,
-                       probe < 0.85 * peak_fs ? "!" : "");
-            } else {
-                printf("%-34s unavailable (%s)\n", "PyTorch", peer.reason);
-            }
+            printf("%-48s %5s %10.1f %9.1f %8s %8.1f %6s %9s %8s %10s %8s %5.0f%s\n", label, "-", p->ms, p->min_ms,
+                   "-", fs / 1e9, pct, "-", rss, "-", "1.00", probe / 1e9, probe < 0.85 * peak_fs ? "!" : "");
         }
         printf("tile: the tile edge the session used (vae_session_tile_size; 0 = whole frame); ms/decode: push + drain "
                "+ pop_output of one latent (mean of the timed decodes); prep ms: vae_session_new; GFLOP/s and %% peak: "
@@ -1094,49 +1198,61 @@ static void bench_kl(const struct kl_opts * o, const char * python, const char *
                "sess MiB: vae_session_peak_bytes; RSS +MiB: the process's VmHWM after the row minus its VmRSS just "
                "before vae_session_new (VmHWM reset there through /proc/self/clear_refs; the model's own f32 weights "
                "were loaded before: not counted), PyTorch: VmHWM minus VmRSS once its module was loaded; max|d| pt: "
-               "max |ours - PyTorch| over the raw output (PyTorch's NCHW output where it ran); vs pt = PyTorch ms / ours (above 1: ours is faster); probe: "
-               "the lower sgemm GFLOP/s just before / after the row\n");
+               "max |ours - PyTorch| over the raw output (PyTorch's NCHW output where it ran; bf16: both sides round, "
+               "differently, so larger than at fp32); vs pt = PyTorch ms / ours, both asked for the same precision "
+               "(above 1: ours is faster); probe: the lower sgemm GFLOP/s just before / after the row\n");
         if (unsteady) {
             printf("WARNING: %d row(s) marked '!' ran while the sgemm rate was more than 15%% below the run's best: "
                    "something else was taking CPU time (possibly outside this guest); repeat the run\n",
                    unsteady);
         }
-        for (int i = 0; i < o->n_tiles; i++) {
-            if (rows[i].ok && rows[i].max_abs_untiled >= 0) {
-                printf("tiles %d (in use %d) vs the whole-frame decode: max |diff| %.3g\n", rows[i].tile,
-                       rows[i].tile_used, rows[i].max_abs_untiled);
-            }
-        }
-        if (ref_name[0]) {
-            printf("max|d| pt is against PyTorch's %s output", ref_name);
-            for (int l = 0; l < 2; l++) {
-                bool any = false;
-                for (int i = 0; i < o->n_tiles; i++) {
-                    if (!rows[i].ok || rows[i].max_abs_layout[l] < 0) continue;
-                    printf("%s tile %d %.3g", any ? "," : l ? "; vs channels_last:" : "; vs nchw:", rows[i].tile,
-                           rows[i].max_abs_layout[l]);
-                    any = true;
+        bool scaled = false;  // the output scale said (once: the first row that ran)
+        for (int k = 0; k < n_prec; k++) {
+            const struct kl_prec * s     = &sides[k];
+            const struct kl_row *  rows  = s->rows;
+            const char *           asked = vae_precision_name(s->prec.asked);
+            for (int i = 0; i < o->n_tiles; i++) {
+                if (rows[i].ok && rows[i].max_abs_untiled >= 0) {
+                    printf("%s: tiles %d (in use %d) vs the whole-frame decode: max |diff| %.3g\n", asked,
+                           rows[i].tile, rows[i].tile_used, rows[i].max_abs_untiled);
                 }
             }
-            if (torch_self >= 0) printf("; PyTorch nchw vs channels_last: %.3g", torch_self);
-            printf("\n");
-        }
-        for (int i = 0; i < o->n_tiles; i++) {
-            if (!rows[i].ok) continue;
-            double mx = 0.0;
-            for (size_t k = 0; k < n_out; k++) mx = fmax(mx, fabs(rows[i].out[k]));
-            printf("output scale: max |y| %.3f (ours, tile %d)\n", mx, rows[i].tile);
-            break;
+            if (s->ref_name[0]) {
+                printf("%s: max|d| pt is against PyTorch's %s output", asked, s->ref_name);
+                for (int l = 0; l < 2; l++) {
+                    bool any = false;
+                    for (int i = 0; i < o->n_tiles; i++) {
+                        if (!rows[i].ok || rows[i].max_abs_layout[l] < 0) continue;
+                        printf("%s tile %d %.3g", any ? "," : l ? "; vs channels_last:" : "; vs nchw:", rows[i].tile,
+                               rows[i].max_abs_layout[l]);
+                        any = true;
+                    }
+                }
+                if (s->torch_self >= 0) printf("; PyTorch nchw vs channels_last: %.3g", s->torch_self);
+                printf("\n");
+            }
+            for (int i = 0; i < o->n_tiles && !scaled; i++) {
+                if (!rows[i].ok) continue;
+                double mx = 0.0;
+                for (size_t j = 0; j < n_out; j++) mx = fmax(mx, fabs(rows[i].out[j]));
+                printf("output scale: max |y| %.3f (ours %s, tile %d)\n", mx, vae_precision_name(s->prec.in_effect),
+                       rows[i].tile);
+                scaled = true;
+            }
         }
         if (load_mib[1] > 0) {
             printf("ours: the model (f32 weights) took VmRSS %.0f -> %.0f MiB when loaded\n", load_mib[0], load_mib[1]);
         }
-        if (peer.ok) {
-            printf("PyTorch: torch %s, %d threads, layouts tried %s, fastest %s; RSS after load %.0f MiB, VmHWM while "
-                   "decoding %.0f MiB, process max RSS %.0f MiB\n",
-                   peer.version, peer.threads, o->layouts, peer.layout, peer.load_rss_mib, peer.decode_peak_rss_mib,
-                   peer.max_rss_mib);
-            if (peer.threads != threads) printf("note: the peer ran with %d threads, ours with %d\n", peer.threads, threads);
+        for (int k = 0; k < n_prec; k++) {
+            const struct kl_peer * p = &sides[k].peer;
+            if (!p->ok) continue;
+            printf("PyTorch %s: torch %s, %d threads, layouts tried %s, fastest %s; RSS after load %.0f MiB, VmHWM "
+                   "while decoding %.0f MiB, process max RSS %.0f MiB\n",
+                   vae_precision_name(sides[k].prec.asked), p->version, p->threads, o->layouts, p->layout,
+                   p->load_rss_mib, p->decode_peak_rss_mib, p->max_rss_mib);
+            if (p->threads != threads) {
+                printf("note: the peer ran with %d threads, ours with %d\n", p->threads, threads);
+            }
         }
         if (busy[0] >= 0 && busy[1] >= 0) {
             printf("CPUs busy with other processes (0.5 s sampled before / after AutoencoderKL): %.0f%% / %.0f%%\n",
@@ -1160,7 +1276,9 @@ static void bench_kl(const struct kl_opts * o, const char * python, const char *
 done:
     vae_backend_free(be);
     vae_model_free(model);
-    for (int i = 0; i < o->n_tiles; i++) free(rows[i].out);
+    for (int k = 0; k < n_prec; k++) {
+        for (int i = 0; i < o->n_tiles; i++) free(sides[k].rows[i].out);
+    }
     free(ref);
     free(ref2);
     free(lat);
@@ -1169,20 +1287,17 @@ done:
 
 // --- main -------------------------------------------------------------------------------------
 
-#define MAX_PRECISIONS 2
-
 // our side of TAEF2 at one precision
 struct taef2_ours {
-    enum vae_precision asked, in_effect;
-    char               backend[128];
-    double             prepare_ms, mean, median, mn, mx, sd, peak_mib;
+    struct cpu_prec prec;
+    double          prepare_ms, mean, median, mn, mx, sd, peak_mib;
 };
 
-// prepare g on a CPU backend asked for r->asked, `warmup` untimed then `frames` timed computes;
+// prepare g on a CPU backend asked for r->prec.asked, `warmup` untimed then `frames` timed computes;
 // false after a message
 static bool taef2_ours_run(struct taef2_ours * r, struct vae_graph * g, const float * input, int frames, int warmup) {
     char            err[512] = "";
-    vae_backend_t * be       = vae_backend_init(VAE_BACKEND_CPU, 0, r->asked, err, sizeof(err));
+    vae_backend_t * be       = cpu_backend(&r->prec, "", err, sizeof(err));
     double *        times    = malloc((size_t) frames * sizeof(double));
     const double    t_prep   = now_ms();
     bool            ok       = be && times && vae_backend_graph_prepare(be, g, 0, err, sizeof(err));
@@ -1193,14 +1308,13 @@ static bool taef2_ours_run(struct taef2_ours * r, struct vae_graph * g, const fl
         if (i >= warmup) times[i - warmup] = now_ms() - t0;
     }
     if (!ok) {
-        fprintf(stderr, "bench-cpu: TAEF2 at %s: %s\n", vae_precision_name(r->asked), times ? err : "out of memory");
+        fprintf(stderr, "bench-cpu: TAEF2 at %s: %s\n", vae_precision_name(r->prec.asked),
+                times ? err : "out of memory");
         vae_backend_free(be);
         free(times);
         return false;
     }
-    snprintf(r->backend, sizeof(r->backend), "%s", vae_backend_name(be));
-    r->in_effect = vae_backend_precision(be);
-    r->peak_mib  = g->peak_bytes / 1048576.0;
+    r->peak_mib = g->peak_bytes / 1048576.0;
     // sanity: the output is finite
     const int64_t * ne    = g->output->ne;
     const size_t    n_out = (size_t) (ne[0] * ne[1] * ne[2] * ne[3]);
@@ -1275,12 +1389,10 @@ static int bench_taef2(const char * model_path, const char * python, const char 
 
     struct taef2_ours ours[MAX_PRECISIONS];
     for (int k = 0; k < n_prec; k++) {
-        ours[k].asked = precisions[k];
+        ours[k].prec.asked = precisions[k];
         if (!taef2_ours_run(&ours[k], g, input, frames, warmup)) {
             return 1;
         }
-        printf("backend: %s, %s asked: %s in effect\n", ours[k].backend, vae_precision_name(ours[k].asked),
-               vae_precision_name(ours[k].in_effect));
     }
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
@@ -1295,7 +1407,7 @@ static int bench_taef2(const char * model_path, const char * python, const char 
 
     struct peer peer[MAX_PRECISIONS] = { 0 };
     for (int k = 0; k < n_prec && !no_peer; k++) {
-        const char * dtype = precisions[k] == VAE_PRECISION_BF16 ? "bf16" : "fp32";
+        const char * dtype = vae_precision_name(precisions[k]);
         printf("peer: %s %s (frames %d, warmup %d, threads %d, --best-layout, --dtype %s)\n", python, peer_script,
                frames, warmup, threads, dtype);
         run_peer(&peer[k], python, peer_script, model_path, frames, warmup, threads, dtype);
@@ -1329,37 +1441,33 @@ static int bench_taef2(const char * model_path, const char * python, const char 
     }
     for (int k = 0; k < n_prec; k++) {
         const struct taef2_ours * r = &ours[k];
-        printf("ours (%s): prepare %.1f ms; %d frames after %d warmup: mean %.1f, median %.1f, min %.1f, max %.1f, "
+        char                      prec[32];
+        printf("ours %s: prepare %.1f ms; %d frames after %d warmup: mean %.1f, median %.1f, min %.1f, max %.1f, "
                "sd %.1f ms; peak %.1f MiB\n",
-               vae_precision_name(r->in_effect), r->prepare_ms, frames, warmup, r->mean, r->median, r->mn, r->mx,
-               r->sd, r->peak_mib);
+               cpu_prec_label(prec, sizeof(prec), &r->prec), r->prepare_ms, frames, warmup, r->mean, r->median, r->mn,
+               r->mx, r->sd, r->peak_mib);
     }
     printf("\n");
     printf("%-38s %9s %8s %9s %17s %9s\n", "impl", "ms/frame", "min ms", "GFLOP/s", "% of sgemm peak", "peak MiB");
-    char pct[32] = "-", label[128];
+    char pct[32] = "-", label[128], prec[32];
     for (int k = 0; k < n_prec; k++) {
         const double our_fs = fl.model / (ours[k].mean / 1e3);
         snprintf(pct, sizeof(pct), "-");
         if (peak_fs > 0) snprintf(pct, sizeof(pct), "%.1f", 100.0 * our_fs / peak_fs);
-        snprintf(label, sizeof(label), "gst-vaedecode cpu %s", vae_precision_name(ours[k].in_effect));
+        snprintf(label, sizeof(label), "gst-vaedecode cpu %s", cpu_prec_label(prec, sizeof(prec), &ours[k].prec));
         printf("%-38s %9.1f %8.1f %9.1f %17s %9.1f\n", label, ours[k].mean, ours[k].mn, our_fs / 1e9, pct,
                ours[k].peak_mib);
     }
     for (int k = 0; k < n_prec && !no_peer; k++) {
         const struct peer * pk = &peer[k];
-        const char *        dtype = precisions[k] == VAE_PRECISION_BF16 ? "bf16" : "fp32";
+        const char *        dtype = vae_precision_name(precisions[k]);
         if (!pk->ok) {
             printf("peer %s: unavailable (%s)\n", dtype, pk->reason);
             continue;
         }
         char version[64], minbuf[32] = "-";
-        snprintf(version, sizeof(version), "%s", pk->version);
-        // major.minor in the table ("1.13"); the full version is printed below it
-        char * dot = strchr(version, '.');
-        if (dot && (dot = strchr(dot + 1, '.'))) *dot = '\0';
-        char * plus = strchr(version, '+');
-        if (plus) *plus = '\0';
-        snprintf(label, sizeof(label), "PyTorch %s (%s) %s", version, pk->layout[0] ? pk->layout : "nchw", dtype);
+        short_version(version, sizeof(version), pk->version);  // "2.15" in the table, the full one below it
+        snprintf(label, sizeof(label), "PyTorch %s %s (%s)", version, dtype, pk->layout[0] ? pk->layout : "nchw");
         if (pk->min_ms > 0) snprintf(minbuf, sizeof(minbuf), "%.1f", pk->min_ms);
         const double peer_fs = fl.model / (pk->ms / 1e3);
         snprintf(pct, sizeof(pct), "-");
@@ -1379,7 +1487,7 @@ static int bench_taef2(const char * model_path, const char * python, const char 
     if (peak_fs > 0) {
         printf("ours, executed FLOPs (fused upsample-convs at 4/9 of their model FLOPs) at %s: %.1f GFLOP/s, "
                "%.1f%% of sgemm peak\n",
-               vae_precision_name(ours[0].in_effect), fl.executed / (ours[0].mean / 1e3) / 1e9,
+               vae_precision_name(ours[0].prec.in_effect), fl.executed / (ours[0].mean / 1e3) / 1e9,
                100.0 * fl.executed / (ours[0].mean / 1e3) / peak_fs);
     }
     printf("threads: %d (omp_get_max_threads); max RSS %.1f MiB\n", threads, maxrss_mib);
@@ -1397,7 +1505,7 @@ static int bench_taef2(const char * model_path, const char * python, const char 
 
 #define SVD_MAX_CHUNKS   4
 #define SEEDVR_MAX_TILES 4
-#define VIDEO_MAX_ROWS   (5 + SVD_MAX_CHUNKS + SEEDVR_MAX_TILES)
+#define VIDEO_MAX_ROWS   (2 * MAX_PRECISIONS + 3 + SVD_MAX_CHUNKS + SEEDVR_MAX_TILES)
 
 // the video decoders' sizes: Wan and TAEHV share theirs; SVD, SeedVR2 and HunyuanVideo 1.5 have their own
 struct video_opts {
@@ -1414,19 +1522,22 @@ struct video_opts {
 };
 
 // the rows of the video decoders asked for (do_video: Wan 2.1, TAEW2.1, SVD, SeedVR2, HunyuanVideo 1.5, LTX-2,
-// MiniMax-H3) into vr, the peers' extra arguments into args[row]; their count
+// MiniMax-H3) into vr, Wan's and TAEW2.1's one per precision of `precisions` (the others: fp32), the peers' extra
+// arguments into args[row]; their count
 static int video_rows(struct video_result * vr, const bool * do_video, const struct video_opts * o,
-                      char (*args)[128]) {
+                      const enum vae_precision * precisions, int n_prec, char (*args)[128]) {
     static char labels[VIDEO_MAX_ROWS][64], mm_weights[64], mm_gen[32];
     int         n = 0;
-    if (do_video[0]) {
+    for (int k = 0; do_video[0] && k < n_prec; k++) {
         vr[n++] = (struct video_result) { .name = "wan", .label = "Wan 2.1 VAE (base 96)", .weights = WAN_WEIGHTS,
-                                          .T = o->T, .h = o->h, .w = o->w, .chunk = 1, .clamp = true, .peer_of = -1 };
+                                          .T = o->T, .h = o->h, .w = o->w, .chunk = 1, .clamp = true, .peer_of = -1,
+                                          .prec.asked = precisions[k], .again = k > 0 };
     }
-    if (do_video[1]) {
+    for (int k = 0; do_video[1] && k < n_prec; k++) {
         vr[n++] = (struct video_result) { .name = "taehv", .label = "TAEW2.1 (n_f 256/128/64/64)",
                                           .weights = "taew21_full.safetensors", .T = o->T, .h = o->h, .w = o->w,
-                                          .chunk = 1, .clamp = true, .peer_of = -1 };
+                                          .chunk = 1, .clamp = true, .peer_of = -1, .prec.asked = precisions[k],
+                                          .again = k > 0 };
     }
     for (int i = 0; do_video[2] && i < o->n_svd_chunks; i++, n++) {
         const int c = o->svd_chunks[i];
@@ -1473,18 +1584,25 @@ static int video_rows(struct video_result * vr, const bool * do_video, const str
                                         .clip = true, .imagenet = true, .peer_args = args[n], .peer_of = -1 };
         n++;
     }
+    for (int i = 0; i < n; i++) {
+        struct cpu_prec * p = &vr[i].prec;
+        if (p->asked == VAE_PRECISION_AUTO) p->asked = VAE_PRECISION_FP32;  // those --precisions does not cover
+        p->in_effect = p->asked;  // until the backend says
+        snprintf(vr[i].tag, sizeof(vr[i].tag), "%s, %s", vr[i].label, vae_precision_name(p->asked));
+    }
     return n;
 }
 
-// the video decoders (do_video: as video_rows), their weights and latents made in
+// the video decoders (do_video, precisions: as video_rows), their weights and latents made in
 // video_dir; prints its own report. sgemm_fs[*n_sgemm_io...] gets its speed probes.
 static void bench_video(const bool * do_video, const char * video_python, const char * video_script,
-                        const char * taehv_py, const char * video_dir, const struct video_opts * o, bool no_peer,
-                        int threads, struct cpu_snap run_start, double * sgemm_fs, int * n_sgemm_io) {
+                        const char * taehv_py, const char * video_dir, const struct video_opts * o,
+                        const enum vae_precision * precisions, int n_prec, bool no_peer, int threads,
+                        struct cpu_snap run_start, double * sgemm_fs, int * n_sgemm_io) {
     int                 n_sgemm = *n_sgemm_io;
     struct video_result vr[VIDEO_MAX_ROWS];
     char                peer_args[VIDEO_MAX_ROWS][128];
-    const int           n_rows = video_rows(vr, do_video, o, peer_args);
+    const int           n_rows = video_rows(vr, do_video, o, precisions, n_prec, peer_args);
     printf("\nvideo decoders: %s timed streams after %d warm-up streams of 2 latent frames (MiniMax-H3: 3); weights "
            "and latents in %s\n",
            o->streams ? argv_streams(o->streams) : "1 (Wan, SVD, SeedVR2) / 5 (TAEHV)", o->warmup, video_dir);
@@ -1504,13 +1622,13 @@ static void bench_video(const bool * do_video, const char * video_python, const 
         // (a neighbour on the host) shows as a lower rate here
         double ms;
         r->probe[0] = sgemm_fs[n_sgemm++] = sgemm_peak(&ms);
-        printf("%s: ours...\n", r->label);
+        printf("%s: ours...\n", r->tag);
         fflush(stdout);
         const int  streams = o->streams ? o->streams : taehv ? 5 : 1;  // Wan: ~20 s a stream
         const bool ours_ok = video_ours(r, video_dir, streams, o->warmup);
         r->probe[1] = sgemm_fs[n_sgemm++] = sgemm_peak(&ms);
         if (!ours_ok) {
-            printf("%s: ours failed: %s\n", r->label, r->reason);
+            printf("%s: ours failed: %s\n", r->tag, r->reason);
             // the rows that were to share this row's peer run: the first of them runs it
             for (int k = m + 1, heir = -1; k < n_rows; k++) {
                 if (vr[k].peer_of != m) continue;
@@ -1521,7 +1639,7 @@ static void bench_video(const bool * do_video, const char * video_python, const 
         }
         printf("%s: ours: %s; session prepared in %.0f ms (chunk-frames %d, tile %d); first latent %.1f ms, steady "
                "%.1f ms/frame, stream %.1f ms (%.1f ms/frame); session peak %.1f MiB, process VmHWM %.1f MiB\n",
-               r->label, r->description, r->prepare_ms, r->chunk, r->tile_used, r->first_ms, r->step_ms, r->stream_ms,
+               r->tag, r->description, r->prepare_ms, r->chunk, r->tile_used, r->first_ms, r->step_ms, r->stream_ms,
                r->stream_ms / r->n_frames, r->peak_bytes / 1048576.0, r->hwm_mib);
         if (no_peer) continue;
         if (r->peer_of >= 0) {
@@ -1546,10 +1664,13 @@ static void bench_video(const bool * do_video, const char * video_python, const 
     }
 
     // report
-    printf("\nVideo decoders, fp32, CPU, %d threads, random weights:\n", threads);
+    char precs[32];
+    printf("\nVideo decoders, CPU, %d threads, random weights; Wan and TAEW2.1 at %s (a row each, ours at the "
+           "precision in effect), the others at fp32:\n",
+           threads, precision_list(precs, sizeof(precs), precisions, n_prec));
     for (int m = 0; m < n_rows; m++) {
         const struct video_result * r = &vr[m];
-        if (!r->ok) continue;
+        if (!r->ok || (r->again && vr[m - 1].ok)) continue;
         printf("  %s: latent %dx%dx%d, streams of %d latent frames -> %d frames of %dx%d, chunk-frames %d%s, "
                "tile-size %d (in use %d)\n",
                r->label, video_channels(r->name), r->h, r->w, r->T, r->n_frames, r->out_w, r->out_h, r->chunk,
@@ -1567,7 +1688,7 @@ static void bench_video(const bool * do_video, const char * video_python, const 
     }
     for (int m = 0; m < n_rows; m++) {
         const struct video_result * r = &vr[m];
-        if (!r->ok) continue;
+        if (!r->ok || (r->again && vr[m - 1].ok)) continue;
         if (r->chunks) {
             printf("%s: model GFLOP per output frame (a stream: %d chunks, %d frames) %.2f, attention %.1f%% of it; "
                    "executed by our graph %.2f; a chunk: %.2f model GFLOP\n",
@@ -1582,15 +1703,15 @@ static void bench_video(const bool * do_video, const char * video_python, const 
                100.0 * r->step.attention / r->step.model, r->step.executed / r->frames_per_latent / 1e9,
                r->first.model / 1e9);
     }
-    printf("\n%-44s %9s %8s %9s %8s %7s %9s %9s %8s %7s\n", "impl", "ms/frame", "min ms", "first ms", "GFLOP/s",
+    printf("\n%-52s %9s %8s %9s %8s %7s %9s %9s %8s %7s\n", "impl", "ms/frame", "min ms", "first ms", "GFLOP/s",
            "% peak", "peak MiB", "RSS MiB", "speed-up", "probe");
     int unsteady = 0;
     for (int m = 0; m < n_rows; m++) {
         const struct video_result * r = &vr[m];
-        char label[128], pct[32] = "-", rss[32] = "-";
-        snprintf(label, sizeof(label), "%s: ours", r->label);
+        char label[128], pct[32] = "-", rss[32] = "-", prec[32];
+        snprintf(label, sizeof(label), "%s: ours %s", r->label, cpu_prec_label(prec, sizeof(prec), &r->prec));
         if (!r->ok) {
-            printf("%-44s unavailable (%s)\n", label, r->reason);
+            printf("%-52s unavailable (%s)\n", label, r->reason);
             continue;
         }
         // per frame: the steady state's, or the whole clip's (latent frame 0's graph included)
@@ -1602,19 +1723,22 @@ static void bench_video(const bool * do_video, const char * video_python, const 
         if (r->hwm_mib > 0) snprintf(rss, sizeof(rss), "%.0f", r->hwm_mib);
         const double probe = r->probe[0] < r->probe[1] ? r->probe[0] : r->probe[1];
         unsteady += probe < 0.85 * peak_fs;
-        printf("%-44s %9.1f %8.1f %9.1f %8.1f %7s %9.1f %9s %8s %6.0f%s\n", label, r->steady_ms, r->steady_min_ms,
+        printf("%-52s %9.1f %8.1f %9.1f %8.1f %7s %9.1f %9s %8s %6.0f%s\n", label, r->steady_ms, r->steady_min_ms,
                r->first_ms, fs / 1e9, pct, r->peak_bytes / 1048576.0, rss, "1.00", probe / 1e9,
                probe < 0.85 * peak_fs ? "!" : "");
         if (no_peer) continue;
         const struct video_peer * p = &r->peer;
+        const char *              dtype = vae_precision_name(r->prec.asked);
         if (!p->ok) {
-            printf("%-44s unavailable (%s)\n", "  PyTorch", p->reason);
+            snprintf(label, sizeof(label), "  PyTorch %s", dtype);
+            printf("%-52s unavailable (%s)\n", label, p->reason);
             continue;
         }
         char version[64];
         short_version(version, sizeof(version), p->version);
-        snprintf(label, sizeof(label), "  PyTorch %s (%s%s%s)%s", version, p->layout, strcmp(p->mode, "-") ? ", " : "",
-                 strcmp(p->mode, "-") ? p->mode : "", r->peer_of >= 0 ? ", as above" : "");
+        snprintf(label, sizeof(label), "  PyTorch %s %s (%s%s%s)%s", version, dtype, p->layout,
+                 strcmp(p->mode, "-") ? ", " : "", strcmp(p->mode, "-") ? p->mode : "",
+                 r->peer_of >= 0 ? ", as above" : "");
         const double pfs = flops_frame / (p->steady_ms / 1e3);
         snprintf(pct, sizeof(pct), "-");
         if (peak_fs > 0) snprintf(pct, sizeof(pct), "%.1f", 100.0 * pfs / peak_fs);
@@ -1625,13 +1749,14 @@ static void bench_video(const bool * do_video, const char * video_python, const 
         const double * pr     = vr[r->peer_of >= 0 ? r->peer_of : m].probe;
         const double   pprobe = pr[1] < pr[2] ? pr[1] : pr[2];
         unsteady += pprobe < 0.85 * peak_fs;
-        printf("%-44s %9.1f %8.1f %9.1f %8.1f %7s %9s %9s %8s %6.0f%s\n", label, p->steady_ms, p->steady_min_ms,
+        printf("%-52s %9.1f %8.1f %9.1f %8.1f %7s %9s %9s %8s %6.0f%s\n", label, p->steady_ms, p->steady_min_ms,
                p->first_ms, pfs / 1e9, pct, "-", rss, speed, pprobe / 1e9, pprobe < 0.85 * peak_fs ? "!" : "");
     }
     printf("ms/frame: Wan, TAEHV: steady state, per output frame (the latent frames after the first, 4 frames "
            "each); SVD, SeedVR2, HunyuanVideo 1.5, LTX-2, MiniMax-H3: the whole stream (pushes, drain, pops; upstream: its decode calls) / its frames; "
-           "first ms: latent frame 0 (SVD: the first push or call; 0: no boundary upstream); speed-up = PyTorch ms / our ms (above 1: ours is faster); probe: the lower "
-           "of the sgemm GFLOP/s measured just before and just after that row\n");
+           "first ms: latent frame 0 (SVD: the first push or call; 0: no boundary upstream); speed-up = PyTorch ms / "
+           "our ms, both asked for the same precision (above 1: ours is faster); probe: the lower of the sgemm GFLOP/s "
+           "measured just before and just after that row\n");
     if (unsteady) {
         printf("WARNING: %d row(s) marked '!' ran while the sgemm rate was more than 15%% below the run's best: "
                "something else was taking CPU time (possibly outside this guest); repeat the run\n",
@@ -1648,14 +1773,16 @@ static void bench_video(const bool * do_video, const char * video_python, const 
             if (r->clamp) snprintf(clamp, sizeof(clamp), ", ours clamped to [%g, %g] as upstream does", r->lo, r->hi);
             if (r->imagenet) snprintf(clamp, sizeof(clamp), ", PyTorch's as x std + mean (ImageNet's)");
             printf("%s: ours vs PyTorch on the same weights and latents, %d frames%s: max |diff| %.3g, mean |diff| "
-                   "%.3g\n",
-                   r->label, r->n_frames, clamp, r->max_abs, r->mean_abs);
+                   "%.3g%s\n",
+                   r->tag, r->n_frames, clamp, r->max_abs, r->mean_abs,
+                   r->prec.asked == VAE_PRECISION_BF16 ? " (bf16: both sides round, differently: larger than at fp32)"
+                                                       : "");
         } else {
-            printf("%s: outputs not compared (%s)\n", r->label, r->compare_note);
+            printf("%s: outputs not compared (%s)\n", r->tag, r->compare_note);
         }
         printf("%s: PyTorch torch %s, %d threads, fastest: layout %s%s%s; stream %.1f ms (ours %.1f); RSS after "
                "load %.0f MiB, process max RSS %.0f MiB\n",
-               r->label, r->peer.version, r->peer.threads, r->peer.layout, strcmp(r->peer.mode, "-") ? ", " : "",
+               r->tag, r->peer.version, r->peer.threads, r->peer.layout, strcmp(r->peer.mode, "-") ? ", " : "",
                strcmp(r->peer.mode, "-") ? r->peer.mode : "", r->peer.stream_ms, r->stream_ms, r->peer.load_rss_mib,
                r->peer.max_rss_mib);
         if (r->peer.threads != threads) {
@@ -1888,7 +2015,7 @@ int main(int argc, char ** argv) {
     // how busy the machine is without us: a benchmark on shared cores is not worth much
     const struct cpu_snap run_start = cpu_snap();
     double busy[2] = { other_load(500), -1.0 };
-    double sgemm_fs[64] = { 0.0 };
+    double sgemm_fs[128] = { 0.0 };  // (every model, its most rows and both precisions: 66)
     int    n_sgemm      = 0;
 
     if (do_model[0]) {
@@ -1910,11 +2037,12 @@ int main(int argc, char ** argv) {
         return 1;
     }
     if (do_model[1] || do_model[2] || do_model[3] || do_model[4] || do_model[5] || do_model[6] || do_model[7]) {
-        bench_video(do_model + 1, video_python, video_script, taehv_py, video_dir, &vo, no_peer, threads, run_start,
-                    sgemm_fs, &n_sgemm);
+        bench_video(do_model + 1, video_python, video_script, taehv_py, video_dir, &vo, precisions, n_prec, no_peer,
+                    threads, run_start, sgemm_fs, &n_sgemm);
     }
     if (do_model[8]) {
-        bench_kl(&kl_opts, video_python, video_dir, no_peer, threads, run_start, sgemm_fs, &n_sgemm);
+        bench_kl(&kl_opts, precisions, n_prec, video_python, video_dir, no_peer, threads, run_start, sgemm_fs,
+                 &n_sgemm);
     }
     if (own_dir) remove_own_dir(video_dir);
     return 0;

@@ -6,7 +6,7 @@ post_quant_conv; 49.5 M decoder parameters), random weights.
 
     python kl_torch.py gen  --out DIR [--height-latent 128] [--width-latent 128] [--seed 1234]
     python kl_torch.py time --dir DIR [--runs 2] [--warmup 1] [--threads N]
-                            [--layouts nchw,channels_last]
+                            [--layouts nchw,channels_last] [--dtype fp32|bf16]
 
 Needs torch >= 2 and diffusers (Debian's torch 1.13 cannot import current diffusers).
 No upstream code is copied here.
@@ -18,13 +18,15 @@ No upstream code is copied here.
   kl.json            shapes, parameter count and the generator's output statistics
 
 `time` builds the module again, loads the decoder weights, and for every memory layout decodes
-`--warmup` untimed and then `--runs` timed latents with `vae.decode(z)` (fp32,
-`torch.inference_mode`, `torch.set_num_threads`); it writes the last output of every layout to
-DIR/kl.torch.<layout>.f32 and that of the fastest layout to DIR/kl.torch.f32 (raw f32 [3, 8H, 8W],
-unclamped, as the decoder returns it; the layouts differ by ~5e-4 at 1024x1024) and prints, last:
+`--warmup` untimed and then `--runs` timed latents with `vae.decode(z)` (`torch.inference_mode`,
+`torch.set_num_threads`; fp32, or with `--dtype bf16` the module and the latent cast with
+`.to(torch.bfloat16)`, the upstream way, as taef2_torch.py, the output converted to float); it
+writes the last output of every layout to DIR/kl.torch.<layout>.f32 and that of the fastest layout
+to DIR/kl.torch.f32 (raw f32 [3, 8H, 8W], unclamped, as the decoder returns it; the layouts differ
+by ~5e-4 at 1024x1024) and prints, last:
 
     kl_peer ms_per_decode=<f> min_ms=<f> layout=<l> threads=<n> torch=<v> load_rss_mib=<f>
-        decode_peak_rss_mib=<f> decode_rss_increase_mib=<f> max_rss_mib=<f>
+        decode_peak_rss_mib=<f> decode_rss_increase_mib=<f> max_rss_mib=<f> dtype=<fp32|bf16>
 
 (one line). Memory: load_rss_mib = VmRSS once the module is built and loaded (the unused encoder
 dropped); decode_peak_rss_mib = VmHWM after a reset through /proc/self/clear_refs at that point,
@@ -126,10 +128,13 @@ def cmd_time(args):
     a = np.fromfile(os.path.join(args.dir, "kl.latent.f32"), dtype="<f4")
     assert a.size == C * H * W, (a.size, (C, H, W))
     z0 = torch.from_numpy(a.reshape(1, C, H, W).copy())
+    if args.dtype == "bf16":  # before the RSS baseline: the f32 copy goes, the bf16 one is what decodes
+        vae, z0 = vae.to(torch.bfloat16), z0.to(torch.bfloat16)
+        gc.collect()
     load_rss = status_kib("VmRSS") / 1024
     can_reset = reset_peak_rss()
     log(f"kl: {info['params'] / 1e6:.2f} M decoder parameters, latent [1, {C}, {H}, {W}] -> {8 * W}x{8 * H}; "
-        f"torch {torch.__version__}, {threads} threads; RSS after load {load_rss:.0f} MiB")
+        f"{args.dtype}, torch {torch.__version__}, {threads} threads; RSS after load {load_rss:.0f} MiB")
 
     best = None
     with torch.inference_mode():
@@ -161,7 +166,8 @@ def cmd_time(args):
     out.numpy().astype("<f4").tofile(os.path.join(args.dir, "kl.torch.f32"))
     log(f"kl_peer ms_per_decode={mean:.3f} min_ms={mn:.3f} layout={layout} threads={threads} "
         f"torch={torch.__version__} load_rss_mib={load_rss:.1f} decode_peak_rss_mib={peak:.1f} "
-        f"decode_rss_increase_mib={(peak - load_rss) if peak > 0 else -1.0:.1f} max_rss_mib={maxrss:.1f}")
+        f"decode_rss_increase_mib={(peak - load_rss) if peak > 0 else -1.0:.1f} max_rss_mib={maxrss:.1f} "
+        f"dtype={args.dtype}")
 
 
 def main():
@@ -179,6 +185,8 @@ def main():
     t.add_argument("--warmup", type=int, default=1, help="untimed decodes per layout")
     t.add_argument("--threads", type=int, default=os.cpu_count() or 1)
     t.add_argument("--layouts", default="nchw,channels_last")
+    t.add_argument("--dtype", choices=["fp32", "bf16"], default="fp32",
+                   help="bf16: the module and the latent .to(torch.bfloat16), the output converted to float")
     args = ap.parse_args()
     if args.cmd == "gen":
         cmd_gen(args)

@@ -13,7 +13,7 @@ random weights.
                                [--only wan|taehv|svd|seedvr2|hyvideo15|ltx2|minimax] [--blocks 4] [--taehv-py PATH]
     python video_torch.py time --model wan|taehv|svd|seedvr2|hyvideo15|ltx2|minimax --dir DIR [--streams 1]
                                [--warmup 1] [--threads N] [--layouts nchw,channels_last]
-                               [--modes parallel,sequential] [--chunk N] [--taehv-py PATH]
+                               [--modes parallel,sequential] [--chunk N] [--dtype fp32|bf16] [--taehv-py PATH]
 
 Needs torch >= 2 and diffusers (Wan, SVD), upstream `taehv.py` (TAEHV; path from --taehv-py or
 $TAEHV_PY) and a SeedVR checkout with einops installed (SeedVR2; $SEEDVR_DIR, as for
@@ -42,17 +42,19 @@ mix_factors (as tests/data/gen_svd_fixtures.py); SeedVR2: gen_seedvr_fixtures.py
 random_weights (F16-rounded); HunyuanVideo 1.5: gen_hyvideo15_fixtures.py's init_weights; LTX-2:
 gen_ltx2_fixtures.py's; MiniMax-H3: gen_minimax_fixtures.py's.
 
-`time` loads the files, decodes `--warmup` untimed streams of the first 2 latent frames (both
-paths: latent frame 0 and a later one; TAEHV parallel=True: the whole clip, whose shapes depend
-on T) and then `--streams` timed streams of all T latent frames, for every memory layout (and for TAEHV every decode_video mode), writes
-the last output of the fastest configuration to DIR/<model>.torch.f32 (f32 [F, 3, sH, sW], s = 16
-for HunyuanVideo 1.5 and MiniMax-H3, 32 for LTX-2, else 8, as upstream returns it: Wan, TAEHV clamped,
-the others raw, MiniMax-H3's ImageNet-normalised) and
-prints, last:
+`time` loads the files (`--dtype bf16`: then casts the module and the latents with
+`.to(torch.bfloat16)`, the upstream way, as taef2_torch.py; the output is converted to float;
+bench-cpu asks it of Wan and TAEHV), decodes `--warmup` untimed streams of the first 2 latent
+frames (both paths: latent frame 0 and a later one; TAEHV parallel=True: the whole clip, whose
+shapes depend on T) and then `--streams` timed streams of all T latent frames, for every memory
+layout (and for TAEHV every decode_video mode), writes the last output of the fastest
+configuration to DIR/<model>.torch.f32 (f32 [F, 3, sH, sW], s = 16 for HunyuanVideo 1.5 and
+MiniMax-H3, 32 for LTX-2, else 8, as upstream returns it: Wan, TAEHV clamped, the others raw,
+MiniMax-H3's ImageNet-normalised) and prints, last:
 
     video_peer model=<m> steady_ms_per_frame=<f> steady_min_ms_per_frame=<f> first_ms=<f>
         stream_ms=<f> layout=<l> mode=<m> threads=<n> torch=<v> load_rss_mib=<f>
-        decode_peak_rss_mib=<f> max_rss_mib=<f>
+        decode_peak_rss_mib=<f> max_rss_mib=<f> dtype=<fp32|bf16>
 
 (one line). steady = the latent frames after the first, 4 output frames each (LTX-2: 8):
 - Wan: diffusers' `vae.decode(z)` runs `vae.decoder` once per latent frame (its own causal
@@ -589,8 +591,10 @@ def cmd_time(args):
         model.encoder = None  # never used: do not count it as resident
         model.quant_conv = None
     del sd
-    gc.collect()
     z = load_latent(os.path.join(args.dir, f"{args.model}.latent.f32"), T, C, H, W)
+    if args.dtype == "bf16":  # before the RSS baseline: the f32 copy goes, the bf16 one is what decodes
+        model, z = model.to(torch.bfloat16), z.to(torch.bfloat16)
+    gc.collect()
     load_rss = status_kib("VmRSS") / 1024
     can_reset = reset_peak_rss()
     if args.model == "svd":
@@ -600,8 +604,8 @@ def cmd_time(args):
     else:
         n_frames = 1 + FRAMES.get(args.model, 4) * (T - 1)
     log(f"model {args.model}: {info['params'] / 1e6:.1f} M decoder parameters, latent [{T}, {C}, {H}, {W}] "
-        f"-> {n_frames} frames of {SCALE.get(args.model, 8) * W}x{SCALE.get(args.model, 8) * H}; torch "
-        f"{torch.__version__}, {threads} threads"
+        f"-> {n_frames} frames of {SCALE.get(args.model, 8) * W}x{SCALE.get(args.model, 8) * H}; {args.dtype}, "
+        f"torch {torch.__version__}, {threads} threads"
         + (f"; decode_chunk_size {args.chunk or T}" if args.model == "svd" else ""))
 
     layouts = args.layouts.split(",")
@@ -646,7 +650,7 @@ def cmd_time(args):
         f"steady_min_ms_per_frame={res['steady_min']:.3f} first_ms={res['first']:.3f} "
         f"stream_ms={res['stream']:.3f} layout={res['layout']} mode={res['mode']} threads={threads} "
         f"torch={torch.__version__} load_rss_mib={load_rss:.1f} decode_peak_rss_mib={peak:.1f} "
-        f"max_rss_mib={maxrss:.1f}")
+        f"max_rss_mib={maxrss:.1f} dtype={args.dtype}")
 
 
 def main():
@@ -670,6 +674,8 @@ def main():
     t.add_argument("--layouts", default="nchw,channels_last")
     t.add_argument("--modes", default="parallel,sequential", help="TAEHV decode_video modes")
     t.add_argument("--chunk", type=int, default=0, help="SVD decode_chunk_size (0: the whole clip)")
+    t.add_argument("--dtype", choices=["fp32", "bf16"], default="fp32",
+                   help="bf16: the module and the latents .to(torch.bfloat16), the output converted to float")
     t.add_argument("--taehv-py", help="upstream taehv.py (default $TAEHV_PY)")
     args = ap.parse_args()
     if args.cmd == "gen":
