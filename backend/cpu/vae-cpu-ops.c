@@ -91,11 +91,59 @@ void vae_cpu_upsample2x(const float * x, float * y, const int64_t ne_x[4]) {
     }
 }
 
+// e^v in arithmetic the compiler vectorises (libm's expf is a call per value: SiLU's exp took two
+// thirds of a GroupNorm + SiLU): 2^k p(r) with v = k ln2 + r, |r| <= ln2 / 2, p the Taylor
+// polynomial of degree 6; relative error below 2.5e-7 over [-87, 88] (a sweep against double
+// exp), to which v is clamped (e^-87 and e^88 are normal floats); a NaN stays NaN
+static inline float cpu_expf(float v) {
+    const float x = v < -87.0f ? -87.0f : v > 88.0f ? 88.0f : v;
+    const float kf = x * 1.44269504f + 12582912.0f; // k = round(x / ln2) in its low bits (1.5 * 2^23)
+    const float k  = kf - 12582912.0f;
+    const float r  = (x - k * 0.693359375f) + k * 2.12194440e-4f; // ln2 in two parts (Cephes')
+    float       p = 1.0f / 720.0f;
+    p             = p * r + 1.0f / 120.0f;
+    p             = p * r + 1.0f / 24.0f;
+    p             = p * r + 1.0f / 6.0f;
+    p             = p * r + 0.5f;
+    p             = p * r + 1.0f;
+    p             = p * r + 1.0f;
+    uint32_t kb;
+    memcpy(&kb, &kf, sizeof(kb));
+    const uint32_t e = (kb - 0x4b400000u + 127u) << 23; // 2^k (k + 127 in [1, 254]), no float-to-int cast
+    float          s;
+    memcpy(&s, &e, sizeof(s));
+    return p * s;
+}
+
 static inline float cpu_act(float v, enum vae_act act) {
     switch (act) {
         case VAE_ACT_RELU: return v > 0.0f ? v : 0.0f;
-        case VAE_ACT_SILU: return v / (1.0f + expf(-v));
+        case VAE_ACT_SILU: return v / (1.0f + cpu_expf(-v));
         default:           return v;
+    }
+}
+
+// x = act(x) over n floats: the norms and the bias pass compute up to CPU_ACT_TILE pixels into a
+// buffer, then this, compiled for AVX-512 and AVX2 as well as the plugin's baseline x86-64 (an
+// ifunc picks the CPU's when the library loads; the same arithmetic in each, so every machine
+// gives the same values). A GroupNorm + SiLU of 128 channels at 512x512 took 78 ms with libm's
+// expf inline, 31 ms so (2 threads, AVX-512); Wan's RMS norm + SiLU 98 and 42
+#define CPU_ACT_TILE 256
+__attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default"))) static void
+cpu_act_rows(float * x, int64_t n, enum vae_act act) {
+    switch (act) { // (a loop per activation: a switch inside one is not vectorised)
+        case VAE_ACT_RELU:
+            for (int64_t i = 0; i < n; i++) {
+                x[i] = cpu_act(x[i], VAE_ACT_RELU);
+            }
+            break;
+        case VAE_ACT_SILU:
+            for (int64_t i = 0; i < n; i++) {
+                x[i] = cpu_act(x[i], VAE_ACT_SILU);
+            }
+            break;
+        default:
+            break;
     }
 }
 
@@ -123,12 +171,16 @@ void vae_cpu_bias_act(void * y, const int64_t ne[4], const float * bias, enum va
         for (int64_t cb = 0; cb < CB; cb++) {
             const int64_t at = (n * CB + cb) * HW * L;
             const float * b  = bias ? bias + cb * L : NULL;
-            float         row[VAE_CPU_BLOCK_MAX];
-            for (int64_t p = 0; p < HW; p++) {
-                for (int l = 0; l < L; l++) {
-                    row[l] = cpu_act(cpu_load(y, bf16, at + p * L + l) + (b ? b[l] : 0.0f), act);
+            float         buf[CPU_ACT_TILE * VAE_CPU_BLOCK_MAX];
+            for (int64_t p0 = 0; p0 < HW; p0 += CPU_ACT_TILE) {
+                const int64_t np = HW - p0 < CPU_ACT_TILE ? HW - p0 : CPU_ACT_TILE;
+                for (int64_t p = 0; p < np; p++) {
+                    for (int l = 0; l < L; l++) {
+                        buf[p * L + l] = cpu_load(y, bf16, at + (p0 + p) * L + l) + (b ? b[l] : 0.0f);
+                    }
                 }
-                cpu_store(y, bf16, at + p * L, row, L);
+                cpu_act_rows(buf, np * L, act);
+                cpu_store(y, bf16, at + p0 * L, buf, np * L);
             }
         }
     }
@@ -222,13 +274,17 @@ void vae_cpu_group_norm(const void * x, void * y, const int64_t ne[4], int group
                 b[l] = c < C ? beta[c] : 0.0f;
             }
             const int64_t at = (n * CB + cb) * HW * L;
-            float         row[VAE_CPU_BLOCK_MAX];
-            for (int64_t p = 0; p < HW; p++) {
-                for (int l = 0; l < L; l++) {
-                    const double v = cpu_load(x, x_bf16, at + p * L + l);
-                    row[l]         = cpu_act((float) (v - m[l]) * a[l] + b[l], act);
+            float         buf[CPU_ACT_TILE * VAE_CPU_BLOCK_MAX];
+            for (int64_t p0 = 0; p0 < HW; p0 += CPU_ACT_TILE) {
+                const int64_t np = HW - p0 < CPU_ACT_TILE ? HW - p0 : CPU_ACT_TILE;
+                for (int64_t p = 0; p < np; p++) {
+                    for (int l = 0; l < L; l++) {
+                        const double v = cpu_load(x, x_bf16, at + (p0 + p) * L + l);
+                        buf[p * L + l] = (float) (v - m[l]) * a[l] + b[l];
+                    }
                 }
-                cpu_store(y, y_bf16, at + p * L, row, L);
+                cpu_act_rows(buf, np * L, act);
+                cpu_store(y, y_bf16, at + p0 * L, buf, np * L);
             }
         }
     }
@@ -288,7 +344,7 @@ void vae_cpu_rms_norm(const void * x, void * y, const int64_t ne[4], const float
                 const int64_t at = ((n * CB + cb) * HW + p0) * L;
                 const float * rs = r ? r + at : NULL;
                 double        g[VAE_CPU_BLOCK_MAX], b[VAE_CPU_BLOCK_MAX];
-                float         row[VAE_CPU_BLOCK_MAX];
+                float         buf[RMS_TILE * VAE_CPU_BLOCK_MAX];
                 for (int l = 0; l < L; l++) {
                     const int64_t c = cb * L + l;
                     g[l]            = c < C ? gamma[c] : 0.0;
@@ -299,15 +355,16 @@ void vae_cpu_rms_norm(const void * x, void * y, const int64_t ne[4], const float
                     for (int l = 0; l < L; l++) {
                         const double v =
                             ((double) cpu_load(x, x_bf16, at + p * L + l) - mean[p]) * scale[p] * g[l] + b[l];
-                        row[l]         = cpu_act((float) (rs ? v + (double) rs[p * L + l] : v), act);
+                        buf[p * L + l] = (float) (rs ? v + (double) rs[p * L + l] : v);
                     }
-                    if (tail) { // x * scale * 0 is NaN for a NaN pixel: write the zeros again
-                        for (int l = (int) (C - cb * L); l < L; l++) {
-                            row[l] = 0.0f;
-                        }
-                    }
-                    cpu_store(y, y_bf16, at + p * L, row, L);
                 }
+                cpu_act_rows(buf, np * L, act);
+                for (int64_t p = 0; tail && p < np; p++) { // x * scale * 0 is NaN for a NaN pixel: zeros again
+                    for (int l = (int) (C - cb * L); l < L; l++) {
+                        buf[p * L + l] = 0.0f;
+                    }
+                }
+                cpu_store(y, y_bf16, at, buf, np * L);
             }
         }
     }
