@@ -255,8 +255,11 @@ static bool cpu_plan(const struct cpu_context * ctx, struct vae_graph * g, struc
     }
     cpu_plan_types(ctx, g, cg);
     for (int i = 0; i < n; i++) {
-        const struct vae_tensor * t     = g->nodes[i];
-        const size_t              state = t->op == VAE_OP_CAUSAL_CONV3D ? cpu_state_floats(ctx, t) * sizeof(float) : 0;
+        const struct vae_tensor * t = g->nodes[i];
+        if (t->op != VAE_OP_CAUSAL_CONV3D) {
+            continue;
+        }
+        const size_t state = cpu_state_floats(ctx, t) * sizeof(float);
         if (state > plan[t->src[0]->index].front && cg->nodes[t->src[0]->index].bf16 == cpu_conv_bf16(ctx, t)) {
             plan[t->src[0]->index].front = state;
         }
