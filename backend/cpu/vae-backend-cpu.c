@@ -163,6 +163,10 @@ static bool cpu_is_conv(const struct vae_tensor * t) {
     return t->op == VAE_OP_CONV2D || t->op == VAE_OP_UPSAMPLE_CONV2D || t->op == VAE_OP_CAUSAL_CONV3D;
 }
 
+static bool cpu_is_norm(const struct vae_tensor * t) {
+    return t->op == VAE_OP_GROUP_NORM || t->op == VAE_OP_RMS_NORM;
+}
+
 static bool cpu_conv_replicates(const struct vae_tensor * t);
 
 // whether conv t reads bf16 (and its weights are bf16): every conv at precision bf16 but those that
@@ -214,7 +218,7 @@ static void cpu_plan_types(const struct cpu_context * ctx, const struct vae_grap
     for (int i = 0; i < g->n_nodes; i++) {
         const struct vae_tensor * t = g->nodes[i];
         cg->nodes[i].bf16           = ctx->conv_type == dnnl_bf16 && t != g->output &&
-                            (cpu_conv_bf16(ctx, t) || t->op == VAE_OP_GROUP_NORM || t->op == VAE_OP_RMS_NORM);
+                            (cpu_conv_bf16(ctx, t) || cpu_is_norm(t));
     }
     for (bool changed = true; changed;) { // (each pass only turns some to f32: it ends)
         changed = false;
@@ -225,8 +229,7 @@ static void cpu_plan_types(const struct cpu_context * ctx, const struct vae_grap
                 if (!s || s->op == VAE_OP_WEIGHT || !cg->nodes[s->index].bf16) {
                     continue;
                 }
-                const bool norm       = u->op == VAE_OP_GROUP_NORM || u->op == VAE_OP_RMS_NORM;
-                const bool reads_bf16 = (k == 0 && (cpu_conv_bf16(ctx, u) || norm)) ||
+                const bool reads_bf16 = (k == 0 && (cpu_conv_bf16(ctx, u) || cpu_is_norm(u))) ||
                                         (k == 3 && cpu_is_conv(u) && cg->nodes[i].bf16);
                 if (!reads_bf16) {
                     cg->nodes[s->index].bf16 = false;
@@ -267,11 +270,10 @@ static bool cpu_plan(const struct cpu_context * ctx, struct vae_graph * g, struc
     for (int i = 0; i < n; i++) {
         const struct vae_tensor * t    = g->nodes[i];
         const bool                conv = t->op == VAE_OP_CONV2D || t->op == VAE_OP_CAUSAL_CONV3D;
-        const bool                norm = t->op == VAE_OP_GROUP_NORM || t->op == VAE_OP_RMS_NORM;
         plan[i].bytes                  = vae_cpu_nelements(t->ne) * cpu_elem(cg, t);
         if (conv && t->src[3] && t->src[0] != t->src[3]) {
             plan[i].heir_of = t->src[3];
-        } else if (t->op == VAE_OP_TANH_CLAMP || (norm && cg->nodes[i].bf16 == cg->nodes[t->src[0]->index].bf16) ||
+        } else if (t->op == VAE_OP_TANH_CLAMP || (cpu_is_norm(t) && cg->nodes[i].bf16 == cg->nodes[t->src[0]->index].bf16) ||
                    t->op == VAE_OP_ROPE ||
                    (t->op == VAE_OP_FRAME_SPLIT && t->ne[1] % vae_cpu_block() == 0 && t->i[1] == 0)) {
             plan[i].heir_of = t->src[0];
@@ -850,8 +852,8 @@ static bool cpu_graph_prepare(vae_backend_t * backend, struct vae_graph * g, siz
     g->backend_data = cg;
     for (int i = 0; i < g->n_nodes; i++) {
         const struct vae_tensor * t = g->nodes[i];
-        const bool conv = t->op == VAE_OP_CONV2D || t->op == VAE_OP_UPSAMPLE_CONV2D || t->op == VAE_OP_CAUSAL_CONV3D;
-        const bool params = t->op == VAE_OP_GROUP_NORM || t->op == VAE_OP_RMS_NORM ||
+        const bool conv   = cpu_is_conv(t);
+        const bool params = cpu_is_norm(t) ||
                             t->op == VAE_OP_DEPTHWISE_CONV2D || (t->op == VAE_OP_TOKENS && t->src[1]);
         if ((conv && !cpu_prepare_conv(ctx, cg, t, err, err_size)) ||
             (params && !cpu_prepare_params(cg, t, err, err_size)) ||
