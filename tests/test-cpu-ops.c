@@ -5,24 +5,24 @@
 //
 // Covered: conv2d (k 1/3, bias, residual, act none/relu/silu, odd channel counts and sizes),
 // depthwise_conv2d (channel multipliers 1-3, k 1-7, images smaller than the kernel), grouped
-// conv2d (oneDNN's groups; groups that split the layout's blocks),
+// conv2d (oneDNN's groups, of any channel count),
 // upsample_conv2d fused and unfused, group_norm (groups, eps, act, large offsets; given the
 // statistics of a whole frame for a crop of it), tanh_clamp, chains that exercise the memory
 // planner (in-place residuals, reused buffers, dead nodes, an intermediate output), graphs of two
 // inputs, pixel packing for every vae_pixel_format (and vae_frame_pack of planar host frames),
 // memory limits, graph reuse,
-// NaN propagation and the size checks of read_frame. The hand-written ops of the blocked layout
+// NaN propagation and the size checks of read_frame. The hand-written ops of the NHWC layout
 // (the RMS norms: Wan's and diffusers' with eps and bias; attention; DC-AE's ReLU linear attention
 // in both forms, with a zero denominator and a NaN; its gated unit; frame split, pixel shuffle)
 // are also called directly, through
-// backend/cpu/vae-cpu.h, on buffers made with vae_cpu_to_blocked. Causal conv3d streams frames
+// backend/cpu/vae-cpu.h, on buffers made with vae_cpu_to_nhwc. Causal conv3d streams frames
 // through a state in steps of several sizes against the whole-sequence reference. SVD's temporal
 // ops: group_norm with statistics over all frames, and the centred time_conv (kt 1, 3). MiniMax-H3's
 // ViT: attention in heads, frames to tokens and back (with extra tokens), LayerNorm, the per-head
 // RMS norm and rotary embedding of q and k, and the cross-fade of a stream's chunks through a state.
 //
-// meson runs it twice: natively and under DNNL_MAX_CPU_ISA=AVX2 (test-cpu-ops-avx2), where the
-// blocks of the layout have 8 lanes instead of 16 (vae_cpu_block).
+// meson runs it twice: natively and under DNNL_MAX_CPU_ISA=AVX2 (test-cpu-ops-avx2), where
+// oneDNN runs its AVX2 kernels.
 //
 // Tolerances (fp32): NMSE = sum (a-b)^2 / sum b^2 <= 1e-10 (sum b^2 floored at 1e-4 per element)
 // and max |a-b| <= 1e-4 * max |b|;
@@ -1899,31 +1899,17 @@ static void test_nan(void) {
     pool_free(&pl);
 }
 
-// ---- the blocked ops, called directly (backend/cpu/vae-cpu.h) -----------------------------------
-// RMS norm, attention, frame split and pixel shuffle on blocked buffers made with
-// vae_cpu_to_blocked. Inputs have their padding lanes poisoned with NaN (the ops must not depend
-// on them) and outputs start as all NaN (every element, padding lanes included, must be written;
-// padding lanes as zero).
+// ---- the hand-written ops, called directly (backend/cpu/vae-cpu.h) -------------------------------
+// RMS norm, attention, frame split and pixel shuffle on NHWC buffers made with vae_cpu_to_nhwc.
+// Outputs start as all NaN: every element must be written.
 
-static void poison_padding(float * b, const int64_t ne[4]) {
-    const int64_t CB = vae_cpu_blocks(ne[1]), HW = ne[2] * ne[3];
-    for (int64_t n = 0; n < ne[0]; n++) {
-        for (int64_t p = 0; p < HW; p++) {
-            for (int64_t c = ne[1]; c < CB * vae_cpu_block(); c++) {
-                b[((n * CB + CB - 1) * HW + p) * vae_cpu_block() + c % vae_cpu_block()] = NAN;
-            }
-        }
-    }
-}
-
-static float * blocked_in(struct pool * pl, const float * plain, const int64_t ne[4]) {
+static float * nhwc_in(struct pool * pl, const float * plain, const int64_t ne[4]) {
     float * b = pool_add(pl, xmalloc(vae_cpu_nelements(ne) * sizeof(float)));
-    vae_cpu_to_blocked(plain, b, ne);
-    poison_padding(b, ne);
+    vae_cpu_to_nhwc(plain, b, ne);
     return b;
 }
 
-static float * blocked_out(struct pool * pl, const int64_t ne[4]) {
+static float * nhwc_out(struct pool * pl, const int64_t ne[4]) {
     const size_t n = vae_cpu_nelements(ne);
     float *      b = pool_add(pl, xmalloc(n * sizeof(float)));
     for (size_t i = 0; i < n; i++) {
@@ -1932,20 +1918,10 @@ static float * blocked_out(struct pool * pl, const int64_t ne[4]) {
     return b;
 }
 
-// checks that every padding lane of b is zero, returns b unblocked
-static float * unblock(struct pool * pl, const char * label, const float * b, const int64_t ne[4]) {
-    const int64_t CB = vae_cpu_blocks(ne[1]), HW = ne[2] * ne[3];
-    size_t        bad = 0;
-    for (int64_t n = 0; n < ne[0]; n++) {
-        for (int64_t p = 0; p < HW; p++) {
-            for (int64_t c = ne[1]; c < CB * vae_cpu_block(); c++) {
-                bad += b[((n * CB + CB - 1) * HW + p) * vae_cpu_block() + c % vae_cpu_block()] != 0.0f; // NaN too
-            }
-        }
-    }
-    CHECK(bad == 0, "%s: %zu padding lanes of the output are not zero", label, bad);
-    float * plain = pool_add(pl, xmalloc((size_t) (ne[0] * ne[1] * HW) * sizeof(float)));
-    vae_cpu_from_blocked(b, plain, ne);
+// b as plain NCHW
+static float * from_nhwc(struct pool * pl, const float * b, const int64_t ne[4]) {
+    float * plain = pool_add(pl, xmalloc(vae_cpu_nelements(ne) * sizeof(float)));
+    vae_cpu_from_nhwc(b, plain, ne);
     return plain;
 }
 
@@ -2005,15 +1981,15 @@ static void test_rms_case(int N, int C, int H, int W, enum vae_act act, float ma
     }
     CHECK(n_nan == (specials && HW >= 3 && act != VAE_ACT_RELU ? (size_t) C : 0), "rms_norm: the reference has %zu NaNs",
           n_nan);
-    float * xb = blocked_in(&pl, x, ne);
-    float * rb = res ? blocked_in(&pl, res, ne) : NULL;
-    float * yb = inplace ? xb : rb ? rb : blocked_out(&pl, ne);
+    float * xb = nhwc_in(&pl, x, ne);
+    float * rb = res ? nhwc_in(&pl, res, ne) : NULL;
+    float * yb = inplace ? xb : rb ? rb : nhwc_out(&pl, ne);
     vae_cpu_rms_norm(xb, yb, ne, gamma, beta, rb, mean_square, 1e-5f, act, false, false);
     char label[160];
     snprintf(label, sizeof(label), "%s(n=%d,c=%d,h=%d,w=%d,%s,mag=%g%s%s%s)", mean_square ? "rms_norm_eps" : "rms_norm",
              N, C, H, W, act_name(act), mag, specials ? ",zero/tiny/nan pixels" : "", res ? ",residual" : "",
              inplace ? ",in place" : rb ? ",over the residual" : "");
-    const float * y = unblock(&pl, label, yb, ne);
+    const float * y = from_nhwc(&pl, yb, ne);
     report(label, y, yd, n);
     if (specials && HW >= 3 && !mean_square) {
         bool zero = true;
@@ -2055,15 +2031,15 @@ static void test_bf16_storage(void) {
           "a NaN rounded to bf16 is not NaN");
 
     struct pool   pl    = { 0 };
-    const int64_t ne[4] = { 2, 36, 5, 7 }; // (a partial last block, of 16 lanes or 8)
+    const int64_t ne[4] = { 2, 36, 5, 7 }; // (36 channels: vectors of 16 or 8 lanes and a tail)
     const size_t  n = vae_cpu_nelements(ne), plain = (size_t) (ne[0] * ne[1] * ne[2] * ne[3]);
     float *       x     = rnd(&pl, plain, -3.0f, 3.0f);
     const float * gamma = rnd(&pl, (size_t) ne[1], -1.5f, 1.5f), *beta = rnd(&pl, (size_t) ne[1], -0.5f, 0.5f);
-    float *       bias  = rnd(&pl, (size_t) (vae_cpu_blocks(ne[1]) * vae_cpu_block()), -0.5f, 0.5f);
-    float *       xb    = blocked_in(&pl, x, ne);
+    float *       bias  = rnd(&pl, (size_t) ne[1], -0.5f, 0.5f);
+    float *       xb    = nhwc_in(&pl, x, ne);
     uint16_t *    x16   = pool_add(&pl, xmalloc(n * sizeof(uint16_t)));
     uint16_t *    y16   = pool_add(&pl, xmalloc(n * sizeof(uint16_t)));
-    float *       y32   = blocked_out(&pl, ne);
+    float *       y32   = nhwc_out(&pl, ne);
     for (size_t i = 0; i < n; i++) { // x in bf16, and in f32 holding the same values
         x16[i] = vae_cpu_bf16(xb[i]);
         xb[i]  = vae_cpu_from_bf16(x16[i]);
@@ -2245,8 +2221,8 @@ static void test_attention_case(int N, int C, int hd, int H, int W, float qk_mag
     for (size_t i = 0; i < ns + guard; i++) {
         scratch[i] = i < ns ? NAN : 1234.5f;
     }
-    float * yb = blocked_out(&pl, ne_y);
-    vae_cpu_attention(blocked_in(&pl, x, ne), yb, ne, hd, scratch, NULL);
+    float * yb = nhwc_out(&pl, ne_y);
+    vae_cpu_attention(nhwc_in(&pl, x, ne), yb, ne, hd, scratch, NULL);
 
     char label[160];
     snprintf(label, sizeof(label), "attention(n=%d,c=%d,hd=%d,h=%d,w=%d,max|logit|=%.3g,max|v|=%g%s)", N, C, hd, H, W,
@@ -2256,7 +2232,7 @@ static void test_attention_case(int N, int C, int hd, int H, int W, float qk_mag
         guard_ok = guard_ok && scratch[i] == 1234.5f;
     }
     CHECK(guard_ok, "%s: wrote past vae_cpu_attention_scratch() floats", label);
-    const float * y = unblock(&pl, label, yb, ne_y);
+    const float * y = from_nhwc(&pl, yb, ne_y);
     report(label, y, yd, (size_t) N * C * HW);
     // the outputs are averages of v: an error relative to max |v|. The fp32 rounding of the
     // logits (~1e-7 of their size) moves the weights, hence the allowance growing with them
@@ -2372,12 +2348,12 @@ static void test_linear_attention_case(int N, int G, int hd, int H, int W, int s
         x[(size_t) (hd + hd / 2) * HW + HW / 2] = NAN;
     }
     const double * yd = ref_linear_attention(&pl, to_double(&pl, x, n), N, G, hd, HW);
-    float *        yb = blocked_out(&pl, ne_y);
-    vae_cpu_linear_attention(blocked_in(&pl, x, ne), yb, ne, hd);
+    float *        yb = nhwc_out(&pl, ne_y);
+    vae_cpu_linear_attention(nhwc_in(&pl, x, ne), yb, ne, hd);
     char label[200];
     snprintf(label, sizeof(label), "linear_attention(n=%d,groups=%d,hd=%d,h=%d,w=%d: %s form%s)", N, G, hd, H, W,
              HW > hd ? "linear" : "quadratic", special == 1 ? ",zero denominator" : special == 2 ? ",nan" : "");
-    const float * y = unblock(&pl, label, yb, ne_y);
+    const float * y = from_nhwc(&pl, yb, ne_y);
     report(label, y, yd, ny);
     if (special == 1) {
         bool zero = true;
@@ -2394,11 +2370,11 @@ static void test_glu_case(int N, int C, int H, int W, enum vae_act act) {
     const int64_t ne[4] = { N, 2 * C, H, W }, ne_y[4] = { N, C, H, W };
     const size_t  n = (size_t) N * 2 * C * H * W;
     const float * x = rnd(&pl, n, -4.0f, 4.0f);
-    float *       yb = blocked_out(&pl, ne_y);
-    vae_cpu_glu(blocked_in(&pl, x, ne), yb, ne, act);
+    float *       yb = nhwc_out(&pl, ne_y);
+    vae_cpu_glu(nhwc_in(&pl, x, ne), yb, ne, act);
     char label[160];
     snprintf(label, sizeof(label), "glu(n=%d,c=%d->%d,h=%d,w=%d,%s)", N, 2 * C, C, H, W, act_name(act));
-    report(label, unblock(&pl, label, yb, ne_y), ref_glu(&pl, to_double(&pl, x, n), N, C, H * W, act), n / 2);
+    report(label, from_nhwc(&pl, yb, ne_y), ref_glu(&pl, to_double(&pl, x, n), N, C, H * W, act), n / 2);
     pool_free(&pl);
 }
 
@@ -2458,11 +2434,11 @@ static void test_split_case(int N, int C, int H, int W, int s) {
             }
         }
     }
-    float * yb = blocked_out(&pl, ne_y);
-    vae_cpu_frame_split(blocked_in(&pl, x, ne), yb, ne, s, 0);
+    float * yb = nhwc_out(&pl, ne_y);
+    vae_cpu_frame_split(nhwc_in(&pl, x, ne), yb, ne, s, 0);
     char label[160];
     snprintf(label, sizeof(label), "frame_split(n=%d,c=%d,h=%d,w=%d,s=%d)", N, C, H, W, s);
-    const bool ok = same_floats(unblock(&pl, label, yb, ne_y), yr, n);
+    const bool ok = same_floats(from_nhwc(&pl, yb, ne_y), yr, n);
     printf("%s: %s\n", label, ok ? "OK" : "FAIL");
     CHECK(ok, "%s: not an exact copy", label);
     pool_free(&pl);
@@ -2486,11 +2462,11 @@ static void test_shuffle_case(int N, int C, int H, int W) {
             }
         }
     }
-    float * yb = blocked_out(&pl, ne_y);
-    vae_cpu_pixel_shuffle(blocked_in(&pl, x, ne), yb, ne);
+    float * yb = nhwc_out(&pl, ne_y);
+    vae_cpu_pixel_shuffle(nhwc_in(&pl, x, ne), yb, ne);
     char label[160];
     snprintf(label, sizeof(label), "pixel_shuffle(n=%d,c=%d->%d,h=%d,w=%d)", N, 4 * C, C, H, W);
-    const bool ok = same_floats(unblock(&pl, label, yb, ne_y), yr, n);
+    const bool ok = same_floats(from_nhwc(&pl, yb, ne_y), yr, n);
     printf("%s: %s\n", label, ok ? "OK" : "FAIL");
     CHECK(ok, "%s: not an exact copy", label);
     pool_free(&pl);
@@ -2641,10 +2617,8 @@ static void test_causal_case(int Ci, int Co, int H, int W, int kt1, int k1, int 
             if (!state) {
                 state = vae_backend_state_new(B, *g, err, sizeof(err));
                 CHECK(state != NULL, "state: %s", err);
-                const int64_t bl = vae_cpu_block();
                 CHECK(vae_backend_state_bytes(B, state) ==
-                          ((size_t) (kt1 - 1) * ((Ci + bl - 1) / bl) + (size_t) (kt2 - 1) * ((Co + bl - 1) / bl)) * bl *
-                              H * W * sizeof(float),
+                          ((size_t) (kt1 - 1) * Ci + (size_t) (kt2 - 1) * Co) * H * W * sizeof(float),
                       "state of %zu bytes", vae_backend_state_bytes(B, state));
             }
             CHECK(vae_backend_graph_compute(B, *g, state, in + (size_t) at * fi, err, sizeof(err)), "compute: %s", err);

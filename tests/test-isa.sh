@@ -8,7 +8,9 @@
 # emulate it on AVX512_CORE); then its decode must not be ref either, and must convert no
 # activation between convolutions: at most one f32-to-bf16 reorder per compute (the latents, on
 # their way into the first conv; test-isa computes 3 times), against 25 convolutions each. No
-# decode in fp32 reorders an activation.
+# decode in fp32 reorders an activation. Every convolution reads NHWC (acdb: the backend's layout,
+# the one oneDNN picks for itself), and where the CPU has AMX the native bf16 ones run its
+# kernels (an implementation named ...amx...).
 set -u
 exe=${1:?usage: test-isa.sh path/to/test-isa}
 tmp=$(mktemp -d)
@@ -32,6 +34,10 @@ run() {
     local n
     n=$(grep -c '^onednn_verbose,exec,cpu,\(convolution\|deconvolution\)' "$log")
     [ "$n" -gt 0 ] || bad "$name: no convolution in the verbose log (ONEDNN_VERBOSE not honoured?)"
+    local other
+    other=$(grep '^onednn_verbose,exec,cpu,\(convolution\|deconvolution\)' "$log" |
+        grep -v ',src_[a-z0-9]*::blocked:acdb:' | cut -d, -f4,5,7 | sort | uniq -c)
+    [ -z "$other" ] || bad "$name: convolutions on a layout other than NHWC: $other"
 }
 
 if grep -qw -e avx512_bf16 -e amx_bf16 /proc/cpuinfo; then native_bf16=bf16; else native_bf16=fp32; fi
@@ -64,8 +70,8 @@ for name in native avx2 avx512_core; do
     [ $want = fp32 ] || [ -n "$(ms $name bf16)" ] || bad "$name: no bf16 decode"
 done
 
-# the conversions of activations: a blocked f32 tensor reordered (to bf16)
-act_reorders() { grep -c '^onednn_verbose,exec,cpu,reorder,.*src_f32::blocked:aBcd[0-9]*b.*dst_' || true; }
+# the conversions of activations: an NHWC f32 tensor reordered (to bf16)
+act_reorders() { grep -c '^onednn_verbose,exec,cpu,reorder,.*src_f32::blocked:acdb:.*dst_' || true; }
 if [ $native_bf16 = bf16 ]; then
     from=$(grep -n '^bf16 asked:' "$tmp/native" | cut -d: -f1)
     n=$(tail -n +"${from:-1}" "$tmp/native" | act_reorders)
@@ -73,6 +79,14 @@ if [ $native_bf16 = bf16 ]; then
     echo "native bf16: $n conversions of activations to bf16 in 3 computes of $c bf16 convolutions"
     [ "$n" -le 3 ] && [ "$c" -ge 75 ] ||
         bad "native bf16: $n conversions of activations to bf16 (at most 3) for $c convolutions (at least 75)"
+    kernels=$(tail -n +"${from:-1}" "$tmp/native" |
+        awk -F, '$2 == "exec" && ($4 == "convolution" || $4 == "deconvolution") { print $5 }' | sort | uniq -c)
+    echo "native bf16 kernels:" $kernels
+    if grep -qw amx_bf16 /proc/cpuinfo; then
+        echo "$kernels" | grep -v amx | grep -q . && bad "native bf16: convolutions without AMX on an AMX CPU: $kernels"
+    else
+        echo "native bf16: no AMX on this CPU (its kernels not checked here)"
+    fi
 fi
 for name in native avx2 avx512_core; do
     upto=$(grep -n '^bf16 asked:' "$tmp/$name" | cut -d: -f1)

@@ -313,16 +313,19 @@ static void test_tiled(void) {
 // need the activations of all 4 frames of a step; tiles need the causal state (about the
 // whole-frame one: each tile keeps its crop's), the whole-frame activations of one frame at a
 // time, and one tile's graph. Shrinking the tile shrinks that graph until the crops' 2-pixel
-// overlap in the state costs more than it saves (at these widths below ~128 pixels; for
-// full-width Wan 2.1 at 1920x1088 below ~256). A set cancel flag stops a tiled decode.
+// overlap in the state costs more than it saves (for these 4-channel Wan models, whose state is
+// most of a tiled peak, at about 256 pixels: 128-pixel tiles may cost up to 1% more; for SeedVR2
+// below ~128; for full-width Wan 2.1 at 1920x1088 below ~256). A set cancel flag stops a tiled
+// decode.
 static void test_tiled_memory(void) {
     // 256-pixel tiles below this share of whole frames (SeedVR2: more of its peak is causal state,
-    // the replicating convs of its upsamplers and resnets alike)
+    // the replicating convs of its upsamplers and resnets alike), 128-pixel ones below this
+    // multiple of the 256-pixel peak
     static const struct {
         const char * file;
-        double       share;
-    } models[3] = { { "wan21_b4.orig.safetensors", 0.6 }, { "wan22_b4.orig.safetensors", 0.6 },
-                    { "seedvr2_w32.safetensors", 0.65 } };
+        double       share, grow;
+    } models[3] = { { "wan21_b4.orig.safetensors", 0.75, 1.01 }, { "wan22_b4.orig.safetensors", 0.75, 1.01 },
+                    { "seedvr2_w32.safetensors", 0.65, 1.0 } };
     static const int tiles[5] = { 0, 256, 128, 64, 16 };
     for (int i = 0; i < 3; i++) {
         struct vae_model * m = vae_model_load(path_in(data_dir, models[i].file), VAE_FAMILY_AUTO, err, sizeof(err));
@@ -340,7 +343,8 @@ static void test_tiled_memory(void) {
             printf("%s at 768x512: tile-size %3d: peak %.2f MiB\n", models[i].file, tiles[t], peak[t] / 1048576.0);
             vae_session_free(s);
         }
-        CHECK(peak[1] < peak[0] * models[i].share && peak[2] < peak[1], "%s: peaks %zu (whole), %zu (256), %zu (128)",
+        CHECK(peak[1] < peak[0] * models[i].share && peak[2] < peak[1] * models[i].grow,
+              "%s: peaks %zu (whole), %zu (256), %zu (128)",
               models[i].file, peak[0], peak[1], peak[2]);
         CHECK(peak[4] < peak[0] && peak[4] < peak[1] * 5 / 4, "%s: 16-pixel tiles peak at %zu bytes", models[i].file,
               peak[4]);

@@ -1,6 +1,6 @@
 // The CPU backend: the numerical reference (fp32) and a decoder fast enough to use. Convolutions
-// run through oneDNN on all cores, in its blocked layout end to end (nChw16c, or nChw8c below
-// AVX-512: the layout of the kernels the machine has, see vae_cpu_block), with bias, residual
+// run through oneDNN on all cores, in the NHWC layout end to end (the one oneDNN 3 picks for
+// them at every ISA, see vae-cpu.h), with bias, residual
 // (a sum post-op into the residual's own buffer) and activation fused into the primitive. The
 // nearest-2x upsample followed by a 3x3 conv runs as one stride-2 4x4 deconvolution whose kernel
 // is the 3x3 kernel summed over the taps each output phase sees: exact, and 4/9 of the work.
@@ -58,7 +58,6 @@ struct cpu_weights {
 };
 
 struct cpu_context {
-    dnnl_format_tag_t    tag;         // of the activations: nChw16c or nChw8c
     dnnl_data_type_t     conv_type;   // of convolution inputs and weights: f32 or bf16 (see the top)
     dnnl_engine_t        engine;
     dnnl_stream_t        stream;
@@ -81,7 +80,6 @@ struct cpu_node {
     float *              params;                // a norm's gamma, then beta, or a depthwise conv's weights,
                                                 //   then bias: copies (weights' data is not read after prepare)
     bool                 copy_residual;         // the residual is still needed later: copy it into dst first
-    bool                 view;                  // frame split whose output is its input's memory
     dnnl_memory_desc_t   mds[CPU_MAX_MDS];      // the memory descriptions its primitives were made with
     int                  n_mds;
 };
@@ -100,7 +98,7 @@ struct cpu_kv {
     int64_t c, hw, frames, cap;
 };
 
-// by slot: the remembered frames of each causal conv, [kt - 1, Cin, H, W] blocked (a slot that no
+// by slot: the remembered frames of each causal conv, [kt - 1, Cin, H, W] NHWC (a slot that no
 // compute has written since the reset holds zeros, or for a replicating op nothing yet), and the
 // input frames it has seen (seen); or a delay's frames; or a causal attention's cache (kv[slot].c
 // > 0), which grows up to `limit` bytes of the whole state. end: the stream's latent frames, -1
@@ -155,8 +153,9 @@ static size_t cpu_elem(const struct cpu_graph * cg, const struct vae_tensor * t)
     return cg->nodes[t->index].bf16 ? sizeof(uint16_t) : sizeof(float);
 }
 
-static size_t cpu_frame_floats(const struct vae_tensor * t) {
-    return (size_t) vae_cpu_blocks(t->ne[1]) * vae_cpu_block() * (size_t) t->ne[2] * (size_t) t->ne[3];
+// elements of one frame of t
+static size_t cpu_frame_elems(const struct vae_tensor * t) {
+    return (size_t) t->ne[1] * (size_t) t->ne[2] * (size_t) t->ne[3];
 }
 
 static bool cpu_is_conv(const struct vae_tensor * t) {
@@ -175,13 +174,18 @@ static bool cpu_conv_bf16(const struct cpu_context * ctx, const struct vae_tenso
     return ctx->conv_type == dnnl_bf16 && cpu_is_conv(t) && !cpu_conv_replicates(t);
 }
 
-// floats a causal conv remembers: its last kt - 1 input frames, bf16 where it reads bf16 (two to a
-// float); a delay's d frames; a cross-fade's d output frames
+// bytes a causal conv remembers: its last kt - 1 input frames, bf16 where it reads bf16; a delay's
+// d frames; a cross-fade's d output frames
+static size_t cpu_history_bytes(const struct cpu_context * ctx, const struct vae_tensor * t) {
+    return t->op == VAE_OP_CROSSFADE ? (size_t) t->i[3] * cpu_frame_elems(t) * sizeof(float)
+           : t->op == VAE_OP_DELAY   ? (size_t) t->i[1] * cpu_frame_elems(t->src[0]) * sizeof(float)
+                                     : (size_t) (t->src[1]->ne[2] - 1) * cpu_frame_elems(t->src[0]) *
+                                         (cpu_conv_bf16(ctx, t) ? sizeof(uint16_t) : sizeof(float));
+}
+
+// floats of the state slot that holds them
 static size_t cpu_state_floats(const struct cpu_context * ctx, const struct vae_tensor * t) {
-    return t->op == VAE_OP_CROSSFADE ? (size_t) t->i[3] * cpu_frame_floats(t)
-           : t->op == VAE_OP_DELAY   ? (size_t) t->i[1] * cpu_frame_floats(t->src[0])
-                                     : (size_t) (t->src[1]->ne[2] - 1) * cpu_frame_floats(t->src[0]) /
-                                         (cpu_conv_bf16(ctx, t) ? 2 : 1);
+    return (cpu_history_bytes(ctx, t) + sizeof(float) - 1) / sizeof(float);
 }
 
 // whether op t keeps frames in a state slot of cpu_state_floats
@@ -205,8 +209,8 @@ static bool cpu_conv_replicates(const struct vae_tensor * t) {
 // floats of that copy: the frames the taps read, each 2 pixels wider and higher
 static size_t cpu_replicate_floats(const struct vae_tensor * t) {
     const struct vae_tensor * x = t->src[0];
-    return (size_t) (cpu_conv_front(t) + x->ne[0]) * (size_t) vae_cpu_blocks(x->ne[1]) *
-           vae_cpu_block() * (size_t) (x->ne[2] + 2) * (size_t) (x->ne[3] + 2);
+    return (size_t) (cpu_conv_front(t) + x->ne[0]) * (size_t) x->ne[1] * (size_t) (x->ne[2] + 2) *
+           (size_t) (x->ne[3] + 2);
 }
 
 // ---- memory plan ------------------------------------------------------------------------------
@@ -244,10 +248,10 @@ static void cpu_plan_types(const struct cpu_context * ctx, const struct vae_grap
     }
 }
 
-// the arena plan (vae-plan.c) with the CPU's sizes: blocked tensors (f32 or bf16, cpu_plan_types),
-// room in front of each causal conv's input for its state frames where the conv reads it there;
-// norms (but from f32 to bf16) and tanh-clamp run in place, a conv writes over its residual,
-// and a frame split whose parts are whole blocks is its input read differently
+// the arena plan (vae-plan.c) with the CPU's sizes: NHWC tensors (f32 or bf16, cpu_plan_types),
+// room in front of each causal conv's input for its state frames where the conv reads it there
+// (whole CPU_ALIGN units, so that the input stays aligned); norms (but from f32 to bf16), RoPE and
+// tanh-clamp run in place, a conv writes over its residual
 static bool cpu_plan(const struct cpu_context * ctx, struct vae_graph * g, struct cpu_graph * cg, char * err,
                      size_t err_size) {
     const int              n    = g->n_nodes;
@@ -262,7 +266,7 @@ static bool cpu_plan(const struct cpu_context * ctx, struct vae_graph * g, struc
         if (t->op != VAE_OP_CAUSAL_CONV3D) {
             continue;
         }
-        const size_t state = cpu_state_floats(ctx, t) * sizeof(float);
+        const size_t state = (cpu_history_bytes(ctx, t) + CPU_ALIGN - 1) / CPU_ALIGN * CPU_ALIGN;
         if (state > plan[t->src[0]->index].front && cg->nodes[t->src[0]->index].bf16 == cpu_conv_bf16(ctx, t)) {
             plan[t->src[0]->index].front = state;
         }
@@ -273,9 +277,8 @@ static bool cpu_plan(const struct cpu_context * ctx, struct vae_graph * g, struc
         plan[i].bytes                  = vae_cpu_nelements(t->ne) * cpu_elem(cg, t);
         if (conv && t->src[3] && t->src[0] != t->src[3]) {
             plan[i].heir_of = t->src[3];
-        } else if (t->op == VAE_OP_TANH_CLAMP || (cpu_is_norm(t) && cg->nodes[i].bf16 == cg->nodes[t->src[0]->index].bf16) ||
-                   t->op == VAE_OP_ROPE ||
-                   (t->op == VAE_OP_FRAME_SPLIT && t->ne[1] % vae_cpu_block() == 0 && t->i[1] == 0)) {
+        } else if (t->op == VAE_OP_TANH_CLAMP || t->op == VAE_OP_ROPE ||
+                   (cpu_is_norm(t) && cg->nodes[i].bf16 == cg->nodes[t->src[0]->index].bf16)) {
             plan[i].heir_of = t->src[0];
         }
     }
@@ -289,7 +292,6 @@ static bool cpu_plan(const struct cpu_context * ctx, struct vae_graph * g, struc
     for (int i = 0; i < n; i++) {
         const struct vae_tensor * t = g->nodes[i];
         cg->nodes[i].offset         = plan[i].offset / sizeof(float);
-        cg->nodes[i].view           = plan[i].inherited && t->op == VAE_OP_FRAME_SPLIT;
         cg->nodes[i].copy_residual  = !plan[i].inherited && t->src[3] &&
                                      (t->op == VAE_OP_CONV2D || t->op == VAE_OP_CAUSAL_CONV3D);
     }
@@ -332,23 +334,20 @@ static struct cpu_weights * cpu_weights_get(struct cpu_context * ctx, const stru
             return e;
         }
     }
-    // [Cout, Cin] padded to whole blocks with zeros: padding lanes of activations stay zero; a
-    // grouped conv's weights (md of 5 dims) as they are, [Cout, Cin / G] read as goihw [G, Cout / G, Cin / G]
+    // [Cout, Cin] of this tap; a grouped conv's (md of 5 dims) [Cout, Cin / G] read as goihw [G, Cout / G, Cin / G]
     int           ndims   = 0;
     dnnl_dims_t * md_dims = NULL;
     dnnl_memory_desc_query(md, dnnl_query_ndims_s32, &ndims);
     dnnl_memory_desc_query(md, dnnl_query_dims, &md_dims);
     const bool    grouped = ndims == 5;
     const int64_t cout = w->ne[0], cin = w->ne[1], kt = w->n_dims == 5 ? w->ne[2] : 1, k = w->ne[w->n_dims - 1];
-    const int64_t cout_p = grouped ? cout : vae_cpu_blocks(cout) * vae_cpu_block();
-    const int64_t cin_p  = grouped ? cin : vae_cpu_blocks(cin) * vae_cpu_block();
     const int64_t kd   = fold ? 4 : k;
-    const dnnl_dims_t  dims = { cout_p, cin_p, kd, kd };
+    const dnnl_dims_t  dims = { cout, cin, kd, kd };
     const dnnl_dims_t  gdims = { (*md_dims)[0], (*md_dims)[1], cin, kd, kd };
     dnnl_memory_desc_t plain_md = NULL;
     struct cpu_weights * e     = calloc(1, sizeof(*e));
-    float *              plain = cpu_alloc((size_t) (cout_p * cin_p * kd * kd) * sizeof(float));
-    float *              tmp   = cpu_alloc((size_t) (cout_p * cin_p * k * k) * sizeof(float));
+    float *              plain = cpu_alloc((size_t) (cout * cin * kd * kd) * sizeof(float));
+    float *              tmp   = cpu_alloc((size_t) (cout * cin * k * k) * sizeof(float));
     dnnl_status_t        st    = e && plain && tmp ? dnnl_success : dnnl_out_of_memory;
     if (st == dnnl_success) {
         e->data = cpu_alloc(dnnl_memory_desc_get_size(md));
@@ -357,18 +356,14 @@ static struct cpu_weights * cpu_weights_get(struct cpu_context * ctx, const stru
                             : dnnl_memory_desc_create_with_tag(&plain_md, 4, dims, dnnl_f32, dnnl_oihw);
     }
     if (st == dnnl_success) {
-        // oihw of this tap: [Cout, Cin, kt, k, k] -> [Cout_p, Cin_p, k, k]
-        memset(tmp, 0, (size_t) (cout_p * cin_p * k * k) * sizeof(float));
-        for (int64_t o = 0; o < cout; o++) {
-            for (int64_t i = 0; i < cin; i++) {
-                memcpy(tmp + (o * cin_p + i) * k * k, w->data + ((o * cin + i) * kt + tap) * k * k,
-                       (size_t) (k * k) * sizeof(float));
-            }
+        // oihw of this tap: [Cout, Cin, kt, k, k] -> [Cout, Cin, k, k]
+        for (int64_t oi = 0; oi < cout * cin; oi++) {
+            memcpy(tmp + oi * k * k, w->data + (oi * kt + tap) * k * k, (size_t) (k * k) * sizeof(float));
         }
         if (fold) {
-            cpu_fold_upsample_kernel(tmp, plain, cout_p, cin_p);
+            cpu_fold_upsample_kernel(tmp, plain, cout, cin);
         } else {
-            memcpy(plain, tmp, (size_t) (cout_p * cin_p * k * k) * sizeof(float));
+            memcpy(plain, tmp, (size_t) (cout * cin * k * k) * sizeof(float));
         }
     }
     dnnl_memory_t         from = NULL, to = NULL;
@@ -444,12 +439,12 @@ static bool cpu_prepare_to_bf16(struct cpu_context * ctx, struct cpu_graph * cg,
     const dnnl_dims_t         dims = { x->ne[0], cin, x->ne[2], x->ne[3] };
     dnnl_memory_desc_t        from_md, to_md;
     dnnl_primitive_desc_t     pd = NULL;
-    CPU_DNNL(cpu_node_md(node, &from_md, 4, dims, dnnl_f32, ctx->tag), "describe the input");
-    CPU_DNNL(cpu_node_md(node, &to_md, 4, dims, dnnl_bf16, ctx->tag), "describe the bf16 input");
+    CPU_DNNL(cpu_node_md(node, &from_md, 4, dims, dnnl_f32, dnnl_nhwc), "describe the input");
+    CPU_DNNL(cpu_node_md(node, &to_md, 4, dims, dnnl_bf16, dnnl_nhwc), "describe the bf16 input");
     dnnl_status_t st = dnnl_memory_create(&node->to_bf16_from, from_md, ctx->engine, cpu_node_data(cg, x));
     if (st == dnnl_success) {
         st = dnnl_memory_create(&node->to_bf16_to, to_md, ctx->engine,
-                                (uint16_t *) cg->scratch + (size_t) cpu_conv_front(t) * cpu_frame_floats(x));
+                                (uint16_t *) cg->scratch + (size_t) cpu_conv_front(t) * cpu_frame_elems(x));
     }
     if (st == dnnl_success) st = dnnl_reorder_primitive_desc_create(&pd, from_md, ctx->engine, to_md, ctx->engine, NULL);
     if (st == dnnl_success) st = dnnl_primitive_create(&node->to_bf16, pd);
@@ -472,12 +467,8 @@ static bool cpu_prepare_conv(struct cpu_context * ctx, struct cpu_graph * cg, co
     const bool                rep  = cpu_conv_replicates(t);
     const dnnl_data_type_t    type = cpu_conv_bf16(ctx, t) ? dnnl_bf16 : dnnl_f32;
     const bool                copy = type == dnnl_bf16 && !cg->nodes[x->index].bf16; // (converted in the scratch)
-    // channels padded to whole blocks (the layout's padding lanes, zero), where oneDNN's fast
-    // kernels work; the weights and bias are padded with zeros to match. A grouped conv (oneDNN's
-    // groups: weights [G, Cout / G, Cin / G, k, k]) takes the true channel counts, which the groups
-    // divide; oneDNN pads them in the same layout (its padding lanes, zero on input and output)
-    const int64_t     cin  = G > 1 ? x->ne[1] : vae_cpu_blocks(x->ne[1]) * vae_cpu_block();
-    const int64_t     cout = G > 1 ? t->ne[1] : vae_cpu_blocks(t->ne[1]) * vae_cpu_block();
+    // the true channel counts (a grouped conv: oneDNN's groups, weights [G, Cout / G, Cin / G, k, k])
+    const int64_t     cin = x->ne[1], cout = t->ne[1];
     const int64_t     front     = cpu_conv_front(t);
     const dnnl_dims_t src_dims  = { t->ne[0], cin, x->ne[2] + (rep ? 2 : 0), x->ne[3] + (rep ? 2 : 0) };
     const dnnl_dims_t dst_dims  = { t->ne[0], cout, t->ne[2], t->ne[3] };
@@ -492,8 +483,8 @@ static bool cpu_prepare_conv(struct cpu_context * ctx, struct cpu_graph * cg, co
     }
 
     dnnl_memory_desc_t src_md, dst_md, wei_any, bias_md;
-    CPU_DNNL(cpu_node_md(node, &src_md, 4, src_dims, type, ctx->tag), "describe the source");
-    CPU_DNNL(cpu_node_md(node, &dst_md, 4, dst_dims, node->bf16 ? dnnl_bf16 : dnnl_f32, ctx->tag),
+    CPU_DNNL(cpu_node_md(node, &src_md, 4, src_dims, type, dnnl_nhwc), "describe the source");
+    CPU_DNNL(cpu_node_md(node, &dst_md, 4, dst_dims, node->bf16 ? dnnl_bf16 : dnnl_f32, dnnl_nhwc),
              "describe the output");
     CPU_DNNL(cpu_node_md(node, &wei_any, G > 1 ? 5 : 4, G > 1 ? gwei_dims : wei_dims, type, dnnl_format_tag_any),
              "describe the weights");
@@ -504,7 +495,6 @@ static bool cpu_prepare_conv(struct cpu_context * ctx, struct cpu_graph * cg, co
             snprintf(err, err_size, "out of host memory for the bias of %s", t->name);
             return false;
         }
-        memset(node->bias_data, 0, (size_t) cout * sizeof(float));
         memcpy(node->bias_data, b->data, (size_t) b->ne[0] * sizeof(float));
         CPU_DNNL(dnnl_memory_create(&node->bias, bias_md, ctx->engine, node->bias_data), "describe the bias");
     }
@@ -546,9 +536,9 @@ static bool cpu_prepare_conv(struct cpu_context * ctx, struct cpu_graph * cg, co
         node->weights[j] = cpu_weights_get(ctx, w, j, up, wei_md);
         st = node->weights[j] ? dnnl_success : dnnl_out_of_memory;
         const size_t padded = rep ? cpu_replicate_floats(t) / (size_t) (front + x->ne[0]) : 0;
-        const size_t tap    = ((int64_t) j - front) * (int64_t) cpu_frame_floats(x); // (elements from x's start)
+        const size_t tap    = ((int64_t) j - front) * (int64_t) cpu_frame_elems(x); // (elements from x's start)
         void *       src    = rep    ? (void *) (cg->scratch + (size_t) j * padded)
-                              : copy ? (void *) ((uint16_t *) cg->scratch + (size_t) j * cpu_frame_floats(x))
+                              : copy ? (void *) ((uint16_t *) cg->scratch + (size_t) j * cpu_frame_elems(x))
                               : type == dnnl_bf16 ? (void *) ((uint16_t *) cpu_node_data(cg, x) + tap)
                                                   : (void *) (cpu_node_data(cg, x) + tap);
         if (st == dnnl_success) st = dnnl_memory_create(&node->wei[j], wei_md, ctx->engine, node->weights[j]->data);
@@ -594,7 +584,7 @@ static bool cpu_prepare_time_conv(struct cpu_context * ctx, struct cpu_graph * c
     struct cpu_node *         node = &cg->nodes[t->index];
     const struct vae_tensor * x = t->src[0], *w = t->src[1], *b = t->src[2];
     const int                 kt   = (int) w->ne[2];
-    const int64_t cin = vae_cpu_blocks(x->ne[1]) * vae_cpu_block(), cout = vae_cpu_blocks(t->ne[1]) * vae_cpu_block();
+    const int64_t cin = x->ne[1], cout = t->ne[1];
     const dnnl_dims_t  wei_dims = { cout, cin, 1, 1 }, bias_dims = { cout }, ones = { 1, 1 }, zeros = { 0, 0 };
     dnnl_memory_desc_t wei_any, bias_md;
     if (kt > CPU_MAX_TAPS) {
@@ -621,8 +611,8 @@ static bool cpu_prepare_time_conv(struct cpu_context * ctx, struct cpu_graph * c
         dnnl_memory_desc_t    src_md, dst_md;
         dnnl_primitive_attr_t attr;
         dnnl_post_ops_t       po;
-        CPU_DNNL(cpu_node_md(node, &src_md, 4, src_dims, dnnl_f32, ctx->tag), "describe the source");
-        CPU_DNNL(cpu_node_md(node, &dst_md, 4, dst_dims, dnnl_f32, ctx->tag), "describe the output");
+        CPU_DNNL(cpu_node_md(node, &src_md, 4, src_dims, dnnl_f32, dnnl_nhwc), "describe the source");
+        CPU_DNNL(cpu_node_md(node, &dst_md, 4, dst_dims, dnnl_f32, dnnl_nhwc), "describe the output");
         CPU_DNNL(dnnl_primitive_attr_create(&attr), "create attributes");
         CPU_DNNL(dnnl_post_ops_create(&po), "create post-ops");
         if (j > 0 || t->src[3]) {
@@ -643,11 +633,11 @@ static bool cpu_prepare_time_conv(struct cpu_context * ctx, struct cpu_graph * c
         if (st == dnnl_success) st = dnnl_memory_create(&node->wei[n], wei_md, ctx->engine, node->weights[n]->data);
         if (st == dnnl_success) {
             st = dnnl_memory_create(&node->src[n], src_md, ctx->engine,
-                                    cpu_node_data(cg, x) + (size_t) (a + d) * cpu_frame_floats(x));
+                                    cpu_node_data(cg, x) + (size_t) (a + d) * cpu_frame_elems(x));
         }
         if (st == dnnl_success) {
             st = dnnl_memory_create(&node->dst_tap[n], dst_md, ctx->engine,
-                                    cpu_node_data(cg, t) + (size_t) a * cpu_frame_floats(t));
+                                    cpu_node_data(cg, t) + (size_t) a * cpu_frame_elems(t));
         }
         if (st == dnnl_success) st = dnnl_primitive_create(&node->prim[n], pd);
         dnnl_primitive_desc_destroy(pd);
@@ -810,7 +800,7 @@ static bool cpu_graph_prepare(vae_backend_t * backend, struct vae_graph * g, siz
             n = cpu_replicate_floats(t);
         } else if (cpu_conv_bf16(ctx, t) && !cg->nodes[t->src[0]->index].bf16) {
             const size_t frames = (size_t) (cpu_conv_front(t) + t->src[0]->ne[0]);
-            n = (frames * cpu_frame_floats(t->src[0]) + 1) / 2; // bf16: 2 per float
+            n = (frames * cpu_frame_elems(t->src[0]) + 1) / 2; // bf16: 2 per float
         }
         cg->scratch_floats = n > cg->scratch_floats ? n : cg->scratch_floats;
     }
@@ -848,7 +838,7 @@ static bool cpu_graph_prepare(vae_backend_t * backend, struct vae_graph * g, siz
         return false;
     }
     // (not zeroed: its pages are committed by the decode that uses them, not at caps time; every
-    // op writes all it produces, padding lanes included, before anything reads it)
+    // op writes all it produces before anything reads it)
     g->backend_data = cg;
     for (int i = 0; i < g->n_nodes; i++) {
         const struct vae_tensor * t = g->nodes[i];
@@ -999,7 +989,7 @@ static bool cpu_run_causal_attention(struct cpu_graph * cg, const struct vae_ten
 // first frame (a centred conv starting its stream: kt/2)
 static void cpu_causal_history(const struct cpu_context * ctx, const struct vae_tensor * t, vae_state_t * state,
                                char * x, size_t frame) {
-    const size_t hist = cpu_state_floats(ctx, t) * sizeof(float), front = (size_t) cpu_conv_front(t) * frame;
+    const size_t hist = cpu_history_bytes(ctx, t), front = (size_t) cpu_conv_front(t) * frame;
     if ((t->i[1] & VAE_CENTRED_START) || ((t->i[1] & VAE_CAUSAL_FIRST_FRAME) && !state->written[t->i[0]])) {
         for (size_t at = front; at > 0; at -= frame) {
             memcpy(x - at, x, frame);
@@ -1019,7 +1009,7 @@ static void cpu_causal_history(const struct cpu_context * ctx, const struct vae_
 // x delayed through its slot (VAE_OP_DELAY): y = [held, x] from frame d on when the stream
 // starts, else from frame 0, as many frames as y has; then the slot keeps the d frames that follow
 static void cpu_run_delay(struct cpu_graph * cg, const struct vae_tensor * t, vae_state_t * state) {
-    const size_t  frame = cpu_frame_floats(t->src[0]), d = (size_t) t->i[1], n = (size_t) t->src[0]->ne[0];
+    const size_t  frame = cpu_frame_elems(t->src[0]), d = (size_t) t->i[1], n = (size_t) t->src[0]->ne[0];
     const size_t  at    = t->i[2] & VAE_CENTRED_START ? d : 0; // [held, x] frame of y's frame 0
     const float * x     = cpu_node_data(cg, t->src[0]);
     float *       y     = cpu_node_data(cg, t), *held = state->data[t->i[0]];
@@ -1037,7 +1027,7 @@ static void cpu_run_delay(struct cpu_graph * cg, const struct vae_tensor * t, va
 
 // a chunk's frames cross-faded with those its slot holds (VAE_OP_CROSSFADE); then the slot holds x's last d
 static void cpu_run_crossfade(struct cpu_graph * cg, const struct vae_tensor * t, vae_state_t * state) {
-    const size_t  frame = cpu_frame_floats(t), pre = (size_t) t->i[1], keep = (size_t) t->i[2], d = (size_t) t->i[3];
+    const size_t  frame = cpu_frame_elems(t), pre = (size_t) t->i[1], keep = (size_t) t->i[2], d = (size_t) t->i[3];
     const float * x = cpu_node_data(cg, t->src[0]);
     float *       y = cpu_node_data(cg, t), *held = state->data[t->i[0]];
     const size_t  faded = state->written[t->i[0]] ? d : 0;
@@ -1055,10 +1045,10 @@ static bool cpu_run_conv(struct cpu_context * ctx, struct cpu_graph * cg, const 
     struct cpu_node *         node = &cg->nodes[t->index];
     const struct vae_tensor * in   = t->src[0];
     float *                   y    = cpu_node_data(cg, t);
-    const size_t              hist = t->op == VAE_OP_CAUSAL_CONV3D ? cpu_state_floats(ctx, t) * sizeof(float) : 0;
+    const size_t              hist = t->op == VAE_OP_CAUSAL_CONV3D ? cpu_history_bytes(ctx, t) : 0;
     const bool                up   = t->op == VAE_OP_UPSAMPLE_CONV2D;
     // where the taps read the input, with its state frames in front: in place, or the bf16 copy
-    const size_t frame = cpu_frame_floats(in) * (cpu_conv_bf16(ctx, t) ? sizeof(uint16_t) : sizeof(float));
+    const size_t frame = cpu_frame_elems(in) * (cpu_conv_bf16(ctx, t) ? sizeof(uint16_t) : sizeof(float));
     char *       x     = node->to_bf16 ? (char *) cg->scratch + (size_t) cpu_conv_front(t) * frame
                                        : (char *) cpu_node_data(cg, in);
     if (node->to_bf16) {
@@ -1072,7 +1062,7 @@ static bool cpu_run_conv(struct cpu_context * ctx, struct cpu_graph * cg, const 
     if (cpu_conv_replicates(t)) {
         const int64_t front = cpu_conv_front(t);
         const int64_t ne[4] = { front + in->ne[0], in->ne[1], in->ne[2], in->ne[3] };
-        vae_cpu_replicate_pad((float *) x - (size_t) front * cpu_frame_floats(in), cg->scratch, ne,
+        vae_cpu_replicate_pad((float *) x - (size_t) front * cpu_frame_elems(in), cg->scratch, ne,
                               (t->i[1] & VAE_CAUSAL_REFLECT) != 0);
     }
     if (node->copy_residual) {
@@ -1170,7 +1160,7 @@ static bool cpu_graph_compute(vae_backend_t * backend, struct vae_graph * g, vae
         const float *             x = t->src[0] ? cpu_node_data(cg, t->src[0]) : NULL;
         switch (t->op) {
             case VAE_OP_INPUT:
-                vae_cpu_to_blocked(inputs[t->i[0]], y, t->ne);
+                vae_cpu_to_nhwc(inputs[t->i[0]], y, t->ne);
                 break;
             case VAE_OP_TANH_CLAMP:
                 vae_cpu_tanh_clamp(x, y, vae_cpu_nelements(t->ne), t->f[0]);
@@ -1202,9 +1192,7 @@ static bool cpu_graph_compute(vae_backend_t * backend, struct vae_graph * g, vae
                 vae_cpu_glu(x, y, t->src[0]->ne, t->act);
                 break;
             case VAE_OP_FRAME_SPLIT:
-                if (!cg->nodes[i].view) {
-                    vae_cpu_frame_split(x, y, t->src[0]->ne, t->i[0], t->i[1]);
-                }
+                vae_cpu_frame_split(x, y, t->src[0]->ne, t->i[0], t->i[1]);
                 break;
             case VAE_OP_PIXEL_SHUFFLE:
                 vae_cpu_pixel_shuffle(x, y, t->src[0]->ne);
@@ -1275,7 +1263,7 @@ static bool cpu_graph_read_frame(vae_backend_t * backend, struct vae_graph * g, 
                  (long long) out->ne[3], (long long) out->ne[2]);
         return false;
     }
-    vae_frame_pack(cpu_node_data(cg, out) + (size_t) n * cpu_frame_floats(out), vae_cpu_block(), 1, dst);
+    vae_frame_pack(cpu_node_data(cg, out) + (size_t) n * cpu_frame_elems(out), out->ne[1], 1, dst);
     return true;
 }
 
@@ -1284,7 +1272,7 @@ static bool cpu_graph_read_output(vae_backend_t * backend, struct vae_graph * g,
     const struct vae_tensor * out = g->output;
     const int64_t             ne[4] = { count, out->ne[1], out->ne[2], out->ne[3] };
     (void) backend, (void) err, (void) err_size;
-    vae_cpu_from_blocked(cpu_node_data(g->backend_data, out) + (size_t) first * cpu_frame_floats(out), dst, ne);
+    vae_cpu_from_nhwc(cpu_node_data(g->backend_data, out) + (size_t) first * cpu_frame_elems(out), dst, ne);
     return true;
 }
 
@@ -1333,7 +1321,6 @@ vae_backend_t * vae_backend_cpu_init(enum vae_precision precision, char * err, s
     const char *           isa_name = dnnl_cpu_isa2str(isa);
     const bool             bf16     = (precision == VAE_PRECISION_BF16 || precision == VAE_PRECISION_AUTO) &&
                           (isa & dnnl_cpu_isa_avx512_core_bf16) == dnnl_cpu_isa_avx512_core_bf16;
-    ctx->tag       = vae_cpu_block() == 16 ? dnnl_nChw16c : dnnl_nChw8c;
     ctx->conv_type = bf16 ? dnnl_bf16 : dnnl_f32;
     isa_name += strncmp(isa_name, "cpu_isa_", 8) == 0 ? 8 : 0;
     snprintf(ctx->name, sizeof(ctx->name), "cpu (oneDNN %d.%d.%d, %s, %d threads)", v->major, v->minor, v->patch,

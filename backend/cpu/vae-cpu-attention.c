@@ -1,11 +1,11 @@
-// The attentions of the blocked layout: the softmax attention within each frame (the one-head
+// The attentions of the NHWC layout: the softmax attention within each frame (the one-head
 // mid-block attention of the Wan VAE and of AutoencoderKL, MiniMax-H3's heads over its tokens) and across the frames of a stream,
 // block-causal with a key/value cache (HunyuanVideo 1.5's), and at the end EfficientViT's ReLU
 // linear attention (DC-AE).
 //
 // Softmax attention. oneDNN 2.6 has no attention primitive, and the score matrix of a frame
 // ((H*W)^2 floats, 1 GiB at 16k tokens) must never exist whole: q, k and v are gathered from the
-// blocked layout into plain matrices in the scratch, then blocks of at most ATTN_ROWS query rows
+// pixels' channels into plain matrices in the scratch, then blocks of at most ATTN_ROWS query rows
 // go through S = q k^T * (1/sqrt(C)) (dnnl_sgemm), an exact fp32 softmax per row (max
 // subtracted, libm expf, sum in double) and O = P v (dnnl_sgemm), each row divided by its sum at
 // the end. The GEMMs thread themselves (the same OpenMP pool); the gather, the
@@ -93,12 +93,12 @@ struct attn_keys {
 };
 
 // the HW queries q (token-major, HW x C) of one frame and head against keys kv into channels [c0,
-// c0 + C) of dst (that frame of y, blocked), R rows at a time: S = q k^T * scale, an exact softmax
+// c0 + C) of dst (that frame of y, ldy channels a pixel), R rows at a time: S = q k^T * scale, an exact softmax
 // per row, O = S v, each row divided by its sum as it is written. s: R x T floats, o: R x C, sums:
 // R. false when the cancel flag stopped it (between two blocks of rows)
 static bool attn_frame(const float * q, const struct attn_keys * kv, int64_t HW, int64_t C, int64_t c0, int64_t R,
-                       float * s, float * o, float * sums, float * dst, const int * cancel) {
-    const int64_t L = vae_cpu_block(), T = kv->t;
+                       float * s, float * o, float * sums, float * dst, int64_t ldy, const int * cancel) {
+    const int64_t T = kv->t;
     const float   scale = (float) (1.0 / sqrt((double) C)); // PyTorch's scale: q.k (fp32) * scale
     for (int64_t r0 = 0; r0 < HW; r0 += R) {
         const int64_t m = HW - r0 < R ? HW - r0 : R;
@@ -114,65 +114,46 @@ static bool attn_frame(const float * q, const struct attn_keys * kv, int64_t HW,
 #pragma omp parallel for
         for (int64_t r = 0; r < m; r++) {
             for (int64_t c = 0; c < C; c++) {
-                dst[((c0 + c) / L * HW + r0 + r) * L + (c0 + c) % L] = o[r * C + c] / sums[r];
+                dst[(r0 + r) * ldy + c0 + c] = o[r * C + c] / sums[r];
             }
         }
     }
     return true;
 }
 
-// the padding lanes of the last block of the N frames of y (C channels, HW positions): zeros
-static void attn_zero_padding(float * y, int64_t N, int64_t C, int64_t HW) {
-    const int64_t L = vae_cpu_block(), CB = vae_cpu_blocks(C);
-    for (int64_t n = 0; n < N && C % L; n++) {
-        float * d = y + ((n * CB + CB - 1) * HW) * L;
-        for (int64_t p = 0; p < HW; p++) {
-            memset(d + p * L + C % L, 0, (size_t) (L - C % L) * sizeof(float));
-        }
-    }
-}
-
-// channels [c0, c0 + C) of a blocked frame src (HW positions) into dst token-major (HW x C)
-static void attn_gather_rows(const float * src, int64_t c0, int64_t C, int64_t HW, float * dst) {
-    const int64_t L = vae_cpu_block();
+// channels [c0, c0 + C) of frame src (HW pixels of ld channels) into dst token-major (HW x C)
+static void attn_gather_rows(const float * src, int64_t ld, int64_t c0, int64_t C, int64_t HW, float * dst) {
 #pragma omp parallel for
     for (int64_t p = 0; p < HW; p++) {
-        for (int64_t c = 0; c < C; c++) {
-            const int64_t cc = c0 + c;
-            dst[p * C + c]   = src[((cc / L) * HW + p) * L + cc % L];
-        }
+        memcpy(dst + p * C, src + p * ld + c0, (size_t) C * sizeof(float));
     }
 }
 
 bool vae_cpu_attention(const float * qkv, float * y, const int64_t ne_qkv[4], int64_t hd, float * scratch,
                        const int * cancel) {
-    const int64_t L = vae_cpu_block();
     const int64_t N = ne_qkv[0], D = ne_qkv[1] / 3, C = hd ? hd : D, HW = ne_qkv[2] * ne_qkv[3], R = attn_rows(HW);
-    const int64_t CB3 = vae_cpu_blocks(3 * D), CB = vae_cpu_blocks(D);
     float *       q = scratch, *k = q + HW * C, *v = k + HW * C, *s = v + HW * C, *o = s + R * HW;
     float *       sums = o + R * C;
     for (int64_t n = 0; n < N; n++) {
-        const float * src = qkv + n * CB3 * HW * L;
+        const float * src = qkv + n * HW * 3 * D;
         for (int64_t c0 = 0; c0 < D; c0 += C) { // a head
             // q and v token-major (HW x C), k channel-major (C x HW): both products are then 'N', 'N',
             // which oneDNN's sgemm runs faster than q k^T with a transposed k
-            attn_gather_rows(src, c0, C, HW, q);
-            attn_gather_rows(src, 2 * D + c0, C, HW, v);
+            attn_gather_rows(src, 3 * D, c0, C, HW, q);
+            attn_gather_rows(src, 3 * D, 2 * D + c0, C, HW, v);
 #pragma omp parallel for
             for (int64_t c = 0; c < C; c++) {
-                const int64_t ck  = D + c0 + c;
-                const float * s_k = src + (ck / L) * HW * L + ck % L;
+                const float * s_k = src + D + c0 + c;
                 for (int64_t p = 0; p < HW; p++) {
-                    k[c * HW + p] = s_k[p * L];
+                    k[c * HW + p] = s_k[p * 3 * D];
                 }
             }
             const struct attn_keys kv = { k, v, HW, false };
-            if (!attn_frame(q, &kv, HW, C, c0, R, s, o, sums, y + n * CB * HW * L, cancel)) {
+            if (!attn_frame(q, &kv, HW, C, c0, R, s, o, sums, y + n * HW * D, D, cancel)) {
                 return false;
             }
         }
     }
-    attn_zero_padding(y, N, D, HW);
     return true;
 }
 
@@ -184,24 +165,21 @@ size_t vae_cpu_causal_attention_scratch(const int64_t ne_qkv[4]) {
 
 bool vae_cpu_causal_attention(const float * qkv, float * y, const int64_t ne_qkv[4], float * scratch, float * k,
                               float * v, int64_t held, float * scores, const int * cancel) {
-    const int64_t L = vae_cpu_block();
     const int64_t N = ne_qkv[0], C = ne_qkv[1] / 3, HW = ne_qkv[2] * ne_qkv[3];
-    const int64_t CB3 = vae_cpu_blocks(3 * C), CB = vae_cpu_blocks(C);
     float *       q = scratch, *o = q + HW * C, *sums = o + VAE_CPU_CAUSAL_ROWS * C;
     for (int64_t n = 0; n < N; n++) { // the cache first takes the keys and values of every frame
-        const float * src = qkv + n * CB3 * HW * L;
-        attn_gather_rows(src, C, C, HW, k + (held + n) * HW * C);
-        attn_gather_rows(src, 2 * C, C, HW, v + (held + n) * HW * C);
+        const float * src = qkv + n * HW * 3 * C;
+        attn_gather_rows(src, 3 * C, C, C, HW, k + (held + n) * HW * C);
+        attn_gather_rows(src, 3 * C, 2 * C, C, HW, v + (held + n) * HW * C);
     }
     for (int64_t n = 0; n < N; n++) { // frame n sees the frames held and frames 0..n of these
-        attn_gather_rows(qkv + n * CB3 * HW * L, 0, C, HW, q);
+        attn_gather_rows(qkv + n * HW * 3 * C, 3 * C, 0, C, HW, q);
         const struct attn_keys kv = { k, v, (held + n + 1) * HW, true };
         const int64_t          R  = HW < VAE_CPU_CAUSAL_ROWS ? HW : VAE_CPU_CAUSAL_ROWS;
-        if (!attn_frame(q, &kv, HW, C, 0, R, scores, o, sums, y + n * CB * HW * L, cancel)) {
+        if (!attn_frame(q, &kv, HW, C, 0, R, scores, o, sums, y + n * HW * C, C, cancel)) {
             return false;
         }
     }
-    attn_zero_padding(y, N, C, HW);
     return true;
 }
 
@@ -215,46 +193,39 @@ static inline float la_relu(float v) {
     return v < 0.0f ? 0.0f : v;
 }
 
-// the n channels at offsets off (of position 0) of position p of a blocked frame into d (ReLU'd when relu)
-static inline void la_gather(const float * src, const int64_t * off, int64_t n, int64_t p, int64_t L, bool relu,
+// the n channels from c0 of position p of a frame (ld channels a position) into d (ReLU'd when relu)
+static inline void la_gather(const float * src, int64_t c0, int64_t n, int64_t p, int64_t ld, bool relu,
                              double * d) {
     for (int64_t i = 0; i < n; i++) {
-        const float v = src[off[i] + p * L];
+        const float v = src[p * ld + c0 + i];
         d[i]          = relu ? la_relu(v) : v;
     }
 }
 
 void vae_cpu_linear_attention(const float * qkv, float * y, const int64_t ne_qkv[4], int hd) {
-    const int64_t L = vae_cpu_block();
     const int64_t N = ne_qkv[0], H = hd, G = ne_qkv[1] / (3 * H), P = ne_qkv[2] * ne_qkv[3], C = G * H;
-    const int64_t CB3 = vae_cpu_blocks(3 * C), CB = vae_cpu_blocks(C);
     const bool    linear = P > H;
 #pragma omp parallel
     {
-        // at [H][H + 1]; q, k (H each); v with the row of ones (H + 1); O (H + 1); the offsets of
-        // the group's q, k and v channels in the blocked input frame, then of its outputs' (4 H)
-        double *  at  = malloc((size_t) (H * (H + 1) + 2 * H + 2 * (H + 1)) * sizeof(double));
-        int64_t * off = malloc((size_t) (4 * H) * sizeof(int64_t));
-        if (!at || !off) {
+        // at [H][H + 1]; q, k (H each); v with the row of ones (H + 1); O (H + 1)
+        double * at = malloc((size_t) (H * (H + 1) + 2 * H + 2 * (H + 1)) * sizeof(double));
+        if (!at) {
             abort(); // a few kilobytes
         }
         double *q = at + H * (H + 1), *k = q + H, *v = k + H, *o = v + H + 1;
-        const int64_t *oq = off, *ok = off + H, *ov = off + 2 * H, *oy = off + 3 * H;
 #pragma omp for collapse(2)
         for (int64_t n = 0; n < N; n++) {
             for (int64_t g = 0; g < G; g++) {
-                const float * src = qkv + n * CB3 * P * L;
-                float *       dst = y + n * CB * P * L;
-                for (int64_t i = 0; i < 4 * H; i++) { // q, k, v: channels [3 H g, 3 H (g + 1)); y: [H g, H (g + 1))
-                    const int64_t c = i < 3 * H ? g * 3 * H + i : g * H + i - 3 * H;
-                    off[i]          = (c / L) * P * L + c % L;
-                }
+                // q, k, v: channels [3 H g, 3 H (g + 1)) of 3 C; y: [H g, H (g + 1)) of C
+                const float * src = qkv + n * P * 3 * C;
+                float *       dst = y + n * P * C + g * H;
+                const int64_t oq = g * 3 * H, ok = oq + H, ov = oq + 2 * H;
                 if (linear) {
                     memset(at, 0, (size_t) (H * (H + 1)) * sizeof(double));
                     v[H] = 1.0;
                     for (int64_t m = 0; m < P; m++) {
-                        la_gather(src, ok, H, m, L, true, k);
-                        la_gather(src, ov, H, m, L, false, v);
+                        la_gather(src, ok, H, m, 3 * C, true, k);
+                        la_gather(src, ov, H, m, 3 * C, false, v);
                         for (int64_t e = 0; e < H; e++) {
                             for (int64_t d = 0; d <= H; d++) {
                                 at[e * (H + 1) + d] += v[d] * k[e];
@@ -263,7 +234,7 @@ void vae_cpu_linear_attention(const float * qkv, float * y, const int64_t ne_qkv
                     }
                 }
                 for (int64_t p = 0; p < P; p++) {
-                    la_gather(src, oq, H, p, L, true, q);
+                    la_gather(src, oq, H, p, 3 * C, true, q);
                     memset(o, 0, (size_t) (H + 1) * sizeof(double));
                     if (linear) { // O = A q; its last row is the denominator
                         for (int64_t e = 0; e < H; e++) {
@@ -273,8 +244,8 @@ void vae_cpu_linear_attention(const float * qkv, float * y, const int64_t ne_qkv
                         }
                     } else { // each key's score k_m.q, summed into the denominator o[H]
                         for (int64_t m = 0; m < P; m++) {
-                            la_gather(src, ok, H, m, L, true, k);
-                            la_gather(src, ov, H, m, L, false, v);
+                            la_gather(src, ok, H, m, 3 * C, true, k);
+                            la_gather(src, ov, H, m, 3 * C, false, v);
                             double sc = 0;
                             for (int64_t e = 0; e < H; e++) {
                                 sc += k[e] * q[e];
@@ -286,21 +257,11 @@ void vae_cpu_linear_attention(const float * qkv, float * y, const int64_t ne_qkv
                         }
                     }
                     for (int64_t d = 0; d < H; d++) {
-                        dst[oy[d] + p * L] = (float) (o[d] / (o[H] + (double) 1e-15f));
+                        dst[p * C + d] = (float) (o[d] / (o[H] + (double) 1e-15f));
                     }
                 }
             }
         }
         free(at);
-        free(off);
-        // the padding lanes of the last block
-#pragma omp for collapse(2)
-        for (int64_t n = 0; n < N; n++) {
-            for (int64_t p = 0; p < P; p++) {
-                for (int64_t c = C; c < CB * L; c++) {
-                    y[((n * CB + c / L) * P + p) * L + c % L] = 0.0f;
-                }
-            }
-        }
     }
 }

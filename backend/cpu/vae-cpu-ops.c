@@ -1,8 +1,9 @@
 // The CPU ops that are not convolutions (the attentions have a file of their own): layout
 // changes, the tanh clamp, nearest upsampling, GroupNorm, the RMS norms, the frame split of
 // temporal upsampling, pixel shuffle, DC-AE's gated linear unit and the depthwise conv, written
-// for the blocked layout (16 or 8 lanes, vae_cpu_block) so that the lanes of a block vectorise.
-// They run on all cores through OpenMP, the runtime oneDNN itself uses here.
+// for the NHWC layout (vae-cpu.h): a pixel's C channels are contiguous, so the inner loops run
+// over channels and vectorise. They run on all cores through OpenMP, the runtime oneDNN itself
+// uses here.
 
 #include "vae-cpu.h"
 
@@ -11,42 +12,25 @@
 #include <stdlib.h>
 #include <string.h>
 
-int vae_cpu_block(void) {
-    static int block; // (threads that race here all store the same value)
-    if (!block) {
-        const dnnl_cpu_isa_t isa = dnnl_get_effective_cpu_isa();
-        block = (isa & dnnl_cpu_isa_avx512_core) == dnnl_cpu_isa_avx512_core ? 16 : 8;
-    }
-    return block;
-}
-
-void vae_cpu_to_blocked(const float * src, float * dst, const int64_t ne[4]) {
-    const int64_t L = vae_cpu_block();
-    const int64_t N = ne[0], C = ne[1], HW = ne[2] * ne[3], CB = vae_cpu_blocks(C);
+void vae_cpu_to_nhwc(const float * src, float * dst, const int64_t ne[4]) {
+    const int64_t N = ne[0], C = ne[1], HW = ne[2] * ne[3];
 #pragma omp parallel for collapse(2)
     for (int64_t n = 0; n < N; n++) {
-        for (int64_t cb = 0; cb < CB; cb++) {
-            float * d = dst + (n * CB + cb) * HW * L;
-            for (int64_t p = 0; p < HW; p++) {
-                for (int64_t l = 0; l < L; l++) {
-                    const int64_t c = cb * L + l;
-                    d[p * L + l] = c < C ? src[(n * C + c) * HW + p] : 0.0f;
-                }
+        for (int64_t p = 0; p < HW; p++) {
+            for (int64_t c = 0; c < C; c++) {
+                dst[(n * HW + p) * C + c] = src[(n * C + c) * HW + p];
             }
         }
     }
 }
 
-void vae_cpu_from_blocked(const float * src, float * dst, const int64_t ne[4]) {
-    const int64_t L = vae_cpu_block();
-    const int64_t N = ne[0], C = ne[1], HW = ne[2] * ne[3], CB = vae_cpu_blocks(C);
+void vae_cpu_from_nhwc(const float * src, float * dst, const int64_t ne[4]) {
+    const int64_t N = ne[0], C = ne[1], HW = ne[2] * ne[3];
 #pragma omp parallel for collapse(2)
     for (int64_t n = 0; n < N; n++) {
         for (int64_t c = 0; c < C; c++) {
-            const float * s = src + (n * CB + c / L) * HW * L + c % L;
-            float *       d = dst + (n * C + c) * HW;
             for (int64_t p = 0; p < HW; p++) {
-                d[p] = s[p * L];
+                dst[(n * C + c) * HW + p] = src[(n * HW + p) * C + c];
             }
         }
     }
@@ -61,31 +45,29 @@ void vae_cpu_tanh_clamp(const float * x, float * y, size_t n, float s) {
 }
 
 void vae_cpu_replicate_pad(const float * x, float * y, const int64_t ne_x[4], bool reflect) {
-    const int64_t L = vae_cpu_block(), H = ne_x[2], W = ne_x[3], m = reflect ? 1 : 0;
-    const int64_t planes = ne_x[0] * vae_cpu_blocks(ne_x[1]);
+    const int64_t C = ne_x[1], H = ne_x[2], W = ne_x[3], m = reflect ? 1 : 0;
 #pragma omp parallel for collapse(2)
-    for (int64_t pl = 0; pl < planes; pl++) {
+    for (int64_t n = 0; n < ne_x[0]; n++) {
         for (int64_t Y = 0; Y < H + 2; Y++) { // (row -1 reads row m, row H reads row H - 1 - m)
             const int64_t sy  = Y == 0 ? m : Y > H ? H - 1 - m : Y - 1;
-            const float * src = x + (pl * H + sy) * W * L;
-            float *       d   = y + (pl * (H + 2) + Y) * (W + 2) * L;
-            memcpy(d, src + m * L, (size_t) L * sizeof(float));
-            memcpy(d + L, src, (size_t) (W * L) * sizeof(float));
-            memcpy(d + (W + 1) * L, src + (W - 1 - m) * L, (size_t) L * sizeof(float));
+            const float * src = x + (n * H + sy) * W * C;
+            float *       d   = y + (n * (H + 2) + Y) * (W + 2) * C;
+            memcpy(d, src + m * C, (size_t) C * sizeof(float));
+            memcpy(d + C, src, (size_t) (W * C) * sizeof(float));
+            memcpy(d + (W + 1) * C, src + (W - 1 - m) * C, (size_t) C * sizeof(float));
         }
     }
 }
 
 void vae_cpu_upsample2x(const float * x, float * y, const int64_t ne_x[4]) {
-    const int64_t L = vae_cpu_block();
-    const int64_t NB = ne_x[0] * vae_cpu_blocks(ne_x[1]), H = ne_x[2], W = ne_x[3];
+    const int64_t C = ne_x[1], H = ne_x[2], W = ne_x[3];
 #pragma omp parallel for collapse(2)
-    for (int64_t b = 0; b < NB; b++) {
+    for (int64_t n = 0; n < ne_x[0]; n++) {
         for (int64_t Y = 0; Y < 2 * H; Y++) {
-            const float * s = x + (b * H + Y / 2) * W * L;
-            float *       d = y + (b * 2 * H + Y) * 2 * W * L;
+            const float * s = x + (n * H + Y / 2) * W * C;
+            float *       d = y + (n * 2 * H + Y) * 2 * W * C;
             for (int64_t X = 0; X < 2 * W; X++) {
-                memcpy(d + X * L, s + (X / 2) * L, L * sizeof(float));
+                memcpy(d + X * C, s + (X / 2) * C, (size_t) C * sizeof(float));
             }
         }
     }
@@ -123,12 +105,12 @@ static inline float cpu_act(float v, enum vae_act act) {
     }
 }
 
-// x = act(x) over n floats: the norms and the bias pass compute up to CPU_ACT_TILE pixels into a
-// buffer, then this, compiled for AVX-512 and AVX2 as well as the plugin's baseline x86-64 (an
+// x = act(x) over n floats: the norms and the bias pass compute a tile of pixels into a buffer of
+// CPU_ACT_FLOATS floats (cpu_tile_pixels), then this, compiled for AVX-512 and AVX2 as well as the plugin's baseline x86-64 (an
 // ifunc picks the CPU's when the library loads; the same arithmetic in each, so every machine
 // gives the same values). A GroupNorm + SiLU of 128 channels at 512x512 took 78 ms with libm's
 // expf inline, 31 ms so (2 threads, AVX-512); Wan's RMS norm + SiLU 98 and 42
-#define CPU_ACT_TILE 256
+#define CPU_ACT_FLOATS 4096
 __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default"))) static void
 cpu_act_rows(float * x, int64_t n, enum vae_act act) {
     switch (act) { // (a loop per activation: a switch inside one is not vectorised)
@@ -163,72 +145,101 @@ static inline void cpu_store(void * y, bool bf16, int64_t at, const float * row,
     }
 }
 
+// pixels of C channels per tile of a norm or the bias pass: whole pixels in CPU_ACT_FLOATS floats, at
+// least one; and that tile's buffer (one per thread: free it)
+static int64_t cpu_tile_pixels(int64_t C) {
+    return C >= CPU_ACT_FLOATS ? 1 : CPU_ACT_FLOATS / C;
+}
+
+static float * cpu_tile_buffer(int64_t C) {
+    float * buf = malloc((size_t) (C > CPU_ACT_FLOATS ? C : CPU_ACT_FLOATS) * sizeof(float));
+    if (!buf) {
+        abort(); // at most a few pixels' worth
+    }
+    return buf;
+}
+
 void vae_cpu_bias_act(void * y, const int64_t ne[4], const float * bias, enum vae_act act, bool bf16) {
-    const int64_t L = vae_cpu_block();
-    const int64_t N = ne[0], CB = vae_cpu_blocks(ne[1]), HW = ne[2] * ne[3];
-#pragma omp parallel for collapse(2)
-    for (int64_t n = 0; n < N; n++) {
-        for (int64_t cb = 0; cb < CB; cb++) {
-            const int64_t at = (n * CB + cb) * HW * L;
-            const float * b  = bias ? bias + cb * L : NULL;
-            float         buf[CPU_ACT_TILE * VAE_CPU_BLOCK_MAX];
-            for (int64_t p0 = 0; p0 < HW; p0 += CPU_ACT_TILE) {
-                const int64_t np = HW - p0 < CPU_ACT_TILE ? HW - p0 : CPU_ACT_TILE;
-                for (int64_t p = 0; p < np; p++) {
-                    for (int l = 0; l < L; l++) {
-                        buf[p * L + l] = cpu_load(y, bf16, at + (p0 + p) * L + l) + (b ? b[l] : 0.0f);
-                    }
+    const int64_t C = ne[1], P = ne[0] * ne[2] * ne[3], T = cpu_tile_pixels(C);
+#pragma omp parallel
+    {
+        float * buf = cpu_tile_buffer(C);
+#pragma omp for
+        for (int64_t p0 = 0; p0 < P; p0 += T) {
+            const int64_t np = P - p0 < T ? P - p0 : T;
+            for (int64_t p = 0; p < np; p++) {
+                for (int64_t c = 0; c < C; c++) {
+                    buf[p * C + c] = cpu_load(y, bf16, (p0 + p) * C + c) + (bias ? bias[c] : 0.0f);
                 }
-                cpu_act_rows(buf, np * L, act);
-                cpu_store(y, bf16, at + p0 * L, buf, np * L);
             }
+            cpu_act_rows(buf, np * C, act);
+            cpu_store(y, bf16, p0 * C, buf, np * C);
         }
+        free(buf);
     }
 }
 
-// per channel sum of x (f32 or bf16; centered by mean[c] if mean is given, squared), in double
+// GroupNorm's statistics: per frame, the sum over its pixels of each channel's value (f32 or
+// bf16; centered by mean[c] of that frame if mean is given, squared), in double. The pixels go in
+// runs of CPU_SUM_PIXELS, each summed on its own and then added in order: the same result on any
+// number of threads
+#define CPU_SUM_PIXELS 1024
+
 static void cpu_channel_sums(const void * x, bool x_bf16, const int64_t ne[4], const double * mean, double * out) {
-    const int64_t L = vae_cpu_block();
-    const int64_t N = ne[0], CB = vae_cpu_blocks(ne[1]), HW = ne[2] * ne[3];
+    const int64_t N = ne[0], C = ne[1], HW = ne[2] * ne[3], R = (HW + CPU_SUM_PIXELS - 1) / CPU_SUM_PIXELS;
+    double *      part = calloc((size_t) (N * R * C), sizeof(double));
+    if (!part) {
+        abort(); // N C HW / 1024 doubles: an eighth of the activation
+    }
 #pragma omp parallel for collapse(2)
     for (int64_t n = 0; n < N; n++) {
-        for (int64_t cb = 0; cb < CB; cb++) {
-            const int64_t at = (n * CB + cb) * HW * L;
-            double        acc[VAE_CPU_BLOCK_MAX] = { 0 };
-            double        m[VAE_CPU_BLOCK_MAX]   = { 0 };
-            if (mean) {
-                for (int l = 0; l < L; l++) {
-                    m[l] = mean[n * CB * L + cb * L + l];
+        for (int64_t r = 0; r < R; r++) {
+            double *       acc = part + (n * R + r) * C;
+            const double * m   = mean ? mean + n * C : NULL;
+            const int64_t  p1  = (r + 1) * CPU_SUM_PIXELS < HW ? (r + 1) * CPU_SUM_PIXELS : HW;
+            for (int64_t p = r * CPU_SUM_PIXELS; p < p1; p++) {
+                const int64_t at = (n * HW + p) * C;
+                if (m) {
+                    for (int64_t c = 0; c < C; c++) {
+                        const double v = (double) cpu_load(x, x_bf16, at + c) - m[c];
+                        acc[c] += v * v;
+                    }
+                } else {
+                    for (int64_t c = 0; c < C; c++) {
+                        acc[c] += (double) cpu_load(x, x_bf16, at + c);
+                    }
                 }
             }
-            for (int64_t p = 0; p < HW; p++) {
-                for (int l = 0; l < L; l++) {
-                    const double v = (double) cpu_load(x, x_bf16, at + p * L + l) - m[l];
-                    acc[l] += mean ? v * v : v;
-                }
-            }
-            memcpy(out + (n * CB + cb) * L, acc, (size_t) L * sizeof(double));
         }
     }
+    for (int64_t n = 0; n < N; n++) {
+        for (int64_t c = 0; c < C; c++) {
+            double s = 0;
+            for (int64_t r = 0; r < R; r++) {
+                s += part[(n * R + r) * C + c];
+            }
+            out[n * C + c] = s;
+        }
+    }
+    free(part);
 }
 
 // per channel: the mean over its group of the channel sums; with eps >= 0, 1 / sqrt(that + eps).
 // frames > 1: the group's sums over that many frames at once (statistics over the frames too)
-static void cpu_group_mean(const double * sums, double * out, int64_t N, int64_t CB, int64_t groups, int64_t cpg,
+static void cpu_group_mean(const double * sums, double * out, int64_t N, int64_t C, int64_t groups, int64_t cpg,
                            int64_t HW, float eps, int64_t frames) {
-    const int64_t L = vae_cpu_block();
     for (int64_t n = 0; n < N; n += frames) {
         for (int64_t g = 0; g < groups; g++) {
             double s = 0;
             for (int64_t f = n; f < n + frames; f++) {
                 for (int64_t c = g * cpg; c < (g + 1) * cpg; c++) {
-                    s += sums[f * CB * L + c];
+                    s += sums[f * C + c];
                 }
             }
             s /= (double) (cpg * HW * frames);
             for (int64_t f = n; f < n + frames; f++) {
                 for (int64_t c = g * cpg; c < (g + 1) * cpg; c++) {
-                    out[f * CB * L + c] = eps < 0 ? s : 1.0 / sqrt(s + (double) eps);
+                    out[f * C + c] = eps < 0 ? s : 1.0 / sqrt(s + (double) eps);
                 }
             }
         }
@@ -238,57 +249,57 @@ static void cpu_group_mean(const double * sums, double * out, int64_t N, int64_t
 void vae_cpu_group_norm(const void * x, void * y, const int64_t ne[4], int groups, float eps, const float * gamma,
                         const float * beta, enum vae_act act, const float * stats, bool all_frames, bool x_bf16,
                         bool y_bf16) {
-    const int64_t L = vae_cpu_block();
-    const int64_t N = ne[0], C = ne[1], CB = vae_cpu_blocks(C), HW = ne[2] * ne[3], cpg = C / groups;
-    const size_t  nc = (size_t) (N * CB * L);
+    const int64_t N = ne[0], C = ne[1], HW = ne[2] * ne[3], cpg = C / groups, T = cpu_tile_pixels(C);
+    const size_t  nc   = (size_t) (N * C);
     double *      sums = malloc(3 * nc * sizeof(double));
-    if (!sums) {
+    float *       ab   = malloc(2 * nc * sizeof(float));
+    if (!sums || !ab) {
         abort(); // a few kilobytes; nothing sensible is left to do
     }
-    double * mean = sums + nc, * rstd = sums + 2 * nc;
+    double *mean = sums + nc, *rstd = sums + 2 * nc;
+    float * a = ab, *b = ab + nc;
 
     if (stats) { // the same for every frame
         for (int64_t n = 0; n < N; n++) {
             for (int64_t c = 0; c < C; c++) {
-                mean[n * CB * L + c] = stats[c / cpg];
-                rstd[n * CB * L + c] = stats[groups + c / cpg];
+                mean[n * C + c] = stats[c / cpg];
+                rstd[n * C + c] = stats[groups + c / cpg];
             }
         }
     } else {
         // two passes (mean, then centered squares) so large offsets lose no precision
         cpu_channel_sums(x, x_bf16, ne, NULL, sums);
-        cpu_group_mean(sums, mean, N, CB, groups, cpg, HW, -1.0f, all_frames ? N : 1);
+        cpu_group_mean(sums, mean, N, C, groups, cpg, HW, -1.0f, all_frames ? N : 1);
         cpu_channel_sums(x, x_bf16, ne, mean, sums);
-        cpu_group_mean(sums, rstd, N, CB, groups, cpg, HW, eps, all_frames ? N : 1);
+        cpu_group_mean(sums, rstd, N, C, groups, cpg, HW, eps, all_frames ? N : 1);
     }
-#pragma omp parallel for collapse(2)
-    for (int64_t n = 0; n < N; n++) {
-        for (int64_t cb = 0; cb < CB; cb++) {
-            double m[VAE_CPU_BLOCK_MAX];
-            float  a[VAE_CPU_BLOCK_MAX], b[VAE_CPU_BLOCK_MAX];
-            for (int l = 0; l < L; l++) {
-                const int64_t c = cb * L + l, i = n * CB * L + c;
-                // y = (x - mean) * (rstd * gamma) + beta; padding lanes stay 0
-                m[l] = c < C ? mean[i] : 0.0;
-                a[l] = c < C ? (float) (rstd[i] * gamma[c]) : 0.0f;
-                b[l] = c < C ? beta[c] : 0.0f;
-            }
-            const int64_t at = (n * CB + cb) * HW * L;
-            float         buf[CPU_ACT_TILE * VAE_CPU_BLOCK_MAX];
-            for (int64_t p0 = 0; p0 < HW; p0 += CPU_ACT_TILE) {
-                const int64_t np = HW - p0 < CPU_ACT_TILE ? HW - p0 : CPU_ACT_TILE;
+    for (size_t i = 0; i < nc; i++) { // y = (x - mean) * (rstd * gamma) + beta
+        a[i] = (float) (rstd[i] * gamma[i % (size_t) C]);
+        b[i] = beta[i % (size_t) C];
+    }
+#pragma omp parallel
+    {
+        float * buf = cpu_tile_buffer(C);
+#pragma omp for collapse(2)
+        for (int64_t n = 0; n < N; n++) {
+            for (int64_t p0 = 0; p0 < HW; p0 += T) {
+                const int64_t  np = HW - p0 < T ? HW - p0 : T, at = (n * HW + p0) * C;
+                const double * m  = mean + n * C;
+                const float *  an = a + n * C, *bn = b + n * C;
                 for (int64_t p = 0; p < np; p++) {
-                    for (int l = 0; l < L; l++) {
-                        const double v = cpu_load(x, x_bf16, at + (p0 + p) * L + l);
-                        buf[p * L + l] = (float) (v - m[l]) * a[l] + b[l];
+                    for (int64_t c = 0; c < C; c++) {
+                        const double v = cpu_load(x, x_bf16, at + p * C + c);
+                        buf[p * C + c] = (float) (v - m[c]) * an[c] + bn[c];
                     }
                 }
-                cpu_act_rows(buf, np * L, act);
-                cpu_store(y, y_bf16, at + p0 * L, buf, np * L);
+                cpu_act_rows(buf, np * C, act);
+                cpu_store(y, y_bf16, at, buf, np * C);
             }
         }
+        free(buf);
     }
     free(sums);
+    free(ab);
 }
 
 // Wan's RMS_norm, F.normalize(x, dim=1) * sqrt(C) * gamma: per pixel, x / max(|x|, 1e-12) over
@@ -297,158 +308,103 @@ void vae_cpu_group_norm(const void * x, void * y, const int64_t ne[4], int group
 // overflows nor underflows for any finite input (|x| up to FLT_MAX, subnormals), and the scale is
 // applied in double: y is x * s * gamma + beta + r computed in double and rounded to float once
 // (then the activation, in float), so Wan's |y| <= sqrt(C) * |gamma| never overflows. Without
-// beta (or r), -0 is added, which changes nothing (not even a zero's sign). A NaN anywhere in a pixel makes every channel of that
-// pixel NaN, as in PyTorch (clamp_min keeps a NaN norm). Pixels go in tiles so that the channel
-// blocks are read once per pass; what the input's padding lanes hold is ignored, and the output's
-// are written as zero.
-#define RMS_TILE 32
+// beta (or r), -0 is added, which changes nothing (not even a zero's sign). A NaN anywhere in a
+// pixel makes every channel of that pixel NaN, as in PyTorch (clamp_min keeps a NaN norm). A
+// pixel's sums go in RMS_LANES partial sums, so that they vectorise without reassociating anything.
+#define RMS_LANES 8
 
 void vae_cpu_rms_norm(const void * x, void * y, const int64_t ne[4], const float * gamma, const float * beta,
                       const float * r, int mode, float eps, enum vae_act act, bool x_bf16, bool y_bf16) {
-    const int64_t L = vae_cpu_block();
-    const int64_t N = ne[0], C = ne[1], CB = vae_cpu_blocks(C), HW = ne[2] * ne[3];
-    const int64_t tiles  = (HW + RMS_TILE - 1) / RMS_TILE;
+    const int64_t C = ne[1], P = ne[0] * ne[2] * ne[3], T = cpu_tile_pixels(C), C8 = C - C % RMS_LANES;
     const double  sqrt_c = sqrt((double) C);
-#pragma omp parallel for collapse(2)
-    for (int64_t n = 0; n < N; n++) {
-        for (int64_t t = 0; t < tiles; t++) {
-            const int64_t p0 = t * RMS_TILE, np = HW - p0 < RMS_TILE ? HW - p0 : RMS_TILE;
-            // lane-wise partial sums: the 16 lanes vectorise without reassociating anything
-            double acc[RMS_TILE][VAE_CPU_BLOCK_MAX] = { { 0 } }, sum[RMS_TILE][VAE_CPU_BLOCK_MAX] = { { 0 } };
-            double scale[RMS_TILE], mean[RMS_TILE];
-            for (int64_t cb = 0; cb < CB; cb++) {
-                const int64_t at = ((n * CB + cb) * HW + p0) * L;
-                const int64_t nl = C - cb * L < L ? C - cb * L : L;
-                for (int64_t p = 0; p < np; p++) {
-                    for (int l = 0; l < L; l++) {
-                        const double v = l < nl ? (double) cpu_load(x, x_bf16, at + p * L + l) : 0.0;
-                        acc[p][l] += v * v;
-                        sum[p][l] += v;
-                    }
-                }
-            }
-            for (int64_t p = 0; p < np; p++) {
-                double ss = 0, sm = 0;
-                for (int l = 0; l < L; l++) {
-                    ss += acc[p][l];
-                    sm += sum[p][l];
-                }
-                const double norm = sqrt(ss);
-                // a NaN norm stays NaN
-                mean[p]  = mode == 2 ? sm / (double) C : 0.0;
-                scale[p] = mode == 2   ? 1.0 / sqrt(ss / (double) C - mean[p] * mean[p] + (double) eps)
-                           : mode == 1 ? 1.0 / sqrt(ss / (double) C + (double) eps)
-                                       : sqrt_c / (norm < 1e-12 ? 1e-12 : norm);
-            }
-            for (int64_t cb = 0; cb < CB; cb++) {
-                const int64_t at = ((n * CB + cb) * HW + p0) * L;
-                const float * rs = r ? r + at : NULL;
-                double        g[VAE_CPU_BLOCK_MAX], b[VAE_CPU_BLOCK_MAX];
-                float         buf[RMS_TILE * VAE_CPU_BLOCK_MAX];
-                for (int l = 0; l < L; l++) {
-                    const int64_t c = cb * L + l;
-                    g[l]            = c < C ? gamma[c] : 0.0;
-                    b[l]            = c < C && beta ? beta[c] : -0.0;
-                }
-                const bool tail = C - cb * L < L;
-                for (int64_t p = 0; p < np; p++) {
-                    for (int l = 0; l < L; l++) {
-                        const double v =
-                            ((double) cpu_load(x, x_bf16, at + p * L + l) - mean[p]) * scale[p] * g[l] + b[l];
-                        buf[p * L + l] = (float) (rs ? v + (double) rs[p * L + l] : v);
-                    }
-                }
-                cpu_act_rows(buf, np * L, act);
-                for (int64_t p = 0; tail && p < np; p++) { // x * scale * 0 is NaN for a NaN pixel: zeros again
-                    for (int l = (int) (C - cb * L); l < L; l++) {
-                        buf[p * L + l] = 0.0f;
-                    }
-                }
-                cpu_store(y, y_bf16, at, buf, np * L);
-            }
-        }
+    double *      gb     = malloc((size_t) (2 * C) * sizeof(double));
+    if (!gb) {
+        abort(); // a few kilobytes
     }
-}
-
-// offset (in floats) of channel c, pixel 0, from the start of a blocked frame of HW pixels
-static inline int64_t cpu_lane_offset(int64_t c, int64_t HW, int64_t L) {
-    return (c / L) * HW * L + c % L;
+    for (int64_t c = 0; c < C; c++) {
+        gb[c]     = gamma[c];
+        gb[C + c] = beta ? beta[c] : -0.0;
+    }
+#pragma omp parallel
+    {
+        float * buf = cpu_tile_buffer(C);
+#pragma omp for
+        for (int64_t p0 = 0; p0 < P; p0 += T) {
+            const int64_t np = P - p0 < T ? P - p0 : T;
+            for (int64_t p = 0; p < np; p++) {
+                const int64_t at = (p0 + p) * C;
+                double        acc[RMS_LANES] = { 0 }, sum[RMS_LANES] = { 0 };
+                for (int64_t c0 = 0; c0 < C8; c0 += RMS_LANES) {
+                    for (int l = 0; l < RMS_LANES; l++) {
+                        const double v = cpu_load(x, x_bf16, at + c0 + l);
+                        acc[l] += v * v;
+                        sum[l] += v;
+                    }
+                }
+                for (int64_t c = C8; c < C; c++) {
+                    const double v = cpu_load(x, x_bf16, at + c);
+                    acc[c - C8] += v * v;
+                    sum[c - C8] += v;
+                }
+                double ss = 0, sm = 0;
+                for (int l = 0; l < RMS_LANES; l++) {
+                    ss += acc[l];
+                    sm += sum[l];
+                }
+                // a NaN norm stays NaN
+                const double norm  = sqrt(ss);
+                const double mean  = mode == 2 ? sm / (double) C : 0.0;
+                const double scale = mode == 2   ? 1.0 / sqrt(ss / (double) C - mean * mean + (double) eps)
+                                     : mode == 1 ? 1.0 / sqrt(ss / (double) C + (double) eps)
+                                                 : sqrt_c / (norm < 1e-12 ? 1e-12 : norm);
+                const float * rs   = r ? r + at : NULL;
+                for (int64_t c = 0; c < C; c++) {
+                    const double v = ((double) cpu_load(x, x_bf16, at + c) - mean) * scale * gb[c] + gb[C + c];
+                    buf[p * C + c] = (float) (rs ? v + (double) rs[c] : v);
+                }
+            }
+            cpu_act_rows(buf, np * C, act);
+            cpu_store(y, y_bf16, p0 * C, buf, np * C);
+        }
+        free(buf);
+    }
+    free(gb);
 }
 
 void vae_cpu_frame_split(const float * x, float * y, const int64_t ne_x[4], int s, int drop) {
-    const int64_t L = vae_cpu_block();
     const int64_t N = ne_x[0], C = ne_x[1], HW = ne_x[2] * ne_x[3], Cs = C / s;
-    const int64_t CBx = vae_cpu_blocks(C), CBy = vae_cpu_blocks(Cs);
 #pragma omp parallel for collapse(2)
     for (int64_t f = drop; f < N * s; f++) {
-        for (int64_t cb = 0; cb < CBy; cb++) {
-            const int64_t t = f / s, c0 = (f % s) * Cs + cb * L; // source channel of lane 0
-            const int64_t nl = Cs - cb * L < L ? Cs - cb * L : L;
-            const float * src = x + t * CBx * HW * L;
-            float *       d   = y + ((f - drop) * CBy + cb) * HW * L;
-            if (c0 % L == 0 && nl == L) { // a whole source block
-                memcpy(d, src + cpu_lane_offset(c0, HW, L), (size_t) (HW * L) * sizeof(float));
-                continue;
-            }
-            int64_t off[VAE_CPU_BLOCK_MAX];
-            for (int l = 0; l < L; l++) {
-                off[l] = l < nl ? cpu_lane_offset(c0 + l, HW, L) : 0;
-            }
-            for (int64_t p = 0; p < HW; p++) {
-                for (int l = 0; l < L; l++) {
-                    d[p * L + l] = l < nl ? src[off[l] + p * L] : 0.0f;
-                }
-            }
+        for (int64_t p = 0; p < HW; p++) { // frame f = channels [j Cs, (j + 1) Cs) of frame f / s, j = f % s
+            memcpy(y + ((f - drop) * HW + p) * Cs, x + ((f / s) * HW + p) * C + (f % s) * Cs,
+                   (size_t) Cs * sizeof(float));
         }
     }
 }
 
 void vae_cpu_glu(const float * x, float * y, const int64_t ne_x[4], enum vae_act act) {
-    const int64_t L = vae_cpu_block();
-    const int64_t N = ne_x[0], C = ne_x[1] / 2, HW = ne_x[2] * ne_x[3];
-    const int64_t CBx = vae_cpu_blocks(2 * C), CBy = vae_cpu_blocks(C);
-#pragma omp parallel for collapse(2)
-    for (int64_t n = 0; n < N; n++) {
-        for (int64_t cb = 0; cb < CBy; cb++) {
-            const int64_t nl  = C - cb * L < L ? C - cb * L : L;
-            const float * src = x + n * CBx * HW * L;
-            float *       d   = y + (n * CBy + cb) * HW * L;
-            int64_t       ov[VAE_CPU_BLOCK_MAX], og[VAE_CPU_BLOCK_MAX]; // lane l's value and gate channels
-            for (int l = 0; l < L; l++) {
-                ov[l] = l < nl ? cpu_lane_offset(cb * L + l, HW, L) : 0;
-                og[l] = l < nl ? cpu_lane_offset(C + cb * L + l, HW, L) : 0;
-            }
-            for (int64_t p = 0; p < HW; p++) {
-                for (int l = 0; l < L; l++) {
-                    d[p * L + l] = l < nl ? src[ov[l] + p * L] * cpu_act(src[og[l] + p * L], act) : 0.0f;
-                }
-            }
+    const int64_t C = ne_x[1] / 2, P = ne_x[0] * ne_x[2] * ne_x[3];
+#pragma omp parallel for
+    for (int64_t p = 0; p < P; p++) {
+        const float * s = x + p * 2 * C;
+        for (int64_t c = 0; c < C; c++) {
+            y[p * C + c] = s[c] * cpu_act(s[C + c], act);
         }
     }
 }
 
 void vae_cpu_pixel_shuffle(const float * x, float * y, const int64_t ne_x[4]) {
-    const int64_t L = vae_cpu_block();
-    const int64_t N = ne_x[0], C = ne_x[1] / 4, H = ne_x[2], W = ne_x[3], HW = H * W;
-    const int64_t CBx = vae_cpu_blocks(4 * C), CBy = vae_cpu_blocks(C);
-#pragma omp parallel for collapse(3)
+    const int64_t N = ne_x[0], C = ne_x[1] / 4, H = ne_x[2], W = ne_x[3];
+#pragma omp parallel for collapse(2)
     for (int64_t n = 0; n < N; n++) {
-        for (int64_t cb = 0; cb < CBy; cb++) {
-            for (int64_t Y2 = 0; Y2 < 2 * H; Y2++) {
-                const int64_t i = Y2 & 1, nl = C - cb * L < L ? C - cb * L : L;
-                const float * src = x + (n * CBx * HW + (Y2 >> 1) * W) * L;
-                float *       d   = y + ((n * CBy + cb) * 2 * H + Y2) * 2 * W * L;
-                int64_t       off[2][VAE_CPU_BLOCK_MAX]; // source of lane l for output column parity j
+        for (int64_t Y2 = 0; Y2 < 2 * H; Y2++) {
+            const int64_t i   = Y2 & 1;
+            const float * src = x + (n * H + (Y2 >> 1)) * W * 4 * C;
+            float *       d   = y + (n * 2 * H + Y2) * 2 * W * C;
+            for (int64_t X = 0; X < W; X++) {
                 for (int j = 0; j < 2; j++) {
-                    for (int l = 0; l < L; l++) {
-                        off[j][l] = l < nl ? cpu_lane_offset(4 * (cb * L + l) + 2 * i + j, HW, L) : 0;
-                    }
-                }
-                for (int64_t X = 0; X < W; X++) {
-                    for (int j = 0; j < 2; j++) {
-                        for (int l = 0; l < L; l++) {
-                            d[(2 * X + j) * L + l] = l < nl ? src[off[j][l] + X * L] : 0.0f;
-                        }
+                    for (int64_t c = 0; c < C; c++) {
+                        d[(2 * X + j) * C + c] = src[X * 4 * C + 4 * c + 2 * i + j];
                     }
                 }
             }
@@ -458,76 +414,58 @@ void vae_cpu_pixel_shuffle(const float * x, float * y, const int64_t ne_x[4]) {
 
 void vae_cpu_depthwise_conv2d(const float * x, float * y, const int64_t ne_x[4], int64_t m, int k, const float * w,
                               const float * bias) {
-    const int64_t L = vae_cpu_block();
-    const int64_t N = ne_x[0], C = ne_x[1] * m, H = ne_x[2], W = ne_x[3], HW = H * W, p = k / 2;
-    const int64_t CBx = vae_cpu_blocks(ne_x[1]), CBy = vae_cpu_blocks(C);
-#pragma omp parallel for collapse(3)
+    const int64_t N = ne_x[0], Ci = ne_x[1], C = Ci * m, H = ne_x[2], W = ne_x[3], p = k / 2;
+    float *       wt = malloc((size_t) (C * k * k) * sizeof(float)); // the taps channel-minor: [k, k, C m]
+    if (!wt) {
+        abort(); // a few kilobytes
+    }
+    for (int64_t o = 0; o < C; o++) {
+        for (int64_t t = 0; t < k * k; t++) {
+            wt[t * C + o] = w[o * k * k + t];
+        }
+    }
+#pragma omp parallel for collapse(2)
     for (int64_t n = 0; n < N; n++) {
-        for (int64_t cb = 0; cb < CBy; cb++) {
-            for (int64_t Y = 0; Y < H; Y++) {
-                const int64_t nl  = C - cb * L < L ? C - cb * L : L;
-                const float * src = x + n * CBx * HW * L;
-                float *       d   = y + ((n * CBy + cb) * H + Y) * W * L;
-                int64_t       off[VAE_CPU_BLOCK_MAX]; // where lane l's input channel starts
-                for (int64_t l = 0; l < L; l++) {
-                    off[l] = l < nl ? cpu_lane_offset((cb * L + l) / m, HW, L) : 0;
-                }
-                for (int64_t X = 0; X < W; X++) {
-                    float acc[VAE_CPU_BLOCK_MAX];
-                    for (int64_t l = 0; l < L; l++) {
-                        acc[l] = l < nl ? bias[cb * L + l] : 0.0f;
-                    }
-                    for (int64_t dy = 0; dy < k; dy++) {
-                        const int64_t yy = Y + dy - p;
-                        for (int64_t dx = 0; dx < k && yy >= 0 && yy < H; dx++) {
-                            const int64_t xx = X + dx - p;
-                            if (xx < 0 || xx >= W) {
-                                continue;
-                            }
-                            for (int64_t l = 0; l < nl; l++) {
-                                acc[l] += src[off[l] + (yy * W + xx) * L] * w[((cb * L + l) * k + dy) * k + dx];
+        for (int64_t Y = 0; Y < H; Y++) {
+            for (int64_t X = 0; X < W; X++) {
+                float * d = y + ((n * H + Y) * W + X) * C;
+                memcpy(d, bias, (size_t) C * sizeof(float));
+                for (int64_t dy = 0; dy < k; dy++) {
+                    const int64_t yy = Y + dy - p;
+                    for (int64_t dx = 0; dx < k && yy >= 0 && yy < H; dx++) {
+                        const int64_t xx = X + dx - p;
+                        if (xx < 0 || xx >= W) {
+                            continue;
+                        }
+                        const float * s = x + ((n * H + yy) * W + xx) * Ci, *wk = wt + (dy * k + dx) * C;
+                        for (int64_t i = 0; i < Ci; i++) { // output channels [i m, (i + 1) m) read channel i
+                            for (int64_t j = 0; j < m; j++) {
+                                d[i * m + j] += s[i] * wk[i * m + j];
                             }
                         }
                     }
-                    memcpy(d + X * L, acc, (size_t) L * sizeof(float)); // (padding lanes: 0)
                 }
             }
         }
     }
+    free(wt);
 }
 
 // ---- a ViT's tokens (MiniMax-H3) ----------------------------------------------------------------
 
 void vae_cpu_tokens(const float * x, float * y, const int64_t ne_x[4], const float * extra, int64_t n_extra,
                     int64_t zeros) {
-    const int64_t L = vae_cpu_block();
-    const int64_t N = ne_x[0], C = ne_x[1], HW = ne_x[2] * ne_x[3], CB = vae_cpu_blocks(C);
-    const int64_t T = N * HW + n_extra + zeros; // tokens of y
-#pragma omp parallel for collapse(2)
-    for (int64_t cb = 0; cb < CB; cb++) {
-        for (int64_t n = 0; n < N; n++) {
-            memcpy(y + (cb * T + n * HW) * L, x + (n * CB + cb) * HW * L, (size_t) (HW * L) * sizeof(float));
-        }
+    const int64_t C = ne_x[1], P = ne_x[0] * ne_x[2] * ne_x[3]; // (NHWC frames are tokens already)
+    memcpy(y, x, (size_t) (P * C) * sizeof(float));
+    if (n_extra) {
+        memcpy(y + P * C, extra, (size_t) (n_extra * C) * sizeof(float));
     }
-    for (int64_t cb = 0; cb < CB; cb++) {
-        for (int64_t e = 0; e < n_extra + zeros; e++) {
-            float * d = y + (cb * T + N * HW + e) * L;
-            for (int64_t l = 0; l < L; l++) {
-                d[l] = e < n_extra && cb * L + l < C ? extra[e * C + cb * L + l] : 0.0f;
-            }
-        }
-    }
+    memset(y + (P + n_extra) * C, 0, (size_t) (zeros * C) * sizeof(float));
 }
 
 void vae_cpu_untokens(const float * x, float * y, const int64_t ne_y[4], int64_t tokens) {
-    const int64_t L = vae_cpu_block();
-    const int64_t N = ne_y[0], HW = ne_y[2] * ne_y[3], CB = vae_cpu_blocks(ne_y[1]);
-#pragma omp parallel for collapse(2)
-    for (int64_t n = 0; n < N; n++) {
-        for (int64_t cb = 0; cb < CB; cb++) {
-            memcpy(y + (n * CB + cb) * HW * L, x + (cb * tokens + n * HW) * L, (size_t) (HW * L) * sizeof(float));
-        }
-    }
+    (void) tokens; // (the first N H W of them)
+    memcpy(y, x, vae_cpu_nelements(ne_y) * sizeof(float));
 }
 
 // The angles of the rotary embedding as upstream evaluates them in fp32 (MiniMaxH3VideoRotaryPosEmbed):
@@ -553,8 +491,7 @@ static void cpu_rope_angles(int64_t p, const int32_t grid[3], int rd, const floa
 
 void vae_cpu_rope(const float * x, float * y, const int64_t ne[4], int hd, int rd, const int32_t grid[3], float theta,
                   float eps) {
-    const int64_t L = vae_cpu_block();
-    const int64_t C = ne[1], D = C / 3, T = ne[3], CB = vae_cpu_blocks(C), heads = D / hd;
+    const int64_t C = ne[1], D = C / 3, T = ne[3], heads = D / hd;
 #pragma omp parallel
     {
         // one head's channels, then cos and sin, then the inverse frequencies (once, not per token)
@@ -569,13 +506,15 @@ void vae_cpu_rope(const float * x, float * y, const int64_t ne[4], int hd, int r
 #pragma omp for
         for (int64_t p = 0; p < T; p++) {
             cpu_rope_angles(p, grid, rd, inv, cs);
-            for (int64_t c = 2 * D; c < CB * L; c++) { // v and the padding lanes as they are
-                y[cpu_lane_offset(c, T, L) + p * L] = x[cpu_lane_offset(c, T, L) + p * L];
+            const float * xs = x + p * C;
+            float *       ys = y + p * C;
+            if (ys != xs) { // v as it is
+                memcpy(ys + 2 * D, xs + 2 * D, (size_t) D * sizeof(float));
             }
             for (int64_t j = 0; j < 2 * heads; j++) { // q's heads, then k's
                 double ss = 0;
                 for (int c = 0; c < hd; c++) {
-                    u[c] = x[cpu_lane_offset(j * hd + c, T, L) + p * L];
+                    u[c] = xs[j * hd + c];
                     ss += (double) u[c] * u[c];
                 }
                 const float s = 1.0f / sqrtf((float) (ss / hd) + eps);
@@ -586,7 +525,7 @@ void vae_cpu_rope(const float * x, float * y, const int64_t ne[4], int hd, int r
                     const int   h = rd / 2, k = c < h ? c + h : c - h;
                     const float v = c >= rd ? u[c] : c < h ? u[c] * cs[c] - u[k] * cs[h + c]
                                                            : u[c] * cs[k] + u[k] * cs[h + k];
-                    y[cpu_lane_offset(j * hd + c, T, L) + p * L] = v;
+                    ys[j * hd + c] = v;
                 }
             }
         }

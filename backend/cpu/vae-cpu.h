@@ -1,9 +1,10 @@
 // Internal to the CPU backend: the activation layout and the ops written by hand (those oneDNN
-// 2.6 lacks or that are too small to be worth a primitive). Activations are f32 in oneDNN's
-// blocked layout of B lanes, nChw16c or nChw8c: element (n, c, y, x) of a [N, C, H, W] tensor is
-// at ((n * CB + c / B) * H * W + y * W + x) * B + c % B, CB = ceil(C / B). Every op writes the
-// padding lanes of the last block as zero (oneDNN's convolutions read them as channels whose
-// weights are zero, and 0 * garbage may be NaN).
+// lacks or that are too small to be worth a primitive). Activations are NHWC, dense: element
+// (n, c, y, x) of a [N, C, H, W] tensor is at ((n * H + y) * W + x) * C + c, a pixel's channels
+// side by side, no padding. It is the layout oneDNN 3 itself picks for every convolution when
+// asked (format_tag::any) at every ISA and precision here: its brgemm kernels (AVX2, AVX-512,
+// AVX512-BF16, and AMX's, which take nothing else) run on it, with true channel counts (3 output
+// channels cost 3, not a block of 16) and oneDNN's groups on any channel count.
 
 #pragma once
 
@@ -14,19 +15,9 @@
 #include <stdint.h>
 #include <string.h>
 
-// B, the lanes of a block: 16 where oneDNN runs AVX-512 kernels (their layout is nChw16c), 8
-// elsewhere (nChw8c, that of its AVX2 and SSE4.1 kernels, which run nChw16c in reference code,
-// 1000x slower). Fixed for the process by oneDNN's effective ISA (DNNL_MAX_CPU_ISA lowers it).
-#define VAE_CPU_BLOCK_MAX 16
-int vae_cpu_block(void);
-
-static inline int64_t vae_cpu_blocks(int64_t c) {
-    return (c + vae_cpu_block() - 1) / vae_cpu_block();
-}
-
-// floats a [N, C, H, W] tensor takes in the blocked layout
+// floats a [N, C, H, W] tensor takes
 static inline size_t vae_cpu_nelements(const int64_t ne[4]) {
-    return (size_t) ne[0] * (size_t) vae_cpu_blocks(ne[1]) * vae_cpu_block() * (size_t) ne[2] * (size_t) ne[3];
+    return (size_t) ne[0] * (size_t) ne[1] * (size_t) ne[2] * (size_t) ne[3];
 }
 
 // what a graph may take when the caller gives no limit: 7/8 of the smaller of MemAvailable
@@ -35,7 +26,7 @@ static inline size_t vae_cpu_nelements(const int64_t ne[4]) {
 size_t vae_cpu_available_memory(const char * root);
 
 // bf16, rounded to nearest even (a NaN stays a NaN, quiet): how a tensor between convolutions is
-// stored at precision bf16 (see vae-backend-cpu.c), in the same blocked layout
+// stored at precision bf16 (see vae-backend-cpu.c), in the same layout
 static inline uint16_t vae_cpu_bf16(float v) {
     uint32_t u;
     memcpy(&u, &v, sizeof(u));
@@ -50,25 +41,24 @@ static inline float vae_cpu_from_bf16(uint16_t h) {
     return v;
 }
 
-// plain [N, C, H, W] <-> blocked; padding lanes written as zero
-void vae_cpu_to_blocked(const float * src, float * dst, const int64_t ne[4]);
-void vae_cpu_from_blocked(const float * src, float * dst, const int64_t ne[4]);
+// plain [N, C, H, W] (NCHW) <-> NHWC
+void vae_cpu_to_nhwc(const float * src, float * dst, const int64_t ne[4]);
+void vae_cpu_from_nhwc(const float * src, float * dst, const int64_t ne[4]);
 
-// y = act(y + bias[c]) over every element, blocked, y f32 or (bf16) bf16; bias: whole blocks (padding
-// lanes 0) or NULL
+// y = act(y + bias[c]) over every element, y f32 or (bf16) bf16; bias [C] or NULL
 void vae_cpu_bias_act(void * y, const int64_t ne[4], const float * bias, enum vae_act act, bool bf16);
 
 // y = tanh(x / s) * s over every element (in place allowed)
 void vae_cpu_tanh_clamp(const float * x, float * y, size_t n, float s);
 
-// nearest 2x: x [N, C, H, W] -> y [N, C, 2H, 2W], blocked
+// nearest 2x: x [N, C, H, W] -> y [N, C, 2H, 2W]
 void vae_cpu_upsample2x(const float * x, float * y, const int64_t ne_x[4]);
 
 // x [N, C, H, W] -> y [N, C, H + 2, W + 2] padded by one pixel: the nearest edge pixel
-// (F.pad(mode="replicate")), or with reflect the mirror one (F.pad(mode="reflect"): H, W >= 2); blocked
+// (F.pad(mode="replicate")), or with reflect the mirror one (F.pad(mode="reflect"): H, W >= 2)
 void vae_cpu_replicate_pad(const float * x, float * y, const int64_t ne_x[4], bool reflect);
 
-// y = act(GN(x) * gamma + beta), blocked, in place allowed (x and y of one type); statistics of x
+// y = act(GN(x) * gamma + beta), in place allowed (x and y of one type); statistics of x
 // in double (of each frame, or of all frames together when all_frames), or when stats is given,
 // those: the group means, then 1 / sqrt(var + eps) (2 * groups floats; eps unused). x_bf16, y_bf16:
 // x, y stored in bf16, else f32
@@ -79,13 +69,13 @@ void vae_cpu_group_norm(const void * x, void * y, const int64_t ne[4], int group
 // y = act(x * s * gamma[c] + beta[c] + r), |x| = the L2 norm over the C channels at each pixel;
 // mode 0: s = sqrt(C) / max(|x|, 1e-12) (Wan's RMS_norm), 1: s = 1 / sqrt(|x|^2 / C + eps)
 // (diffusers' RMSNorm), 2: x - mean(x) in place of x and s = 1 / sqrt(var + eps) (LayerNorm); beta
-// and the residual r (blocked, f32) may be NULL; blocked, in place allowed (y = x of one type, or
+// and the residual r (f32) may be NULL; in place allowed (y = x of one type, or
 // y = r, f32); x_bf16, y_bf16: x, y stored in bf16, else f32
 void vae_cpu_rms_norm(const void * x, void * y, const int64_t ne[4], const float * gamma, const float * beta,
                       const float * r, int mode, float eps, enum vae_act act, bool x_bf16, bool y_bf16);
 
 // attention within each frame over its H*W positions, in heads of hd channels: qkv [N, 3C, H, W] ->
-// y [N, C, H, W], both blocked; q, k, v are channels [0, C), [C, 2C), [2C, 3C), head j their channels
+// y [N, C, H, W]; q, k, v are channels [0, C), [C, 2C), [2C, 3C), head j their channels
 // [j hd, (j+1) hd); y = softmax(q k^T / sqrt(hd)) v, exact, without an (HW)^2 buffer. scratch holds
 // vae_cpu_attention_scratch(ne_qkv, hd) floats. cancel: NULL, or a flag read (acquire) before each
 // block of query rows: set, the op stops there and returns false, y part-written; true when it ran
@@ -105,26 +95,26 @@ bool   vae_cpu_causal_attention(const float * qkv, float * y, const int64_t ne_q
                                 float * v, int64_t held, float * scores, const int * cancel);
 
 // EfficientViT's ReLU linear attention per frame, groups of head dim hd (VAE_OP_LINEAR_ATTENTION):
-// qkv [N, G 3 hd, H, W] -> y [N, G hd, H, W], both blocked; sums in double, in upstream's linear
+// qkv [N, G 3 hd, H, W] -> y [N, G hd, H, W]; sums in double, in upstream's linear
 // form when H W > hd, else its quadratic one
 void vae_cpu_linear_attention(const float * qkv, float * y, const int64_t ne_qkv[4], int hd);
 
-// [N, 2C, H, W] -> [N, C, H, W]: y[c] = x[c] act(x[C + c]); blocked
+// [N, 2C, H, W] -> [N, C, H, W]: y[c] = x[c] act(x[C + c])
 void vae_cpu_glu(const float * x, float * y, const int64_t ne_x[4], enum vae_act act);
 
 // [N, C, H, W] -> [N*s - drop, C/s, H, W]: frame s*t+j - drop of y = channels [j*C/s, (j+1)*C/s) of frame
-// t of x (the first drop not written); blocked
+// t of x (the first drop not written)
 void vae_cpu_frame_split(const float * x, float * y, const int64_t ne_x[4], int s, int drop);
 
 // frames [N, C, H, W] -> tokens [1, C, 1, N H W + n_extra + zeros]: the pixels, then extra's rows
 // (plain [n_extra, C]), then zero tokens; and back, the first N H W tokens of x [1, C, 1, tokens]
-// as y [N, C, H, W]; blocked
+// as y [N, C, H, W]
 void vae_cpu_tokens(const float * x, float * y, const int64_t ne_x[4], const float * extra, int64_t n_extra,
                     int64_t zeros);
 void vae_cpu_untokens(const float * x, float * y, const int64_t ne_y[4], int64_t tokens);
 
 // VAE_OP_ROPE on qkv [1, 3D, 1, T] (ne): each head's q and k RMS-normalised and rotated for the
-// grid (t, h, w) of tokens; blocked, in place allowed
+// grid (t, h, w) of tokens; in place allowed
 void vae_cpu_rope(const float * x, float * y, const int64_t ne[4], int hd, int rd, const int32_t grid[3], float theta,
                   float eps);
 
@@ -132,10 +122,10 @@ void vae_cpu_rope(const float * x, float * y, const int64_t ne[4], int hd, int r
 // of `frame` floats
 void vae_cpu_crossfade(const float * held, const float * x, float * y, size_t frame, int d);
 
-// [N, 4C, H, W] -> [N, C, 2H, 2W]: y[c, 2Y+i, 2X+j] = x[4c+2i+j, Y, X]; blocked
+// [N, 4C, H, W] -> [N, C, 2H, 2W]: y[c, 2Y+i, 2X+j] = x[4c+2i+j, Y, X]
 void vae_cpu_pixel_shuffle(const float * x, float * y, const int64_t ne_x[4]);
 
 // depthwise k x k conv, zero pad k/2: y [N, C m, H, W] from x [N, C, H, W], output channel o reading
-// input channel o / m through its filter w + o k k (plain [C m, k, k]) plus bias[o]; blocked
+// input channel o / m through its filter w + o k k (plain [C m, k, k]) plus bias[o]
 void vae_cpu_depthwise_conv2d(const float * x, float * y, const int64_t ne_x[4], int64_t m, int k, const float * w,
                               const float * bias);
