@@ -36,6 +36,7 @@
 
 #include <malloc.h>
 #include <math.h>
+#include <oneapi/dnnl/dnnl.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -2011,6 +2012,67 @@ static void test_rms_case(int N, int C, int H, int W, enum vae_act act, float ma
     pool_free(&pl);
 }
 
+// the backend's layout is the one oneDNN picks for itself: convolutions (and the fused upsample's
+// stride-2 deconvolution) created with format_tag::any for source and output get dense NHWC for
+// both, at this run's ISA (test-cpu-ops-avx2: AVX2), in f32 and, where the ISA computes it
+// natively, bf16; channel counts of the decoders' convs, odd ones and groups included
+static void test_onednn_layout(void) {
+    static const struct {
+        int ci, co, k, hw, groups;
+        bool up;
+    } convs[] = { { 128, 128, 3, 64, 1, false }, { 512, 512, 3, 32, 1, false }, { 64, 3, 3, 64, 1, false },
+                  { 16, 64, 3, 30, 1, false },   { 48, 128, 1, 30, 1, false },  { 96, 96, 1, 16, 3, false },
+                  { 768, 768, 1, 8, 24, false }, { 256, 256, 3, 32, 1, true },  { 12, 64, 3, 17, 1, true } };
+    const dnnl_cpu_isa_t isa  = dnnl_get_effective_cpu_isa();
+    const bool           bf16 = (isa & dnnl_cpu_isa_avx512_core_bf16) == dnnl_cpu_isa_avx512_core_bf16;
+    dnnl_engine_t        engine;
+    CHECK(dnnl_engine_create(&engine, dnnl_cpu, 0) == dnnl_success, "oneDNN engine");
+    for (int type = 0; type < (bf16 ? 2 : 1); type++) {
+        const dnnl_data_type_t dt = type ? dnnl_bf16 : dnnl_f32;
+        for (size_t i = 0; i < sizeof(convs) / sizeof(convs[0]); i++) {
+            const int         ci = convs[i].ci, co = convs[i].co, G = convs[i].groups, kd = convs[i].up ? 4 : convs[i].k;
+            const int64_t     ho = convs[i].up ? 2 * convs[i].hw : convs[i].hw;
+            const dnnl_dims_t src_dims = { 1, ci, convs[i].hw, convs[i].hw }, dst_dims = { 1, co, ho, ho };
+            const dnnl_dims_t wei_dims = { co, ci, kd, kd }, gwei_dims = { G, co / G, ci / G, kd, kd };
+            const dnnl_dims_t strides = { convs[i].up ? 2 : 1, convs[i].up ? 2 : 1 }, dil = { 0, 0 };
+            const dnnl_dims_t pad = { convs[i].up ? 1 : kd / 2, convs[i].up ? 1 : kd / 2 };
+            dnnl_memory_desc_t src, dst, wei, src_nhwc, dst_nhwc;
+            dnnl_memory_desc_create_with_tag(&src, 4, src_dims, dt, dnnl_format_tag_any);
+            dnnl_memory_desc_create_with_tag(&dst, 4, dst_dims, dt, dnnl_format_tag_any);
+            dnnl_memory_desc_create_with_tag(&wei, G > 1 ? 5 : 4, G > 1 ? gwei_dims : wei_dims, dt, dnnl_format_tag_any);
+            dnnl_memory_desc_create_with_tag(&src_nhwc, 4, src_dims, dt, dnnl_nhwc);
+            dnnl_memory_desc_create_with_tag(&dst_nhwc, 4, dst_dims, dt, dnnl_nhwc);
+            dnnl_primitive_desc_t pd = NULL;
+            const dnnl_status_t   st =
+                convs[i].up ? dnnl_deconvolution_forward_primitive_desc_create(&pd, engine, dnnl_forward_inference,
+                                                                              dnnl_deconvolution_direct, src, wei, NULL,
+                                                                              dst, strides, dil, pad, pad, NULL)
+                            : dnnl_convolution_forward_primitive_desc_create(&pd, engine, dnnl_forward_inference,
+                                                                            dnnl_convolution_direct, src, wei, NULL, dst,
+                                                                            strides, dil, pad, pad, NULL);
+            const char * impl = "none";
+            if (st == dnnl_success) {
+                dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl);
+            }
+            const bool nhwc = st == dnnl_success &&
+                              dnnl_memory_desc_equal(dnnl_primitive_desc_query_md(pd, dnnl_query_src_md, 0), src_nhwc) &&
+                              dnnl_memory_desc_equal(dnnl_primitive_desc_query_md(pd, dnnl_query_dst_md, 0), dst_nhwc);
+            printf("%s %s %d -> %d, %dx%d, groups %d at %dx%d: %s, %s\n", type ? "bf16" : "f32",
+                   convs[i].up ? "deconv" : "conv", ci, co, kd, kd, G, convs[i].hw, convs[i].hw, impl,
+                   nhwc ? "NHWC" : "another layout");
+            CHECK(nhwc, "%s %s %d -> %d (groups %d): oneDNN picks a layout other than NHWC (%s)", type ? "bf16" : "f32",
+                  convs[i].up ? "deconvolution" : "convolution", ci, co, G, impl);
+            dnnl_primitive_desc_destroy(pd);
+            dnnl_memory_desc_destroy(src);
+            dnnl_memory_desc_destroy(dst);
+            dnnl_memory_desc_destroy(wei);
+            dnnl_memory_desc_destroy(src_nhwc);
+            dnnl_memory_desc_destroy(dst_nhwc);
+        }
+    }
+    dnnl_engine_destroy(engine);
+}
+
 // bf16 storage (precision bf16 keeps what passes between convs and norms in bf16): the rounding
 // against PyTorch's, and each norm and bias_act reading or writing bf16 gives exactly what the f32
 // op gives on the same (bf16-rounded) input, rounded once
@@ -3200,9 +3262,10 @@ int main(int argc, char ** argv) {
         { "available memory", test_available_memory },
         { "errors", test_errors },       { "nan", test_nan },
         { "rms_norm, rms_norm_eps", test_rms }, { "bf16 storage", test_bf16_storage },
-        { "attention (blocked, direct)", test_attention },
+        { "the layout oneDNN picks", test_onednn_layout },
+        { "attention (direct)", test_attention },
         { "linear_attention, glu", test_linear_attention },
-        { "frame_split, pixel_shuffle (blocked, direct)", test_shuffles },
+        { "frame_split, pixel_shuffle (direct)", test_shuffles },
         { "causal_conv3d, frame_split in graphs", test_causal },
         { "causal_attention (a key/value cache)", test_causal_attention },
         { "centred conv3d, delay (a stream's start and end)", test_centred },
