@@ -3,7 +3,8 @@
 // vae_backend_graph_read_output / vae_backend_graph_read_frame, and compared with naive C
 // references written here (double accumulation, NCHW, no blocking) on seeded random inputs.
 //
-// Covered: conv2d (k 1/3, bias, residual, act none/relu/silu, odd channel counts and sizes),
+// Covered: conv2d (k 1/3, bias, residual, act none/relu/silu, odd channel counts and sizes; 3x3
+// convs of 96 channels or more run by Winograd's F(2x2, 3x3), vae-cpu-winograd.c),
 // depthwise_conv2d (channel multipliers 1-3, k 1-7, images smaller than the kernel), grouped
 // conv2d (oneDNN's groups, of any channel count),
 // upsample_conv2d fused and unfused, group_norm (groups, eps, act, large offsets; given the
@@ -329,6 +330,9 @@ static void test_conv(void) {
         { 1, 1, 3, 1, 1 },   { 1, 3, 16, 3, 3 },  { 2, 5, 3, 7, 5 },   { 1, 16, 16, 16, 9 },
         { 2, 20, 33, 7, 5 }, { 1, 33, 5, 16, 9 }, { 1, 64, 3, 7, 5 },  { 2, 64, 64, 3, 3 },
         { 1, 3, 20, 16, 9 }, { 2, 16, 1, 1, 1 },  { 1, 5, 64, 1, 7 },  { 2, 33, 20, 9, 16 },
+        // Winograd's (3x3, 96 channels or more each side): partial 2x2 tiles at odd edges, a
+        // pixel alone, rows of more than one run of 32 tiles
+        { 2, 96, 100, 7, 5 }, { 1, 128, 96, 1, 1 }, { 1, 100, 130, 5, 131 },
     };
     const int n_shapes = g_quick ? 1 : (int) (sizeof(shapes) / sizeof(shapes[0]));
     for (int s = 0; s < n_shapes; s++) {
@@ -3019,6 +3023,9 @@ static void test_causal(void) {
     if (!g_quick) {
         test_causal_case(48, 24, 9, 11, 3, 3, 3, true, VAE_ACT_SILU, steps_b, 3, 0);
         test_causal_case(40, 36, 11, 9, 3, 3, 3, true, VAE_ACT_SILU, steps_a, 5, edges);
+        // both convs by Winograd (96 channels or more), its taps adding into one output
+        test_causal_case(96, 112, 5, 9, 3, 3, 3, true, VAE_ACT_SILU, steps_a, 5, 0);
+        test_causal_case(100, 96, 3, 4, 2, 3, 3, false, VAE_ACT_RELU, steps_c, 4, VAE_CAUSAL_FIRST_FRAME);
     }
     test_split_graph(32, 2, false, 0);
     test_split_graph(32, 2, true, 0);

@@ -105,14 +105,15 @@ static inline float cpu_act(float v, enum vae_act act) {
     }
 }
 
-// x = act(x) over n floats: the norms and the bias pass compute a tile of pixels into a buffer of
-// CPU_ACT_FLOATS floats (cpu_tile_pixels), then this, compiled for AVX-512 and AVX2 as well as the plugin's baseline x86-64 (an
-// ifunc picks the CPU's when the library loads; the same arithmetic in each, so every machine
-// gives the same values). A GroupNorm + SiLU of 128 channels at 512x512 took 78 ms with libm's
-// expf inline, 31 ms so (2 threads, AVX-512); Wan's RMS norm + SiLU 98 and 42
+// The norms and the bias pass compute a tile of pixels into a buffer of CPU_ACT_FLOATS floats
+// (cpu_tile_pixels), then vae_cpu_act over it, which is compiled for AVX-512 and AVX2 as well as
+// the plugin's baseline x86-64 (an ifunc picks the CPU's when the library loads; the same
+// arithmetic in each, so every machine gives the same values). A GroupNorm + SiLU of 128 channels
+// at 512x512 took 78 ms with libm's expf inline, 31 ms so (2 threads, AVX-512); Wan's RMS norm +
+// SiLU 98 and 42
 #define CPU_ACT_FLOATS 4096
-__attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default"))) static void
-cpu_act_rows(float * x, int64_t n, enum vae_act act) {
+__attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default"))) void
+vae_cpu_act(float * x, int64_t n, enum vae_act act) {
     switch (act) { // (a loop per activation: a switch inside one is not vectorised)
         case VAE_ACT_RELU:
             for (int64_t i = 0; i < n; i++) {
@@ -172,7 +173,7 @@ void vae_cpu_bias_act(void * y, const int64_t ne[4], const float * bias, enum va
                     buf[p * C + c] = cpu_load(y, bf16, (p0 + p) * C + c) + (bias ? bias[c] : 0.0f);
                 }
             }
-            cpu_act_rows(buf, np * C, act);
+            vae_cpu_act(buf, np * C, act);
             cpu_store(y, bf16, p0 * C, buf, np * C);
         }
         free(buf);
@@ -292,7 +293,7 @@ void vae_cpu_group_norm(const void * x, void * y, const int64_t ne[4], int group
                         buf[p * C + c] = (float) (v - m[c]) * an[c] + bn[c];
                     }
                 }
-                cpu_act_rows(buf, np * C, act);
+                vae_cpu_act(buf, np * C, act);
                 cpu_store(y, y_bf16, at, buf, np * C);
             }
         }
@@ -363,7 +364,7 @@ void vae_cpu_rms_norm(const void * x, void * y, const int64_t ne[4], const float
                     buf[p * C + c] = (float) (rs ? v + (double) rs[c] : v);
                 }
             }
-            cpu_act_rows(buf, np * C, act);
+            vae_cpu_act(buf, np * C, act);
             cpu_store(y, y_bf16, p0 * C, buf, np * C);
         }
         free(buf);

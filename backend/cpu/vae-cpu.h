@@ -45,8 +45,20 @@ static inline float vae_cpu_from_bf16(uint16_t h) {
 void vae_cpu_to_nhwc(const float * src, float * dst, const int64_t ne[4]);
 void vae_cpu_from_nhwc(const float * src, float * dst, const int64_t ne[4]);
 
+// x = act(x) over n floats (SiLU's exp a polynomial, relative error below 2.5e-7), in place
+void vae_cpu_act(float * x, int64_t n, enum vae_act act);
+
 // y = act(y + bias[c]) over every element, y f32 or (bf16) bf16; bias [C] or NULL
 void vae_cpu_bias_act(void * y, const int64_t ne[4], const float * bias, enum vae_act act, bool bf16);
+
+// the 3x3 convolution (stride 1, zero padding 1, one group) of f32 by Winograd's F(2x2, 3x3)
+// (vae-cpu-winograd.c): u, the weights [Cout, Cin, 3, 3] transformed by vae_cpu_winograd_weights
+// into vae_cpu_winograd_floats floats; y [N, Cout, H, W] = act(conv(x) + bias (+ y when add)),
+// from x [N, Cin, H, W]; bias [Cout] or NULL
+size_t vae_cpu_winograd_floats(int64_t cin, int64_t cout);
+void   vae_cpu_winograd_weights(const float * w, float * u, int64_t cin, int64_t cout);
+void   vae_cpu_winograd_conv(const float * x, float * y, const int64_t ne_x[4], int64_t cout, const float * u,
+                             const float * bias, bool add, enum vae_act act);
 
 // y = tanh(x / s) * s over every element (in place allowed)
 void vae_cpu_tanh_clamp(const float * x, float * y, size_t n, float s);
