@@ -45,13 +45,9 @@ void vae_cpu_winograd_weights(const float * w, float * u, int64_t cin, int64_t c
     }
 }
 
-// The transforms are compiled for AVX-512 and AVX2 too (an ifunc picks the CPU's; the same
-// arithmetic in each): at the baseline's SSE2 they took a tenth of an AutoencoderKL decode.
-#define WINO_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
-
 // v[e] = (B^T d B)[e] for the C channels of the 4x4 patch d (16 rows of C floats);
 // B^T = [1 0 -1 0; 0 1 1 0; 0 -1 1 0; 0 1 0 -1]. v: 16 rows of C floats, ld floats apart
-WINO_CLONES static void wino_input(const float * const d[16], float * v, int64_t ld, int64_t C, float * r) {
+static void wino_input(const float * const d[16], float * v, int64_t ld, int64_t C, float * r) {
     for (int j = 0; j < 4; j++) { // r = B^T d, by columns
         const float *d0 = d[j], *d1 = d[4 + j], *d2 = d[8 + j], *d3 = d[12 + j];
         float *      r0 = r + j * C, *r1 = r + (4 + j) * C, *r2 = r + (8 + j) * C, *r3 = r + (12 + j) * C;
@@ -77,8 +73,8 @@ WINO_CLONES static void wino_input(const float * const d[16], float * v, int64_t
 // o[2 i + j] = (A^T m A)[i][j] + bias (+ y[2 i + j] where add) for the K channels of a tile's 16
 // products m[e] (rows of K, ld floats apart), A^T = [1 1 1 0; 0 1 -1 -1]; s: 8 rows of K. y[p]:
 // the output pixel p, or NULL outside the frame (o[p] is then not written)
-WINO_CLONES static void wino_output(const float * m, int64_t ld, int64_t K, const float * bias, float * const y[4],
-                                    bool add, float * s, float * o) {
+static void wino_output(const float * m, int64_t ld, int64_t K, const float * bias, float * const y[4],
+                        bool add, float * s, float * o) {
     for (int j = 0; j < 4; j++) { // s = A^T m, by columns
         const float *m0 = m + j * ld, *m1 = m + (4 + j) * ld, *m2 = m + (8 + j) * ld, *m3 = m + (12 + j) * ld;
         float *      s0 = s + j * K, *s1 = s + (4 + j) * K;
