@@ -361,9 +361,9 @@ static struct cpu_weights * cpu_weights_get(struct cpu_context * ctx, const stru
     const dnnl_dims_t  gdims = { grouped ? (*md_dims)[0] : 1, grouped ? (*md_dims)[1] : cout, cin, kd, kd };
     dnnl_memory_desc_t plain_md = NULL;
     struct cpu_weights * e     = calloc(1, sizeof(*e));
-    float *              plain = cpu_alloc((size_t) (cout * cin * kd * kd) * sizeof(float));
+    float *              plain = md ? cpu_alloc((size_t) (cout * cin * kd * kd) * sizeof(float)) : NULL;
     float *              tmp   = cpu_alloc((size_t) (cout * cin * k * k) * sizeof(float));
-    dnnl_status_t        st    = e && plain && tmp ? dnnl_success : dnnl_out_of_memory;
+    dnnl_status_t        st    = e && (plain || !md) && tmp ? dnnl_success : dnnl_out_of_memory;
     if (st == dnnl_success) {
         e->data = cpu_alloc(md ? dnnl_memory_desc_get_size(md) : vae_cpu_winograd_floats(cin, cout) * sizeof(float));
         st      = !e->data ? dnnl_out_of_memory
