@@ -5,8 +5,8 @@
 // oneDNN 3 has no Winograd convolution on x86, and its direct ones already run at the sgemm rate
 // (docs/cpu.md), so fewer products is what is left: 1.3-1.7x faster at 96 to 512 channels here. The
 // transforms only add, subtract and halve (B and A hold 0 and +-1, G also 1/2), so the result
-// stays within a few ulps of the direct one (max |diff| 3-6e-6 at |y| ~ 2 against oneDNN's, where
-// F(4x4, 3x3) gives 2e-5 and 4x the weights). The output is walked in runs of WINO_TILES 2x2
+// stays close to the direct one (max |diff| 3-6e-6 at |y| ~ 2 against oneDNN's, where F(4x4,
+// 3x3) gives 2e-5 and 4x the weights). The output is walked in runs of WINO_TILES 2x2
 // tiles along a row pair: a run's transformed inputs (16 x tiles x Cin) and products (16 x tiles
 // x Cout) stay in the cache, each thread takes whole runs and multiplies them with single-threaded
 // sgemm calls (inside the parallel region oneDNN's sgemm does not start threads of its own).
