@@ -1241,7 +1241,7 @@ static bool cpu_graph_compute(vae_backend_t * backend, struct vae_graph * g, vae
                 vae_cpu_tokens(x, y, t->src[0]->ne, cg->nodes[i].params, t->src[1] ? t->src[1]->ne[0] : 0, t->i[0]);
                 break;
             case VAE_OP_UNTOKENS:
-                vae_cpu_untokens(x, y, t->ne, t->src[0]->ne[3]);
+                vae_cpu_untokens(x, y, t->ne);
                 break;
             case VAE_OP_ROPE:
                 vae_cpu_rope(x, y, t->ne, t->i[0], t->i[1], t->i + 2, t->f[1], t->f[0]);

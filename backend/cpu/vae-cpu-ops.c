@@ -464,8 +464,7 @@ void vae_cpu_tokens(const float * x, float * y, const int64_t ne_x[4], const flo
     memset(y + (P + n_extra) * C, 0, (size_t) (zeros * C) * sizeof(float));
 }
 
-void vae_cpu_untokens(const float * x, float * y, const int64_t ne_y[4], int64_t tokens) {
-    (void) tokens; // (the first N H W of them)
+void vae_cpu_untokens(const float * x, float * y, const int64_t ne_y[4]) {
     memcpy(y, x, vae_cpu_nelements(ne_y) * sizeof(float));
 }
 

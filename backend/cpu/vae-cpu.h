@@ -119,11 +119,11 @@ void vae_cpu_glu(const float * x, float * y, const int64_t ne_x[4], enum vae_act
 void vae_cpu_frame_split(const float * x, float * y, const int64_t ne_x[4], int s, int drop);
 
 // frames [N, C, H, W] -> tokens [1, C, 1, N H W + n_extra + zeros]: the pixels, then extra's rows
-// (plain [n_extra, C]), then zero tokens; and back, the first N H W tokens of x [1, C, 1, tokens]
-// as y [N, C, H, W]
+// (plain [n_extra, C]), then zero tokens; and back, the first N H W tokens of x [1, C, 1, T]
+// as y [N, C, H, W] (in NHWC a copy of them)
 void vae_cpu_tokens(const float * x, float * y, const int64_t ne_x[4], const float * extra, int64_t n_extra,
                     int64_t zeros);
-void vae_cpu_untokens(const float * x, float * y, const int64_t ne_y[4], int64_t tokens);
+void vae_cpu_untokens(const float * x, float * y, const int64_t ne_y[4]);
 
 // VAE_OP_ROPE on qkv [1, 3D, 1, T] (ne): each head's q and k RMS-normalised and rotated for the
 // grid (t, h, w) of tokens; in place allowed
