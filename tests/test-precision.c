@@ -188,6 +188,33 @@ static void test_bf16(void) {
     vae_backend_free(bf);
 }
 
+// precision=auto: bf16 only where the ISA computes it natively and the backend's probe measured
+// oneDNN's bf16 convolutions at 1.25x f32's speed or more, the figure in the backend's name
+static void test_auto(void) {
+    const dnnl_cpu_isa_t isa    = dnnl_get_effective_cpu_isa();
+    const bool           native = (isa & dnnl_cpu_isa_avx512_core_bf16) == dnnl_cpu_isa_avx512_core_bf16;
+    vae_backend_t *      b      = vae_backend_init(VAE_BACKEND_CPU, 0, VAE_PRECISION_AUTO, err, sizeof(err));
+    CHECK(b, "cpu backend, precision auto: %s", err);
+    if (!b) {
+        return;
+    }
+    const char *             name  = vae_backend_name(b);
+    const char *             probe = strstr(name, "; bf16 convs ");
+    const enum vae_precision p     = vae_backend_precision(b);
+    double                   x     = 0.0;
+    printf("%s, auto: %s in effect\n", name, vae_precision_name(p));
+    CHECK(native == (probe && sscanf(probe, "; bf16 convs %lfx", &x) == 1), "%s: a bf16 speed %s", name,
+          native ? "measured (the ISA has bf16)" : "not measured (no native bf16)");
+    CHECK(!native || x > 0.0, "%s: the probe ran", name);
+    CHECK(p == (native && x >= 1.25 ? VAE_PRECISION_BF16 : VAE_PRECISION_FP32), "%s: auto took %s", name,
+          vae_precision_name(p));
+    vae_backend_t * again = vae_backend_init(VAE_BACKEND_CPU, 0, VAE_PRECISION_AUTO, err, sizeof(err));
+    CHECK(again && !strcmp(vae_backend_name(again), name) && vae_backend_precision(again) == p,
+          "a second backend made the same choice (%s)", again ? vae_backend_name(again) : err);
+    vae_backend_free(again);
+    vae_backend_free(b);
+}
+
 int main(void) {
     if (!test_data_init()) {
         return 1;
@@ -195,6 +222,7 @@ int main(void) {
     struct vae_model * m = vae_model_load(path_in(data_dir, "kl_f2.safetensors"), VAE_FAMILY_AUTO, err, sizeof(err));
     CHECK(m, "load: %s", err);
     test_bf16();
+    test_auto();
     int64_t ls[5];
     float * full = read_tensor(path_in(shared_dir, "reference/taef2/small.latent"), "latent_tensor", ls);
     CHECK(full && ls[1] == 32, "real FLUX.2 latents [1, 32, h, w]");

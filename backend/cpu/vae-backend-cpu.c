@@ -33,6 +33,7 @@
 #include <oneapi/dnnl/dnnl_debug.h>
 
 #include <omp.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -62,7 +63,7 @@ struct cpu_context {
     dnnl_engine_t        engine;
     dnnl_stream_t        stream;
     struct cpu_weights * weights;
-    char                 name[96];
+    char                 name[128];
 };
 
 // what one node needs at run time
@@ -1328,6 +1329,89 @@ static const struct vae_backend_i cpu_backend_i = {
     /* .node_impl         = */ NULL,
 };
 
+// precision=auto takes bf16 only where oneDNN's bf16 convolutions run at least CPU_BF16_GAIN times
+// as fast as its f32 ones. A native bf16 ISA does not say so: AVX512-BF16 without AMX runs them at
+// about twice f32's speed on AMD's Zen 4, but at about half of it on a 5th-generation Xeon whose
+// AMX the hypervisor hides (TAEF2 at 832x480: 1169 ms a frame in bf16, 629 in fp32). So it is
+// measured, once per process: a 3x3 convolution of 128 channels at 64x64 (1.2 GFLOP), NHWC as the
+// backend runs them, the best of CPU_PROBE_RUNS runs of each type, interleaved. The margin keeps
+// the choice from flipping between runs on a CPU where the two are close.
+#define CPU_BF16_GAIN  1.25
+#define CPU_PROBE_RUNS 3
+
+static double cpu_bf16_speedup_value; // f32's time over bf16's; 0 where the probe could not run
+
+// ms one run of the probe's conv prim takes (-1 where it failed)
+static double cpu_probe_ms(dnnl_primitive_t prim, dnnl_stream_t stream, const dnnl_exec_arg_t * args) {
+    const double t0 = cpu_ms();
+    if (dnnl_primitive_execute(prim, stream, 3, args) != dnnl_success || dnnl_stream_wait(stream) != dnnl_success) {
+        return -1.0;
+    }
+    return cpu_ms() - t0;
+}
+
+static void cpu_bf16_probe(void) {
+    const dnnl_dims_t   act = { 1, 128, 64, 64 }, wei = { 128, 128, 3, 3 }, one = { 1, 1 }, pad = { 1, 1 }, no = { 0, 0 };
+    dnnl_engine_t       engine = NULL;
+    dnnl_stream_t       stream = NULL;
+    dnnl_primitive_t    prim[2] = { NULL, NULL };
+    dnnl_memory_t       mem[2][3] = { { NULL } };
+    void *              buf[2][3] = { { NULL } };
+    dnnl_exec_arg_t     args[2][3];
+    double              best[2] = { 1e30, 1e30 };
+    bool                ok = dnnl_engine_create(&engine, dnnl_cpu, 0) == dnnl_success &&
+              dnnl_stream_create(&stream, engine, dnnl_stream_default_flags) == dnnl_success;
+    for (int i = 0; ok && i < 2; i++) { // f32, bf16
+        const dnnl_data_type_t type = i ? dnnl_bf16 : dnnl_f32;
+        dnnl_memory_desc_t     md[3] = { NULL, NULL, NULL }; // source, weights, output
+        dnnl_primitive_desc_t  pd    = NULL;
+        ok = dnnl_memory_desc_create_with_tag(&md[0], 4, act, type, dnnl_nhwc) == dnnl_success &&
+             dnnl_memory_desc_create_with_tag(&md[1], 4, wei, type, dnnl_format_tag_any) == dnnl_success &&
+             dnnl_memory_desc_create_with_tag(&md[2], 4, act, type, dnnl_nhwc) == dnnl_success &&
+             dnnl_convolution_forward_primitive_desc_create(&pd, engine, dnnl_forward_inference, dnnl_convolution_direct,
+                                                            md[0], md[1], NULL, md[2], one, no, pad, pad,
+                                                            NULL) == dnnl_success &&
+             dnnl_primitive_create(&prim[i], pd) == dnnl_success;
+        for (int k = 0; ok && k < 3; k++) { // zeros: no denormals or NaN to slow either down
+            const_dnnl_memory_desc_t q = k == 1 ? dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0) : md[k];
+            const size_t             n = dnnl_memory_desc_get_size(q);
+            ok = (buf[i][k] = cpu_alloc(n)) && dnnl_memory_create(&mem[i][k], q, engine, buf[i][k]) == dnnl_success;
+            if (ok) {
+                memset(buf[i][k], 0, n);
+            }
+            args[i][k] = (dnnl_exec_arg_t) { k == 0 ? DNNL_ARG_SRC : k == 1 ? DNNL_ARG_WEIGHTS : DNNL_ARG_DST, mem[i][k] };
+        }
+        ok = ok && cpu_probe_ms(prim[i], stream, args[i]) >= 0.0;
+        dnnl_primitive_desc_destroy(pd);
+        for (int k = 0; k < 3; k++) {
+            dnnl_memory_desc_destroy(md[k]);
+        }
+    }
+    for (int r = 0; ok && r < CPU_PROBE_RUNS; r++) {
+        for (int i = 0; ok && i < 2; i++) {
+            const double ms = cpu_probe_ms(prim[i], stream, args[i]);
+            ok      = ms >= 0.0;
+            best[i] = ms < best[i] ? ms : best[i];
+        }
+    }
+    cpu_bf16_speedup_value = ok && best[1] > 0.0 ? best[0] / best[1] : 0.0;
+    for (int i = 0; i < 2; i++) {
+        dnnl_primitive_destroy(prim[i]);
+        for (int k = 0; k < 3; k++) {
+            dnnl_memory_destroy(mem[i][k]);
+            free(buf[i][k]);
+        }
+    }
+    dnnl_stream_destroy(stream);
+    dnnl_engine_destroy(engine);
+}
+
+static double cpu_bf16_speedup(void) {
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, cpu_bf16_probe);
+    return cpu_bf16_speedup_value;
+}
+
 vae_backend_t * vae_backend_cpu_init(enum vae_precision precision, char * err, size_t err_size) {
     struct cpu_context * ctx     = calloc(1, sizeof(*ctx));
     vae_backend_t *      backend = calloc(1, sizeof(*backend));
@@ -1353,12 +1437,17 @@ vae_backend_t * vae_backend_cpu_init(enum vae_precision precision, char * err, s
     const dnnl_version_t * v = dnnl_version();
     const dnnl_cpu_isa_t   isa = dnnl_get_effective_cpu_isa();
     const char *           isa_name = dnnl_cpu_isa2str(isa);
-    const bool             bf16     = (precision == VAE_PRECISION_BF16 || precision == VAE_PRECISION_AUTO) &&
-                          (isa & dnnl_cpu_isa_avx512_core_bf16) == dnnl_cpu_isa_avx512_core_bf16;
+    const bool             native   = (isa & dnnl_cpu_isa_avx512_core_bf16) == dnnl_cpu_isa_avx512_core_bf16;
+    const double           speedup  = native && precision == VAE_PRECISION_AUTO ? cpu_bf16_speedup() : 0.0;
+    const bool bf16 = native && (precision == VAE_PRECISION_BF16 || (precision == VAE_PRECISION_AUTO && speedup >= CPU_BF16_GAIN));
+    char       probed[48] = "";
+    if (native && precision == VAE_PRECISION_AUTO) {
+        snprintf(probed, sizeof(probed), "; bf16 convs %.2fx fp32's speed", speedup);
+    }
     ctx->conv_type = bf16 ? dnnl_bf16 : dnnl_f32;
     isa_name += strncmp(isa_name, "cpu_isa_", 8) == 0 ? 8 : 0;
-    snprintf(ctx->name, sizeof(ctx->name), "cpu (oneDNN %d.%d.%d, %s, %d threads)", v->major, v->minor, v->patch,
-             isa_name, omp_get_max_threads());
+    snprintf(ctx->name, sizeof(ctx->name), "cpu (oneDNN %d.%d.%d, %s, %d threads%s)", v->major, v->minor, v->patch,
+             isa_name, omp_get_max_threads(), probed);
     backend->iface     = &cpu_backend_i;
     backend->context   = ctx;
     backend->precision = bf16 ? VAE_PRECISION_BF16 : VAE_PRECISION_FP32;
