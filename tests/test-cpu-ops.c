@@ -38,6 +38,7 @@
 #include <malloc.h>
 #include <math.h>
 #include <oneapi/dnnl/dnnl.h>
+#include <oneapi/dnnl/dnnl_debug.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -225,6 +226,9 @@ static struct cmp compare_raw(const float * got, const double * ref, size_t n) {
     return c;
 }
 
+// report's limits: fp32's, but in the bf16 section
+static double nmse_tol = NMSE_TOL, rel_tol = REL_TOL;
+
 // one line per case; returns whether it passed
 static bool report(const char * label, const float * got, const double * ref, size_t n) {
     if (!got) {
@@ -233,13 +237,13 @@ static bool report(const char * label, const float * got, const double * ref, si
         return false;
     }
     const struct cmp c  = compare_raw(got, ref, n);
-    const double     at = REL_TOL * (c.maxref > 1e-6 ? c.maxref : 1e-6);
-    const bool       ok = c.bad == 0 && c.nmse <= NMSE_TOL && c.maxerr <= at;
+    const double     at = rel_tol * (c.maxref > 1e-6 ? c.maxref : 1e-6);
+    const bool       ok = c.bad == 0 && c.nmse <= nmse_tol && c.maxerr <= at;
     printf("%s: %s nmse=%.3g maxerr=%.3g maxref=%.3g%s\n", label, ok ? "OK" : "FAIL", c.nmse, c.maxerr, c.maxref,
            c.n_nan ? " (NaN pattern matched)" : "");
     CHECK(c.bad == 0, "%s: %zu non-finite mismatches, first at %zu: got %g, want %g", label, c.bad,
           c.first_bad, c.bad ? got[c.first_bad] : 0.0, c.bad ? ref[c.first_bad] : 0.0);
-    CHECK(c.nmse <= NMSE_TOL, "%s: nmse %.3g > %.1g", label, c.nmse, NMSE_TOL);
+    CHECK(c.nmse <= nmse_tol, "%s: nmse %.3g > %.1g", label, c.nmse, nmse_tol);
     CHECK(c.maxerr <= at, "%s: max abs error %.3g > %.3g", label, c.maxerr, at);
     return ok;
 }
@@ -2717,6 +2721,120 @@ static void test_causal_case(int Ci, int Co, int H, int W, int kt1, int k1, int 
     pool_free(&pl);
 }
 
+// ---- convolutions at bf16 ---------------------------------------------------------------------
+
+// x -> a = conv1x1(x) -> conv3x3(a, bias, residual r = conv1x1(x), act) -> conv1x1 to 3 channels: at
+// precision bf16 a, r and the 3x3 conv's output are stored in bf16, so the 3x3 conv (by Winograd at
+// 96 channels or more, by oneDNN below) reads its input, adds its residual and writes in bf16
+static void test_bf16_conv_case(int N, int Ci, int Co, int H, int W, enum vae_act act) {
+    struct pool         pl = { 0 };
+    struct vae_graph *  g  = graph_new(true);
+    const float *       w1, *w, *b, *wr, *w2;
+    struct vae_tensor * x  = vae_graph_input(g, N, Ci, H, W);
+    struct vae_tensor * a  = vae_graph_conv2d(g, x, conv_w(g, &pl, Ci, Ci, 1, &w1), NULL, NULL, VAE_ACT_NONE);
+    struct vae_tensor * r  = vae_graph_conv2d(g, x, conv_w(g, &pl, Co, Ci, 1, &wr), NULL, NULL, VAE_ACT_NONE);
+    struct vae_tensor * tw = conv_w(g, &pl, Co, Ci, 3, &w);
+    struct vae_tensor * c  = vae_graph_conv2d(g, a, tw, vec_w(g, &pl, Co, -0.5f, 0.5f, &b), r, act);
+    vae_graph_set_output(g, vae_graph_conv2d(g, c, conv_w(g, &pl, 3, Co, 1, &w2), NULL, NULL, VAE_ACT_NONE));
+
+    const size_t   nin = (size_t) N * Ci * H * W;
+    const float *  in  = rnd(&pl, nin, -1.0f, 1.0f);
+    const double * xd  = to_double(&pl, in, nin);
+    const double * ad  = ref_conv(&pl, xd, N, Ci, H, W, w1, Ci, 1, NULL, NULL, VAE_ACT_NONE);
+    const double * rd  = ref_conv(&pl, xd, N, Ci, H, W, wr, Co, 1, NULL, NULL, VAE_ACT_NONE);
+    const double * cd  = ref_conv(&pl, ad, N, Ci, H, W, w, Co, 3, b, rd, act);
+    const double * yd  = ref_conv(&pl, cd, N, Co, H, W, w2, 3, 1, NULL, NULL, VAE_ACT_NONE);
+    char           label[160];
+    snprintf(label, sizeof(label), "bf16 conv2d(n=%d,cin=%d,cout=%d,h=%d,w=%d,k=3,bias,res,%s)%s", N, Ci, Co, H, W,
+             act_name(act), Ci >= 96 && Co >= 96 ? " by Winograd" : "");
+    report(label, run(&pl, g, in), yd, (size_t) N * 3 * H * W);
+    vae_graph_free(g);
+    pool_free(&pl);
+}
+
+// x -> causal conv3d (3 time taps, 3x3, bias, act) -> conv1x1 to 3 channels, streamed in steps of 2
+// and 1 frames: its taps add into its bf16 output, its state frames are bf16
+static void test_bf16_causal_case(int Ci, int Co, int H, int W, enum vae_act act) {
+    struct pool   pl = { 0 };
+    const int     T = 3, steps[2] = { 2, 1 };
+    const int64_t sh[5] = { Co, Ci, 3, 3, 3 };
+    const float   sc    = 1.5f / sqrtf((float) (Ci * 27));
+    const float * w     = rnd(&pl, (size_t) Co * Ci * 27, -sc, sc);
+    const float * b     = rnd(&pl, (size_t) Co, -0.5f, 0.5f);
+    const float * in    = rnd(&pl, (size_t) T * Ci * H * W, -1.0f, 1.0f);
+    const float * w2;
+    const double * cd = ref_causal(&pl, to_double(&pl, in, (size_t) T * Ci * H * W), T, Ci, H, W, w, Co, 3, 3, b, NULL,
+                                   act, 0);
+    const double * yd  = ref_conv(&pl, cd, T, Co, H, W, (w2 = rnd(&pl, (size_t) 3 * Co, -0.2f, 0.2f)), 3, 1, NULL,
+                                  NULL, VAE_ACT_NONE);
+    float *        out = pool_add(&pl, xmalloc((size_t) T * 3 * H * W * sizeof(float)));
+    vae_state_t *  state = NULL;
+    char           err[512], label[160];
+    bool           ok = true;
+    for (int i = 0, at = 0; i < 2 && ok; at += steps[i++]) {
+        struct vae_graph *  g = graph_new(true);
+        struct vae_tensor * c = vae_graph_causal_conv3d(g, vae_graph_input(g, steps[i], Ci, H, W),
+                                                        vae_graph_weight(g, "w", w, 5, sh),
+                                                        vae_graph_weight(g, "b", b, 1, (const int64_t[]) { Co }), NULL,
+                                                        act, 0);
+        vae_graph_set_output(g, vae_graph_conv2d(g, c, vae_graph_weight(g, "w2", w2, 4, (const int64_t[]) { 3, Co, 1, 1 }),
+                                                 NULL, NULL, VAE_ACT_NONE));
+        ok = vae_backend_graph_prepare(B, g, 0, err, sizeof(err)) &&
+             (state || (state = vae_backend_state_new(B, g, err, sizeof(err)))) &&
+             vae_backend_graph_compute(B, g, state, in + (size_t) at * Ci * H * W, err, sizeof(err)) &&
+             vae_backend_graph_read_output(B, g, 0, steps[i], out + (size_t) at * 3 * H * W, err, sizeof(err));
+        CHECK(ok, "bf16 causal conv3d, step %d: %s", i, err);
+        vae_backend_graph_release(B, g);
+        vae_graph_free(g);
+    }
+    CHECK(!state || vae_backend_state_bytes(B, state) == (size_t) 2 * Ci * H * W * sizeof(uint16_t),
+          "the state holds 2 frames of bf16: %zu bytes", state ? vae_backend_state_bytes(B, state) : 0);
+    snprintf(label, sizeof(label), "bf16 causal_conv3d(cin=%d,cout=%d,h=%d,w=%d,kt=3,k=3,bias,%s) steps of 2, 1%s", Ci, Co,
+             H, W, act_name(act), Ci >= 96 && Co >= 96 ? " by Winograd" : "");
+    report(label, ok ? out : NULL, yd, (size_t) T * 3 * H * W);
+    vae_backend_state_free(B, state);
+    pool_free(&pl);
+}
+
+// precision bf16 (only where oneDNN's ISA has it natively) against the double references, at the
+// limits of bf16 inputs, weights and storage with f32 accumulation: oneDNN's direct convolutions
+// (64 channels) and Winograd's (96 or more), whose transformed inputs and weights are rounded to
+// bf16 instead. Their errors are printed side by side.
+static void test_bf16_convs(void) {
+    const dnnl_cpu_isa_t isa = dnnl_get_effective_cpu_isa();
+    char                 err[512];
+    if ((isa & dnnl_cpu_isa_avx512_core_bf16) != dnnl_cpu_isa_avx512_core_bf16) {
+        printf("no native bf16 at this ISA (%s): the cpu backend computes fp32 (test-precision checks)\n",
+               dnnl_cpu_isa2str(isa));
+        return;
+    }
+    vae_backend_t * fp32 = B;
+    B                    = vae_backend_init(VAE_BACKEND_CPU, 0, VAE_PRECISION_BF16, err, sizeof(err));
+    CHECK(B && vae_backend_precision(B) == VAE_PRECISION_BF16, "a bf16 cpu backend: %s", B ? "fp32 in effect" : err);
+    if (B && vae_backend_precision(B) == VAE_PRECISION_BF16) {
+        static const int shapes[][5] = {
+            // n, cin, cout, h, w: oneDNN's; Winograd's with partial tiles, a pixel alone, rows of more
+            // than one run of 32 tiles
+            { 2, 64, 64, 7, 5 }, { 2, 96, 100, 7, 5 }, { 1, 128, 96, 1, 1 }, { 1, 100, 130, 5, 131 },
+        };
+        nmse_tol = 2.5e-4; // (measured here: 0.8-5.4e-5 direct, 1.3-2.4x that by Winograd)
+        rel_tol  = 2e-2;
+        for (int i = 0; i < (g_quick ? 2 : 4); i++) {
+            rng_seed((uint64_t) (9100 + i));
+            test_bf16_conv_case(shapes[i][0], shapes[i][1], shapes[i][2], shapes[i][3], shapes[i][4],
+                                (enum vae_act) (i % 3));
+        }
+        rng_seed(9200);
+        test_bf16_causal_case(64, 64, 5, 9, VAE_ACT_SILU);
+        rng_seed(9201);
+        test_bf16_causal_case(96, 112, 5, 9, VAE_ACT_SILU);
+        nmse_tol = NMSE_TOL;
+        rel_tol  = REL_TOL;
+    }
+    vae_backend_free(B);
+    B = fp32;
+}
+
 // ---- centred conv3d (LTX-2's, streamed a frame late with its residual delayed) -------------------
 
 // the whole clip of T frames through a centred 3x3x3 conv with residual: y[t] = b + x[t] + sum_j
@@ -3274,6 +3392,7 @@ int main(int argc, char ** argv) {
         { "linear_attention, glu", test_linear_attention },
         { "frame_split, pixel_shuffle (direct)", test_shuffles },
         { "causal_conv3d, frame_split in graphs", test_causal },
+        { "convolutions at bf16 (oneDNN's and Winograd's)", test_bf16_convs },
         { "causal_attention (a key/value cache)", test_causal_attention },
         { "centred conv3d, delay (a stream's start and end)", test_centred },
         { "group_norm over frames, time_conv", test_temporal },

@@ -77,6 +77,7 @@ struct cpu_node {
     dnnl_primitive_t     to_bf16;                // bf16: an f32 input into the scratch, after the room of its state frames
     dnnl_memory_t        to_bf16_from, to_bf16_to;
     struct cpu_weights * weights[CPU_MAX_TAPS];
+    struct vae_cpu_winograd wino;               // a conv by Winograd's F(2x2, 3x3): its matrix products
     float *              bias_data;             // a copy: oneDNN takes non-const handles
     float *              params;                // a norm's gamma, then beta, or a depthwise conv's weights,
                                                 //   then bias: copies (weights' data is not read after prepare)
@@ -176,14 +177,13 @@ static bool cpu_conv_bf16(const struct cpu_context * ctx, const struct vae_tenso
 }
 
 // whether conv t runs by Winograd's F(2x2, 3x3) (vae-cpu-winograd.c) instead of a oneDNN
-// primitive: a 3x3 conv or causal conv's spatial taps in f32, one group, reading no padded copy,
-// at least CPU_WINOGRAD_CHANNELS channels in and out (at 64 the transforms cost more than the
-// products they save: 0.9x oneDNN's time; 1.3x at 96, 1.5-1.7x at 128-512)
+// convolution: a 3x3 conv or causal conv's spatial taps, one group, reading no padded copy, at
+// least CPU_WINOGRAD_CHANNELS channels in and out (fp32: at 64 the transforms cost more than the
+// products they save, 0.9x oneDNN's time; 1.3x at 96, 1.5-1.7x at 128-512)
 #define CPU_WINOGRAD_CHANNELS 96
 
-static bool cpu_conv_winograd(const struct cpu_context * ctx, const struct vae_tensor * t) {
-    return (t->op == VAE_OP_CONV2D || t->op == VAE_OP_CAUSAL_CONV3D) && !cpu_conv_bf16(ctx, t) &&
-           !cpu_conv_replicates(t) && t->src[1]->ne[t->src[1]->n_dims - 1] == 3 && vae_conv_groups(t) == 1 &&
+static bool cpu_conv_winograd(const struct vae_tensor * t) {
+    return (t->op == VAE_OP_CONV2D || t->op == VAE_OP_CAUSAL_CONV3D) && !cpu_conv_replicates(t) && t->src[1]->ne[t->src[1]->n_dims - 1] == 3 && vae_conv_groups(t) == 1 &&
            t->src[0]->ne[1] >= CPU_WINOGRAD_CHANNELS && t->ne[1] >= CPU_WINOGRAD_CHANNELS;
 }
 
@@ -336,14 +336,14 @@ static void cpu_fold_upsample_kernel(const float * w3, float * w4, int64_t cout,
     }
 }
 
-// the weights of one tap in the primitive's layout md (NULL: Winograd's, vae_cpu_winograd_weights):
-// found among those already converted, or made from the model's tensor (its time tap `tap`, folded
-// for the upsample when `fold`)
+// the weights of one tap in the primitive's layout md (of 3 dims: transformed for Winograd's
+// matmul, vae_cpu_winograd_weights): found among those already converted, or made from the
+// model's tensor (its time tap `tap`, folded for the upsample when `fold`)
 static struct cpu_weights * cpu_weights_get(struct cpu_context * ctx, const struct vae_tensor * w, int tap, bool fold,
                                             const_dnnl_memory_desc_t md) {
     for (struct cpu_weights * e = ctx->weights; e; e = e->next) {
         if (e->src == w->data && e->name == w->name && e->tap == tap && e->fold == fold &&
-            (md ? e->md && dnnl_memory_desc_equal(e->md, md) : !e->md)) {
+            dnnl_memory_desc_equal(e->md, md)) {
             e->refs++;
             return e;
         }
@@ -351,24 +351,23 @@ static struct cpu_weights * cpu_weights_get(struct cpu_context * ctx, const stru
     // [Cout, Cin] of this tap; a grouped conv's (md of 5 dims) [Cout, Cin / G] read as goihw [G, Cout / G, Cin / G]
     int           ndims   = 0;
     dnnl_dims_t * md_dims = NULL;
-    if (md) {
-        dnnl_memory_desc_query(md, dnnl_query_ndims_s32, &ndims);
-        dnnl_memory_desc_query(md, dnnl_query_dims, &md_dims);
-    }
-    const bool    grouped = ndims == 5;
+    dnnl_memory_desc_query(md, dnnl_query_ndims_s32, &ndims);
+    dnnl_memory_desc_query(md, dnnl_query_dims, &md_dims);
+    const bool    grouped = ndims == 5, wino = ndims == 3;
     const int64_t cout = w->ne[0], cin = w->ne[1], kt = w->n_dims == 5 ? w->ne[2] : 1, k = w->ne[w->n_dims - 1];
     const int64_t kd   = fold ? 4 : k;
-    const dnnl_dims_t  dims = { cout, cin, kd, kd };
-    const dnnl_dims_t  gdims = { grouped ? (*md_dims)[0] : 1, grouped ? (*md_dims)[1] : cout, cin, kd, kd };
-    dnnl_memory_desc_t plain_md = NULL;
-    struct cpu_weights * e     = calloc(1, sizeof(*e));
-    float *              plain = md ? cpu_alloc((size_t) (cout * cin * kd * kd) * sizeof(float)) : NULL;
-    float *              tmp   = cpu_alloc((size_t) (cout * cin * k * k) * sizeof(float));
-    dnnl_status_t        st    = e && (plain || !md) && tmp ? dnnl_success : dnnl_out_of_memory;
+    const dnnl_dims_t    dims  = { cout, cin, kd, kd };
+    const dnnl_dims_t    gdims = { grouped ? (*md_dims)[0] : 1, grouped ? (*md_dims)[1] : cout, cin, kd, kd };
+    const dnnl_dims_t    wdims = { 16, cin, cout };
+    dnnl_memory_desc_t   plain_md = NULL;
+    struct cpu_weights * e        = calloc(1, sizeof(*e));
+    float *              plain    = cpu_alloc((size_t) (cout * cin * (wino ? 16 : kd * kd)) * sizeof(float));
+    float *              tmp      = cpu_alloc((size_t) (cout * cin * k * k) * sizeof(float));
+    dnnl_status_t        st       = e && plain && tmp ? dnnl_success : dnnl_out_of_memory;
     if (st == dnnl_success) {
-        e->data = cpu_alloc(md ? dnnl_memory_desc_get_size(md) : vae_cpu_winograd_floats(cin, cout) * sizeof(float));
-        st      = !e->data ? dnnl_out_of_memory
-                  : !md    ? dnnl_success
+        e->data = cpu_alloc(dnnl_memory_desc_get_size(md));
+        st      = !e->data  ? dnnl_out_of_memory
+                  : wino    ? dnnl_memory_desc_create_with_tag(&plain_md, 3, wdims, dnnl_f32, dnnl_abc)
                   : grouped ? dnnl_memory_desc_create_with_tag(&plain_md, 5, gdims, dnnl_f32, dnnl_goihw)
                             : dnnl_memory_desc_create_with_tag(&plain_md, 4, dims, dnnl_f32, dnnl_oihw);
     }
@@ -377,8 +376,8 @@ static struct cpu_weights * cpu_weights_get(struct cpu_context * ctx, const stru
         for (int64_t oi = 0; oi < cout * cin; oi++) {
             memcpy(tmp + oi * k * k, w->data + (oi * kt + tap) * k * k, (size_t) (k * k) * sizeof(float));
         }
-        if (!md) {
-            vae_cpu_winograd_weights(tmp, e->data, cin, cout);
+        if (wino) {
+            vae_cpu_winograd_weights(tmp, plain, cin, cout);
         } else if (fold) {
             cpu_fold_upsample_kernel(tmp, plain, cout, cin);
         } else {
@@ -388,12 +387,12 @@ static struct cpu_weights * cpu_weights_get(struct cpu_context * ctx, const stru
     dnnl_memory_t         from = NULL, to = NULL;
     dnnl_primitive_desc_t rpd  = NULL;
     dnnl_primitive_t      reorder = NULL;
-    if (st == dnnl_success && md) st = dnnl_memory_create(&from, plain_md, ctx->engine, plain);
-    if (st == dnnl_success && md) st = dnnl_memory_create(&to, md, ctx->engine, e->data);
-    if (st == dnnl_success && md) st = dnnl_reorder_primitive_desc_create(&rpd, plain_md, ctx->engine, md, ctx->engine, NULL);
-    if (st == dnnl_success && md) st = dnnl_memory_desc_clone(&e->md, md);
-    if (st == dnnl_success && md) st = dnnl_primitive_create(&reorder, rpd);
-    if (st == dnnl_success && md) {
+    if (st == dnnl_success) st = dnnl_memory_create(&from, plain_md, ctx->engine, plain);
+    if (st == dnnl_success) st = dnnl_memory_create(&to, md, ctx->engine, e->data);
+    if (st == dnnl_success) st = dnnl_reorder_primitive_desc_create(&rpd, plain_md, ctx->engine, md, ctx->engine, NULL);
+    if (st == dnnl_success) st = dnnl_memory_desc_clone(&e->md, md);
+    if (st == dnnl_success) st = dnnl_primitive_create(&reorder, rpd);
+    if (st == dnnl_success) {
         dnnl_exec_arg_t args[2] = { { DNNL_ARG_FROM, from }, { DNNL_ARG_TO, to } };
         st = dnnl_primitive_execute(reorder, ctx->stream, 2, args);
         if (st == dnnl_success) st = dnnl_stream_wait(ctx->stream);
@@ -518,14 +517,16 @@ static bool cpu_prepare_conv(struct cpu_context * ctx, struct cpu_graph * cg, co
         CPU_DNNL(dnnl_memory_create(&node->bias, bias_md, ctx->engine, node->bias_data), "describe the bias");
     }
     node->n_taps = kt;
-    if (cpu_conv_winograd(ctx, t)) { // (no primitive: cpu_run_conv calls vae_cpu_winograd_conv per tap)
+    if (cpu_conv_winograd(t)) { // (cpu_run_conv calls vae_cpu_winograd_conv per tap)
+        CPU_DNNL(vae_cpu_winograd_init(&node->wino, ctx->engine, type, cin, cout, x->ne[3]),
+                 "set up the Winograd convolution's matrix products");
         for (int j = 0; j < kt; j++) {
-            if (!(node->weights[j] = cpu_weights_get(ctx, w, j, false, NULL))) {
+            if (!(node->weights[j] = cpu_weights_get(ctx, w, j, false, vae_cpu_winograd_weights_md(&node->wino)))) {
                 snprintf(err, err_size, "out of host memory for the weights of %s", t->name);
                 return false;
             }
         }
-        return true;
+        return !copy || cpu_prepare_to_bf16(ctx, cg, t, cin, err, err_size);
     }
     CPU_DNNL(dnnl_memory_create(&node->dst, dst_md, ctx->engine, cpu_node_data(cg, t)), "describe the output");
 
@@ -685,6 +686,7 @@ static void cpu_graph_release(vae_backend_t * backend, struct vae_graph * g) {
             dnnl_memory_destroy(node->dst_tap[j]);
             cpu_weights_put(backend->context, node->weights[j]);
         }
+        vae_cpu_winograd_release(&node->wino);
         dnnl_memory_destroy(node->bias);
         dnnl_memory_destroy(node->dst);
         dnnl_primitive_destroy(node->to_bf16);
@@ -1096,12 +1098,13 @@ static bool cpu_run_conv(struct cpu_context * ctx, struct cpu_graph * cg, const 
     if (node->copy_residual) {
         memcpy(y, cpu_node_data(cg, t->src[3]), vae_cpu_nelements(t->ne) * cpu_elem(cg, t));
     }
-    const bool wino = cpu_conv_winograd(ctx, t);
+    const bool wino = cpu_conv_winograd(t);
     for (int j = 0; wino && j < node->n_taps; j++) { // tap j from j - front frames on, adding from the second
         const int64_t ne[4] = { t->ne[0], in->ne[1], in->ne[2], in->ne[3] };
-        vae_cpu_winograd_conv((const float *) (x + ((int64_t) j - cpu_conv_front(t)) * (int64_t) frame), y, ne, t->ne[1],
-                              node->weights[j]->data, j == 0 ? node->bias_data : NULL, j > 0 || t->src[3],
-                              j == node->n_taps - 1 ? t->act : VAE_ACT_NONE);
+        CPU_DNNL(vae_cpu_winograd_conv(&node->wino, x + ((int64_t) j - cpu_conv_front(t)) * (int64_t) frame, y,
+                                       node->bf16, ne, node->weights[j]->data, j == 0 ? node->bias_data : NULL,
+                                       j > 0 || t->src[3], j == node->n_taps - 1 ? t->act : VAE_ACT_NONE),
+                 "run the Winograd convolution");
     }
     for (int j = 0; !wino && j < node->n_taps; j++) {
         dnnl_exec_arg_t args[4] = {

@@ -130,22 +130,6 @@ vae_cpu_act(float * x, int64_t n, enum vae_act act) {
     }
 }
 
-// element i of x, f32 or bf16
-static inline float cpu_load(const void * x, bool bf16, int64_t i) {
-    return bf16 ? vae_cpu_from_bf16(((const uint16_t *) x)[i]) : ((const float *) x)[i];
-}
-
-// the n values of row to y + at, f32 or bf16
-static inline void cpu_store(void * y, bool bf16, int64_t at, const float * row, int64_t n) {
-    if (bf16) {
-        for (int64_t l = 0; l < n; l++) {
-            ((uint16_t *) y)[at + l] = vae_cpu_bf16(row[l]);
-        }
-    } else {
-        memcpy((float *) y + at, row, (size_t) n * sizeof(float));
-    }
-}
-
 // pixels of C channels per tile of a norm or the bias pass: whole pixels in CPU_ACT_FLOATS floats, at
 // least one; and that tile's buffer (one per thread: free it)
 static int64_t cpu_tile_pixels(int64_t C) {
@@ -170,11 +154,11 @@ void vae_cpu_bias_act(void * y, const int64_t ne[4], const float * bias, enum va
             const int64_t np = P - p0 < T ? P - p0 : T;
             for (int64_t p = 0; p < np; p++) {
                 for (int64_t c = 0; c < C; c++) {
-                    buf[p * C + c] = cpu_load(y, bf16, (p0 + p) * C + c) + (bias ? bias[c] : 0.0f);
+                    buf[p * C + c] = vae_cpu_load(y, bf16, (p0 + p) * C + c) + (bias ? bias[c] : 0.0f);
                 }
             }
             vae_cpu_act(buf, np * C, act);
-            cpu_store(y, bf16, p0 * C, buf, np * C);
+            vae_cpu_store(y, bf16, p0 * C, buf, np * C);
         }
         free(buf);
     }
@@ -202,12 +186,12 @@ static void cpu_channel_sums(const void * x, bool x_bf16, const int64_t ne[4], c
                 const int64_t at = (n * HW + p) * C;
                 if (m) {
                     for (int64_t c = 0; c < C; c++) {
-                        const double v = (double) cpu_load(x, x_bf16, at + c) - m[c];
+                        const double v = (double) vae_cpu_load(x, x_bf16, at + c) - m[c];
                         acc[c] += v * v;
                     }
                 } else {
                     for (int64_t c = 0; c < C; c++) {
-                        acc[c] += (double) cpu_load(x, x_bf16, at + c);
+                        acc[c] += (double) vae_cpu_load(x, x_bf16, at + c);
                     }
                 }
             }
@@ -289,12 +273,12 @@ void vae_cpu_group_norm(const void * x, void * y, const int64_t ne[4], int group
                 const float *  an = a + n * C, *bn = b + n * C;
                 for (int64_t p = 0; p < np; p++) {
                     for (int64_t c = 0; c < C; c++) {
-                        const double v = cpu_load(x, x_bf16, at + p * C + c);
+                        const double v = vae_cpu_load(x, x_bf16, at + p * C + c);
                         buf[p * C + c] = (float) (v - m[c]) * an[c] + bn[c];
                     }
                 }
                 vae_cpu_act(buf, np * C, act);
-                cpu_store(y, y_bf16, at, buf, np * C);
+                vae_cpu_store(y, y_bf16, at, buf, np * C);
             }
         }
         free(buf);
@@ -337,13 +321,13 @@ void vae_cpu_rms_norm(const void * x, void * y, const int64_t ne[4], const float
                 double        acc[RMS_LANES] = { 0 }, sum[RMS_LANES] = { 0 };
                 for (int64_t c0 = 0; c0 < C8; c0 += RMS_LANES) {
                     for (int l = 0; l < RMS_LANES; l++) {
-                        const double v = cpu_load(x, x_bf16, at + c0 + l);
+                        const double v = vae_cpu_load(x, x_bf16, at + c0 + l);
                         acc[l] += v * v;
                         sum[l] += v;
                     }
                 }
                 for (int64_t c = C8; c < C; c++) {
-                    const double v = cpu_load(x, x_bf16, at + c);
+                    const double v = vae_cpu_load(x, x_bf16, at + c);
                     acc[c - C8] += v * v;
                     sum[c - C8] += v;
                 }
@@ -360,12 +344,12 @@ void vae_cpu_rms_norm(const void * x, void * y, const int64_t ne[4], const float
                                                  : sqrt_c / (norm < 1e-12 ? 1e-12 : norm);
                 const float * rs   = r ? r + at : NULL;
                 for (int64_t c = 0; c < C; c++) {
-                    const double v = ((double) cpu_load(x, x_bf16, at + c) - mean) * scale * gb[c] + gb[C + c];
+                    const double v = ((double) vae_cpu_load(x, x_bf16, at + c) - mean) * scale * gb[c] + gb[C + c];
                     buf[p * C + c] = (float) (rs ? v + (double) rs[c] : v);
                 }
             }
             vae_cpu_act(buf, np * C, act);
-            cpu_store(y, y_bf16, p0 * C, buf, np * C);
+            vae_cpu_store(y, y_bf16, p0 * C, buf, np * C);
         }
         free(buf);
     }

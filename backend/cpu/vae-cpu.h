@@ -10,6 +10,8 @@
 
 #include "vae-backend.h"
 
+#include <oneapi/dnnl/dnnl.h>
+
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -41,6 +43,22 @@ static inline float vae_cpu_from_bf16(uint16_t h) {
     return v;
 }
 
+// element i of x, f32 or bf16
+static inline float vae_cpu_load(const void * x, bool bf16, int64_t i) {
+    return bf16 ? vae_cpu_from_bf16(((const uint16_t *) x)[i]) : ((const float *) x)[i];
+}
+
+// the n values of row to y + at, f32 or bf16
+static inline void vae_cpu_store(void * y, bool bf16, int64_t at, const float * row, int64_t n) {
+    if (bf16) {
+        for (int64_t l = 0; l < n; l++) {
+            ((uint16_t *) y)[at + l] = vae_cpu_bf16(row[l]);
+        }
+    } else {
+        memcpy((float *) y + at, row, (size_t) n * sizeof(float));
+    }
+}
+
 // plain [N, C, H, W] (NCHW) <-> NHWC
 void vae_cpu_to_nhwc(const float * src, float * dst, const int64_t ne[4]);
 void vae_cpu_from_nhwc(const float * src, float * dst, const int64_t ne[4]);
@@ -51,14 +69,31 @@ void vae_cpu_act(float * x, int64_t n, enum vae_act act);
 // y = act(y + bias[c]) over every element, y f32 or (bf16) bf16; bias [C] or NULL
 void vae_cpu_bias_act(void * y, const int64_t ne[4], const float * bias, enum vae_act act, bool bf16);
 
-// the 3x3 convolution (stride 1, zero padding 1, one group) of f32 by Winograd's F(2x2, 3x3)
-// (vae-cpu-winograd.c): u, the weights [Cout, Cin, 3, 3] transformed by vae_cpu_winograd_weights
-// into vae_cpu_winograd_floats floats; y [N, Cout, H, W] = act(conv(x) + bias (+ y when add)),
-// from x [N, Cin, H, W]; bias [Cout] or NULL
-size_t vae_cpu_winograd_floats(int64_t cin, int64_t cout);
-void   vae_cpu_winograd_weights(const float * w, float * u, int64_t cin, int64_t cout);
-void   vae_cpu_winograd_conv(const float * x, float * y, const int64_t ne_x[4], int64_t cout, const float * u,
-                             const float * bias, bool add, enum vae_act act);
+// the 3x3 convolution (stride 1, zero padding 1, one group) by Winograd's F(2x2, 3x3)
+// (vae-cpu-winograd.c) of Cin -> Cout channels on frames `width` pixels wide: per run of tiles its
+// 16 matrix products are one oneDNN batched matmul of `type`, f32 or bf16 (f32 results)
+struct vae_cpu_winograd {
+    dnnl_engine_t    engine;
+    dnnl_data_type_t type;
+    int64_t          cin, cout;
+    dnnl_primitive_t mm[2];   // a whole run's products; the shorter last run's of a row (NULL: none)
+    int64_t          rows[2]; // tiles of each
+    size_t           scratch; // bytes of scratchpad a thread gives either
+};
+
+dnnl_status_t vae_cpu_winograd_init(struct vae_cpu_winograd * wg, dnnl_engine_t engine, dnnl_data_type_t type,
+                                    int64_t cin, int64_t cout, int64_t width);
+void          vae_cpu_winograd_release(struct vae_cpu_winograd * wg);
+// the layout the matmul takes the transformed weights in (a [16, Cin, Cout] of wg's type)
+const_dnnl_memory_desc_t vae_cpu_winograd_weights_md(const struct vae_cpu_winograd * wg);
+// u [16, Cin, Cout] f32: u[e][c][k] = (G g G^T)[e] of the kernel g of w [Cout, Cin, 3, 3] at (k, c)
+void vae_cpu_winograd_weights(const float * w, float * u, int64_t cin, int64_t cout);
+// y [N, Cout, H, W] (bf16 where y_bf16) = act(conv(x) + bias (+ y when add)) from x [N, Cin, H, W]
+// (bf16 where wg's type is); u: the transformed weights in vae_cpu_winograd_weights_md's layout;
+// bias [Cout] or NULL. oneDNN's status: not dnnl_success where a thread could not set it up
+dnnl_status_t vae_cpu_winograd_conv(const struct vae_cpu_winograd * wg, const void * x, void * y, bool y_bf16,
+                                    const int64_t ne_x[4], const void * u, const float * bias, bool add,
+                                    enum vae_act act);
 
 // y = tanh(x / s) * s over every element (in place allowed)
 void vae_cpu_tanh_clamp(const float * x, float * y, size_t n, float s);
