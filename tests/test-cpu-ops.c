@@ -2723,6 +2723,8 @@ static void test_causal_case(int Ci, int Co, int H, int W, int kt1, int k1, int 
 
 // ---- convolutions at bf16 ---------------------------------------------------------------------
 
+static bool bf16_winograd; // the cpu backend runs 3x3 convs of 96 channels or more by Winograd at bf16 (no AMX)
+
 // x -> a = conv1x1(x) -> conv3x3(a, bias, residual r = conv1x1(x), act) -> conv1x1 to 3 channels: at
 // precision bf16 a, r and the 3x3 conv's output are stored in bf16, so the 3x3 conv (by Winograd at
 // 96 channels or more, by oneDNN below) reads its input, adds its residual and writes in bf16
@@ -2746,7 +2748,7 @@ static void test_bf16_conv_case(int N, int Ci, int Co, int H, int W, enum vae_ac
     const double * yd  = ref_conv(&pl, cd, N, Co, H, W, w2, 3, 1, NULL, NULL, VAE_ACT_NONE);
     char           label[160];
     snprintf(label, sizeof(label), "bf16 conv2d(n=%d,cin=%d,cout=%d,h=%d,w=%d,k=3,bias,res,%s)%s", N, Ci, Co, H, W,
-             act_name(act), Ci >= 96 && Co >= 96 ? " by Winograd" : "");
+             act_name(act), Ci >= 96 && Co >= 96 && bf16_winograd ? " by Winograd" : "");
     report(label, run(&pl, g, in), yd, (size_t) N * 3 * H * W);
     vae_graph_free(g);
     pool_free(&pl);
@@ -2790,7 +2792,7 @@ static void test_bf16_causal_case(int Ci, int Co, int H, int W, enum vae_act act
     CHECK(!state || vae_backend_state_bytes(B, state) == (size_t) 2 * Ci * H * W * sizeof(uint16_t),
           "the state holds 2 frames of bf16: %zu bytes", state ? vae_backend_state_bytes(B, state) : 0);
     snprintf(label, sizeof(label), "bf16 causal_conv3d(cin=%d,cout=%d,h=%d,w=%d,kt=3,k=3,bias,%s) steps of 2, 1%s", Ci, Co,
-             H, W, act_name(act), Ci >= 96 && Co >= 96 ? " by Winograd" : "");
+             H, W, act_name(act), Ci >= 96 && Co >= 96 && bf16_winograd ? " by Winograd" : "");
     report(label, ok ? out : NULL, yd, (size_t) T * 3 * H * W);
     vae_backend_state_free(B, state);
     pool_free(&pl);
@@ -2798,8 +2800,8 @@ static void test_bf16_causal_case(int Ci, int Co, int H, int W, enum vae_act act
 
 // precision bf16 (only where oneDNN's ISA has it natively) against the double references, at the
 // limits of bf16 inputs, weights and storage with f32 accumulation: oneDNN's direct convolutions
-// (64 channels) and Winograd's (96 or more), whose transformed inputs and weights are rounded to
-// bf16 instead. Their errors are printed side by side.
+// (64 channels; all of them with AMX) and Winograd's (96 or more), whose transformed inputs and
+// weights are rounded to bf16 instead. Their errors are printed side by side.
 static void test_bf16_convs(void) {
     const dnnl_cpu_isa_t isa = dnnl_get_effective_cpu_isa();
     char                 err[512];
@@ -2809,6 +2811,7 @@ static void test_bf16_convs(void) {
         return;
     }
     vae_backend_t * fp32 = B;
+    bf16_winograd        = (isa & dnnl_cpu_isa_avx512_core_amx) != dnnl_cpu_isa_avx512_core_amx;
     B                    = vae_backend_init(VAE_BACKEND_CPU, 0, VAE_PRECISION_BF16, err, sizeof(err));
     CHECK(B && vae_backend_precision(B) == VAE_PRECISION_BF16, "a bf16 cpu backend: %s", B ? "fp32 in effect" : err);
     if (B && vae_backend_precision(B) == VAE_PRECISION_BF16) {

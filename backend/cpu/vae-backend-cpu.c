@@ -60,6 +60,7 @@ struct cpu_weights {
 
 struct cpu_context {
     dnnl_data_type_t     conv_type;   // of convolution inputs and weights: f32 or bf16 (see the top)
+    bool                 amx;         // oneDNN's ISA has AMX (its bf16 convolutions: no Winograd)
     dnnl_engine_t        engine;
     dnnl_stream_t        stream;
     struct cpu_weights * weights;
@@ -179,11 +180,13 @@ static bool cpu_conv_bf16(const struct cpu_context * ctx, const struct vae_tenso
 // whether conv t runs by Winograd's F(2x2, 3x3) (vae-cpu-winograd.c) instead of a oneDNN
 // convolution: a 3x3 conv or causal conv's spatial taps, one group, reading no padded copy, at
 // least CPU_WINOGRAD_CHANNELS channels in and out (fp32: at 64 the transforms cost more than the
-// products they save, 0.9x oneDNN's time; 1.3x at 96, 1.5-1.7x at 128-512)
+// products they save, 0.9x oneDNN's time; 1.3x at 96, 1.5-1.7x at 128-512); in bf16 not where
+// oneDNN has AMX: its tile products run 16x AVX-512's fp32 rate per core, so the transforms (f32
+// vector code) would cost more than the products saved (not measured: no AMX here)
 #define CPU_WINOGRAD_CHANNELS 96
 
-static bool cpu_conv_winograd(const struct vae_tensor * t) {
-    return (t->op == VAE_OP_CONV2D || t->op == VAE_OP_CAUSAL_CONV3D) && !cpu_conv_replicates(t) && t->src[1]->ne[t->src[1]->n_dims - 1] == 3 && vae_conv_groups(t) == 1 &&
+static bool cpu_conv_winograd(const struct cpu_context * ctx, const struct vae_tensor * t) {
+    return (ctx->conv_type == dnnl_f32 || !ctx->amx) && (t->op == VAE_OP_CONV2D || t->op == VAE_OP_CAUSAL_CONV3D) && !cpu_conv_replicates(t) && t->src[1]->ne[t->src[1]->n_dims - 1] == 3 && vae_conv_groups(t) == 1 &&
            t->src[0]->ne[1] >= CPU_WINOGRAD_CHANNELS && t->ne[1] >= CPU_WINOGRAD_CHANNELS;
 }
 
@@ -517,7 +520,7 @@ static bool cpu_prepare_conv(struct cpu_context * ctx, struct cpu_graph * cg, co
         CPU_DNNL(dnnl_memory_create(&node->bias, bias_md, ctx->engine, node->bias_data), "describe the bias");
     }
     node->n_taps = kt;
-    if (cpu_conv_winograd(t)) { // (cpu_run_conv calls vae_cpu_winograd_conv per tap)
+    if (cpu_conv_winograd(ctx, t)) { // (cpu_run_conv calls vae_cpu_winograd_conv per tap)
         CPU_DNNL(vae_cpu_winograd_init(&node->wino, ctx->engine, type, cin, cout, x->ne[3]),
                  "set up the Winograd convolution's matrix products");
         for (int j = 0; j < kt; j++) {
@@ -1098,7 +1101,7 @@ static bool cpu_run_conv(struct cpu_context * ctx, struct cpu_graph * cg, const 
     if (node->copy_residual) {
         memcpy(y, cpu_node_data(cg, t->src[3]), vae_cpu_nelements(t->ne) * cpu_elem(cg, t));
     }
-    const bool wino = cpu_conv_winograd(t);
+    const bool wino = cpu_conv_winograd(ctx, t);
     for (int j = 0; wino && j < node->n_taps; j++) { // tap j from j - front frames on, adding from the second
         const int64_t ne[4] = { t->ne[0], in->ne[1], in->ne[2], in->ne[3] };
         CPU_DNNL(vae_cpu_winograd_conv(&node->wino, x + ((int64_t) j - cpu_conv_front(t)) * (int64_t) frame, y,
@@ -1448,6 +1451,7 @@ vae_backend_t * vae_backend_cpu_init(enum vae_precision precision, char * err, s
         snprintf(probed, sizeof(probed), "; bf16 convs %.2fx fp32's speed", speedup);
     }
     ctx->conv_type = bf16 ? dnnl_bf16 : dnnl_f32;
+    ctx->amx       = (isa & dnnl_cpu_isa_avx512_core_amx) == dnnl_cpu_isa_avx512_core_amx;
     isa_name += strncmp(isa_name, "cpu_isa_", 8) == 0 ? 8 : 0;
     snprintf(ctx->name, sizeof(ctx->name), "cpu (oneDNN %d.%d.%d, %s, %d threads%s)", v->major, v->minor, v->patch,
              isa_name, omp_get_max_threads(), probed);
