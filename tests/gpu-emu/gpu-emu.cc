@@ -123,6 +123,7 @@ struct emu_fiber {
     std::vector<emu_copy>              open;    // asynchronous copies not yet committed
     std::vector<std::vector<emu_copy>> groups;  // committed, oldest first
     unsigned                           exchanges;   // warp exchanges so far (picks the buffer)
+    unsigned                           st16;        // 16-byte shared writes since the block's last barrier
 };
 
 struct emu_shared {   // one shared-memory array: its slot of the arena, guard pages around it
@@ -153,6 +154,11 @@ static struct {
     // warp's last __syncwarp
     uint32_t                          stamp, epoch;
     std::vector<uint32_t>             warp_stamp;
+    // the counters: on or off, the records, and per warp the 16-byte writes since the last barrier
+    // (the k-th of each lane are the warp's k-th instruction: lane l's address at [k][l])
+    bool                                          counting;
+    std::vector<vae_emu_counts>                   counts;
+    std::vector<std::vector<std::vector<unsigned>>> st16;
 } E;
 
 const vae_emu_where * vae_emu_now = nullptr;
@@ -592,6 +598,107 @@ extern "C" void vae_emu_async_wait(int pending) {
     }
 }
 
+// ---- counters ----------------------------------------------------------------------------------
+// Per launch, while on: the warp instructions the emulator carries out itself (mma, wmma,
+// ldmatrix, the loaders' 16-byte shared writes), barriers, and the shared-memory wavefronts as the
+// hardware banks them (README.md here, "Counters": 32 banks of 4 bytes; a phase takes as many
+// wavefronts as the most distinct words it asks of one bank, a word asked by several lanes counting
+// once; ldmatrix .x4 runs a phase per 8x8 matrix, 8 rows of 16 bytes; 16-byte accesses a phase per
+// quarter warp, lanes 8q .. 8q + 7).
+
+extern "C" void vae_emu_counts_start(void) {
+    E.counts.clear();
+    E.counting = true;
+}
+
+extern "C" size_t vae_emu_counts_read(const vae_emu_counts ** records) {
+    *records = E.counts.data();
+    return E.counts.size();
+}
+
+static vae_emu_counts * emu_counts() {
+    return E.counting && !E.counts.empty() ? &E.counts.back() : nullptr;
+}
+
+// the wavefronts of one phase: n accesses of `bytes` (a multiple of 4) at the shared addresses a
+static unsigned emu_wavefronts(const unsigned * a, int n, unsigned bytes) {
+    unsigned words[64 * 4];
+    int      nw = 0;
+    for (int i = 0; i < n; i++) {
+        for (unsigned k = 0; k < bytes / 4; k++) {
+            const unsigned w = a[i] / 4 + k;
+            bool           seen = false;
+            for (int j = 0; j < nw && !seen; j++) {
+                seen = words[j] == w;
+            }
+            if (!seen) {
+                words[nw++] = w;
+            }
+        }
+    }
+    unsigned per_bank[32] = { 0 }, most = 0;
+    for (int j = 0; j < nw; j++) {
+        most = std::max(most, ++per_bank[words[j] % 32]);
+    }
+    return most;
+}
+
+extern "C" void vae_emu_count_mma(int kind) {
+    if (vae_emu_counts * c = emu_counts()) {
+        c->mma[kind]++;
+    }
+}
+
+extern "C" void vae_emu_count_wmma(void) {
+    if (vae_emu_counts * c = emu_counts()) {
+        c->wmma++;
+    }
+}
+
+extern "C" void vae_emu_count_ldsm(const unsigned rows[32]) {
+    if (vae_emu_counts * c = emu_counts()) {
+        c->ldsm++;
+        for (int m = 0; m < 4; m++) {
+            c->ldsm_wavefronts += emu_wavefronts(rows + 8 * m, 8, 16);
+        }
+    }
+}
+
+extern "C" void vae_emu_count_st16(unsigned addr) {
+    if (emu_counts()) {
+        emu_fiber & f = *E.cur;
+        auto &      w = E.st16[(size_t) (&f - E.fibers.data()) / VAE_EMU_WARP];
+        if (w.size() <= f.st16) {
+            w.emplace_back(VAE_EMU_WARP, ~0u);
+        }
+        w[f.st16++][(size_t) f.w.lane] = addr;
+    }
+}
+
+// at a barrier and at the block's end: the 16-byte writes of every warp, as warp instructions
+static void emu_count_st16_flush() {
+    vae_emu_counts * c = emu_counts();
+    for (size_t w = 0; c && w < E.st16.size(); w++) {
+        for (const auto & ins : E.st16[w]) {
+            c->st16++;
+            for (int q = 0; q < VAE_EMU_WARP / 8; q++) {   // the lanes of quarter q that wrote
+                unsigned a[8];
+                int      n = 0;
+                for (int l = 8 * q; l < 8 * q + 8; l++) {
+                    if (ins[(size_t) l] != ~0u) {
+                        a[n++] = ins[(size_t) l];
+                    }
+                }
+                c->st16_wavefronts += n ? emu_wavefronts(a, n, 16) : 0;
+            }
+        }
+        E.st16[w].clear();
+    }
+    for (auto & f : E.fibers) {
+        f.st16 = 0;
+    }
+}
+
 // ---- barriers ----------------------------------------------------------------------------------
 
 static void emu_release_block() {
@@ -615,6 +722,10 @@ static void emu_release_block() {
     E.bar_wait = 0;
     E.cursor   = 0;
     emu_race_barrier();
+    if (vae_emu_counts * c = emu_counts()) {
+        c->barriers++;
+        emu_count_st16_flush();
+    }
 }
 
 extern "C" void vae_emu_syncthreads(const char * file, int line) {
@@ -799,6 +910,10 @@ static void emu_run_block(unsigned bx, unsigned by, unsigned bz, const char * ho
     }
     E.cur       = nullptr;
     vae_emu_now = nullptr;
+    if (vae_emu_counts * c = emu_counts()) {
+        c->blocks++;
+        emu_count_st16_flush();
+    }
 }
 
 // ---- the runtime API: errors, devices, kernels -------------------------------------------------
@@ -922,6 +1037,14 @@ static void emu_run_launch(vae_emu_cfg cfg, const std::function<void()> & body) 
     E.warp_wait.assign(warps, 0);
     E.warp_stamp.assign(warps, 0);
     E.exchange.assign(warps * 2 * VAE_EMU_WARP * 64, 0);
+    E.st16.assign(warps, {});
+    if (E.counting) {
+        vae_emu_counts c = {};
+        snprintf(c.name, sizeof(c.name), "%s", cfg.name);
+        c.grid[0] = cfg.grid.x, c.grid[1] = cfg.grid.y, c.grid[2] = cfg.grid.z;
+        c.block[0] = cfg.block.x, c.block[1] = cfg.block.y, c.block[2] = cfg.block.z;
+        E.counts.push_back(c);
+    }
     if (cfg.smem && !emu_smem_make(&E.dyn, 0, cfg.smem, EMU_WINDOW_STEP, "dynamic")) {
         vae_emu_fail(cfg.file, cfg.line, "out of host memory for shared memory");
     }
@@ -1146,8 +1269,16 @@ cudaError_t cudaFreeHost(void * p) {
     return cudaSuccess;
 }
 
-cudaError_t cudaMemcpyAsync(void * dst, const void * src, size_t n, enum cudaMemcpyKind, cudaStream_t s) {
-    return emu_submit(s, [=]() { memmove(dst, src, n); });
+cudaError_t cudaMemcpyAsync(void * dst, const void * src, size_t n, enum cudaMemcpyKind k, cudaStream_t s) {
+    return emu_submit(s, [=]() {
+        if (E.counting && k == cudaMemcpyDeviceToDevice) {
+            vae_emu_counts c = {};
+            snprintf(c.name, sizeof(c.name), "cudaMemcpy device to device");
+            c.d2d_bytes = n;
+            E.counts.push_back(c);
+        }
+        memmove(dst, src, n);
+    });
 }
 
 cudaError_t cudaMemcpy(void * dst, const void * src, size_t n, enum cudaMemcpyKind k) {

@@ -112,6 +112,26 @@ void *   vae_emu_shared_at(unsigned addr, size_t bytes, const char * file, int l
 void     vae_emu_async_copy(void * dst, const void * src, size_t nread, size_t n, const char * file, int line);
 void     vae_emu_async_commit(void);
 void     vae_emu_async_wait(int pending);
+// the counters (README.md here, "Counters"): a record per launch and per device-to-device copy,
+// while counting is on
+struct vae_emu_counts {
+    char               name[64];               // the kernel, or "cudaMemcpy device to device"
+    unsigned           grid[3], block[3];
+    unsigned long long blocks;                 // blocks run
+    unsigned long long mma[4];                 // mma.sync per warp: m16n8k16 f16, bf16; m16n8k8 f16, tf32
+    unsigned long long wmma;                   // wmma::mma_sync (m16n16k16) per warp
+    unsigned long long ldsm, ldsm_wavefronts;  // ldmatrix .x4 per warp, the shared-memory wavefronts they take
+    unsigned long long st16, st16_wavefronts;  // the loaders' 16-byte shared writes per warp (cp.async; a plain
+                                               //   store before sm_80), their wavefronts
+    unsigned long long barriers;               // __syncthreads, one per block that passes it
+    unsigned long long d2d_bytes;              // a copy's bytes
+};
+void   vae_emu_counts_start(void);   // forget the records, and record from now on
+size_t vae_emu_counts_read(const struct vae_emu_counts ** records);
+void   vae_emu_count_mma(int kind);                   // lane 0 of the warp: kind as vae_emu_counts.mma
+void   vae_emu_count_wmma(void);                      // lane 0
+void   vae_emu_count_ldsm(const unsigned rows[32]);   // lane 0: the 32 lanes' row addresses
+void   vae_emu_count_st16(unsigned addr);             // every lane: its 16 bytes' shared address
 // the race checker (gpu-emu.cc), on where the kernels are compiled with -fsanitize=thread
 // (gpu-emu-tsan.cc): an access of `bytes` at p by the current thread, made by the code at pc
 void     vae_emu_race_enable(void);
@@ -266,6 +286,7 @@ static inline void vae_emu_pipeline_memcpy_async(const char * file, int line, vo
 // cp.async.ca/cg 16 bytes (src-size 16 or 0); before sm_80 a plain store
 template <bool L1> static inline void vae_gpu_cp16(unsigned dst, const void * src, bool valid) {
     void * d = vae_emu_shared_at(dst, 16, "cp.async", 0);
+    vae_emu_count_st16(dst);
     if (VAE_EMU_SM80) {
         vae_emu_async_copy(d, src, valid ? 16 : 0, 16, "cp.async", 0);
     } else {
@@ -298,6 +319,9 @@ static inline void vae_emu_ldsm(const char * file, int line, unsigned * r, unsig
         rows[l] = vae_emu_lane<unsigned>(all, l);
     }
     const int g = vae_emu_now->lane / 4, t = vae_emu_now->lane % 4;
+    if (vae_emu_now->lane == 0) {
+        vae_emu_count_ldsm(rows);
+    }
     for (int i = 0; i < 4; i++) {
         uint16_t e[2];
         for (int h = 0; h < 2; h++) {
@@ -343,6 +367,9 @@ static inline void vae_emu_mma(const char * file, int line, float * d, const uns
     memcpy(mine.b, b, nb * sizeof(unsigned));
     memcpy(mine.c, d, sizeof(mine.c));
     const unsigned char * all = vae_emu_warp_exchange(0xffffffffu, &mine, sizeof(mine), file, line);
+    if (vae_emu_now->lane == 0) {
+        vae_emu_count_mma(K == 16 ? (std::is_same<T, __half>::value ? 0 : 1) : TF32 ? 3 : 2);
+    }
     // only what this lane's d needs: rows g, g + 8 of A (from lanes 4g + u) and columns 2t, 2t + 1
     // of B (from lanes 4 (2t + c) + u); every operand register is read by some lane
     const int g = vae_emu_now->lane / 4, t = vae_emu_now->lane % 4;
@@ -509,6 +536,9 @@ static inline void mma_sync(fragment<accumulator, 16, 16, 16, float> & d, const 
     memcpy(mine.c, c.x, sizeof(mine.c));
     static_assert(sizeof(regs) <= 64, "wmma operands");
     const unsigned char * all = vae_emu_warp_exchange(0xffffffffu, &mine, sizeof(mine), __FILE__, __LINE__);
+    if (vae_emu_now->lane == 0) {
+        vae_emu_count_wmma();
+    }
     float A[16][16], B[16][16];
     for (int l = 0; l < 32; l++) {
         for (int e = 0; e < 8; e++) {
