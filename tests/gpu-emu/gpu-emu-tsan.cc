@@ -4,12 +4,17 @@
 // calls one of these first, with its address and size; the emulator's own code is not
 // instrumented. Those in the shared-memory arena go to vae_emu_race_access, with the code that
 // made them; the rest (registers spilled, global memory, the emulator's state) return at once.
+// While the counters are on, every access also goes to vae_emu_count_access (shared and global ones
+// counted there, the rest dropped).
 
 #include "gpu-emu.h"
 
 static inline void emu_tsan(const void * p, size_t n, bool write, const void * pc) {
     if ((uintptr_t) p - vae_emu_race_lo < vae_emu_race_span) {
         vae_emu_race_access(p, n, write, pc);
+    }
+    if (vae_emu_counting) {
+        vae_emu_count_access(p, n, write, pc);
     }
 }
 

@@ -27,6 +27,7 @@
 
 #include <algorithm>
 #include <map>
+#include <unordered_map>
 #include <random>
 #include <string>
 #include <vector>
@@ -124,6 +125,7 @@ struct emu_fiber {
     std::vector<std::vector<emu_copy>> groups;  // committed, oldest first
     unsigned                           exchanges;   // warp exchanges so far (picks the buffer)
     unsigned                           st16;        // 16-byte shared writes since the block's last barrier
+    std::unordered_map<const void *, unsigned> pcs; // loads and stores per code address since then
 };
 
 struct emu_shared {   // one shared-memory array: its slot of the arena, guard pages around it
@@ -156,10 +158,19 @@ static struct {
     std::vector<uint32_t>             warp_stamp;
     // the counters: on or off, the records, and per warp the 16-byte writes since the last barrier
     // (the k-th of each lane are the warp's k-th instruction: lane l's address at [k][l])
-    bool                                          counting;
     std::vector<vae_emu_counts>                   counts;
     std::vector<std::vector<std::vector<unsigned>>> st16;
+    // the loads and stores the kernels make (instrumented builds), per warp: the k-th access by the
+    // code at pc of each lane is the warp's instruction (pc, k)
+    struct access {
+        bool      shared, write;
+        unsigned  bytes;
+        uintptr_t at[VAE_EMU_WARP];   // 0: the lane made none
+    };
+    std::vector<std::map<std::pair<const void *, unsigned>, access>> accesses;
 } E;
+
+bool vae_emu_counting;
 
 const vae_emu_where * vae_emu_now = nullptr;
 
@@ -608,7 +619,7 @@ extern "C" void vae_emu_async_wait(int pending) {
 
 extern "C" void vae_emu_counts_start(void) {
     E.counts.clear();
-    E.counting = true;
+    vae_emu_counting = true;
 }
 
 extern "C" size_t vae_emu_counts_read(const vae_emu_counts ** records) {
@@ -617,7 +628,7 @@ extern "C" size_t vae_emu_counts_read(const vae_emu_counts ** records) {
 }
 
 static vae_emu_counts * emu_counts() {
-    return E.counting && !E.counts.empty() ? &E.counts.back() : nullptr;
+    return vae_emu_counting && !E.counts.empty() ? &E.counts.back() : nullptr;
 }
 
 // the wavefronts of one phase: n accesses of `bytes` (a multiple of 4) at the shared addresses a
@@ -675,8 +686,81 @@ extern "C" void vae_emu_count_st16(unsigned addr) {
     }
 }
 
-// at a barrier and at the block's end: the 16-byte writes of every warp, as warp instructions
-static void emu_count_st16_flush() {
+extern "C" void vae_emu_count_access(const void * p, size_t bytes, bool write, const void * pc) {
+    const char * c = (const char *) p;
+    uintptr_t    at = 0;
+    bool         shared = false;
+    if (!E.cur || !emu_counts()) {
+        return;
+    }
+    const bool   arena  = emu_smem_arena && (uintptr_t) (c - emu_smem_arena) < (uintptr_t) EMU_SMEM_SLOTS * EMU_SMEM_SLOT;
+    if (const emu_shared * s = arena ? emu_smem_find(c) : nullptr) {
+        at     = s->window + (uintptr_t) (c - s->base);   // (its window: banks as on the device)
+        shared = true;
+    } else {
+        auto it = emu_allocs.upper_bound((char *) c);
+        if (it == emu_allocs.begin() || c >= (--it)->first + it->second.bytes) {
+            return;   // a register spilled, a parameter: not memory of the device
+        }
+        at = (uintptr_t) c;
+    }
+    emu_fiber &      f = *E.cur;
+    const unsigned   k = f.pcs[pc]++;
+    auto &           a = E.accesses[(size_t) (&f - E.fibers.data()) / VAE_EMU_WARP][{ pc, k }];
+    a.shared           = shared;
+    a.write            = write;
+    a.bytes            = (unsigned) bytes;
+    a.at[f.w.lane]     = at;   // (never 0: shared windows start at 1 << 24)
+}
+
+// a warp's access instruction into the counters: shared ones in phases by width (up to 4 bytes the
+// whole warp at once, 8 a half warp, 16 a quarter), global ones by the 32-byte sectors they touch
+static void emu_count_instruction(vae_emu_counts * c, const decltype(E.accesses)::value_type::mapped_type & a) {
+    if (a.shared) {
+        // wider than 16 bytes (an aggregate): as 16-byte accesses one after another
+        for (unsigned off = 0; off < a.bytes; off += 16) {
+            const unsigned bytes  = std::min(a.bytes - off, 16u);
+            const int      phases = bytes <= 4 ? 1 : bytes <= 8 ? 2 : 4, lanes = VAE_EMU_WARP / phases;
+            unsigned long long w = 0, ideal = 0;
+            for (int q = 0; q < phases; q++) {
+                unsigned addr[VAE_EMU_WARP];
+                int      n = 0;
+                for (int l = q * lanes; l < (q + 1) * lanes; l++) {
+                    if (a.at[l]) {
+                        addr[n++] = (unsigned) (a.at[l] + off) / 4 * 4;
+                    }
+                }
+                w += n ? emu_wavefronts(addr, n, bytes < 4 ? 4 : (bytes + 3) / 4 * 4) : 0;
+                ideal += n ? 1 : 0;
+            }
+            (a.write ? c->sts : c->lds)++;
+            (a.write ? c->sts_wavefronts : c->lds_wavefronts) += w;
+            (a.write ? c->sts_ideal : c->lds_ideal) += ideal;
+        }
+    } else {
+        uintptr_t sectors[VAE_EMU_WARP * 2];
+        int       ns = 0, lanes = 0;
+        for (int l = 0; l < VAE_EMU_WARP; l++) {
+            for (uintptr_t s = a.at[l] / 32; a.at[l] && s <= (a.at[l] + a.bytes - 1) / 32; s++) {
+                bool seen = false;
+                for (int j = 0; j < ns && !seen; j++) {
+                    seen = sectors[j] == s;
+                }
+                if (!seen) {
+                    sectors[ns++] = s;
+                }
+            }
+            lanes += a.at[l] != 0;
+        }
+        (a.write ? c->gst : c->gld)++;
+        (a.write ? c->gst_bytes : c->gld_bytes) += (unsigned long long) lanes * a.bytes;
+        (a.write ? c->gst_sectors : c->gld_sectors) += (unsigned long long) ns;
+    }
+}
+
+// at a barrier and at the block's end: the 16-byte writes and the loads and stores of every warp,
+// as warp instructions
+static void emu_count_flush() {
     vae_emu_counts * c = emu_counts();
     for (size_t w = 0; c && w < E.st16.size(); w++) {
         for (const auto & ins : E.st16[w]) {
@@ -694,8 +778,15 @@ static void emu_count_st16_flush() {
         }
         E.st16[w].clear();
     }
+    for (size_t w = 0; c && w < E.accesses.size(); w++) {
+        for (const auto & kv : E.accesses[w]) {
+            emu_count_instruction(c, kv.second);
+        }
+        E.accesses[w].clear();
+    }
     for (auto & f : E.fibers) {
         f.st16 = 0;
+        f.pcs.clear();
     }
 }
 
@@ -724,7 +815,7 @@ static void emu_release_block() {
     emu_race_barrier();
     if (vae_emu_counts * c = emu_counts()) {
         c->barriers++;
-        emu_count_st16_flush();
+        emu_count_flush();
     }
 }
 
@@ -912,7 +1003,7 @@ static void emu_run_block(unsigned bx, unsigned by, unsigned bz, const char * ho
     vae_emu_now = nullptr;
     if (vae_emu_counts * c = emu_counts()) {
         c->blocks++;
-        emu_count_st16_flush();
+        emu_count_flush();
     }
 }
 
@@ -1038,7 +1129,8 @@ static void emu_run_launch(vae_emu_cfg cfg, const std::function<void()> & body) 
     E.warp_stamp.assign(warps, 0);
     E.exchange.assign(warps * 2 * VAE_EMU_WARP * 64, 0);
     E.st16.assign(warps, {});
-    if (E.counting) {
+    E.accesses.assign(warps, {});
+    if (vae_emu_counting) {
         vae_emu_counts c = {};
         snprintf(c.name, sizeof(c.name), "%s", cfg.name);
         c.grid[0] = cfg.grid.x, c.grid[1] = cfg.grid.y, c.grid[2] = cfg.grid.z;
@@ -1271,7 +1363,7 @@ cudaError_t cudaFreeHost(void * p) {
 
 cudaError_t cudaMemcpyAsync(void * dst, const void * src, size_t n, enum cudaMemcpyKind k, cudaStream_t s) {
     return emu_submit(s, [=]() {
-        if (E.counting && k == cudaMemcpyDeviceToDevice) {
+        if (vae_emu_counting && k == cudaMemcpyDeviceToDevice) {
             vae_emu_counts c = {};
             snprintf(c.name, sizeof(c.name), "cudaMemcpy device to device");
             c.d2d_bytes = n;

@@ -125,13 +125,20 @@ struct vae_emu_counts {
                                                //   store before sm_80), their wavefronts
     unsigned long long barriers;               // __syncthreads, one per block that passes it
     unsigned long long d2d_bytes;              // a copy's bytes
+    // where the kernels are compiled with -fsanitize=thread (gpu-emu-tsan.cc), their own loads and
+    // stores per warp: shared ones, the wavefronts they take and the fewest their widths allow;
+    // global ones, the bytes the lanes ask for and the 32-byte sectors they touch
+    unsigned long long lds, lds_wavefronts, lds_ideal, sts, sts_wavefronts, sts_ideal;
+    unsigned long long gld, gld_bytes, gld_sectors, gst, gst_bytes, gst_sectors;
 };
+extern bool vae_emu_counting;        // records are being made
 void   vae_emu_counts_start(void);   // forget the records, and record from now on
 size_t vae_emu_counts_read(const struct vae_emu_counts ** records);
 void   vae_emu_count_mma(int kind);                   // lane 0 of the warp: kind as vae_emu_counts.mma
 void   vae_emu_count_wmma(void);                      // lane 0
 void   vae_emu_count_ldsm(const unsigned rows[32]);   // lane 0: the 32 lanes' row addresses
 void   vae_emu_count_st16(unsigned addr);             // every lane: its 16 bytes' shared address
+void   vae_emu_count_access(const void * p, size_t bytes, bool write, const void * pc);   // gpu-emu-tsan.cc
 // the race checker (gpu-emu.cc), on where the kernels are compiled with -fsanitize=thread
 // (gpu-emu-tsan.cc): an access of `bytes` at p by the current thread, made by the code at pc
 void     vae_emu_race_enable(void);

@@ -3,7 +3,9 @@
 // bank of byte address a is a / 4 % 32): ldmatrix .x4 and the loaders' 16-byte writes in
 // conflict-free, conflicting and broadcast layouts, among them the padded 80-byte rows of the conv
 // kernels' A tiles; mma.sync by shape; barriers and blocks; device-to-device copies, and nothing
-// recorded before counting starts. Built for the emulated sm_86.
+// recorded before counting starts; and (this file compiled with the race checker's instrumentation,
+// as the counting builds are) the kernels' own shared loads and stores by width and stride, and
+// their global bytes and 32-byte sectors. Built for the emulated sm_86.
 
 #include "gpu-emu.h"
 
@@ -38,14 +40,16 @@ static void ldsm_kernel(offsets o) {
     vae_gpu_ptx_ldsm(r, __cvta_generic_to_shared(s + o.at[threadIdx.x % 32]));
 }
 
+static const unsigned char zeros[16] = { 0 };
+
+// each warp in its own 4 KB (the same banks)
 static void st16_kernel(offsets o) {
-    static const unsigned char src[16] = { 0 };
-    char *                     s       = (char *) vae_emu_dyn_smem("test");
-    vae_gpu_cp16<true>(__cvta_generic_to_shared(s + o.at[threadIdx.x % 32]), src, true);
+    char * s = (char *) vae_emu_dyn_smem("test") + threadIdx.x / 32 * 4096;
+    vae_gpu_cp16<true>(__cvta_generic_to_shared(s + o.at[threadIdx.x % 32]), zeros, true);
     vae_gpu_cp_commit();
     vae_gpu_cp_wait<0>();
     __syncthreads();
-    vae_gpu_cp16<true>(__cvta_generic_to_shared(s + o.at[threadIdx.x % 32]), src, true); // a second per lane
+    vae_gpu_cp16<true>(__cvta_generic_to_shared(s + o.at[threadIdx.x % 32]), zeros, true); // a second per lane
     vae_gpu_cp_commit();
     vae_gpu_cp_wait<0>();
 }
@@ -132,13 +136,11 @@ static void test_st16(void) {
         { "the A loader on 80-byte rows", loader, 8 },
         // a quarter writes rows 2k and 2k + 1 of 64 bytes: one 128-byte line whatever the XOR
         { "64-byte rows, chunks XOR-swizzled", swizzled, 4 },
-        // every lane the same 16 bytes: one wavefront per quarter
-        { "one place", rows(0), 4 },
         // 128 bytes apart: a quarter's 8 lanes all in banks 0-3
         { "128 bytes apart", rows(128), 32 },
     };
     for (const auto & c : cases) {
-        const vae_emu_counts * r = run(st16_kernel, c.o, dim3(1), 64, 4096);
+        const vae_emu_counts * r = run(st16_kernel, c.o, dim3(1), 64, 8192);
         // 2 warps, 2 writes per lane, a barrier between them
         CHECK(r && r->st16 == 4 && r->st16_wavefronts == 4 * c.wavefronts && r->barriers == 1,
               "16-byte writes, %s: %llu instructions, %llu wavefronts, %llu barriers (want 4, %u, 1)", c.what,
@@ -175,12 +177,94 @@ static void test_mma_barriers_copies(void) {
     cudaFree(b);
 }
 
+// the kernels' own loads and stores (this file is compiled with the race checker's
+// instrumentation): one access per lane, of `bytes` at lane * stride bytes into shared memory
+// or into a device buffer
+struct plain {
+    bool     global, write;
+    unsigned bytes, stride;
+    char *   g;
+};
+
+typedef unsigned v2u __attribute__((vector_size(8)));
+typedef unsigned v4u __attribute__((vector_size(16)));
+static v4u sink[32];
+
+static void plain_kernel(plain p) {
+    char * base = p.global ? p.g : (char *) vae_emu_dyn_smem("test");
+    char * at   = base + threadIdx.x * p.stride;
+    if (p.write && p.bytes == 4) {
+        *(volatile float *) at = 1.0f;
+    } else if (p.write) {
+        *(volatile v4u *) at = v4u{ 1, 2, 3, 4 };
+    } else if (p.bytes == 4) {
+        sink[threadIdx.x][0] = *(volatile unsigned *) at;
+    } else if (p.bytes == 8) {
+        const v2u u = *(volatile v2u *) at;
+        sink[threadIdx.x][0] = u[0] + u[1];
+    } else {
+        sink[threadIdx.x] = *(volatile v4u *) at;
+    }
+}
+
+static void test_plain(void) {
+    char * g = nullptr;
+    CHECK(cudaMalloc((void **) &g, 32 * 4096) == cudaSuccess, "cudaMalloc");
+    static const struct {
+        const char * what;
+        plain        p;
+        unsigned     wavefronts, ideal; // shared: per warp instruction; global: 32-byte sectors, bytes
+    } cases[] = {
+        // 4 bytes: the whole warp in one phase; lanes 4 bytes apart fill the 32 banks once
+        { "4-byte stores 4 bytes apart", { false, true, 4, 4, nullptr }, 1, 1 },
+        // 8 bytes apart: lanes l and l + 16 share a bank (words 2l, 2l + 32): 2-way
+        { "4-byte stores 8 bytes apart", { false, true, 4, 8, nullptr }, 2, 1 },
+        // 128 bytes apart: every lane in bank 0, 32 distinct words
+        { "4-byte loads 128 bytes apart", { false, false, 4, 128, nullptr }, 32, 1 },
+        // 132 bytes apart (one word of padding per row): lane l in bank l
+        { "4-byte loads 132 bytes apart", { false, false, 4, 132, nullptr }, 1, 1 },
+        // every lane the same word: read once, broadcast
+        { "4-byte loads of one word", { false, false, 4, 0, nullptr }, 1, 1 },
+        // 8 bytes: a half warp per phase, 16 lanes x 8 bytes = 128 bytes each
+        { "8-byte loads 8 bytes apart", { false, false, 8, 8, nullptr }, 2, 2 },
+        // 16 bytes: a quarter per phase, 128 bytes each
+        { "16-byte loads 16 bytes apart", { false, false, 16, 16, nullptr }, 4, 4 },
+        // 32 bytes apart: a quarter's 8 lanes span 256 bytes, each bank twice
+        { "16-byte stores 32 bytes apart", { false, true, 16, 32, nullptr }, 8, 4 },
+        // global: 32 x 4 contiguous bytes are 4 sectors; 128 bytes apart, a sector per lane
+        { "global 4-byte loads 4 bytes apart", { true, false, 4, 4, nullptr }, 4, 128 },
+        { "global 4-byte loads 128 bytes apart", { true, false, 4, 128, nullptr }, 32, 128 },
+        // 32 x 16 contiguous bytes: 16 sectors
+        { "global 16-byte stores 16 bytes apart", { true, true, 16, 16, nullptr }, 16, 512 },
+    };
+    for (auto c : cases) {
+        c.p.g                    = g;
+        const vae_emu_counts * r = run(plain_kernel, c.p, dim3(1), 32, 8192);
+        if (!r) {
+            continue;
+        }
+        const unsigned long long n = c.p.global ? (c.p.write ? r->gst : r->gld) : (c.p.write ? r->sts : r->lds);
+        const unsigned long long w = c.p.global ? (c.p.write ? r->gst_sectors : r->gld_sectors)
+                                                : (c.p.write ? r->sts_wavefronts : r->lds_wavefronts);
+        const unsigned long long i = c.p.global ? (c.p.write ? r->gst_bytes : r->gld_bytes)
+                                                : (c.p.write ? r->sts_ideal : r->lds_ideal);
+        const unsigned long long other = r->lds + r->sts + r->gld + r->gst - n;
+        CHECK(n == 1 && w == c.wavefronts && i == c.ideal && other == 0,
+              "%s: %llu instructions (and %llu others), %llu %s, %llu %s (want 1, 0, %u, %u)", c.what, n, other, w,
+              c.p.global ? "sectors" : "wavefronts", i, c.p.global ? "bytes" : "ideal", c.wavefronts, c.ideal);
+        printf("%s: %llu %s, %llu %s\n", c.what, w, c.p.global ? "sectors" : "wavefronts", i,
+               c.p.global ? "bytes" : "at the fewest");
+    }
+    cudaFree(g);
+}
+
 int main(void) {
     const vae_emu_counts * r = nullptr;
     CHECK(vae_emu_counts_read(&r) == 0, "records before counting started");
     test_ldsm();
     test_st16();
     test_mma_barriers_copies();
+    test_plain();
     printf("%s\n", failures ? "FAILED" : "every count as worked out by hand");
     return failures ? 1 : 0;
 }
