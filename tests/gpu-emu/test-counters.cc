@@ -186,24 +186,24 @@ struct plain {
     char *   g;
 };
 
-typedef unsigned v2u __attribute__((vector_size(8)));
-typedef unsigned v4u __attribute__((vector_size(16)));
-static v4u sink[32];
+static unsigned sink[32];
 
+// (the vector accesses as the kernels write them: the emulator's float2 and float4)
 static void plain_kernel(plain p) {
     char * base = p.global ? p.g : (char *) vae_emu_dyn_smem("test");
     char * at   = base + threadIdx.x * p.stride;
     if (p.write && p.bytes == 4) {
         *(volatile float *) at = 1.0f;
     } else if (p.write) {
-        *(volatile v4u *) at = v4u{ 1, 2, 3, 4 };
+        *(float4 *) at = make_float4(1.0f, 2.0f, 3.0f, 4.0f);
     } else if (p.bytes == 4) {
-        sink[threadIdx.x][0] = *(volatile unsigned *) at;
+        sink[threadIdx.x] = *(volatile unsigned *) at;
     } else if (p.bytes == 8) {
-        const v2u u = *(volatile v2u *) at;
-        sink[threadIdx.x][0] = u[0] + u[1];
+        const float2 u    = *(const float2 *) at;
+        sink[threadIdx.x] = (unsigned) u.y;
     } else {
-        sink[threadIdx.x] = *(volatile v4u *) at;
+        const float4 u    = *(const float4 *) at;
+        sink[threadIdx.x] = (unsigned) u.w;
     }
 }
 
