@@ -159,6 +159,7 @@ static struct {
     // the counters: on or off, the records, and per warp the 16-byte writes since the last barrier
     // (the k-th of each lane are the warp's k-th instruction: lane l's address at [k][l])
     std::vector<vae_emu_counts>                   counts;
+    unsigned                                      sample;   // blocks run per launch (0: all)
     std::vector<std::vector<std::vector<unsigned>>> st16;
     // the loads and stores the kernels make (instrumented builds), per warp: the k-th access by the
     // code at pc of each lane is the warp's instruction (pc, k)
@@ -617,8 +618,9 @@ extern "C" void vae_emu_async_wait(int pending) {
 // once; ldmatrix .x4 runs a phase per 8x8 matrix, 8 rows of 16 bytes; 16-byte accesses a phase per
 // quarter warp, lanes 8q .. 8q + 7).
 
-extern "C" void vae_emu_counts_start(void) {
+extern "C" void vae_emu_counts_start(unsigned sample) {
     E.counts.clear();
+    E.sample         = sample;
     vae_emu_counting = true;
 }
 
@@ -1144,6 +1146,13 @@ static void emu_run_launch(vae_emu_cfg cfg, const std::function<void()> & body) 
     const size_t               nb = (size_t) g.x * g.y * g.z;
     std::vector<int>           border(nb);
     emu_order(border, how, E.launches++);
+    if (vae_emu_counting && E.sample && E.sample < nb) {   // blocks i (nb - 1) / (sample - 1), in that order
+        std::vector<int> some;
+        for (size_t i = 0; i < E.sample; i++) {
+            some.push_back(E.sample == 1 ? 0 : (int) (i * (nb - 1) / (E.sample - 1)));
+        }
+        border = some;
+    }
     for (int i : border) {
         emu_run_block((unsigned) i % g.x, (unsigned) i / g.x % g.y, (unsigned) i / (g.x * g.y), how);
     }

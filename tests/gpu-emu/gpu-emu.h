@@ -158,7 +158,10 @@ struct vae_emu_counts {
     unsigned long long gld, gld_bytes, gld_sectors, gst, gst_bytes, gst_sectors;
 };
 extern bool vae_emu_counting;        // records are being made
-void   vae_emu_counts_start(void);   // forget the records, and record from now on
+// forget the records, and record from now on; sample > 0: run only that many blocks of a launch,
+// spread evenly over its grid from the first to the last (its outputs are then incomplete: for
+// counting the real shapes, scaling by the grid's blocks over the blocks run)
+void   vae_emu_counts_start(unsigned sample);
 size_t vae_emu_counts_read(const struct vae_emu_counts ** records);
 void   vae_emu_count_mma(int kind);                   // lane 0 of the warp: kind as vae_emu_counts.mma
 void   vae_emu_count_wmma(void);                      // lane 0

@@ -69,9 +69,18 @@ static void mma_kernel(int) {
     __syncthreads();
 }
 
+// per warp, as many bf16 mma as the block's index in the grid
+static void indexed_kernel(int) {
+    unsigned a[4] = { 0 }, b[2] = { 0 };
+    float    d[4] = { 0 };
+    for (unsigned i = 0; i < blockIdx.x + blockIdx.y * gridDim.x; i++) {
+        vae_gpu_ptx_mma(d, a, b, __nv_bfloat16());
+    }
+}
+
 template <typename P> static const vae_emu_counts * run(void (*fn)(P), P p, dim3 grid, unsigned threads, size_t smem) {
     const vae_emu_counts * r = nullptr;
-    vae_emu_counts_start();
+    vae_emu_counts_start(0);
     fn->*vae_emu_config("test kernel", __func__, __FILE__, __LINE__, false, grid, dim3(threads), smem) ->* vae_emu_args(p);
     const size_t n = vae_emu_counts_read(&r);
     CHECK(n == 1, "%zu records of one launch", n);
@@ -160,9 +169,20 @@ static void test_mma_barriers_copies(void) {
           "%llu blocks, %llu barriers, grid %ux%u, block %u (want 6, 12, 3x2, 96)", r ? r->blocks : 0,
           r ? r->barriers : 0, r ? r->grid[0] : 0, r ? r->grid[1] : 0, r ? r->block[0] : 0);
 
+    // a sample of 3 of the 6 blocks: the first, the one at 1 * 5 / 2 = 2, the last (5): 3 warps
+    // each of (0 + 2 + 5) mma
+    const vae_emu_counts * sampled = nullptr;
+    vae_emu_counts_start(3);
+    indexed_kernel->*vae_emu_config("test kernel", __func__, __FILE__, __LINE__, false, dim3(3, 2), dim3(96), 0) ->*
+        vae_emu_args(0);
+    CHECK(vae_emu_counts_read(&sampled) == 1 && sampled->blocks == 3 && sampled->mma[1] == 21 &&
+              sampled->grid[0] * sampled->grid[1] == 6,
+          "a sample of 3 blocks: %llu run, %llu bf16 mma (want 3, 21)", sampled ? sampled->blocks : 0,
+          sampled ? sampled->mma[1] : 0);
+
     void *a = nullptr, *b = nullptr;
     char  host[1000]   = { 0 };
-    vae_emu_counts_start();
+    vae_emu_counts_start(0);
     CHECK(cudaMalloc(&a, 1000) == cudaSuccess && cudaMalloc(&b, 1000) == cudaSuccess, "cudaMalloc");
     cudaMemcpy(a, host, 1000, cudaMemcpyHostToDevice);
     cudaMemcpy(b, a, 1000, cudaMemcpyDeviceToDevice);
