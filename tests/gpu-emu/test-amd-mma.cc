@@ -7,6 +7,7 @@
 // partial or diverged wave, a 32-bit lane mask on wave64), each in a child process whose report
 // is checked.
 
+#include "emu-check.h"
 #include "gpu-emu.h"
 
 #include <stdio.h>
@@ -43,18 +44,6 @@
 #define WORDS  2
 #define NACC   4
 #endif
-
-static int failures = 0;
-
-#define CHECK(c, ...)                                   \
-    do {                                                \
-        if (!(c)) {                                     \
-            fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__); \
-            fprintf(stderr, __VA_ARGS__);               \
-            fprintf(stderr, "\n");                      \
-            failures++;                                 \
-        }                                               \
-    } while (0)
 
 // ---- where AMD's documents put the elements ------------------------------------------------------
 

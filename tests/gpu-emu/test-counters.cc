@@ -7,22 +7,11 @@
 // as the counting builds are) the kernels' own shared loads and stores by width and stride, and
 // their global bytes and 32-byte sectors. Built for the emulated sm_86.
 
+#include "emu-check.h"
 #include "gpu-emu.h"
 
 #include <stdio.h>
 #include <string.h>
-
-static int failures = 0;
-
-#define CHECK(c, ...)                                            \
-    do {                                                         \
-        if (!(c)) {                                              \
-            fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__); \
-            fprintf(stderr, __VA_ARGS__);                        \
-            fprintf(stderr, "\n");                               \
-            failures++;                                          \
-        }                                                        \
-    } while (0)
 
 // the kernels' parameter: per lane of a warp, the byte offset (into the dynamic shared array) of
 // its ldmatrix row or its 16-byte write
