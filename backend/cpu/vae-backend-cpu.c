@@ -186,7 +186,8 @@ static bool cpu_conv_bf16(const struct cpu_context * ctx, const struct vae_tenso
 #define CPU_WINOGRAD_CHANNELS 96
 
 static bool cpu_conv_winograd(const struct cpu_context * ctx, const struct vae_tensor * t) {
-    return (ctx->conv_type == dnnl_f32 || !ctx->amx) && (t->op == VAE_OP_CONV2D || t->op == VAE_OP_CAUSAL_CONV3D) && !cpu_conv_replicates(t) && t->src[1]->ne[t->src[1]->n_dims - 1] == 3 && vae_conv_groups(t) == 1 &&
+    return (ctx->conv_type == dnnl_f32 || !ctx->amx) && (t->op == VAE_OP_CONV2D || t->op == VAE_OP_CAUSAL_CONV3D) &&
+           !cpu_conv_replicates(t) && t->src[1]->ne[t->src[1]->n_dims - 1] == 3 && vae_conv_groups(t) == 1 &&
            t->src[0]->ne[1] >= CPU_WINOGRAD_CHANNELS && t->ne[1] >= CPU_WINOGRAD_CHANNELS;
 }
 
@@ -1101,7 +1102,7 @@ static bool cpu_run_conv(struct cpu_context * ctx, struct cpu_graph * cg, const 
     if (node->copy_residual) {
         memcpy(y, cpu_node_data(cg, t->src[3]), vae_cpu_nelements(t->ne) * cpu_elem(cg, t));
     }
-    const bool wino = cpu_conv_winograd(ctx, t);
+    const bool wino = node->wino.mm[0] != NULL; // (prepared so by cpu_conv_winograd)
     for (int j = 0; wino && j < node->n_taps; j++) { // tap j from j - front frames on, adding from the second
         const int64_t ne[4] = { t->ne[0], in->ne[1], in->ne[2], in->ne[3] };
         CPU_DNNL(vae_cpu_winograd_conv(&node->wino, x + ((int64_t) j - cpu_conv_front(t)) * (int64_t) frame, y,

@@ -136,6 +136,12 @@ struct emu_shared {   // one shared-memory array: its slot of the arena, guard p
     const char * name;
 };
 
+struct emu_access {   // a warp's load or store instruction (the counters)
+    bool      shared, write;
+    unsigned  bytes;
+    uintptr_t at[VAE_EMU_WARP];   // 0: the lane made none
+};
+
 static struct {
     const vae_emu_cfg *               cfg;
     std::vector<emu_fiber>            fibers;
@@ -163,12 +169,7 @@ static struct {
     std::vector<std::vector<std::vector<unsigned>>> st16;
     // the loads and stores the kernels make (instrumented builds), per warp: the k-th access by the
     // code at pc of each lane is the warp's instruction (pc, k)
-    struct access {
-        bool      shared, write;
-        unsigned  bytes;
-        uintptr_t at[VAE_EMU_WARP];   // 0: the lane made none
-    };
-    std::vector<std::map<std::pair<const void *, unsigned>, access>> accesses;
+    std::vector<std::map<std::pair<const void *, unsigned>, emu_access>> accesses;
 } E;
 
 bool vae_emu_counting;
@@ -717,7 +718,7 @@ extern "C" void vae_emu_count_access(const void * p, size_t bytes, bool write, c
 
 // a warp's access instruction into the counters: shared ones in phases by width (up to 4 bytes the
 // whole warp at once, 8 a half warp, 16 a quarter), global ones by the 32-byte sectors they touch
-static void emu_count_instruction(vae_emu_counts * c, const decltype(E.accesses)::value_type::mapped_type & a) {
+static void emu_count_instruction(vae_emu_counts * c, const emu_access & a) {
     if (a.shared) {
         // wider than 16 bytes (an aggregate): as 16-byte accesses one after another
         for (unsigned off = 0; off < a.bytes; off += 16) {
