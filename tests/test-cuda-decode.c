@@ -11,8 +11,10 @@
 // (vae_session_pop_output, a second decode) are compared too; their max abs error is printed for
 // information. Video decoders stream with one latent frame per step, with an automatic chunk and
 // after a reset mid-stream: each must give the CPU's frames. KL decodes in tiles on the GPU are
-// compared with the CPU's whole-frame decode. Last, out of device memory for real (a cudaMalloc
-// holding the rest): a Wan session asked for 4 latent frames per step takes fewer and says so.
+// compared with the CPU's whole-frame decode, and so are the causal video decoders' in tiles (Wan
+// 2.1, SeedVR2, HunyuanVideo 1.5, LTX-2 and LTX-2.3: the small list's, below). Last, out of device
+// memory for real (a cudaMalloc holding the rest): a Wan session asked for 4 latent frames per step
+// takes fewer and says so.
 //
 // `test-cuda-decode small` is the list for the emulator of tests/gpu-emu (test-gpu-emu-decode),
 // where each CUDA thread is a fiber on the CPU, a thousand times slower than a GPU: one decode per
@@ -440,6 +442,29 @@ static void test_kl(void) {
     vae_model_free(m);
 }
 
+// causal video decoders in tiles on the GPU against whole frames on the CPU (both lists)
+static void test_video_tiles(void) {
+    // in 2x2 tiles (each with its own state; SeedVR2's given the whole frame's
+    // GroupNorm statistics): 24x24 frames of 3x3 latents, two latent frames (SeedVR2's fixture with
+    // one resnet per up-block: fewer steps)
+    static const struct run video_tiles[] = { { 1, 0, 16, true } };
+    check_fixture_runs("wan21_b4 in tiles", path_in(data_dir, "wan21_b4.orig.safetensors"),
+                       path_in(data_dir, "wan21_b4.latent"), true, VAE_SPACE_RAW, video_tiles, 1, 2, 3, 3);
+    check_fixture_runs("seedvr2_sc in tiles", path_in(data_dir, "seedvr2_sc.pth"),
+                       path_in(data_dir, "seedvr2_sc.normalized.latent"), true, VAE_SPACE_NORMALIZED, video_tiles, 1,
+                       2, 3, 3);
+    check_fixture_runs("hyvideo15_w32 in tiles", path_in(data_dir, "hyvideo15_w32.orig.safetensors"),
+                       path_in(data_dir, "hyvideo15_w32.latent"), true, VAE_SPACE_RAW, video_tiles, 1, 2, 2, 3);
+    // LTX-2's centred convs in tiles of 32 pixels (each tile's state filled by its first compute,
+    // the residuals queued, the end told to every tile): 3 latent frames of 2x2, fewer than its
+    // lookahead, so that the whole clip comes out of the flush
+    static const struct run ltx_tiles[] = { { 1, 0, 32, true } };
+    check_fixture_runs("ltx2_v20 in tiles", path_in(data_dir, "ltx2_v20.orig.safetensors"),
+                       path_in(data_dir, "ltx2_v20.latent"), true, VAE_SPACE_RAW, ltx_tiles, 1, 3, 2, 2);
+    check_fixture_runs("ltx2_v23 in tiles", path_in(data_dir, "ltx2_v23.orig.safetensors"),
+                       path_in(data_dir, "ltx2_v23.latent"), true, VAE_SPACE_RAW, ltx_tiles, 1, 3, 1, 2);
+}
+
 // one decode per family (see the top)
 static void test_small(void) {
     check_fixture("taef2 (real weights)", path_in(shared_dir, "models/taef2_decoder.safetensors"),
@@ -480,25 +505,7 @@ static void test_small(void) {
     check_fixture_runs("dcae_w32 whole and in tiles", path_in(data_dir, "dcae_w32.orig.safetensors"),
                        path_in(data_dir, "dcae_w32.latent"), false, VAE_SPACE_RAW, ends_runs, 2, 1, 2, 3);
     check_svd();
-    // causal video in 2x2 tiles (each with its own state; SeedVR2's given the whole frame's
-    // GroupNorm statistics): 24x24 frames of 3x3 latents, two latent frames (SeedVR2's fixture with
-    // one resnet per up-block: fewer steps)
-    static const struct run video_tiles[] = { { 1, 0, 16, true } };
-    check_fixture_runs("wan21_b4 in tiles", path_in(data_dir, "wan21_b4.orig.safetensors"),
-                       path_in(data_dir, "wan21_b4.latent"), true, VAE_SPACE_RAW, video_tiles, 1, 2, 3, 3);
-    check_fixture_runs("seedvr2_sc in tiles", path_in(data_dir, "seedvr2_sc.pth"),
-                       path_in(data_dir, "seedvr2_sc.normalized.latent"), true, VAE_SPACE_NORMALIZED, video_tiles, 1,
-                       2, 3, 3);
-    check_fixture_runs("hyvideo15_w32 in tiles", path_in(data_dir, "hyvideo15_w32.orig.safetensors"),
-                       path_in(data_dir, "hyvideo15_w32.latent"), true, VAE_SPACE_RAW, video_tiles, 1, 2, 2, 3);
-    // LTX-2's centred convs in tiles of 32 pixels (each tile's state filled by its first compute,
-    // the residuals queued, the end told to every tile): 3 latent frames of 2x2, fewer than its
-    // lookahead, so that the whole clip comes out of the flush
-    static const struct run ltx_tiles[] = { { 1, 0, 32, true } };
-    check_fixture_runs("ltx2_v20 in tiles", path_in(data_dir, "ltx2_v20.orig.safetensors"),
-                       path_in(data_dir, "ltx2_v20.latent"), true, VAE_SPACE_RAW, ltx_tiles, 1, 3, 2, 2);
-    check_fixture_runs("ltx2_v23 in tiles", path_in(data_dir, "ltx2_v23.orig.safetensors"),
-                       path_in(data_dir, "ltx2_v23.latent"), true, VAE_SPACE_RAW, ltx_tiles, 1, 3, 1, 2);
+    test_video_tiles();
 }
 
 #ifdef GPU_TEST_CUDA_RUNTIME
@@ -588,6 +595,7 @@ int main(int argc, char ** argv) {
         test_videos();
         test_kl();
         check_svd();
+        test_video_tiles();
     }
 #ifdef GPU_TEST_CUDA_RUNTIME
     if (have_gpu) {

@@ -322,7 +322,7 @@ static void run_peer(struct peer * p, const char * python, const char * script, 
         snprintf(p->reason, sizeof(p->reason), "cannot read the peer script %.400s: %s", script, strerror(errno));
         return;
     }
-    if (access(python, X_OK) != 0) {
+    if (strchr(python, '/') && access(python, X_OK) != 0) {   // a bare name: the shell's PATH
         snprintf(p->reason, sizeof(p->reason), "cannot run %.400s: %s", python, strerror(errno));
         return;
     }
