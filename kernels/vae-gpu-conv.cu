@@ -159,8 +159,14 @@ struct vae_gpu_conv_cfg {
     static constexpr bool   TC      = TC_;
     static constexpr int    THREADS = WGM * WGN * W;
     static constexpr int    VEC     = 16 / sizeof(T);                  // elements per 16-byte vector
-    // shared rows padded against bank conflicts (ldmatrix rows, tf32 B reads, cp.async stores)
-    static constexpr int    LDA = BK + VEC, LDB = BN + 8;
+    // shared rows laid out so that the 8 rows an ldmatrix reads at one 16-byte chunk, and the 128
+    // bytes a quarter warp's 16-byte writes fill, fall in distinct banks (tests/gpu-emu counts it).
+    // A's rows are BK elements, 64 bytes: four chunks, chunk c of row r stored at c ^ (r / 2 % 4) (an
+    // XOR swizzle). B's rows are padded by 8 elements (also for the tf32 B reads), except rows of two
+    // chunks (BN 16 at 16 bits, BSW), unpadded with chunk c of row k at c ^ (k / 4 % 2)
+    static constexpr bool   BSW = BN * sizeof(T) == 32;
+    static constexpr int    LDA = BK, LDB = BSW ? BN : BN + 8;
+    static_assert(BK / VEC == 4, "A rows of four 16-byte chunks");
     static constexpr int    A_BYTES = BM * LDA * sizeof(T), B_BYTES = BK * LDB * sizeof(T);   // per stage
     static constexpr int    B_BASE  = STAGES * A_BYTES;   // shared memory: A [STAGES][BM][LDA], B [STAGES][BK][LDB]
     static constexpr int    WM = BM / WGM, WN = BN / WGN, LDC = WN + 8; // warp tile; its f32 staging rows
@@ -168,6 +174,12 @@ struct vae_gpu_conv_cfg {
     static constexpr size_t STAGING = TC ? (size_t) WGM * WGN * 16 * LDC * sizeof(float) : 0;
     static constexpr size_t SMEM    = PIPE > STAGING ? PIPE : STAGING;
     static constexpr bool   SM80    = TC && !std::is_same<T, __half>::value;   // tf32, bf16
+
+    // the element of a stage's A tile that holds row r, column k; of its B tile, row k, column n
+    static __device__ __forceinline__ int a_at(int r, int k) { return r * LDA + ((k / VEC) ^ (r >> 1 & 3)) * VEC + k % VEC; }
+    static __device__ __forceinline__ int b_at(int k, int n) {
+        return k * LDB + (BSW ? ((n / VEC) ^ (k >> 2 & 1)) * VEC + n % VEC : n);
+    }
 };
 
 // ---- kernels ---------------------------------------------------------------------------------------
@@ -236,26 +248,25 @@ __device__ __forceinline__ void vae_gpu_conv_store_rows(const vae_gpu_conv_param
     }
 }
 
-// fills one stage: the A slice gathered from the input (each thread: AR rows of CV side-by-side
-// vectors, one pixel's channels within one tap), the B slice from the packed weights [K][cout_p] of
-// the block's phase (each thread: BV side-by-side vectors of one row)
+// fills one stage: the A slice gathered from the input, the B slice from the packed weights
+// [K][cout_p] of the block's phase. Each thread copies one 16-byte column of AR rows of A (one
+// pixel's channels within one tap) and of BR rows of B, so that the consecutive lanes of a copy
+// instruction take consecutive 16-byte pieces of a row: whole 32-byte sectors of memory, and 128
+// contiguous bytes of shared memory (A's two rows, B's padded row) per quarter warp
 template <class C> struct vae_gpu_conv_loader {
     typedef typename C::T T;
-    static constexpr int AV  = C::BM * C::BK / C::VEC / C::THREADS;     // A vectors per thread
-    static constexpr int CV  = AV < 16 / C::VEC ? AV : 16 / C::VEC;     // side by side: at most 16 channels
-    static constexpr int AR  = AV / CV;
-    static constexpr int TPR = C::BK / (CV * C::VEC), RSTEP = C::THREADS / TPR;   // threads per A row, rows per pass
-    static constexpr int BV  = C::BK * C::BN / C::VEC / C::THREADS;     // B vectors per thread
-    static constexpr int TPB = C::BN / (BV * C::VEC);                   // threads per B row
-    static_assert(AR * CV == AV && RSTEP * AR == C::BM && TPB * C::BK == C::THREADS && 16 % (CV * C::VEC) == 0,
-                  "tile shape");
+    static constexpr int TPR = C::BK / C::VEC, RSTEP = C::THREADS / TPR, AR = C::BM / RSTEP;   // A: threads per row, rows per pass, rows per thread
+    static constexpr int TPB = C::BN / C::VEC, BSTEP = C::THREADS / TPB, BR = C::BK / BSTEP;   // B: the same
+    // (RSTEP and BSTEP multiples of 8: a thread's rows share their swizzle)
+    static_assert(RSTEP * AR == C::BM && RSTEP % 8 == 0 && BSTEP * TPB == C::THREADS && BSTEP * BR == C::BK &&
+                  (BSTEP % 8 == 0 || !C::BSW), "tile shape");
 
     vae_gpu_conv_pix pix[AR];
     vae_gpu_conv_tap tap;          // this thread's A column in the next slice to load
-    const T *        wsrc;         // its B vectors in the next slice
+    const T *        wsrc;         // its B column in the next slice
     unsigned         adst, bdst;   // their shared addresses in stage 0
     int              kb, offy, offx;
-    int              wcols;        // output channels from its first B column to cout_p
+    bool             bcol;         // its B column is one of the cout_p output channels
 
     __device__ __forceinline__ void init(const vae_gpu_conv_params & p, int m0, int n0, int phase) {
         const int      tid  = (int) threadIdx.x;
@@ -264,11 +275,11 @@ template <class C> struct vae_gpu_conv_loader {
         for (int a = 0; a < AR; a++) {
             pix[a] = vae_gpu_conv_pix_at(m0 + tid / TPR + a * RSTEP, p.M, p.h, p.w);
         }
-        tap   = vae_gpu_conv_tap_at(tid % TPR * CV * C::VEC, p.ks, p.cin_p);
-        wsrc  = (const T *) p.wt + ((size_t) phase * p.K + tid / TPB) * p.cout_p + n0 + tid % TPB * BV * C::VEC;
-        wcols = p.cout_p - (n0 + tid % TPB * BV * C::VEC);
-        adst  = smem + (tid / TPR * C::LDA + tid % TPR * CV * C::VEC) * sizeof(T);
-        bdst  = smem + C::B_BASE + (tid / TPB * C::LDB + tid % TPB * BV * C::VEC) * sizeof(T);
+        tap   = vae_gpu_conv_tap_at(tid % TPR * C::VEC, p.ks, p.cin_p);
+        wsrc  = (const T *) p.wt + ((size_t) phase * p.K + tid / TPB) * p.cout_p + n0 + tid % TPB * C::VEC;
+        bcol  = n0 + tid % TPB * C::VEC < p.cout_p;
+        adst  = smem + C::a_at(tid / TPR, tid % TPR * C::VEC) * sizeof(T);
+        bdst  = smem + C::B_BASE + C::b_at(tid / TPB, tid % TPB * C::VEC) * sizeof(T);
         kb    = 0;
         offy  = p.up ? 1 - (phase >> 1) : p.pad;
         offx  = p.up ? 1 - (phase & 1) : p.pad;
@@ -281,19 +292,15 @@ template <class C> struct vae_gpu_conv_loader {
 #pragma unroll
         for (int a = 0; a < AR; a++) {
             const T * src = vae_gpu_conv_src<T>(p, pix[a], tap, offy, offx);
-#pragma unroll
-            for (int v = 0; v < CV; v++) {
-                vae_gpu_cp16<true>(ad + (a * RSTEP * C::LDA + v * C::VEC) * sizeof(T),
-                                        src ? src + v * C::VEC : (const T *) p.x, src != nullptr);
-            }
+            vae_gpu_cp16<true>(ad + a * RSTEP * C::LDA * sizeof(T), src ? src : (const T *) p.x, src != nullptr);
         }
         vae_gpu_conv_tap_next(tap, C::BK, p.ks, p.cin_p);
-        const bool     row = kb * C::BK + tid / TPB < p.K;
-        const unsigned bd  = bdst + stage * C::B_BYTES;
+        const unsigned bd = bdst + stage * C::B_BYTES;
 #pragma unroll
-        for (int v = 0; v < BV; v++) {
-            const bool valid = row && v * C::VEC < wcols;
-            vae_gpu_cp16<false>(bd + v * 16, valid ? wsrc + v * C::VEC : (const T *) p.wt, valid);
+        for (int r = 0; r < BR; r++) {
+            const bool valid = bcol && kb * C::BK + tid / TPB + r * BSTEP < p.K;
+            vae_gpu_cp16<false>(bd + r * BSTEP * C::LDB * sizeof(T),
+                                valid ? wsrc + (size_t) r * BSTEP * p.cout_p : (const T *) p.wt, valid);
         }
         wsrc += (size_t) C::BK * p.cout_p;
         kb++;
@@ -306,6 +313,7 @@ template <class C> struct vae_gpu_conv_tc {
     typedef typename C::T T;
     static constexpr bool TF32 = sizeof(T) == 4;
     static constexpr int  KF = TF32 ? 8 : 16, MI = C::WM / 16, NJ = C::WN / 8;
+    static_assert(!C::BSW || C::WN == 16, "a swizzled B row read as one ldmatrix.trans (bsrc + j * 8 with j = 0)");
     static_assert(C::WM % 16 == 0 && C::WN % 16 == 0 && C::BK % KF == 0, "warp tile");
     float    acc[MI][NJ][4];
     int      wm, wn;
@@ -319,8 +327,8 @@ template <class C> struct vae_gpu_conv_tc {
         // A: matrices (rows 0-7, k lo), (rows 8-15, k lo), (rows 0-7, k hi), (rows 8-15, k hi), a k half
         // being 16 bytes: 8 k of f16/bf16, or 4 of f32 (a tf32 fragment). B (16-bit): matrices (k 0-7,
         // n 0-7), (k 8-15, n 0-7), (k 0-7, n 8-15), (k 8-15, n 8-15), i.e. two n8 fragments
-        asrc = smem + ((wm * C::WM + lane % 16) * C::LDA + lane / 16 * C::VEC) * sizeof(T);
-        bsrc = smem + C::B_BASE + ((lane % 16) * C::LDB + wn * C::WN + lane / 16 * 8) * sizeof(T);
+        asrc = smem + (wm * C::WM + lane % 16) * C::LDA * sizeof(T);   // the row; its chunks swizzled (step)
+        bsrc = smem + C::B_BASE + C::b_at(lane % 16, wn * C::WN + lane / 16 * 8) * sizeof(T);
 #pragma unroll
         for (int i = 0; i < MI; i++) {
 #pragma unroll
@@ -363,7 +371,8 @@ template <class C> struct vae_gpu_conv_tc {
 #pragma unroll
             for (int i = 0; i < MI; i++) {
                 unsigned a[4];
-                vae_gpu_ptx_ldsm(a, as + (i * 16 * C::LDA + kk) * sizeof(T));
+                // C::a_at's chunk, the swizzle of row wm * WM + i * 16 + lane % 16 being lane % 16's
+                vae_gpu_ptx_ldsm(a, as + i * 16 * C::LDA * sizeof(T) + ((kk / C::VEC + lane / 16) ^ (lane % 16 >> 1 & 3)) * 16);
                 if constexpr (TF32) {
 #pragma unroll
                     for (int e = 0; e < 4; e++) {
@@ -405,6 +414,7 @@ template <class C> struct vae_gpu_conv_tc {
 template <class C> struct vae_gpu_conv_tc {
     typedef typename C::T T;
     static constexpr int  MI = C::WM / 16, NJ = C::WN / 16, KL = VAE_GPU_AMD_KL;
+    static constexpr int  PE = KL < C::VEC ? KL : C::VEC;   // A's k per copy
     static_assert(C::WM % 16 == 0 && C::WN % 16 == 0 && C::BK % 16 == 0 && sizeof(T) == 2, "warp tile");
     float acc[MI][NJ][VAE_GPU_AMD_NACC];
     int   wm, wn;
@@ -427,8 +437,7 @@ template <class C> struct vae_gpu_conv_tc {
 
     __device__ __forceinline__ void step(int stage) {
         const int lane = vae_gpu_amd_lane(), k0 = vae_gpu_amd_k0(lane);
-        const T * as = reinterpret_cast<const T *>(vae_gpu_conv_smem + stage * C::A_BYTES) +
-                       (wm * C::WM + lane % 16) * C::LDA + k0;
+        const T * as = reinterpret_cast<const T *>(vae_gpu_conv_smem + stage * C::A_BYTES);
         const T * bs = reinterpret_cast<const T *>(vae_gpu_conv_smem + C::B_BASE + stage * C::B_BYTES) +
                        k0 * C::LDB + wn * C::WN + lane % 16;
 #pragma unroll
@@ -445,8 +454,12 @@ template <class C> struct vae_gpu_conv_tc {
             }
 #pragma unroll
             for (int i = 0; i < MI; i++) {
+                // the row's KL k, in pieces that each lie in one 16-byte chunk (swizzled: C::a_at)
                 unsigned a[KL / 2];
-                memcpy(a, as + i * 16 * C::LDA + kk, sizeof(a));
+#pragma unroll
+                for (int q = 0; q < KL; q += PE) {
+                    memcpy(a + q / 2, as + C::a_at(wm * C::WM + i * 16 + lane % 16, kk + k0 + q), PE * sizeof(T));
+                }
 #pragma unroll
                 for (int j = 0; j < NJ; j++) {
                     vae_gpu_amd_mma(acc[i][j], a, b[j], T());
@@ -504,7 +517,7 @@ template <class C> struct vae_gpu_conv_simt {
             float2 a[TM];
 #pragma unroll
             for (int i = 0; i < TM; i++) {
-                a[i] = *reinterpret_cast<const float2 *>(as + (ty + i * TY) * C::LDA + kk);
+                a[i] = *reinterpret_cast<const float2 *>(as + C::a_at(ty + i * TY, kk));
             }
 #pragma unroll
             for (int q = 0; q < 2; q++) {

@@ -58,6 +58,9 @@
 #include <string.h>
 #include <time.h>
 
+#if defined(VAE_GPU_EMU) && !defined(VAE_GPU_EMU_GFX)
+#include "gpu-emu-counts.h"     // the conv kernels' shared-memory wavefronts (conv_banks)
+#endif
 #ifdef GPU_TEST_CUDA_RUNTIME
 #include <cuda_runtime_api.h>   // device frames: cudaMalloc, cudaMemset, cudaMemcpy
 #include "vae-gpu-cuda.h"       // vae_gpu_device_query: the compute capability and warp the kernels take
@@ -331,6 +334,51 @@ static void test_upconv(void) {
         case_upsample(ups[s][0], ups[s][1], ups[s][2], ups[s][3]);
     }
 }
+
+#if defined(VAE_GPU_EMU) && !defined(VAE_GPU_EMU_GFX)
+// ---- the conv kernels' shared memory, counted by the emulator -----------------------------------
+
+// A conv and an upsample conv at every precision, every conv tile variant timed at prepare (or the
+// one VAE_GPU_CONV_VARIANT forces), counted as the hardware banks them (tests/gpu-emu/README.md,
+// "Counters"): each ldmatrix and each 16-byte copy into shared memory takes the fewest wavefronts,
+// 4 per warp instruction, so no bank conflict in the main loop (A's swizzled rows, B's padded or
+// swizzled ones). NVIDIA's banks: not run on the emulated AMD devices, whose LDS rules differ.
+static void test_conv_banks(void) {
+    for (int up = 0; up < 2; up++) {
+        vae_emu_counts_start(0);
+        if (up) {
+            case_upconv(1, 64, 130, 9, 7, true, true, VAE_ACT_SILU);
+        } else {
+            case_conv(1, 64, 130, 13, 11, 3, true, true, VAE_ACT_SILU);
+        }
+        vae_emu_counts_stop();
+        const struct vae_emu_counts * r = NULL;
+        const size_t                  n = vae_emu_counts_read(&r);
+        unsigned long long            launches = 0, ldsm = 0, st16 = 0;
+        for (size_t i = 0; i < n; i++) {
+            if (strncmp(r[i].name, "vae_gpu_conv_kernel", 19) != 0) {
+                continue;
+            }
+            launches++;
+            ldsm += r[i].ldsm;
+            st16 += r[i].st16;
+            CHECK(r[i].ldsm_wavefronts == 4 * r[i].ldsm && r[i].st16_wavefronts == 4 * r[i].st16,
+                  "%s conv, launch %zu (%u blocks of %u): %llu ldmatrix in %llu wavefronts, %llu 16-byte copies "
+                  "in %llu (4 each at the fewest)", up ? "upsample" : "3x3", i, r[i].grid[0], r[i].block[0],
+                  r[i].ldsm, r[i].ldsm_wavefronts, r[i].st16, r[i].st16_wavefronts);
+        }
+        int backends = 0;
+        for (int i = 0; i < N_PRECISIONS; i++) {
+            backends += gpu[precisions[i]] != NULL;
+        }
+        CHECK(launches >= (unsigned long long) backends && ldsm > 0 && st16 > 0, "%s conv: %llu conv launches counted "
+              "on %d backends, %llu ldmatrix, %llu 16-byte copies", up ? "upsample" : "3x3", launches, backends, ldsm,
+              st16);
+        printf("%s conv: %llu conv launches, %llu ldmatrix and %llu 16-byte copies into shared memory, 4 wavefronts each\n",
+               up ? "upsample" : "3x3", launches, ldsm, st16);
+    }
+}
+#endif
 
 // ---- causal conv3d: a stream through one state ---------------------------------------------------
 
@@ -2215,6 +2263,9 @@ int main(int argc, char ** argv) {
     } sections[] = {
         { "conv2d", test_conv },
         { "upsample_conv2d, upsample2x", test_upconv },
+#if defined(VAE_GPU_EMU) && !defined(VAE_GPU_EMU_GFX)
+        { "conv_banks", test_conv_banks },
+#endif
         { "causal_conv3d", test_causal },
         { "causal_attention", test_causal_attention },
         { "centred conv3d, delay", test_centred },

@@ -625,6 +625,10 @@ extern "C" void vae_emu_counts_start(unsigned sample) {
     vae_emu_counting = true;
 }
 
+extern "C" void vae_emu_counts_stop(void) {
+    vae_emu_counting = false;
+}
+
 extern "C" size_t vae_emu_counts_read(const vae_emu_counts ** records) {
     *records = E.counts.data();
     return E.counts.size();
@@ -1138,6 +1142,7 @@ static void emu_run_launch(vae_emu_cfg cfg, const std::function<void()> & body) 
         snprintf(c.name, sizeof(c.name), "%s", cfg.name);
         c.grid[0] = cfg.grid.x, c.grid[1] = cfg.grid.y, c.grid[2] = cfg.grid.z;
         c.block[0] = cfg.block.x, c.block[1] = cfg.block.y, c.block[2] = cfg.block.z;
+        c.smem     = cfg.smem;
         E.counts.push_back(c);
     }
     if (cfg.smem && !emu_smem_make(&E.dyn, 0, cfg.smem, EMU_WINDOW_STEP, "dynamic")) {

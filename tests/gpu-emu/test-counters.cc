@@ -1,8 +1,8 @@
 // test-counters: the emulator's counters (README.md here, "Counters") on small kernels whose counts
 // are worked out by hand in the comments below, from the bank rules alone (32 banks of 4 bytes: the
 // bank of byte address a is a / 4 % 32): ldmatrix .x4 and the loaders' 16-byte writes in
-// conflict-free, conflicting and broadcast layouts, among them the padded 80-byte rows of the conv
-// kernels' A tiles; mma.sync by shape; barriers and blocks; device-to-device copies, and nothing
+// conflict-free, conflicting and broadcast layouts, among them the padded 80-byte rows the conv
+// kernels' A tiles had and the XOR-swizzled 64-byte ones they have; mma.sync by shape; barriers and blocks; device-to-device copies, and nothing
 // recorded before counting starts; and (this file compiled with the race checker's instrumentation,
 // as the counting builds are) the kernels' own shared loads and stores by width and stride, and
 // their global bytes and 32-byte sectors. Built for the emulated sm_86.
@@ -92,7 +92,7 @@ static void test_ldsm(void) {
     } cases[] = {
         // 16-byte rows back to back: a matrix is 128 contiguous bytes, every bank once
         { "rows 16 bytes apart", rows(16), 4 },
-        // 80-byte rows (the conv's padded A tile): rows 0..7 start at words 0, 20, 40, ... 140, banks
+        // 80-byte rows (the conv's padded A tile before the swizzle): rows 0..7 start at words 0, 20, 40, ... 140, banks
         // 0, 20, 8, 28, 16, 4, 24, 12, each with the 3 after it: all 32 banks once
         { "rows 80 bytes apart", rows(80), 4 },
         // 64-byte rows: rows 0, 2, 4, 6 start at word 0, 32, 64, 96 (bank 0), rows 1, 3, 5, 7 at bank
@@ -113,11 +113,11 @@ static void test_ldsm(void) {
 }
 
 static void test_st16(void) {
-    offsets loader; // the conv's A loader on 80-byte rows: lane l writes chunk l % 4 of row l / 4
+    offsets loader; // the conv's A loader on 80-byte rows (before the swizzle): lane l writes chunk l % 4 of row l / 4
     for (unsigned l = 0; l < 32; l++) {
         loader.at[l] = l / 4 * 80 + l % 4 * 16;
     }
-    offsets swizzled; // 64-byte rows, 4 chunks each, chunk c of row r at chunk c ^ (r / 2 % 4): rows 2k, 2k + 1
+    offsets swizzled; // the conv's A loader now: 64-byte rows, 4 chunks each, chunk c of row r at chunk c ^ (r / 2 % 4): rows 2k, 2k + 1
                       // are one 128-byte line, and the XOR only moves chunks within their row
     for (unsigned l = 0; l < 32; l++) {
         swizzled.at[l] = l / 4 * 64 + ((l % 4) ^ (l / 8 % 4)) * 16;
