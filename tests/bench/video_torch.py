@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """PyTorch CPU peer for the video part of the decode benchmark (bench-cpu.c): the Wan 2.1 VAE
-decoder (diffusers' AutoencoderKLWan, full widths: base 96), TAEW2.1 (madebyollin/taehv
+decoder (diffusers' AutoencoderKLWan, full widths: base 96), the Wan 2.2 TI2V-5B one (base 256, 48
+latent channels; generated only, for tests/gpu-emu/emu-counts), TAEW2.1 (madebyollin/taehv
 `taehv.py`, full widths n_f=[256,128,64,64]), SVD's temporal decoder (diffusers'
 AutoencoderKLTemporalDecoder, block_out_channels 128/256/512/512), SeedVR2's VAE (SeedVR's
 attn_video_vae VideoAutoencoderKLWrapper, the released configuration), HunyuanVideo 1.5's VAE
@@ -10,7 +11,8 @@ attn_video_vae VideoAutoencoderKLWrapper, the released configuration), HunyuanVi
 random weights.
 
     python video_torch.py gen  --out DIR [--height-latent 30] [--width-latent 52] [--latent-frames 3]
-                               [--only wan|taehv|svd|seedvr2|hyvideo15|ltx2|minimax] [--blocks 4] [--taehv-py PATH]
+                               [--only wan|wan22|taehv|svd|seedvr2|hyvideo15|ltx2|minimax] [--blocks 4]
+                               [--taehv-py PATH]
     python video_torch.py time --model wan|taehv|svd|seedvr2|hyvideo15|ltx2|minimax --dir DIR [--streams 1]
                                [--warmup 1] [--threads N] [--layouts nchw,channels_last]
                                [--modes parallel,sequential] [--chunk N] [--dtype fp32|bf16] [--taehv-py PATH]
@@ -22,6 +24,7 @@ tests/data/gen_seedvr_fixtures.py); see tests/bench/README.md. No upstream code 
 `gen` writes into DIR (a temporary directory; never the repository):
   wan21_b96.safetensors   decoder-side tensors of AutoencoderKLWan (diffusers naming:
                           post_quant_conv.*, decoder.*), BF16
+  wan22_b256.safetensors  the same of the Wan 2.2 TI2V-5B VAE (--only wan22), BF16
   taew21_full.safetensors TAEHV decoder.* tensors (upstream naming), BF16
   svd_full.safetensors    decoder.* of AutoencoderKLTemporalDecoder (diffusers naming), BF16
   seedvr2_full.safetensors decoder.* of VideoAutoencoderKLWrapper (its state_dict's names), F16
@@ -32,7 +35,7 @@ tests/data/gen_seedvr_fixtures.py); see tests/bench/README.md. No upstream code 
                           blocks (diffusers naming), F16; and minimax_b<N/2>.safetensors, its first N/2
                           blocks (bench-cpu plans 720p with both)
   <model>.latent.f32      raw little-endian f32 [T, C, H, W] (C = 4 for SVD, 32 for HunyuanVideo
-                          1.5, 128 for LTX-2, 24 for MiniMax-H3, else 16): the latent
+                          1.5, 128 for LTX-2, 24 for MiniMax-H3, 48 for Wan 2.2, else 16): the latent
                           frames in stream order, the decoder's raw latents
   <model>.json            shapes and the generator's output statistics
 Weights are random (fixed seeds), scaled-uniform so that activations stay O(1) (no denormals,
@@ -104,13 +107,14 @@ WAN_ENC_BASE = 8
 TAEHV_NF = [256, 128, 64, 64]  # upstream's (hard-coded) decoder widths
 
 WAN_WEIGHTS = "wan21_b96.safetensors"
+WAN22_WEIGHTS = "wan22_b256.safetensors"
 TAEHV_WEIGHTS = "taew21_full.safetensors"
 SVD_WEIGHTS = "svd_full.safetensors"
 SEEDVR_WEIGHTS = "seedvr2_full.safetensors"
 HYV15_WEIGHTS = "hyvideo15_full.safetensors"
 LTX2_WEIGHTS = "ltx2_full.safetensors"
-CHANNELS = {"wan": 16, "taehv": 16, "svd": 4, "seedvr2": 16, "hyvideo15": 32, "ltx2": 128, "minimax": 24}
-SCALE = {"hyvideo15": 16, "ltx2": 32, "minimax": 16}  # output pixels per latent pixel (8 for the others)
+CHANNELS = {"wan": 16, "wan22": 48, "taehv": 16, "svd": 4, "seedvr2": 16, "hyvideo15": 32, "ltx2": 128, "minimax": 24}
+SCALE = {"wan22": 16, "hyvideo15": 16, "ltx2": 32, "minimax": 16}  # output pixels per latent pixel (8 for the others)
 FRAMES = {"svd": 1, "ltx2": 8}  # output frames per later latent frame (4 for the others)
 SEEDVR_WIDTHS = [128, 256, 512, 512]  # the released s8_c16_t4_inflation_sd3.yaml
 
@@ -155,6 +159,16 @@ def make_wan():
     # the Wan 2.1 defaults (dim_mult [1,2,4,4], 2 res blocks, no encoder attention,
     # temperal_downsample [False,True,True]); decoder dims 96*[4,4,4,2,1]
     return AutoencoderKLWan(base_dim=WAN_ENC_BASE, decoder_base_dim=WAN_DEC_BASE, z_dim=16).eval()
+
+
+def make_wan22():
+    from diffusers import AutoencoderKLWan
+    # the Wan 2.2 TI2V-5B VAE (MODELS.md B.8): decoder base 256, 48 latent channels, residual up
+    # blocks, 2x2 patches, 16x in space; its encoder narrow, as Wan 2.1's
+    return AutoencoderKLWan(base_dim=WAN_ENC_BASE, decoder_base_dim=256, z_dim=48, dim_mult=[1, 2, 4, 4],
+                            num_res_blocks=2, attn_scales=[], temperal_downsample=[False, True, True],
+                            is_residual=True, in_channels=12, out_channels=12, patch_size=2,
+                            scale_factor_temporal=4, scale_factor_spatial=16).eval()
 
 
 def make_taehv(th):
@@ -316,7 +330,7 @@ def taehv_weights(m, seed):
     return out
 
 
-BOUNDS = {"wan": (-1.0, 1.0), "taehv": (0.0, 1.0)}  # what upstream clamps its output to (SVD, SeedVR2: raw)
+BOUNDS = {"wan": (-1.0, 1.0), "wan22": (-1.0, 1.0), "taehv": (0.0, 1.0)}  # what upstream clamps its output to (SVD, SeedVR2: raw)
 
 
 def make_model(name, taehv_py, gen_seed=False, blocks=None):
@@ -325,6 +339,9 @@ def make_model(name, taehv_py, gen_seed=False, blocks=None):
     if name == "wan":
         model, weights, fname = make_wan(), wan_weights, WAN_WEIGHTS
         seed = 96021
+    elif name == "wan22":
+        model, weights, fname = make_wan22(), wan_weights, WAN22_WEIGHTS
+        seed = 96022
     elif name == "taehv":
         model, weights, fname = make_taehv(load_taehv_module(taehv_py)), taehv_weights, TAEHV_WEIGHTS
         seed = 256021
@@ -384,7 +401,7 @@ def cmd_gen(args):
         r = model.load_state_dict(sd, strict=False)
         check_keys(r)
         c = CHANNELS[name]
-        g = torch.Generator().manual_seed({"wan": 5, "taehv": 6, "svd": 7, "seedvr2": 8, "hyvideo15": 9,
+        g = torch.Generator().manual_seed({"wan": 5, "wan22": 12, "taehv": 6, "svd": 7, "seedvr2": 8, "hyvideo15": 9,
                                            "ltx2": 10, "minimax": 11}[name])
         z = torch.randn((t_, c, h, w), generator=g)  # [T, C, H, W]
         save_file(sd, os.path.join(args.out, fname),
@@ -401,7 +418,7 @@ def cmd_gen(args):
         # fewest it decodes; small)
         zs = z[:3 if name == "minimax" else 2, :, :min(h, 8), :min(w, 8)]
         with torch.inference_mode():
-            if name == "wan":
+            if name in ("wan", "wan22"):
                 y = model.decode(zs.permute(1, 0, 2, 3).unsqueeze(0)).sample
             elif name == "taehv":
                 y = model.decode_video(zs.unsqueeze(0), parallel=True, show_progress_bar=False)
