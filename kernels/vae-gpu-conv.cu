@@ -162,9 +162,12 @@ struct vae_gpu_conv_cfg {
     // shared rows laid out so that the 8 rows an ldmatrix reads at one 16-byte chunk, and the 128
     // bytes a quarter warp's 16-byte writes fill, fall in distinct banks (tests/gpu-emu counts it).
     // A's rows are BK elements, 64 bytes: four chunks, chunk c of row r stored at c ^ (r / 2 % 4) (an
-    // XOR swizzle). B's rows are padded by 8 elements (also for the tf32 B reads), except rows of two
-    // chunks (BN 16 at 16 bits, BSW), unpadded with chunk c of row k at c ^ (k / 4 % 2)
-    static constexpr bool   BSW = BN * sizeof(T) == 32;
+    // XOR swizzle). B's rows are padded by 8 elements (also for the tf32 B reads), except rows of 2
+    // or 12 chunks (BN 16 or 96 at 16 bits, BSW), unpadded with chunk c of row k at c ^ (k / 4 % 2) or
+    // c ^ (k / 2 % 4): the 8 rows of an ldmatrix.trans then cover the 8 bank groups, and 8 chunks that
+    // run across two rows of 12 fall in distinct halves of the banks
+    static constexpr int    BCH = BN * (int) sizeof(T) / 16;   // chunks per B row
+    static constexpr bool   BSW = BCH == 2 || BCH == 12;
     static constexpr int    LDA = BK, LDB = BSW ? BN : BN + 8;
     static_assert(BK / VEC == 4, "A rows of four 16-byte chunks");
     static constexpr int    A_BYTES = BM * LDA * sizeof(T), B_BYTES = BK * LDB * sizeof(T);   // per stage
@@ -178,7 +181,7 @@ struct vae_gpu_conv_cfg {
     // the element of a stage's A tile that holds row r, column k; of its B tile, row k, column n
     static __device__ __forceinline__ int a_at(int r, int k) { return r * LDA + ((k / VEC) ^ (r >> 1 & 3)) * VEC + k % VEC; }
     static __device__ __forceinline__ int b_at(int k, int n) {
-        return k * LDB + (BSW ? ((n / VEC) ^ (k >> 2 & 1)) * VEC + n % VEC : n);
+        return k * LDB + (BSW ? ((n / VEC) ^ (BCH == 2 ? k >> 2 & 1 : k >> 1 & 3)) * VEC + n % VEC : n);
     }
 };
 
@@ -250,23 +253,24 @@ __device__ __forceinline__ void vae_gpu_conv_store_rows(const vae_gpu_conv_param
 
 // fills one stage: the A slice gathered from the input, the B slice from the packed weights
 // [K][cout_p] of the block's phase. Each thread copies one 16-byte column of AR rows of A (one
-// pixel's channels within one tap) and of BR rows of B, so that the consecutive lanes of a copy
-// instruction take consecutive 16-byte pieces of a row: whole 32-byte sectors of memory, and 128
-// contiguous bytes of shared memory (A's two rows, B's padded row) per quarter warp
+// pixel's channels within one tap), and the B slice's 16-byte vectors in row order, the block's
+// threads side by side (BV each), so that the consecutive lanes of a copy instruction take
+// consecutive 16-byte pieces of a row: whole 32-byte sectors of memory, and 128 contiguous bytes
+// of shared memory per quarter warp (A's two rows; B's row, or two rows' ends: see C::b_at)
 template <class C> struct vae_gpu_conv_loader {
     typedef typename C::T T;
     static constexpr int TPR = C::BK / C::VEC, RSTEP = C::THREADS / TPR, AR = C::BM / RSTEP;   // A: threads per row, rows per pass, rows per thread
-    static constexpr int TPB = C::BN / C::VEC, BSTEP = C::THREADS / TPB, BR = C::BK / BSTEP;   // B: the same
-    // (RSTEP and BSTEP multiples of 8: a thread's rows share their swizzle)
-    static_assert(RSTEP * AR == C::BM && RSTEP % 8 == 0 && BSTEP * TPB == C::THREADS && BSTEP * BR == C::BK &&
-                  (BSTEP % 8 == 0 || !C::BSW), "tile shape");
+    static constexpr int TPB = C::BN / C::VEC, BVS = C::BK * TPB;   // B: vectors per row, per slice
+    static constexpr int BV = (BVS + C::THREADS - 1) / C::THREADS;     // per thread (the last round partial
+                                                                        // where the threads do not divide them)
+    // (RSTEP a multiple of 8: a thread's A rows share their swizzle)
+    static_assert(RSTEP * AR == C::BM && RSTEP % 8 == 0, "tile shape");
 
     vae_gpu_conv_pix pix[AR];
     vae_gpu_conv_tap tap;          // this thread's A column in the next slice to load
-    const T *        wsrc;         // its B column in the next slice
-    unsigned         adst, bdst;   // their shared addresses in stage 0
-    int              kb, offy, offx;
-    bool             bcol;         // its B column is one of the cout_p output channels
+    const T *        wsrc;         // the block's B columns in the next slice
+    unsigned         adst, bdst;   // this thread's A address in stage 0; B's stage 0
+    int              kb, offy, offx, n0;
 
     __device__ __forceinline__ void init(const vae_gpu_conv_params & p, int m0, int n0, int phase) {
         const int      tid  = (int) threadIdx.x;
@@ -276,10 +280,10 @@ template <class C> struct vae_gpu_conv_loader {
             pix[a] = vae_gpu_conv_pix_at(m0 + tid / TPR + a * RSTEP, p.M, p.h, p.w);
         }
         tap   = vae_gpu_conv_tap_at(tid % TPR * C::VEC, p.ks, p.cin_p);
-        wsrc  = (const T *) p.wt + ((size_t) phase * p.K + tid / TPB) * p.cout_p + n0 + tid % TPB * C::VEC;
-        bcol  = n0 + tid % TPB * C::VEC < p.cout_p;
+        wsrc  = (const T *) p.wt + (size_t) phase * p.K * p.cout_p + n0;
         adst  = smem + C::a_at(tid / TPR, tid % TPR * C::VEC) * sizeof(T);
-        bdst  = smem + C::B_BASE + C::b_at(tid / TPB, tid % TPB * C::VEC) * sizeof(T);
+        bdst  = smem + C::B_BASE;
+        this->n0 = n0;
         kb    = 0;
         offy  = p.up ? 1 - (phase >> 1) : p.pad;
         offx  = p.up ? 1 - (phase & 1) : p.pad;
@@ -297,10 +301,16 @@ template <class C> struct vae_gpu_conv_loader {
         vae_gpu_conv_tap_next(tap, C::BK, p.ks, p.cin_p);
         const unsigned bd = bdst + stage * C::B_BYTES;
 #pragma unroll
-        for (int r = 0; r < BR; r++) {
-            const bool valid = bcol && kb * C::BK + tid / TPB + r * BSTEP < p.K;
-            vae_gpu_cp16<false>(bd + r * BSTEP * C::LDB * sizeof(T),
-                                valid ? wsrc + (size_t) r * BSTEP * p.cout_p : (const T *) p.wt, valid);
+        for (int v = 0; v < BV; v++) {
+            // (where the threads are a multiple of a row's vectors, each thread keeps its column)
+            const int  i = tid + v * C::THREADS;
+            const int  row = C::THREADS % TPB == 0 ? tid / TPB + v * (C::THREADS / TPB) : i / TPB;
+            const int  col = (C::THREADS % TPB == 0 ? tid : i) % TPB * C::VEC;
+            const bool valid = n0 + col < p.cout_p && kb * C::BK + row < p.K;
+            if (BVS % C::THREADS == 0 || i < BVS) {
+                vae_gpu_cp16<false>(bd + C::b_at(row, col) * sizeof(T),
+                                    valid ? wsrc + (size_t) row * p.cout_p + col : (const T *) p.wt, valid);
+            }
         }
         wsrc += (size_t) C::BK * p.cout_p;
         kb++;
@@ -313,7 +323,6 @@ template <class C> struct vae_gpu_conv_tc {
     typedef typename C::T T;
     static constexpr bool TF32 = sizeof(T) == 4;
     static constexpr int  KF = TF32 ? 8 : 16, MI = C::WM / 16, NJ = C::WN / 8;
-    static_assert(!C::BSW || C::WN == 16, "a swizzled B row read as one ldmatrix.trans (bsrc + j * 8 with j = 0)");
     static_assert(C::WM % 16 == 0 && C::WN % 16 == 0 && C::BK % KF == 0, "warp tile");
     float    acc[MI][NJ][4];
     int      wm, wn;
@@ -328,7 +337,7 @@ template <class C> struct vae_gpu_conv_tc {
         // being 16 bytes: 8 k of f16/bf16, or 4 of f32 (a tf32 fragment). B (16-bit): matrices (k 0-7,
         // n 0-7), (k 8-15, n 0-7), (k 0-7, n 8-15), (k 8-15, n 8-15), i.e. two n8 fragments
         asrc = smem + (wm * C::WM + lane % 16) * C::LDA * sizeof(T);   // the row; its chunks swizzled (step)
-        bsrc = smem + C::B_BASE + C::b_at(lane % 16, wn * C::WN + lane / 16 * 8) * sizeof(T);
+        bsrc = smem + C::B_BASE;   // (lane's rows and columns: C::b_at in step)
 #pragma unroll
         for (int i = 0; i < MI; i++) {
 #pragma unroll
@@ -361,7 +370,7 @@ template <class C> struct vae_gpu_conv_tc {
 #pragma unroll
                 for (int j = 0; j < NJ; j += 2) {
                     unsigned r[4];
-                    vae_gpu_ptx_ldsm_t(r, bs + (kk * C::LDB + j * 8) * sizeof(T));
+                    vae_gpu_ptx_ldsm_t(r, bs + C::b_at(kk + lane % 16, wn * C::WN + j * 8 + lane / 16 * 8) * sizeof(T));
                     b[j][0]     = r[0];
                     b[j][1]     = r[1];
                     b[j + 1][0] = r[2];
@@ -438,8 +447,9 @@ template <class C> struct vae_gpu_conv_tc {
     __device__ __forceinline__ void step(int stage) {
         const int lane = vae_gpu_amd_lane(), k0 = vae_gpu_amd_k0(lane);
         const T * as = reinterpret_cast<const T *>(vae_gpu_conv_smem + stage * C::A_BYTES);
+        // B: this lane's column of rows k0 .., through C::b_at where its rows are swizzled
         const T * bs = reinterpret_cast<const T *>(vae_gpu_conv_smem + C::B_BASE + stage * C::B_BYTES) +
-                       k0 * C::LDB + wn * C::WN + lane % 16;
+                       (C::BSW ? 0 : k0 * C::LDB + wn * C::WN + lane % 16);
 #pragma unroll
         for (int kk = 0; kk < C::BK; kk += 16) {
             unsigned b[NJ][KL / 2];
@@ -448,7 +458,8 @@ template <class C> struct vae_gpu_conv_tc {
                 T e[KL];
 #pragma unroll
                 for (int q = 0; q < KL; q++) {
-                    e[q] = bs[(kk + q) * C::LDB + j * 16];
+                    e[q] = C::BSW ? bs[C::b_at(k0 + kk + q, wn * C::WN + j * 16 + lane % 16)]
+                                  : bs[(kk + q) * C::LDB + j * 16];
                 }
                 memcpy(b[j], e, sizeof(e));
             }
@@ -524,7 +535,7 @@ template <class C> struct vae_gpu_conv_simt {
                 float4 b[NV];
 #pragma unroll
                 for (int v = 0; v < NV; v++) {
-                    b[v] = *reinterpret_cast<const float4 *>(bs + (kk + q) * C::LDB + (v * TX + tx) * 4);
+                    b[v] = *reinterpret_cast<const float4 *>(bs + C::b_at(kk + q, (v * TX + tx) * 4));
                 }
 #pragma unroll
                 for (int i = 0; i < TM; i++) {
@@ -673,12 +684,21 @@ static const vae_gpu_conv_variant vae_gpu_conv_fp32_variants[] = {
     VAE_GPU_CONV_VARIANT("mma-" tn " 128x128x32 4w", T, 128, 128, 32, 2, 2, 2, true, W), \
     VAE_GPU_CONV_VARIANT("mma-" tn " 128x64x32", T, 128, 64, 32, 2, 2, 4, true, W),      \
     VAE_GPU_CONV_VARIANT("mma-" tn " 64x64x32", T, 64, 64, 32, 2, 2, 4, true, W)
+// and tiles as wide as the 96 and 192 channels of Wan's layers (a 128-wide tile computes a quarter
+// more there): 4 warps of 64x48, 8 of 32x96 (issue 27)
+#define VAE_GPU_CONV_EXACT(tn, T, W)                                                         \
+    VAE_GPU_CONV_VARIANT("mma-" tn " 128x96x32", T, 128, 96, 32, 2, 2, 2, true, W),           \
+    VAE_GPU_CONV_VARIANT("mma-" tn " 128x192x32 8w", T, 128, 192, 32, 4, 2, 1, true, W)
 #if defined(VAE_GPU_AMD)
-static const vae_gpu_conv_variant vae_gpu_conv_fp16_variants[] = { VAE_GPU_CONV_MMA16("f16", __half, 32) };
-static const vae_gpu_conv_variant vae_gpu_conv_bf16_variants[] = { VAE_GPU_CONV_MMA16("bf16", __nv_bfloat16, 32) };
+static const vae_gpu_conv_variant vae_gpu_conv_fp16_variants[] = { VAE_GPU_CONV_MMA16("f16", __half, 32),
+                                                                    VAE_GPU_CONV_EXACT("f16", __half, 32) };
+static const vae_gpu_conv_variant vae_gpu_conv_bf16_variants[] = { VAE_GPU_CONV_MMA16("bf16", __nv_bfloat16, 32),
+                                                                    VAE_GPU_CONV_EXACT("bf16", __nv_bfloat16, 32) };
 // AMD: the same tiles in waves of 64 for CDNA; no tf32 (RDNA has none; CDNA3's xf32 is not used)
-static const vae_gpu_conv_variant vae_gpu_conv_fp16_w64_variants[] = { VAE_GPU_CONV_MMA16("f16", __half, 64) };
-static const vae_gpu_conv_variant vae_gpu_conv_bf16_w64_variants[] = { VAE_GPU_CONV_MMA16("bf16", __nv_bfloat16, 64) };
+static const vae_gpu_conv_variant vae_gpu_conv_fp16_w64_variants[] = { VAE_GPU_CONV_MMA16("f16", __half, 64),
+                                                                        VAE_GPU_CONV_EXACT("f16", __half, 64) };
+static const vae_gpu_conv_variant vae_gpu_conv_bf16_w64_variants[] = { VAE_GPU_CONV_MMA16("bf16", __nv_bfloat16, 64),
+                                                                        VAE_GPU_CONV_EXACT("bf16", __nv_bfloat16, 64) };
 #else
 // NVIDIA: then 2 warps of 64x16 for the layers of at most 16 output channels, a decoder's last
 // conv (3 channels: a 64-wide tile computes 21 times what it keeps). On an H200 at bf16 the
@@ -689,10 +709,12 @@ static const vae_gpu_conv_variant vae_gpu_conv_bf16_w64_variants[] = { VAE_GPU_C
 static const vae_gpu_conv_variant vae_gpu_conv_fp16_variants[] = {
     VAE_GPU_CONV_MMA16("f16", __half, 32),
     VAE_GPU_CONV_VARIANT("mma-f16 128x16x32", __half, 128, 16, 32, 2, 1, 4, true, 32),
+    VAE_GPU_CONV_EXACT("f16", __half, 32),
 };
 static const vae_gpu_conv_variant vae_gpu_conv_bf16_variants[] = {
     VAE_GPU_CONV_MMA16("bf16", __nv_bfloat16, 32),
     VAE_GPU_CONV_VARIANT("mma-bf16 128x16x32", __nv_bfloat16, 128, 16, 32, 2, 1, 4, true, 32),
+    VAE_GPU_CONV_EXACT("bf16", __nv_bfloat16, 32),
 };
 static const vae_gpu_conv_variant vae_gpu_conv_tf32_variants[] = {
     VAE_GPU_CONV_VARIANT("mma-tf32 128x128x16 8w", float, 128, 128, 16, 2, 4, 2, true, 32),
