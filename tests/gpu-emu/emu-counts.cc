@@ -133,7 +133,7 @@ int main(int argc, char ** argv) {
     }
     const vae_emu_counts * r = nullptr;
     const size_t           n = vae_emu_counts_read(&r);
-    vae_emu_counting         = false;
+    vae_emu_counts_stop();
     printf("%-34s %14s %6s %12s %12s %8s %12s %8s %10s %12s %9s  %s: %6s %5s %5s\n", "launch", "grid", "block",
            "mma k16", "ldmatrix", "wf/ins", "16B writes", "wf/ins", "barriers", "d2d bytes", "smem B/mma", tgt->arch,
            "waves", "use", "ceil");
