@@ -302,7 +302,8 @@ template <class C> struct vae_gpu_conv_loader {
         const unsigned bd = bdst + stage * C::B_BYTES;
 #pragma unroll
         for (int v = 0; v < BV; v++) {
-            // (where the threads are a multiple of a row's vectors, each thread keeps its column)
+            // (where the threads are a multiple of a row's vectors, each thread keeps its column: said
+            // so, as i / TPB and i % TPB alone left the 128x64 tile spilling registers on sm_80+)
             const int  i = tid + v * C::THREADS;
             const int  row = C::THREADS % TPB == 0 ? tid / TPB + v * (C::THREADS / TPB) : i / TPB;
             const int  col = (C::THREADS % TPB == 0 ? tid : i) % TPB * C::VEC;
