@@ -56,6 +56,7 @@ struct vae_backend {
     const struct vae_backend_i * iface;
     void *                       context;
     enum vae_precision           precision;   // in effect (never AUTO)
+    int                          auto_frames; // vae_backend_auto_frames's (0: 1)
     char                         notice[256]; // vae_backend_take_notice's, "" when none (the backend writes it)
 };
 

@@ -96,6 +96,10 @@ enum vae_precision vae_backend_precision(vae_backend_t * backend) {
     return backend->precision;
 }
 
+int vae_backend_auto_frames(vae_backend_t * backend) {
+    return backend->auto_frames > 1 ? backend->auto_frames : 1;
+}
+
 void vae_backend_free(vae_backend_t * backend) {
     if (backend) {
         backend->iface->free(backend);

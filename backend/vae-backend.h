@@ -329,12 +329,19 @@ vae_backend_t *    vae_backend_init(enum vae_backend_type type, int device, enum
 void               vae_backend_free(vae_backend_t * backend);
 const char *       vae_backend_name(vae_backend_t * backend);
 enum vae_precision vae_backend_precision(vae_backend_t * backend);   // never AUTO
+// the latent frames per step a video decode takes where memory allows, when the user leaves it
+// (chunk-frames 0): 1 on the CPU, where batching frames gains nothing and costs memory; 2 on a GPU,
+// whose layers at latent resolution then have twice the blocks (one frame of a Wan 480p latent
+// gives its 384-channel convs 0.28 of a wave of blocks on an H100, two frames 1.1: emu-counts),
+// and whose state copies per frame halve. The frames are the same as one at a time.
+int                vae_backend_auto_frames(vae_backend_t * backend);
 // a condition worth a warning that failed nothing (a GPU launching a graph directly because
 // recording it failed, with the cause), once: true and the text in buf the first time after it
 // arose, then false until another arises
 bool               vae_backend_take_notice(vae_backend_t * backend, char * buf, size_t size);
 // what prepare chose for node i of the prepared g where it chooses (a GPU conv's tile variant,
-// timed at prepare: "mma-bf16 128x128x32", ...), else NULL
+// timed at prepare: "mma-bf16 128x128x32", ...; an RMS norm a GPU conv computes in its epilogue:
+// "in the conv's epilogue"), else NULL
 const char *       vae_backend_node_impl(vae_backend_t * backend, const struct vae_graph * g, int i);
 
 // convert weights, plan memory (sets g->peak_bytes), create what the ops need; refuses a plan

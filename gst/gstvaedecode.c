@@ -2113,7 +2113,9 @@ gst_vae_decode_class_init (GstVaeDecodeClass * klass)
   /**
    * GstVaeDecode:chunk-frames:
    *
-   * Latent frames decoded per step; 0 chooses (1 on the CPU). A larger chunk batches
+   * Latent frames decoded per step; 0 chooses: for a video decoder 2 on a GPU (its
+   * layers at latent resolution fill the device better), 1 on the CPU, fewer where memory
+   * does not allow it (without a WARNING: the choice was the element's). A larger chunk batches
    * frames and holds them until it is full or the stream ends, which the LATENCY query
    * reports. The frames are the same for every chunk size, except with svd: its temporal
    * blocks see the frames of one decode call only, so N decodes calls of N latent frames as

@@ -14,6 +14,7 @@
 #include "vae-gpu-common.cuh"
 
 #include <climits>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <type_traits>
@@ -35,7 +36,7 @@ struct vae_gpu_conv_params {
     const void *  res;
     void *        y;
     int           h, w;           // the input grid
-    int           cin_p, cout_p;
+    int           cin_p, cout_p, cout;
     int           ks, kt;         // the GEMM's taps: ks x ks in space (2 when up), kt in time
     int           pad;            // k / 2
     bool          up;
@@ -43,7 +44,16 @@ struct vae_gpu_conv_params {
     int           M, K;           // GEMM rows (pixels of the input grid, per phase when up) and depth
     int           nt;             // tiles along N
     enum vae_act  act;
+    // a per-pixel RMS norm of the output in the epilogue (nform 0 or 1: VAE_OP_RMS_NORM's forms; -1
+    // none), the tile holding every channel (nt = 1): y = nact(v s ngamma + nbeta) with v = act(acc
+    // + bias + res) in f32 and s from the sum of v^2 over the pixel's channels
+    const float * ngamma;         // [cout] or NULL (ones)
+    const float * nbeta;          // [cout] or NULL
+    int           nform;
+    float         neps;
+    enum vae_act  nact;
 };
+
 
 // a position along K: time tap j, spatial tap (ky, kx), input channel c
 struct vae_gpu_conv_tap {
@@ -176,6 +186,7 @@ struct vae_gpu_conv_cfg {
     static constexpr size_t PIPE    = (size_t) STAGES * (A_BYTES + B_BYTES);
     static constexpr size_t STAGING = TC ? (size_t) WGM * WGN * 16 * LDC * sizeof(float) : 0;
     static constexpr size_t SMEM    = PIPE > STAGING ? PIPE : STAGING;
+    static_assert((BM + 2 * BN) * sizeof(float) <= SMEM, "an RMS norm's scales, gamma, beta (vae_gpu_conv_norm)");
     static constexpr bool   SM80    = TC && !std::is_same<T, __half>::value;   // tf32, bf16
 
     // the element of a stage's A tile that holds row r, column k; of its B tile, row k, column n
@@ -224,6 +235,59 @@ __device__ __forceinline__ void vae_gpu_conv_out(const vae_gpu_conv_params & p, 
         out.v[e] = vae_gpu_from_f32<T>(vae_gpu_act(v[e], p.act));
     }
     vae_gpu_conv_st16((T *) p.y + o, out);
+}
+
+// the RMS norm of the tile's rows m0 .. in place: every channel of their pixels, which this block
+// has just written (seen by all its threads after a barrier). A thread per row sums the squares of
+// the stored values in channel order, as the norm's own kernel reads them, and puts the row's scale
+// (VAE_OP_RMS_NORM's form 0 or 1) in scale[row], gamma and beta going to shared memory too (zeros
+// past cout); then every vector is normalized. sm: BM + 2 cout_p floats of shared memory
+template <typename T, int BM, int THREADS>
+__device__ __forceinline__ void vae_gpu_conv_norm(const vae_gpu_conv_params & p, float * sm) {
+    float * scale = sm, *gamma = sm + BM, *beta = gamma + p.cout_p;
+    for (int ch = (int) threadIdx.x; ch < p.cout_p; ch += THREADS) {
+        gamma[ch] = ch < p.cout ? (p.ngamma ? p.ngamma[ch] : 1.0f) : 0.0f;
+        beta[ch]  = ch < p.cout && p.nbeta ? p.nbeta[ch] : 0.0f;
+    }
+    constexpr int N    = 16 / sizeof(T);
+    const int     nv   = p.cout_p / N;
+    const int     rest = (int) blockIdx.x;   // (nt = 1: the block's phase and rows, as vae_gpu_conv_tile has them,
+    const int     phase = p.up ? rest & 3 : 0, m0 = (p.up ? rest >> 2 : rest) * BM;   //  computed again here)
+    // (loops not unrolled: the loads in flight would take registers the main loop's tile already
+    //  holds to the limit on RDNA3)
+#pragma unroll 1
+    for (int r = (int) threadIdx.x; r < BM; r += THREADS) {
+        float ss = 0.0f;
+        if (m0 + r < p.M) {
+            const T * y = (const T *) p.y + vae_gpu_conv_out_pixel(p, m0 + r, phase) * p.cout_p;
+#pragma unroll 1
+            for (int n = 0; n < p.cout_p; n += N) { // (the padding lanes hold act(0) = 0)
+                const vae_gpu_vec<T> v = vae_gpu_conv_ld16(y + n);
+#pragma unroll
+                for (int i = 0; i < N; i++) {
+                    ss = fmaf(vae_gpu_to_f32(v.v[i]), vae_gpu_to_f32(v.v[i]), ss);
+                }
+            }
+        }
+        const float norm = sqrtf(ss);   // (a NaN sum stays NaN)
+        scale[r]         = p.nform ? 1.0f / sqrtf(ss / (float) p.cout + p.neps)
+                                   : sqrtf((float) p.cout) / (norm < 1e-12f ? 1e-12f : norm);
+    }
+    __syncthreads();
+#pragma unroll 1
+    for (int e = (int) threadIdx.x; e < BM * nv; e += THREADS) {
+        const int r = e / nv, n = e % nv * N, m = m0 + r;
+        if (m >= p.M) {
+            continue;
+        }
+        T *            y = (T *) p.y + vae_gpu_conv_out_pixel(p, m, phase) * p.cout_p + n;
+        vae_gpu_vec<T> v = vae_gpu_conv_ld16(y);
+#pragma unroll
+        for (int i = 0; i < N; i++) { // (the padding lanes: 0 x 0 + 0, act(0) = 0)
+            v.v[i] = vae_gpu_from_f32<T>(vae_gpu_act(vae_gpu_to_f32(v.v[i]) * scale[r] * gamma[n + i] + beta[n + i], p.nact));
+        }
+        vae_gpu_conv_st16(y, v);
+    }
 }
 
 // the epilogue of a warp's row of 16 x WN fragments, staged as f32 rows of LDC at st: 16-byte
@@ -606,6 +670,12 @@ template <class C> __device__ __forceinline__ void vae_gpu_conv_tile(const vae_g
     vae_gpu_cp_wait<0>();
     __syncthreads();
     mm.store(p, m0, n0, phase);
+#if !defined(VAE_GPU_AMD) // (not on AMD: RDNA3's 128x96 tile then spills; the norm runs apart there)
+    if (p.nform >= 0) { // (the staging's shared memory is free after the barrier)
+        __syncthreads();
+        vae_gpu_conv_norm<typename C::T, C::BM, C::THREADS>(p, reinterpret_cast<float *>(vae_gpu_conv_smem));
+    }
+#endif
 }
 
 #if defined(__HIP_DEVICE_COMPILE__) || defined(VAE_GPU_EMU_GFX)
@@ -639,6 +709,127 @@ static __global__ void __launch_bounds__(C::THREADS, VAE_GPU_CONV_MINB(C)) vae_g
     }
 }
 
+// ---- the narrow conv: a decoder's head ----------------------------------------------------------
+
+// A conv of at most 16 output channels (a decoder's RGB head, Wan 2.2's 12 patch channels, a 1x1
+// conv of 16) computes exactly its cout channels here, in f32 on CUDA cores: the narrowest tensor
+// tile is 16 channels wide, so 3 of them cost what 16 do, and each gathered input value then feeds
+// 3 multiplies. A block takes a NTH x NTW patch of one frame, each thread two pixels of a column
+// (rows ty and ty + NTH / 2). Per time tap and NCC input channels the block stages the patch's
+// input with its halo ([channel][y][x], f32: a warp reads 32 consecutive words) and those taps'
+// weights ([tap][channel][16], f32: every lane reads the same float4) in shared memory; each input
+// value read there feeds 2 x cout multiply-adds. Not for up, nor k > NK.
+#define VAE_GPU_NARROW_TH 16
+#define VAE_GPU_NARROW_TW 32
+#define VAE_GPU_NARROW_CC 8
+#define VAE_GPU_NARROW_K 5
+// 2 blocks per SM at least, which caps a thread at 128 registers: left to itself ptxas takes 4 on
+// sm_80, as the shared memory allows, and spills at 64. An AMD CU holds one (64 KB of LDS)
+#if defined(VAE_GPU_AMD)
+#define VAE_GPU_NARROW_MINB 1
+#else
+#define VAE_GPU_NARROW_MINB 2
+#endif
+
+// the blocks of the narrow conv of p: one per patch
+static inline long long vae_gpu_conv_narrow_blocks(const vae_gpu_conv_params & p) {
+    const long long ty = (p.h + VAE_GPU_NARROW_TH - 1) / VAE_GPU_NARROW_TH, tx = (p.w + VAE_GPU_NARROW_TW - 1) / VAE_GPU_NARROW_TW;
+    return (long long) (p.M / (p.h * p.w)) * ty * tx;
+}
+
+// NC: the channels computed, cout (3, 4, 8, 12 or 16) or the next of those above it (its lanes
+// past cout: zero weights, written as zeros)
+template <typename T, int NC>
+static __global__ void __launch_bounds__(256, VAE_GPU_NARROW_MINB) vae_gpu_conv_narrow_kernel(const vae_gpu_conv_params p) {
+    constexpr int TH = VAE_GPU_NARROW_TH, TW = VAE_GPU_NARROW_TW, CC = VAE_GPU_NARROW_CC, NK = VAE_GPU_NARROW_K;
+    constexpr int HY = TH + NK - 1, HX = TW + NK - 1, VEC = 16 / sizeof(T);
+    __shared__ float  s_in[CC][HY][HX];
+    __shared__ float4 s_w[NK * NK][CC][4];
+    const int tid = (int) threadIdx.x, tx = tid % TW, ty = tid / TW;
+    const int nty = (p.h + TH - 1) / TH, ntx = (p.w + TW - 1) / TW;
+    const int t = (int) (blockIdx.x / (unsigned) (nty * ntx)), rest = (int) (blockIdx.x % (unsigned) (nty * ntx));
+    const int y0 = rest / ntx * TH, x0 = rest % ntx * TW, k = p.ks, hy = TH + k - 1, hx = TW + k - 1;
+    vae_gpu_conv_pix origin;
+    origin.t  = t;
+    origin.oy = y0;
+    origin.ox = x0;
+    constexpr int NQ = (NC + 3) / 4;   // float4 groups of weights
+    float         acc[2][NC];
+#pragma unroll
+    for (int i = 0; i < NC; i++) {
+        acc[0][i] = acc[1][i] = 0.0f;
+    }
+    for (int j = 0; j < p.kt; j++) {
+        for (int c0 = 0; c0 < p.cin_p; c0 += CC) {
+            __syncthreads();   // (every thread done with the last stage)
+            // the patch and its halo: one 16-byte vector of VEC channels per pixel and piece
+            for (int e = tid; e < hy * hx * (CC / VEC); e += 256) {
+                const int        v = e % (CC / VEC), q = e / (CC / VEC), yy = q / hx, xx = q - yy * hx;
+                vae_gpu_conv_tap tp;
+                tp.j  = j;
+                tp.ky = yy;
+                tp.kx = xx;
+                tp.c  = c0 + v * VEC;
+                const T *      src = vae_gpu_conv_src<T>(p, origin, tp, p.pad, p.pad);
+                vae_gpu_vec<T> in  = {};
+                if (src) {
+                    in = vae_gpu_conv_ld16(src);
+                }
+#pragma unroll
+                for (int i = 0; i < VEC; i++) {
+                    s_in[v * VEC + i][yy][xx] = vae_gpu_to_f32(in.v[i]);
+                }
+            }
+            // the weights of time tap j, channels c0 .., the first 16 output channels of each row
+            for (int e = tid; e < k * k * CC * 16; e += 256) {
+                const int o = e % 16, c = e / 16 % CC, tap = e / (16 * CC);
+                const T * w = (const T *) p.wt + vae_gpu_conv_krow(j, tap / k, tap % k, c0 + c, k, p.cin_p) * p.cout_p;
+                reinterpret_cast<float *>(&s_w[tap][c][0])[o] = vae_gpu_to_f32(w[o]);
+            }
+            __syncthreads();
+            for (int c = 0; c < CC; c++) {
+                for (int ky = 0; ky < k; ky++) {
+                    for (int kx = 0; kx < k; kx++) {
+                        const float a0 = s_in[c][ty + ky][tx + kx], a1 = s_in[c][ty + TH / 2 + ky][tx + kx];
+                        float w[NQ * 4];
+#pragma unroll
+                        for (int q = 0; q < NQ; q++) {
+                            const float4 v = s_w[ky * k + kx][c][q];
+                            w[4 * q]       = v.x;
+                            w[4 * q + 1]   = v.y;
+                            w[4 * q + 2]   = v.z;
+                            w[4 * q + 3]   = v.w;
+                        }
+#pragma unroll
+                        for (int o = 0; o < NC; o++) {
+                            acc[0][o] = fmaf(a0, w[o], acc[0][o]);
+                            acc[1][o] = fmaf(a1, w[o], acc[1][o]);
+                        }
+                    }
+                }
+            }
+        }
+    }
+    // out: the cout channels, then zeros in the padding lanes, 16-byte vectors (vae_gpu_conv_out)
+#pragma unroll
+    for (int r = 0; r < 2; r++) {
+        const int oy = y0 + ty + r * (TH / 2), ox = x0 + tx;
+        if (oy >= p.h || ox >= p.w) {
+            continue;
+        }
+        const int m = (t * p.h + oy) * p.w + ox;
+#pragma unroll
+        for (int n = 0; n < 16; n += VEC) {   // (cout_p = 16)
+            float v[VEC];
+#pragma unroll
+            for (int i = 0; i < VEC; i++) {
+                v[i] = n + i < NC ? acc[r][n + i < NC ? n + i : 0] : 0.0f;
+            }
+            vae_gpu_conv_out<T>(p, 0, m, n, v);
+        }
+    }
+}
+
 // ---- launchers ---------------------------------------------------------------------------------------
 
 // shared memory past 48 KB must be asked for, in each context (an attribute belongs to the
@@ -661,15 +852,39 @@ template <class C> static cudaError_t vae_gpu_conv_launch(vae_gpu_conv_params p,
     return cudaGetLastError();
 }
 
+template <typename T> static cudaError_t vae_gpu_conv_narrow_launch(vae_gpu_conv_params p, cudaStream_t s) {
+    const long long blocks = vae_gpu_conv_narrow_blocks(p);
+    if (blocks > INT_MAX) {
+        return cudaErrorInvalidValue;
+    }
+    switch (p.cout == 3 ? 0 : (p.cout + 3) / 4) {
+        case 0:  vae_gpu_conv_narrow_kernel<T, 3><<<(unsigned) blocks, 256, 0, s>>>(p); break;
+        case 1:  vae_gpu_conv_narrow_kernel<T, 4><<<(unsigned) blocks, 256, 0, s>>>(p); break;
+        case 2:  vae_gpu_conv_narrow_kernel<T, 8><<<(unsigned) blocks, 256, 0, s>>>(p); break;
+        case 3:  vae_gpu_conv_narrow_kernel<T, 12><<<(unsigned) blocks, 256, 0, s>>>(p); break;
+        default: vae_gpu_conv_narrow_kernel<T, 16><<<(unsigned) blocks, 256, 0, s>>>(p); break;
+    }
+    return cudaGetLastError();
+}
+
+static cudaError_t vae_gpu_conv_narrow_setup() {
+    return cudaSuccess;   // (static shared memory, under 48 KB)
+}
+
 struct vae_gpu_conv_variant {
     const char * name;
     cudaError_t (*launch)(vae_gpu_conv_params, cudaStream_t);
     cudaError_t (*setup)();
+    int bm, bn;   // the output tile: bm pixels (of a phase) by bn channels; bn 0: the narrow conv, bm
+                  //   pixels (a patch) by exactly the conv's channels
+    int warps;    // of 32 lanes (AMD's wave64 tiles: as many waves)
 };
 
 #define VAE_GPU_CONV_VARIANT(name, T, BM, BN, BK, WGM, WGN, MINB, TC, W)                  \
     { name, vae_gpu_conv_launch<vae_gpu_conv_cfg<T, BM, BN, BK, WGM, WGN, MINB, TC, W>>, \
-      vae_gpu_conv_setup_t<vae_gpu_conv_cfg<T, BM, BN, BK, WGM, WGN, MINB, TC, W>> }
+      vae_gpu_conv_setup_t<vae_gpu_conv_cfg<T, BM, BN, BK, WGM, WGN, MINB, TC, W>>, BM, BN, WGM * WGN }
+#define VAE_GPU_CONV_NARROW(name, T) \
+    { name, vae_gpu_conv_narrow_launch<T>, vae_gpu_conv_narrow_setup, VAE_GPU_NARROW_TH * VAE_GPU_NARROW_TW, 0, 8 }
 
 // per precision: 8 warps of 64x32, 4 warps of 64x64 (more registers, fewer shared-memory reads
 // per mma), then the narrow tiles for few output channels or few pixels
@@ -677,6 +892,7 @@ static const vae_gpu_conv_variant vae_gpu_conv_fp32_variants[] = {
     VAE_GPU_CONV_VARIANT("simt-f32 128x128x16", float, 128, 128, 16, 2, 4, 2, false, 32),
     VAE_GPU_CONV_VARIANT("simt-f32 128x64x16", float, 128, 64, 16, 2, 4, 2, false, 32),
     VAE_GPU_CONV_VARIANT("simt-f32 64x64x16", float, 64, 64, 16, 2, 2, 4, false, 32),
+    VAE_GPU_CONV_NARROW("narrow-f32 16x32", float),
 };
 
 // the tensor-core tiles of a 16-bit storage type T (named tn) in warps of W lanes
@@ -691,15 +907,21 @@ static const vae_gpu_conv_variant vae_gpu_conv_fp32_variants[] = {
     VAE_GPU_CONV_VARIANT("mma-" tn " 128x96x32", T, 128, 96, 32, 2, 2, 2, true, W),           \
     VAE_GPU_CONV_VARIANT("mma-" tn " 128x192x32 8w", T, 128, 192, 32, 4, 2, 1, true, W)
 #if defined(VAE_GPU_AMD)
-static const vae_gpu_conv_variant vae_gpu_conv_fp16_variants[] = { VAE_GPU_CONV_MMA16("f16", __half, 32),
-                                                                    VAE_GPU_CONV_EXACT("f16", __half, 32) };
-static const vae_gpu_conv_variant vae_gpu_conv_bf16_variants[] = { VAE_GPU_CONV_MMA16("bf16", __nv_bfloat16, 32),
-                                                                    VAE_GPU_CONV_EXACT("bf16", __nv_bfloat16, 32) };
+static const vae_gpu_conv_variant vae_gpu_conv_fp16_variants[] = {
+    VAE_GPU_CONV_MMA16("f16", __half, 32), VAE_GPU_CONV_EXACT("f16", __half, 32), VAE_GPU_CONV_NARROW("narrow-f16 16x32", __half)
+};
+static const vae_gpu_conv_variant vae_gpu_conv_bf16_variants[] = {
+    VAE_GPU_CONV_MMA16("bf16", __nv_bfloat16, 32), VAE_GPU_CONV_EXACT("bf16", __nv_bfloat16, 32),
+    VAE_GPU_CONV_NARROW("narrow-bf16 16x32", __nv_bfloat16)
+};
 // AMD: the same tiles in waves of 64 for CDNA; no tf32 (RDNA has none; CDNA3's xf32 is not used)
-static const vae_gpu_conv_variant vae_gpu_conv_fp16_w64_variants[] = { VAE_GPU_CONV_MMA16("f16", __half, 64),
-                                                                        VAE_GPU_CONV_EXACT("f16", __half, 64) };
-static const vae_gpu_conv_variant vae_gpu_conv_bf16_w64_variants[] = { VAE_GPU_CONV_MMA16("bf16", __nv_bfloat16, 64),
-                                                                        VAE_GPU_CONV_EXACT("bf16", __nv_bfloat16, 64) };
+static const vae_gpu_conv_variant vae_gpu_conv_fp16_w64_variants[] = {
+    VAE_GPU_CONV_MMA16("f16", __half, 64), VAE_GPU_CONV_EXACT("f16", __half, 64), VAE_GPU_CONV_NARROW("narrow-f16 16x32", __half)
+};
+static const vae_gpu_conv_variant vae_gpu_conv_bf16_w64_variants[] = {
+    VAE_GPU_CONV_MMA16("bf16", __nv_bfloat16, 64), VAE_GPU_CONV_EXACT("bf16", __nv_bfloat16, 64),
+    VAE_GPU_CONV_NARROW("narrow-bf16 16x32", __nv_bfloat16)
+};
 #else
 // NVIDIA: then 2 warps of 64x16 for the layers of at most 16 output channels, a decoder's last
 // conv (3 channels: a 64-wide tile computes 21 times what it keeps). On an H200 at bf16 the
@@ -711,17 +933,20 @@ static const vae_gpu_conv_variant vae_gpu_conv_fp16_variants[] = {
     VAE_GPU_CONV_MMA16("f16", __half, 32),
     VAE_GPU_CONV_VARIANT("mma-f16 128x16x32", __half, 128, 16, 32, 2, 1, 4, true, 32),
     VAE_GPU_CONV_EXACT("f16", __half, 32),
+    VAE_GPU_CONV_NARROW("narrow-f16 16x32", __half),
 };
 static const vae_gpu_conv_variant vae_gpu_conv_bf16_variants[] = {
     VAE_GPU_CONV_MMA16("bf16", __nv_bfloat16, 32),
     VAE_GPU_CONV_VARIANT("mma-bf16 128x16x32", __nv_bfloat16, 128, 16, 32, 2, 1, 4, true, 32),
     VAE_GPU_CONV_EXACT("bf16", __nv_bfloat16, 32),
+    VAE_GPU_CONV_NARROW("narrow-bf16 16x32", __nv_bfloat16),
 };
 static const vae_gpu_conv_variant vae_gpu_conv_tf32_variants[] = {
     VAE_GPU_CONV_VARIANT("mma-tf32 128x128x16 8w", float, 128, 128, 16, 2, 4, 2, true, 32),
     VAE_GPU_CONV_VARIANT("mma-tf32 128x128x16 4w", float, 128, 128, 16, 2, 2, 2, true, 32),
     VAE_GPU_CONV_VARIANT("mma-tf32 128x64x16", float, 128, 64, 16, 2, 2, 4, true, 32),
     VAE_GPU_CONV_VARIANT("mma-tf32 64x64x16", float, 64, 64, 16, 2, 2, 4, true, 32),
+    VAE_GPU_CONV_NARROW("narrow-tf32 16x32", float),
 };
 #endif
 
@@ -828,6 +1053,39 @@ extern "C" const char * vae_gpu_conv_variant_name(enum vae_precision p, int vari
     return variant >= 0 && variant < n ? t[variant].name : nullptr;
 }
 
+extern "C" double vae_gpu_conv_variant_work(const struct vae_gpu_conv_args * a, enum vae_precision p, int variant) {
+    int                          n = 0;
+    const vae_gpu_conv_variant * t = vae_gpu_conv_table(p, a->warp, &n);
+    if (variant < 0 || variant >= n) {
+        return 0.0;
+    }
+    const vae_gpu_conv_variant & v = t[variant];
+    const double                 M = (double) a->x.n * a->x.h * a->x.w;   // pixels of a phase
+    if (v.bn == 0) {
+        const bool fits = !a->up && a->k <= VAE_GPU_NARROW_K && a->y.c <= 16 && !a->norm;
+        return fits ? (double) a->x.n * std::ceil((double) a->x.h / VAE_GPU_NARROW_TH) *
+                          std::ceil((double) a->x.w / VAE_GPU_NARROW_TW) * v.bm * a->y.c : 0.0;
+    }
+#if defined(VAE_GPU_AMD)
+    if (a->norm) {
+        return 0.0;   // (no norm in the epilogue on AMD: see vae_gpu_conv_tile)
+    }
+#endif
+    if (a->norm && a->y.cp > v.bn) {
+        return 0.0;   // (the norm sums a pixel's channels in one tile)
+    }
+    return std::ceil(M / v.bm) * v.bm * (a->up ? 4 : 1) * std::ceil((double) a->y.cp / v.bn) * v.bn;
+}
+
+extern "C" void vae_gpu_conv_variant_tile(enum vae_precision p, int variant, int * bm, int * bn, int * warps) {
+    int                          n = 0;
+    const vae_gpu_conv_variant * t = vae_gpu_conv_table(p, 32, &n);
+    const bool                   v = variant >= 0 && variant < n;
+    *bm                            = v ? t[variant].bm : 0;
+    *bn                            = v ? t[variant].bn : 0;
+    *warps                         = v ? t[variant].warps : 0;
+}
+
 static bool vae_gpu_conv_aligned(const void * p) {
     return (uintptr_t) p % 16 == 0;
 }
@@ -858,7 +1116,9 @@ extern "C" cudaError_t vae_gpu_conv(const struct vae_gpu_conv_args * a, enum vae
         return cudaErrorInvalidValue;
     }
     if ((a->warp != 32 && a->warp != 64) || a->variant < 0 || a->variant >= vae_gpu_conv_variants(p, a->cc) ||
-        ((a->replicate || a->reflect) && a->up) || (a->replicate && a->reflect)) {
+        ((a->replicate || a->reflect) && a->up) || (a->replicate && a->reflect) ||
+        (a->norm && (a->norm_form < 0 || a->norm_form > 1 || !(a->norm_eps >= 0.0f))) ||
+        vae_gpu_conv_variant_work(a, p, a->variant) <= 0.0) {
         return cudaErrorInvalidValue;
     }
     vae_gpu_conv_params q = {};
@@ -872,6 +1132,7 @@ extern "C" cudaError_t vae_gpu_conv(const struct vae_gpu_conv_args * a, enum vae
     q.w      = x.w;
     q.cin_p  = x.cp;
     q.cout_p = y.cp;
+    q.cout   = y.c;
     q.ks     = (int) ks;
     q.kt     = a->kt;
     q.pad    = a->k / 2;
@@ -880,6 +1141,11 @@ extern "C" cudaError_t vae_gpu_conv(const struct vae_gpu_conv_args * a, enum vae
     q.M      = x.n * x.h * x.w;
     q.K      = a->kt * (int) (ks * ks) * x.cp;
     q.act    = a->act;
+    q.nform  = a->norm ? a->norm_form : -1;
+    q.neps   = a->norm_eps;
+    q.ngamma = a->norm_gamma;
+    q.nbeta  = a->norm_beta;
+    q.nact   = a->norm_act;
     int n = 0;
     return vae_gpu_conv_table(p, a->warp, &n)[a->variant].launch(q, s);
 }

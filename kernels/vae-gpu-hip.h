@@ -50,6 +50,8 @@
 #define vae_gpu_conv_pack          vae_hip_gpu_conv_pack
 #define vae_gpu_conv_variants      vae_hip_gpu_conv_variants
 #define vae_gpu_conv_variant_name  vae_hip_gpu_conv_variant_name
+#define vae_gpu_conv_variant_work  vae_hip_gpu_conv_variant_work
+#define vae_gpu_conv_variant_tile  vae_hip_gpu_conv_variant_tile
 #define vae_gpu_conv               vae_hip_gpu_conv
 #define vae_gpu_conv_setup         vae_hip_gpu_conv_setup
 #define vae_gpu_frame_pack         vae_hip_gpu_frame_pack

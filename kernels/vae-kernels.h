@@ -155,6 +155,15 @@ struct vae_gpu_conv_args {
                                    //   zeros; not with up
     bool               reflect;    // outside the frame the mirror pixel (F.pad(mode="reflect")); k = 3, not up
     enum vae_act       act;
+    // norm: y = norm_act(v s gamma + beta), the RMS norm of each pixel's v = act(acc + bias +
+    // residual) over its channels (VAE_OP_RMS_NORM's forms 0 and 1, eps), in the epilogue, on a tile
+    // that holds all of a pixel's channels (vae_gpu_conv_variant_work: 0 for the others); the norm's
+    // node then writes nothing of its own, and v is never stored
+    bool               norm;
+    int                norm_form;
+    float              norm_eps;
+    const float *      norm_gamma, *norm_beta;   // device f32 [y.c] or NULL (ones, zeros)
+    enum vae_act       norm_act;
     int                variant;    // tile configuration, 0 .. vae_gpu_conv_variants() - 1
     int                cc, warp;   // the device's (vae_gpu_device_query): a launch asks the runtime nothing
 };
@@ -164,10 +173,20 @@ size_t vae_gpu_conv_packed_count(int cout, int cin, int k, int kt, bool up);
 // vae_gpu_conv_packed_count() elements of precision p's storage type (folded for up)
 void vae_gpu_conv_pack(const float * w, int cout, int cin, int k, int kt, bool up, enum vae_precision p, void * dst);
 // tile configurations usable at precision p on a device of compute capability cc (major * 10 +
-// minor): the backend times each on the real shape at prepare and keeps the fastest; 0 when the
-// device lacks the precision's tensor cores (tf32/bf16 need cc >= 80)
+// minor): the backend times each that can run a layer (vae_gpu_conv_variant_work) on its real
+// shape at prepare and keeps the fastest; 0 when the device lacks the precision's tensor cores
+// (tf32/bf16 need cc >= 80). The last is the narrow conv: at most 16 output channels, exactly
+// those computed, in f32 on CUDA cores (a decoder's head)
 int        vae_gpu_conv_variants(enum vae_precision p, int cc);
 const char * vae_gpu_conv_variant_name(enum vae_precision p, int variant);
+// the outputs variant v computes for conv a, the padding of its last tiles included (blocks x the
+// tile's pixels x its channels; the narrow conv's: exactly a's channels), or 0 when v cannot run a
+// (the narrow conv: more than 16 output channels, up, k > 5, a norm; a tile narrower than a's
+// channels with a norm; every tile with a norm on AMD)
+double       vae_gpu_conv_variant_work(const struct vae_gpu_conv_args * a, enum vae_precision p, int variant);
+// its output tile: bm pixels (of one output phase when up) by bn channels, in `warps` warps; bn 0:
+// the narrow conv (bm pixels, a patch of 16 x 32, by exactly the conv's channels)
+void         vae_gpu_conv_variant_tile(enum vae_precision p, int variant, int * bm, int * bn, int * warps);
 cudaError_t vae_gpu_conv(const struct vae_gpu_conv_args * a, enum vae_precision p, cudaStream_t s);
 // in the current context, what precision p's tiles need there before their first launch (the
 // opt-in to more than 48 KB of shared memory, an attribute of that context): once per context

@@ -257,8 +257,9 @@ struct vae_session * vae_session_new(const struct vae_model * model, vae_backend
     if (model->chunk_latents) { // (upstream's chunk, whatever was asked)
         s->cfg.chunk_frames = model->chunk_latents + model->chunk_overlap;
     }
-    if (s->cfg.chunk_frames == 0 && !s->whole) {
-        s->cfg.chunk_frames = 1; // on the cpu, batching frames gains nothing and costs memory
+    const bool chosen = s->cfg.chunk_frames == 0 && !s->whole;   // (the backend's choice, not the user's)
+    if (chosen) {
+        s->cfg.chunk_frames = model->frames_per_latent > 1 ? vae_backend_auto_frames(backend) : 1;
     }
     const int side = model->scale * (s->h > s->w ? s->h : s->w); // of the output
     if (s->cfg.tile_size >= side) {
@@ -294,7 +295,7 @@ struct vae_session * vae_session_new(const struct vae_model * model, vae_backend
             session_set_chunk(s, s->cfg.chunk_frames / 2);
             ok = session_steps_new(s, err, err_size);
         }
-        if (ok && s->cfg.chunk_frames < asked) {
+        if (ok && s->cfg.chunk_frames < asked && !chosen) {
             snprintf(s->notice, sizeof(s->notice), "chunk-frames %d does not fit (%s): decoding %d latent frames per "
                      "step", asked, why, s->cfg.chunk_frames);
         }

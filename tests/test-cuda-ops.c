@@ -255,6 +255,44 @@ static void case_conv(int N, int Ci, int Co, int H, int W, int k, bool bias, boo
     pool_free(&pl);
 }
 
+// VAE_GPU_CONV_VARIANT=fit: each conv on the tile that computes the fewest outputs, at 16 bits the
+// tile as wide as 96 channels, the narrow conv for 3 (a 128-wide tile computes a quarter more, 16
+// channels 5 times 3); the choice reverts with the variable
+static void test_conv_fit(void) {
+    const char * forced = getenv("VAE_GPU_CONV_VARIANT");
+    char         keep[32];
+    snprintf(keep, sizeof(keep), "%s", forced ? forced : "");
+    setenv("VAE_GPU_CONV_VARIANT", "fit", 1);
+    const enum vae_precision p16[2] = { VAE_PRECISION_FP16, VAE_PRECISION_BF16 };
+    for (int i = 0; i < 2; i++) {
+        vae_backend_t * b = gpu[p16[i]];
+        if (!b) {
+            continue;
+        }
+        struct pool         pl = { 0 };
+        struct vae_graph *  g  = graph_new(true);
+        struct vae_tensor * x  = vae_graph_input(g, 1, 64, 8, 16);
+        struct vae_tensor * y  = vae_graph_conv2d(g, x, conv_w(g, &pl, 96, 64, 3, NULL), NULL, NULL, VAE_ACT_NONE);
+        vae_graph_set_output(g, vae_graph_conv2d(g, y, conv_w(g, &pl, 3, 96, 3, NULL), NULL, NULL, VAE_ACT_NONE));
+        char       err[512] = "";
+        const bool ok       = vae_backend_graph_prepare(b, g, 0, err, sizeof(err));
+        CHECK(ok, "fit on %s: prepare: %s", vae_backend_name(b), err);
+        const char * wide   = ok ? vae_backend_node_impl(b, g, 1) : NULL;
+        const char * narrow = ok ? vae_backend_node_impl(b, g, 2) : NULL;
+        CHECK(!ok || (wide && strstr(wide, " 128x96x32") && narrow && strstr(narrow, "narrow-")),
+              "fit on %s: 64 -> 96 channels on '%s', 96 -> 3 on '%s' (the 128x96 tile, the narrow conv)",
+              vae_backend_name(b), wide ? wide : "-", narrow ? narrow : "-");
+        vae_backend_graph_release(b, g);
+        vae_graph_free(g);
+        pool_free(&pl);
+    }
+    if (forced) {
+        setenv("VAE_GPU_CONV_VARIANT", keep, 1);
+    } else {
+        unsetenv("VAE_GPU_CONV_VARIANT");
+    }
+}
+
 static void test_conv(void) {
     static const int shapes[][5] = {
         // n, cin, cout, h, w
@@ -277,6 +315,27 @@ static void test_conv(void) {
             }
         }
     }
+    // a head (3, 12 or 5 channels: the narrow conv where it runs, patches past the frame) read by a
+    // wider conv, whose zero weights multiply the head's padding lanes: a lane left unwritten there
+    // (NaN: VAE_GPU_POISON) shows in its output
+    static const int heads[][5] = { { 1, 64, 3, 17, 35 }, { 2, 40, 12, 9, 33 }, { 1, 16, 5, 1, 40 } };
+    for (int s = 0; s < (int) (sizeof(heads) / sizeof(heads[0])); s++) {
+        struct pool         pl = { 0 };
+        struct vae_graph *  g  = graph_new(true);
+        const int           N = heads[s][0], Ci = heads[s][1], Co = heads[s][2], H = heads[s][3], W = heads[s][4];
+        struct vae_tensor * x  = vae_graph_input(g, N, Ci, H, W);
+        struct vae_tensor * y  = vae_graph_conv2d(g, x, conv_w(g, &pl, Co, Ci, 3, NULL), vec_w(g, &pl, Co, -.5f, .5f, NULL),
+                                                  NULL, VAE_ACT_SILU);
+        vae_graph_set_output(g, vae_graph_conv2d(g, y, conv_w(g, &pl, 24, Co, 3, NULL), NULL, NULL, VAE_ACT_NONE));
+        char label[160];
+        snprintf(label, sizeof(label), "conv2d(n=%d,cin=%d,cout=%d,h=%d,w=%d,k=3,bias,silu) -> conv2d(cout=24,k=3)", N,
+                 Ci, Co, H, W);
+        rng_seed((uint64_t) (900 + s));
+        check1(label, g, rnd(&pl, (size_t) N * Ci * H * W, -1, 1), CMP_OP);
+        vae_graph_free(g);
+        pool_free(&pl);
+    }
+    test_conv_fit();
 }
 
 // ---- upsample_conv2d, upsample2x ---------------------------------------------------------------
@@ -515,6 +574,8 @@ static void test_causal(void) {
         // HunyuanVideo 1.5's: edge pixels too, a row and a column alone, tiles past the frame's pixels
         { 32, 32, 5, 7, 3, 3, 3, true, VAE_ACT_NONE, E },  { 17, 48, 1, 9, 3, 3, 2, true, VAE_ACT_SILU, E },
         { 64, 24, 11, 1, 3, 3, 3, false, VAE_ACT_RELU, E }, { 24, 64, 9, 13, 3, 3, 3, true, VAE_ACT_SILU, VAE_CAUSAL_REPLICATE },
+        // heads (the narrow conv where it runs: patches of 16 x 32, past the frame here)
+        { 16, 3, 17, 33, 3, 3, 3, true, VAE_ACT_NONE, E }, { 24, 12, 9, 33, 3, 3, 2, false, VAE_ACT_SILU, 0 },
     };
     for (int i = 0; i < (int) (sizeof(cases) / sizeof(cases[0])); i++) {
         rng_seed((uint64_t) (1500 + i));
@@ -821,6 +882,50 @@ static void case_rms(int N, int C, int H, int W, enum vae_act act, float scale, 
     pool_free(&pl);
 }
 
+// a conv (up: the upsampling one; res: a residual; act) and the RMS norm of its output (Wan's
+// form 0 with gamma, or form 1 with gamma and beta, then nact), which an NVIDIA GPU computes in
+// the conv's epilogue where one tile holds every output channel (at most 192 at 16 bits, 128 at
+// fp32 and tf32), the norm's node then launching nothing
+static void case_conv_rms(int N, int Ci, int Co, int H, int W, bool up, bool res, enum vae_act act, int form,
+                          enum vae_act nact) {
+    struct pool         pl = { 0 };
+    struct vae_graph *  g  = graph_new(true);
+    struct vae_tensor * x  = vae_graph_input(g, N, Ci, H, W);
+    struct vae_tensor * b  = vec_w(g, &pl, Co, -.5f, .5f, NULL);
+    struct vae_tensor * r  = res ? vae_graph_conv2d(g, x, conv_w(g, &pl, Co, Ci, 1, NULL), NULL, NULL, VAE_ACT_NONE)
+                                 : NULL;
+    struct vae_tensor * y  = up ? vae_graph_upsample_conv2d(g, x, conv_w(g, &pl, Co, Ci, 3, NULL), b, act)
+                                : vae_graph_conv2d(g, x, conv_w(g, &pl, Co, Ci, 3, NULL), b, r, act);
+    struct vae_tensor * gm = vec_w(g, &pl, Co, .5f, 1.5f, NULL);
+    vae_graph_set_output(g, form ? vae_graph_rms_norm_eps(g, y, 1e-5f, gm, vec_w(g, &pl, Co, -.5f, .5f, NULL), NULL, nact)
+                                 : vae_graph_rms_norm(g, y, gm, nact));
+    char label[160];
+    snprintf(label, sizeof(label), "%s(n=%d,cin=%d,cout=%d,h=%d,w=%d,bias%s,%s) -> rms_norm(form %d,%s)",
+             up ? "upsample_conv2d" : "conv2d", N, Ci, Co, H, W, res ? ",res" : "", act_name(act), form, act_name(nact));
+    check1(label, g, rnd(&pl, (size_t) N * Ci * H * W, -1, 1), CMP_OP);
+    const int norm = g->n_nodes - 1;
+    for (int i = 0; i < N_PRECISIONS; i++) {
+        const enum vae_precision p = precisions[i];
+        char                     err[512] = "";
+        if (!gpu[p] || !vae_backend_graph_prepare(gpu[p], g, 0, err, sizeof(err))) {
+            continue;
+        }
+        const char * impl  = vae_backend_node_impl(gpu[p], g, norm);
+        const bool   wide  = p == VAE_PRECISION_FP16 || p == VAE_PRECISION_BF16;
+#if defined(VAE_TEST_HIP) || defined(VAE_GPU_EMU_GFX)
+        const bool fused = false;   // (AMD: the norm runs apart, see kernels/vae-gpu-conv.cu)
+        (void) wide;
+#else
+        const bool fused = g->fused && (Co + 15) / 16 * 16 <= (wide ? 192 : 128);   // (channels padded to 16)
+#endif
+        CHECK(fused == (impl && !strcmp(impl, "in the conv's epilogue")), "%s [%s]: the norm %s the conv's epilogue "
+              "('%s')", label, vae_precision_name(p), fused ? "not in" : "in", impl ? impl : "-");
+        vae_backend_graph_release(gpu[p], g);
+    }
+    vae_graph_free(g);
+    pool_free(&pl);
+}
+
 // qkv [N, 3C, H, W] in heads of hd channels (0: one head), q and k scaled by qk (1: a flat
 // softmax; 3: a peaked one)
 static void case_attention(int N, int C, int hd, int H, int W, float qk) {
@@ -866,6 +971,26 @@ static void test_rms_attention_tanh(void) {
         rng_seed((uint64_t) (3050 + s));   // DC-AE's norms (the head's with relu)
         case_rms(rms[s][0], rms[s][1], rms[s][2], rms[s][3], (enum vae_act) ((s + 1) % 3), s % 2 ? 1.0f : 100.0f, true,
                  s != 3);
+    }
+    // n, cin, cout, h, w, up, res, act, form, nact
+    static const struct {
+        int          n, ci, co, h, w;
+        bool         up, res;
+        enum vae_act act;
+        int          form;
+        enum vae_act nact;
+    } crms[] = {
+        { 1, 96, 96, 9, 21, false, false, VAE_ACT_NONE, 0, VAE_ACT_SILU },  // Wan's conv1 -> norm2
+        { 2, 40, 96, 13, 7, false, true, VAE_ACT_NONE, 0, VAE_ACT_SILU },   // its conv2 + shortcut -> the head's norm
+        { 1, 24, 40, 7, 13, false, true, VAE_ACT_SILU, 1, VAE_ACT_NONE },
+        { 1, 16, 130, 5, 9, false, false, VAE_ACT_RELU, 0, VAE_ACT_RELU },  // fused at 16 bits only
+        { 1, 32, 192, 3, 7, true, false, VAE_ACT_NONE, 1, VAE_ACT_SILU },
+        { 1, 16, 384, 3, 5, false, false, VAE_ACT_NONE, 0, VAE_ACT_SILU },  // apart: no tile holds 384
+    };
+    for (int s = 0; s < (int) (sizeof(crms) / sizeof(crms[0])); s++) {
+        rng_seed((uint64_t) (3100 + s));
+        case_conv_rms(crms[s].n, crms[s].ci, crms[s].co, crms[s].h, crms[s].w, crms[s].up, crms[s].res, crms[s].act,
+                      crms[s].form, crms[s].nact);
     }
     static const int att[][4] = {
         // n, c, h, w

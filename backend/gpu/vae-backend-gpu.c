@@ -55,7 +55,7 @@ struct gpu_weights {
 
 // the conv variant chosen for a layer shape
 struct gpu_choice {
-    int                  key[9];
+    int                  key[10];
     int                  variant;
     struct gpu_choice * next;
 };
@@ -77,6 +77,8 @@ struct gpu_node {
     struct vae_gpu_act    act;            // its output
     struct gpu_weights * w, *bias, *gamma, *beta;
     int                   variant;        // convolutions
+    const struct vae_tensor * norm;       // a convolution: the RMS norm its epilogue computes (gpu_fusable_norm)
+    bool                  fused;          // an RMS norm its convolution computes: nothing of its own to launch
     bool                  convert;        // inputs: converted to the activation layout (not only statistics)
 };
 
@@ -313,16 +315,25 @@ static struct vae_gpu_conv_args gpu_conv_args(const struct gpu_context * ctx, st
     a.replicate = causal && (t->i[1] & VAE_CAUSAL_REPLICATE);
     a.reflect   = causal && (t->i[1] & VAE_CAUSAL_REFLECT);
     a.act      = t->act;
+    if (node->norm) { // (the norm's output: the conv's own block, taken over in place by the plan)
+        const struct gpu_node * nn = &cg->nodes[node->norm->index];
+        a.norm       = true;
+        a.norm_form  = node->norm->i[0];
+        a.norm_eps   = node->norm->f[0];
+        a.norm_gamma = nn->gamma ? nn->gamma->data : NULL;
+        a.norm_beta  = nn->beta ? nn->beta->data : NULL;
+        a.norm_act   = node->norm->act;
+    }
     a.variant  = node->variant;
     a.cc       = ctx->cc;
     a.warp     = ctx->warp;
     return a;
 }
 
-// the fastest of the n variants of conv a, each timed over GPU_TIME_RUNS runs after a warm-up on
-// the arena (filled with a constant by prepare); a causal conv's state does not exist yet, so it
-// reads zeros of the state's size (state_bytes). After a failure a->variant is the variant that
-// failed (-1: none had started)
+// the fastest of the n variants of conv a that can run it, each timed over GPU_TIME_RUNS runs after
+// a warm-up on the arena (filled with a constant by prepare); a causal conv's state does not exist
+// yet, so it reads zeros of the state's size (state_bytes). After a failure a->variant is the
+// variant that failed (-1: none had started)
 static cudaError_t gpu_time_variants(struct gpu_context * ctx, struct vae_gpu_conv_args * a, enum vae_precision p,
                                       int n, size_t state_bytes, int * fastest) {
     void *      hist  = NULL;
@@ -339,8 +350,11 @@ static cudaError_t gpu_time_variants(struct gpu_context * ctx, struct vae_gpu_co
         }
         a->hist = hist;
     }
-    float best = 0.0f;
+    float best = -1.0f;
     for (int v = 0; v < n && e == cudaSuccess; v++) {
+        if (vae_gpu_conv_variant_work(a, p, v) <= 0.0) {
+            continue;
+        }
         a->variant = v;
         e          = vae_gpu_conv(a, p, ctx->stream);
         if (e == cudaSuccess) {
@@ -359,7 +373,7 @@ static cudaError_t gpu_time_variants(struct gpu_context * ctx, struct vae_gpu_co
         if (e == cudaSuccess) {
             e = cudaEventElapsedTime(&ms, start, stop);
         }
-        if (e == cudaSuccess && (v == 0 || ms < best)) {
+        if (e == cudaSuccess && (best < 0.0f || ms < best)) {
             best     = ms;
             *fastest = v;
         }
@@ -374,8 +388,33 @@ static cudaError_t gpu_time_variants(struct gpu_context * ctx, struct vae_gpu_co
     return e;
 }
 
+// the variant of conv a that computes the fewest outputs, its tiles' padding included; of equals
+// the one whose warps have the largest tiles, then the largest tile (the fewest shared-memory
+// bytes per multiply); the narrow conv (on CUDA cores) only where it computes fewer
+static int gpu_fit_variant(const struct vae_gpu_conv_args * a, enum vae_precision p, int n) {
+    int    fit = 0, warp_area = 0, area = 0;
+    double work = 0.0;
+    for (int v = 0; v < n; v++) {
+        const double w  = vae_gpu_conv_variant_work(a, p, v);
+        int          bm = 0, bn = 0, warps = 1;
+        vae_gpu_conv_variant_tile(p, v, &bm, &bn, &warps);
+        const bool better = work == 0.0 || w < work ||
+                            (w == work && bn > 0 &&
+                             (bm * bn / warps > warp_area || (bm * bn / warps == warp_area && bm * bn > area)));
+        if (w > 0.0 && better) {
+            fit       = v;
+            work      = w;
+            warp_area = bn > 0 ? bm * bn / warps : 0;
+            area      = bm * bn;
+        }
+    }
+    return fit;
+}
+
 // the fastest variant for this conv's shape: remembered, or timed now on the arena (filled with a
-// constant); VAE_GPU_CONV_VARIANT=v forces variant v (tests cover each)
+// constant). VAE_GPU_CONV_VARIANT=v forces variant v where it can run the conv (tests cover each),
+// =fit takes the one that computes the fewest outputs (gpu_fit_variant, untimed: the emulator's
+// counts), and either takes that one where v cannot run the conv
 static bool gpu_choose_variant(vae_backend_t * backend, struct gpu_graph * cg, const struct vae_tensor * t,
                                 char * err, size_t err_size) {
     struct gpu_context *    ctx  = backend->context;
@@ -383,23 +422,32 @@ static bool gpu_choose_variant(vae_backend_t * backend, struct gpu_graph * cg, c
     struct vae_gpu_conv_args a    = gpu_conv_args(ctx, cg, t, NULL, backend->precision);
     const int                n    = vae_gpu_conv_variants(backend->precision, ctx->cc);
     const char *             env  = getenv("VAE_GPU_CONV_VARIANT");
+    if (node->norm && vae_gpu_conv_variant_work(&a, backend->precision, gpu_fit_variant(&a, backend->precision, n)) <= 0) {
+        cg->nodes[node->norm->index].fused = false; // (no tile holds all its channels: the norm runs apart)
+        node->norm                         = NULL;
+        a                                  = gpu_conv_args(ctx, cg, t, NULL, backend->precision);
+    }
     if (env && env[0]) {
-        node->variant = atoi(env);
+        const bool fit = !strcmp(env, "fit");
+        node->variant  = fit ? 0 : atoi(env);
         if (node->variant < 0 || node->variant >= n) {
-            snprintf(err, err_size, "VAE_GPU_CONV_VARIANT=%s: the %s convolution has variants 0..%d", env,
+            snprintf(err, err_size, "VAE_GPU_CONV_VARIANT=%s: the %s convolution has variants 0..%d, or fit", env,
                      vae_precision_name(backend->precision), n - 1);
             return false;
         }
+        if (fit || vae_gpu_conv_variant_work(&a, backend->precision, node->variant) <= 0.0) {
+            node->variant = gpu_fit_variant(&a, backend->precision, n);
+        }
         return true;
     }
-    const int key[9] = { a.x.n, a.x.cp, a.x.h, a.x.w, a.y.cp, a.k, a.kt, a.up, a.residual != NULL };
+    const int key[10] = { a.x.n, a.x.cp, a.x.h, a.x.w, a.y.cp, a.k, a.kt, a.up, a.residual != NULL, a.norm };
     for (struct gpu_choice * c = ctx->choices; c; c = c->next) {
         if (memcmp(c->key, key, sizeof(key)) == 0) {
             node->variant = c->variant;
             return true;
         }
     }
-    node->variant = 0;
+    node->variant = gpu_fit_variant(&a, backend->precision, n);
     if (n > 1) {
         const size_t      state = a.kt > 1 ? gpu_state_bytes_of(t, backend->precision) : 0;
         const cudaError_t e     = gpu_time_variants(ctx, &a, backend->precision, n, state, &node->variant);
@@ -481,6 +529,27 @@ static struct vae_gpu_act gpu_gn_stats_act(struct vae_gpu_act x, const struct va
 static bool gpu_implicit_gemm(const struct vae_tensor * t) {
     return (t->op == VAE_OP_CONV2D || t->op == VAE_OP_UPSAMPLE_CONV2D || t->op == VAE_OP_CAUSAL_CONV3D) &&
            vae_conv_groups(t) == 1;
+}
+
+// the RMS norm that conv t's output alone feeds, which the conv's epilogue can compute in its
+// place (forms 0 and 1, no residual of its own, fusion on: vae_graph.fused), or NULL. The norm's
+// output then takes over the conv's block in the plan (it reads nothing else), so the conv
+// writes the norm's output where its own would have been.
+static const struct vae_tensor * gpu_fusable_norm(const struct vae_graph * g, const struct vae_tensor * t) {
+    const struct vae_tensor * reader = NULL;
+    for (int i = t->index + 1; g->fused && t != g->output && i < g->n_nodes; i++) {
+        for (int s = 0; s < VAE_MAX_SRC; s++) {
+            if (g->nodes[i]->src[s] == t) {
+                if (reader || s != 0) {
+                    return NULL;
+                }
+                reader = g->nodes[i];
+            }
+        }
+    }
+    return reader && reader->op == VAE_OP_RMS_NORM && (reader->i[0] == 0 || reader->i[0] == 1) && !reader->src[3]
+               ? reader
+               : NULL;
 }
 
 // a parameter a node reads on the device: gpu_weights_get's arguments and where it goes
@@ -641,6 +710,13 @@ static bool gpu_graph_prepare(vae_backend_t * backend, struct vae_graph * g, siz
         return false;
     }
     cg->mem_bytes = cg->arena_bytes + gpu_align(scratch) + gpu_align(stats * sizeof(float)) + staging;
+    for (int i = 0; i < g->n_nodes; i++) { // the RMS norms computed in their conv's epilogue
+        const struct vae_tensor * nt = gpu_implicit_gemm(g->nodes[i]) ? gpu_fusable_norm(g, g->nodes[i]) : NULL;
+        if (nt && plan[nt->index].inherited) {
+            cg->nodes[i].norm             = nt;
+            cg->nodes[nt->index].fused    = true;
+        }
+    }
 
     const size_t need  = cg->mem_bytes + gpu_params_bytes(g, cg, p);
     const size_t limit = vae_backend_limit(backend, max_bytes);
@@ -1027,6 +1103,9 @@ static cudaError_t gpu_launch(vae_backend_t * backend, struct vae_graph * g, vae
                 }
                 break;
             case VAE_OP_RMS_NORM:
+                if (node->fused) {
+                    break; // (its conv wrote it)
+                }
                 e = vae_gpu_rms_norm(*x, y, t->src[3] ? cg->nodes[t->src[3]->index].act.data : NULL,
                                      node->gamma ? node->gamma->data : NULL,
                                      node->beta ? node->beta->data : NULL, t->i[0], t->f[0], t->act, p, s);
@@ -1398,6 +1477,9 @@ static bool gpu_graph_read_output(vae_backend_t * backend, struct vae_graph * g,
 
 static const char * gpu_node_impl(vae_backend_t * backend, const struct vae_graph * g, int i) {
     const struct gpu_graph * cg = g->backend_data;
+    if (cg->nodes[i].fused) {
+        return "in the conv's epilogue";
+    }
     return gpu_implicit_gemm(g->nodes[i]) ? vae_gpu_conv_variant_name(backend->precision, cg->nodes[i].variant) : NULL;
 }
 
@@ -1486,8 +1568,9 @@ vae_backend_t * vae_backend_cuda_init(int device, enum vae_precision precision, 
     gpu_leave(ctx);
     snprintf(ctx->name, sizeof(ctx->name), VAE_GPU_BACKEND " (device %d: %s, %s, %.0f GiB, %s)", ctx->device, info.name,
              info.arch, info.total_bytes / 1073741824.0, vae_precision_name(precision));
-    backend->iface     = &gpu_backend_i;
-    backend->context   = ctx;
-    backend->precision = precision;
+    backend->iface       = &gpu_backend_i;
+    backend->context     = ctx;
+    backend->precision   = precision;
+    backend->auto_frames = 2;
     return backend;
 }

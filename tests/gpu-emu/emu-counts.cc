@@ -1,20 +1,29 @@
 // emu-counts: the emulator's counters (README.md here, "Counters") over a real decode at its real
-// shape: a model's decoder on the emulated sm_86 through the CUDA backend, one step of a stream of
-// random latents, a sample of blocks per launch run and the counts scaled by the grid. It prints
-// per launch the tile of work (grid, block), the mma per shape, the ldmatrix and 16-byte shared
-// writes with the wavefronts each takes (4 at the fewest), barriers, device-to-device copies, and
-// the shared-memory bytes per mma; then, per GPU kind (sm_75 .. sm_120, gfx1100, gfx942: README.md
+// shape: a model's decoder graph of one latent frame (or --chunk C) on the emulated sm_86 through the CUDA
+// backend, step T of a stream of random latents (the stream's first graph, then the later one
+// where the model has two), a sample of blocks per launch run and the counts scaled by the grid.
+// It prints per launch the graph node it belongs to (op, weight, output shape), a conv's tile and
+// the share of the outputs it computes that are padding (its last tiles' rows and channels past
+// the layer's), the grid and block, the mma per shape, the ldmatrix and 16-byte shared writes with
+// the wavefronts each takes (4 at the fewest), barriers, device-to-device copies, and the
+// shared-memory bytes per mma; then, per GPU kind (sm_75 .. sm_120, gfx1100, gfx942: README.md
 // here, "Per target", cites the figures), what the launches that multiply make of it: the waves of
 // blocks over its SMs, and the ceiling their shared-memory traffic sets, as a fraction of its mma
 // peak. These are the kernels' own counts and bounds, not a time estimate. The kernels here are not
 // instrumented: their plain loads and stores are not counted (test-counters and the race build are).
+// Each conv takes the tile VAE_GPU_CONV_VARIANT names: a number (the narrow conv's and others'
+// shapes it cannot run take the next), or `fit`, the tile that computes the fewest outputs per
+// layer (timing every tile at prepare, as a GPU does, means little on the emulator).
 //
-//   VAE_GPU_CONV_VARIANT=3 emu-counts MODEL HxW [--frames T] [--sample N] [--precision bf16|fp16|fp32|tf32]
-//                                     [--target ARCH]   (the target of the per-launch columns; sm_86)
+//   VAE_GPU_CONV_VARIANT=fit emu-counts MODEL HxW [--frames T] [--chunk C] [--sample N]
+//                                       [--precision bf16|fp16|fp32|tf32]
+//                                       [--target ARCH]   (the target of the per-launch columns; sm_86)
+// --chunk: the later steps' latent frames (1; a GPU session's chunk-frames 0 takes 2)
+// (not for a decoder that looks ahead, LTX-2's: its first graph takes several latent frames)
 
 #include "vae-backend.h"
+#include "vae-kernels.h"
 #include "vae-model.h"
-#include "vae-session.h"
 
 #include "gpu-emu.h"
 
@@ -65,20 +74,46 @@ static emu_fit emu_fit_on(const emu_target & t, double blocks, unsigned threads,
     return f;
 }
 
+// the bytes node i of g must move at least: its activation inputs and its output once each, and its
+// weights, at the storage precision p, channels unpadded (none for an RMS norm a conv computes in
+// its epilogue, unless `apart`: the conv writes its output in place of its own)
+static double emu_node_bytes(vae_backend_t * b, const struct vae_graph * g, int i, enum vae_precision p, bool apart) {
+    const struct vae_tensor * t    = g->nodes[i];
+    const char *              impl = vae_backend_node_impl(b, g, i);
+    if (t->op == VAE_OP_INPUT || (!apart && impl && !strcmp(impl, "in the conv's epilogue"))) {
+        return 0.0;
+    }
+    const double e = p == VAE_PRECISION_FP16 || p == VAE_PRECISION_BF16 ? 2.0 : 4.0;
+    double       n = (double) t->ne[0] * t->ne[1] * t->ne[2] * t->ne[3];
+    for (int k = 0; k < VAE_MAX_SRC; k++) {
+        const struct vae_tensor * s = t->src[k];
+        if (s) {
+            double m = 1.0;
+            for (int d = 0; d < VAE_MAX_DIMS; d++) {
+                m *= (double) s->ne[d];
+            }
+            n += m;
+        }
+    }
+    return n * e;
+}
+
 int main(int argc, char ** argv) {
     char               err[512] = "";
-    int                h = 0, w = 0, frames = 1;
+    int                h = 0, w = 0, frames = 1, chunk = 1;
     unsigned           sample = 2;
     enum vae_precision prec   = VAE_PRECISION_BF16;
     const emu_target * tgt    = &emu_targets[2];
     if (argc < 3 || sscanf(argv[2], "%dx%d", &h, &w) != 2 || h <= 0 || w <= 0) {
-        fprintf(stderr, "usage: %s MODEL HxW(latent) [--frames T] [--sample N] [--precision bf16|fp16|fp32|tf32] "
-                "[--target ARCH]\n", argv[0]);
+        fprintf(stderr, "usage: %s MODEL HxW(latent) [--frames T] [--chunk C] [--sample N] "
+                "[--precision bf16|fp16|fp32|tf32] [--target ARCH]\n", argv[0]);
         return 2;
     }
     for (int i = 3; i + 1 < argc; i += 2) {
         if (!strcmp(argv[i], "--frames")) {
             frames = atoi(argv[i + 1]);
+        } else if (!strcmp(argv[i], "--chunk")) {
+            chunk = atoi(argv[i + 1]) > 1 ? atoi(argv[i + 1]) : 1;
         } else if (!strcmp(argv[i], "--sample")) {
             sample = (unsigned) atoi(argv[i + 1]);
         } else if (!strcmp(argv[i], "--target")) {
@@ -104,52 +139,99 @@ int main(int argc, char ** argv) {
         fprintf(stderr, "emu-counts: %s\n", err);
         return 1;
     }
-    const int                 C   = m->latent_channels;
-    struct vae_session_config cfg = { C, h, w, VAE_SPACE_AUTO, 1, 0, 0, nullptr };
-    struct vae_session *      s   = vae_session_new(m, b, &cfg, err, sizeof(err));
-    if (!s) {
-        fprintf(stderr, "emu-counts: session: %s\n", err);
+    if (m->lookahead > 0) {
+        fprintf(stderr, "emu-counts: %s looks ahead %d latent frames: its first graph takes several\n", argv[1],
+                m->lookahead);
         return 1;
     }
-    std::vector<float> lat((size_t) C * h * w);
-    std::vector<float> out((size_t) m->out_channels * m->scale * h * m->scale * w);
-    uint64_t           st = 1;
-    for (float & v : lat) { // uniform in [-1, 1)
-        st = st * 6364136223846793005ull + 1442695040888963407ull;
-        v  = (float) ((st >> 40) * (2.0 / (1ull << 24))) - 1.0f;
+    // the stream's graphs: its first step's (where the model has one apart) and the later steps'
+    struct vae_graph * first = m->first_apart ? vae_model_build_graph(m, 1, h, w, true, err, sizeof(err)) : nullptr;
+    struct vae_graph * later = !m->first_apart || first ? vae_model_build_graph(m, chunk, h, w, false, err, sizeof(err))
+                                                        : nullptr;
+    vae_state_t *      st    = nullptr;
+    bool               ok    = later && (!first || vae_backend_graph_prepare(b, first, 0, err, sizeof(err))) &&
+                vae_backend_graph_prepare(b, later, 0, err, sizeof(err)) &&
+                (!later->n_states || (st = vae_backend_state_new(b, later, err, sizeof(err))));
+    if (!ok) {
+        fprintf(stderr, "emu-counts: %s\n", err);
+        return 1;
     }
-    printf("%s, latent %dx%dx%d, %s on %s; a step of frame %d, %u blocks of each launch run\n", argv[1], C, h, w,
-           vae_precision_name(vae_backend_precision(b)), vae_backend_name(b), frames - 1, sample);
-    for (int t = 0; t < frames; t++) { // (every step sampled, as the real shapes take long; the last one kept)
+    const int          C = m->latent_channels;
+    std::vector<float> lat((size_t) chunk * C * h * w);   // (the first step reads the first frame)
+    uint64_t           rs = 1;
+    for (float & v : lat) { // uniform in [-1, 1)
+        rs = rs * 6364136223846793005ull + 1442695040888963407ull;
+        v  = (float) ((rs >> 40) * (2.0 / (1ull << 24))) - 1.0f;
+    }
+    printf("%s, latent %dx%dx%d, %s on %s; step %d (of %d latent frames), %u blocks of each launch run\n", argv[1], C,
+           h, w, vae_precision_name(vae_backend_precision(b)), vae_backend_name(b), frames - 1,
+           frames == 1 && first ? 1 : chunk, sample);
+    // every step sampled (the real shapes take long), the last counted with an event between its
+    // nodes (vae_graph.node_ms: launched directly), which the emulator records among the launches
+    struct vae_graph * g = later;
+    std::vector<float> node_ms(later->n_nodes + (first ? first->n_nodes : 0));
+    for (int t = 0; t < frames && ok; t++) {
+        g = t == 0 && first ? first : later;
         vae_emu_counts_start(sample);
-        bool ok = vae_session_push(s, lat.data(), err, sizeof(err));
-        while (ok && vae_session_frames_ready(s) > 0) { // (the frames, raw, only to make room)
-            ok = vae_session_pop_output(s, out.data(), err, sizeof(err));
-        }
-        if (!ok) {
-            fprintf(stderr, "emu-counts: %s\n", err);
-            return 1;
-        }
+        g->node_ms = t == frames - 1 ? node_ms.data() : nullptr;
+        ok         = vae_backend_graph_compute(b, g, st, lat.data(), err, sizeof(err));
+        g->node_ms = nullptr;
+    }
+    if (!ok) {
+        fprintf(stderr, "emu-counts: %s\n", err);
+        return 1;
     }
     const vae_emu_counts * r = nullptr;
     const size_t           n = vae_emu_counts_read(&r);
     vae_emu_counts_stop();
-    printf("%-34s %14s %6s %12s %12s %8s %12s %8s %10s %12s %9s  %s: %6s %5s %5s\n", "launch", "grid", "block",
-           "mma k16", "ldmatrix", "wf/ins", "16B writes", "wf/ins", "barriers", "d2d bytes", "smem B/mma", tgt->arch,
-           "waves", "use", "ceil");
+    printf("%4s %-15s %-30s %-20s %-24s %5s %11s %4s %12s %12s %6s %12s %6s %10s %12s %9s  %s: %6s %5s %5s\n", "#",
+           "op", "weight", "out [N,C,H,W]", "conv tile", "pad", "grid", "blk", "mma k16", "ldmatrix", "wf/in",
+           "16B writes", "wf/in", "barriers", "d2d bytes", "smem B/mma", tgt->arch, "waves", "use", "ceil");
     const size_t        nt = sizeof(emu_targets) / sizeof(emu_targets[0]);
     std::vector<double> t_ceil(nt), t_use(nt), t_min(nt, INFINITY);   // per target, over the launches that multiply
-    double              tot_mma = 0, tot_wf = 0, tot_conflict = 0, tot_d2d = 0;
+    double              tot_mma = 0, tot_wf = 0, tot_conflict = 0, tot_d2d = 0, tot_out = 0, tot_pad = 0, most_pad = 0;
+    const char *        most_at = "-";
+    int                 node = -1;   // the node whose launches follow (-1: before the first event)
     for (size_t i = 0; i < n; i++) {
-        const vae_emu_counts & c      = r[i];
-        const double           all    = (double) c.grid[0] * c.grid[1] * c.grid[2];
-        const double           scale  = c.blocks ? all / (double) c.blocks : 0.0;
-        const double           mma    = scale * (double) (c.mma[0] + c.mma[1] + c.mma[3] + c.mma[2] / 2.0);
-        const double           wf     = scale * (double) (c.ldsm_wavefronts + c.st16_wavefronts);
-        const double           bpm    = mma > 0 ? wf * 128.0 / mma : 0.0;
-        const unsigned         thread = c.block[0] * c.block[1] * c.block[2];
-        char                   grid[40], fit[40] = "";
+        const vae_emu_counts & c = r[i];
+        if (!strcmp(c.name, "cudaEventRecord")) {
+            node++;
+            continue;
+        }
+        const struct vae_tensor * nd     = node >= 0 && node < g->n_nodes ? g->nodes[node] : nullptr;
+        const double              all    = (double) c.grid[0] * c.grid[1] * c.grid[2];
+        const double              scale  = c.blocks ? all / (double) c.blocks : 0.0;
+        const double              mma    = scale * (double) (c.mma[0] + c.mma[1] + c.mma[3] + c.mma[2] / 2.0);
+        const double              wf     = scale * (double) (c.ldsm_wavefronts + c.st16_wavefronts);
+        const double              bpm    = mma > 0 ? wf * 128.0 / mma : 0.0;
+        const unsigned            thread = c.block[0] * c.block[1] * c.block[2];
+        char                      grid[40], fit[40] = "", shape[48] = "", tile[32] = "", pad[16] = "";
         snprintf(grid, sizeof(grid), "%ux%ux%u", c.grid[0], c.grid[1], c.grid[2]);
+        if (nd) {
+            snprintf(shape, sizeof(shape), "[%lld,%lld,%lld,%lld]", (long long) nd->ne[0], (long long) nd->ne[1],
+                     (long long) nd->ne[2], (long long) nd->ne[3]);
+        }
+        // a conv's tile, and the share of what it computes past the layer's rows and channels
+        const char * impl = nd ? vae_backend_node_impl(b, g, node) : nullptr;
+        if (impl && !strncmp(c.name, "vae_gpu_conv", 12)) {
+            int bm = 0, bn = 0, warps = 0;
+            for (int v = 0; v < vae_gpu_conv_variants(prec, 86); v++) {
+                if (!strcmp(vae_gpu_conv_variant_name(prec, v), impl)) {
+                    vae_gpu_conv_variant_tile(prec, v, &bm, &bn, &warps);
+                }
+            }
+            const double useful = (double) nd->ne[0] * nd->ne[1] * nd->ne[2] * nd->ne[3];
+            const double work   = all * bm * (bn ? bn : (double) nd->ne[1]);
+            const double p      = work > 0 ? 1.0 - useful / work : 0.0;
+            snprintf(tile, sizeof(tile), "%s", impl);
+            snprintf(pad, sizeof(pad), "%4.1f%%", 100.0 * p);
+            tot_out += work;
+            tot_pad += work - useful;
+            if (p > most_pad) {
+                most_pad = p;
+                most_at  = nd->name ? nd->name : vae_op_name(nd->op);
+            }
+        }
         if (mma > 0) {
             for (size_t t = 0; t < nt; t++) {
                 const emu_fit f = emu_fit_on(emu_targets[t], all, thread, c.smem, bpm);
@@ -161,11 +243,13 @@ int main(int argc, char ** argv) {
                 }
             }
         }
-        printf("%-34.34s %14s %6u %12.0f %12.0f %8.2f %12.0f %8.2f %10.0f %12llu %9.1f  %*s%s\n", c.name,
+        printf("%4d %-15.15s %-30.30s %-20s %-24.24s %5s %11s %4u %12.0f %12.0f %6.2f %12.0f %6.2f %10.0f %12llu %9.1f  "
+               "%*s%s\n",
+               node, nd ? vae_op_name(nd->op) : c.name, nd && nd->name ? nd->name : "-", shape, tile, pad,
                c.d2d_bytes ? "" : grid, thread, mma, scale * (double) c.ldsm,
                c.ldsm ? (double) c.ldsm_wavefronts / (double) c.ldsm : 0.0, scale * (double) c.st16,
-               c.st16 ? (double) c.st16_wavefronts / (double) c.st16 : 0.0, scale * (double) c.barriers, c.d2d_bytes, bpm,
-               (int) strlen(tgt->arch) + 2, "", fit);
+               c.st16 ? (double) c.st16_wavefronts / (double) c.st16 : 0.0, scale * (double) c.barriers, c.d2d_bytes,
+               bpm, (int) strlen(tgt->arch) + 2, "", fit);
         tot_mma += mma;
         tot_wf += wf;
         tot_conflict += scale * (double) (c.ldsm_wavefronts - 4 * c.ldsm + c.st16_wavefronts - 4 * c.st16);
@@ -174,6 +258,19 @@ int main(int argc, char ** argv) {
     printf("total: %.4g mma (m16n8k16 or its equal), %.4g shared wavefronts of ldmatrix and 16-byte writes (%.4g of "
            "them conflicts), %.1f shared bytes per mma, %.4g bytes copied device to device\n",
            tot_mma, tot_wf, tot_conflict, tot_mma > 0 ? tot_wf * 128.0 / tot_mma : 0.0, tot_d2d);
+    printf("conv padding: %.1f%% of the outputs the convs compute; the most on one layer %.1f%% (%s)\n",
+           tot_out > 0 ? 100.0 * tot_pad / tot_out : 0.0, 100.0 * most_pad, most_at);
+    double moved = 0.0, apart = 0.0;
+    int    fused = 0;
+    for (int i = 0; i < g->n_nodes; i++) {
+        const char * impl = vae_backend_node_impl(b, g, i);
+        moved += emu_node_bytes(b, g, i, prec, false);
+        apart += emu_node_bytes(b, g, i, prec, true);
+        fused += impl && !strcmp(impl, "in the conv's epilogue");
+    }
+    printf("global bytes the step's nodes must move at least (each activation read once by each reader and written "
+           "once, weights once; a model, not counted): %.4g with %d RMS norms in their conv's epilogue, %.4g with "
+           "every norm apart (%.1f%% fewer)\n", moved, fused, apart, apart > 0 ? 100.0 * (1.0 - moved / apart) : 0.0);
     // per target, weighted by each launch's mma: the share of its whole waves' slots used, and the
     // ceiling of the shared traffic (the least of any launch too)
     printf("per target (use: blocks over the slots of whole waves; ceiling: of the mma peak, set by the shared traffic "
@@ -190,7 +287,9 @@ int main(int argc, char ** argv) {
         // (an AMD device runs its own loads of the same tiles, in waves of its width: not what is counted here)
         printf("%s\n", g.arch[0] == 'g' ? "; from the NVIDIA kernels' counts" : "");
     }
-    vae_session_free(s);
+    vae_backend_state_free(b, st);
+    vae_graph_free(first);
+    vae_graph_free(later);
     vae_backend_free(b);
     vae_model_free(m);
     return 0;

@@ -12,7 +12,8 @@ extern "C" {
 #endif
 
 struct vae_emu_counts {
-    char               name[64];               // the kernel, or "cudaMemcpy device to device"
+    char               name[64];               // the kernel, "cudaMemcpy device to device", or "cudaEventRecord"
+                                               //   (an event: nothing counted)
     unsigned           grid[3], block[3];
     size_t             smem;                   // the launch's dynamic shared memory per block, bytes
     unsigned long long blocks;                 // blocks run

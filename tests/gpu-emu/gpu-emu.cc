@@ -1480,8 +1480,17 @@ cudaError_t cudaEventDestroy(cudaEvent_t e) {
     return cudaSuccess;
 }
 
+// (while counting, an event is a record of its own among the launches: emu-counts tells a graph's
+// nodes apart by the events the backend puts between them when profiling)
 cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t s) {
-    return emu_submit(s, [e]() { e->t = emu_now_ms(); });
+    return emu_submit(s, [e]() {
+        if (vae_emu_counting) {
+            vae_emu_counts c = {};
+            snprintf(c.name, sizeof(c.name), "cudaEventRecord");
+            E.counts.push_back(c);
+        }
+        e->t = emu_now_ms();
+    });
 }
 
 cudaError_t cudaEventSynchronize(cudaEvent_t) { return cudaSuccess; }
