@@ -54,7 +54,6 @@ struct vae_gpu_conv_params {
     enum vae_act  nact;
 };
 
-
 // a position along K: time tap j, spatial tap (ky, kx), input channel c
 struct vae_gpu_conv_tap {
     int j, ky, kx, c;
@@ -243,24 +242,18 @@ __device__ __forceinline__ void vae_gpu_conv_out(const vae_gpu_conv_params & p, 
 // (VAE_OP_RMS_NORM's form 0 or 1) in scale[row], gamma and beta going to shared memory too (zeros
 // past cout); then every vector is normalized. sm: BM + 2 cout_p floats of shared memory
 template <typename T, int BM, int THREADS>
-__device__ __forceinline__ void vae_gpu_conv_norm(const vae_gpu_conv_params & p, float * sm) {
+__device__ __forceinline__ void vae_gpu_conv_norm(const vae_gpu_conv_params & p, int m0, int phase, float * sm) {
     float * scale = sm, *gamma = sm + BM, *beta = gamma + p.cout_p;
     for (int ch = (int) threadIdx.x; ch < p.cout_p; ch += THREADS) {
         gamma[ch] = ch < p.cout ? (p.ngamma ? p.ngamma[ch] : 1.0f) : 0.0f;
         beta[ch]  = ch < p.cout && p.nbeta ? p.nbeta[ch] : 0.0f;
     }
-    constexpr int N    = 16 / sizeof(T);
-    const int     nv   = p.cout_p / N;
-    const int     rest = (int) blockIdx.x;   // (nt = 1: the block's phase and rows, as vae_gpu_conv_tile has them,
-    const int     phase = p.up ? rest & 3 : 0, m0 = (p.up ? rest >> 2 : rest) * BM;   //  computed again here)
-    // (loops not unrolled: the loads in flight would take registers the main loop's tile already
-    //  holds to the limit on RDNA3)
-#pragma unroll 1
+    constexpr int N  = 16 / sizeof(T);
+    const int     nv = p.cout_p / N;
     for (int r = (int) threadIdx.x; r < BM; r += THREADS) {
         float ss = 0.0f;
         if (m0 + r < p.M) {
             const T * y = (const T *) p.y + vae_gpu_conv_out_pixel(p, m0 + r, phase) * p.cout_p;
-#pragma unroll 1
             for (int n = 0; n < p.cout_p; n += N) { // (the padding lanes hold act(0) = 0)
                 const vae_gpu_vec<T> v = vae_gpu_conv_ld16(y + n);
 #pragma unroll
@@ -274,7 +267,6 @@ __device__ __forceinline__ void vae_gpu_conv_norm(const vae_gpu_conv_params & p,
                                    : sqrtf((float) p.cout) / (norm < 1e-12f ? 1e-12f : norm);
     }
     __syncthreads();
-#pragma unroll 1
     for (int e = (int) threadIdx.x; e < BM * nv; e += THREADS) {
         const int r = e / nv, n = e % nv * N, m = m0 + r;
         if (m >= p.M) {
@@ -673,7 +665,7 @@ template <class C> __device__ __forceinline__ void vae_gpu_conv_tile(const vae_g
 #if !defined(VAE_GPU_AMD) // (not on AMD: RDNA3's 128x96 tile then spills; the norm runs apart there)
     if (p.nform >= 0) { // (the staging's shared memory is free after the barrier)
         __syncthreads();
-        vae_gpu_conv_norm<typename C::T, C::BM, C::THREADS>(p, reinterpret_cast<float *>(vae_gpu_conv_smem));
+        vae_gpu_conv_norm<typename C::T, C::BM, C::THREADS>(p, m0, phase, reinterpret_cast<float *>(vae_gpu_conv_smem));
     }
 #endif
 }
@@ -714,8 +706,8 @@ static __global__ void __launch_bounds__(C::THREADS, VAE_GPU_CONV_MINB(C)) vae_g
 // A conv of at most 16 output channels (a decoder's RGB head, Wan 2.2's 12 patch channels, a 1x1
 // conv of 16) computes exactly its cout channels here, in f32 on CUDA cores: the narrowest tensor
 // tile is 16 channels wide, so 3 of them cost what 16 do, and each gathered input value then feeds
-// 3 multiplies. A block takes a NTH x NTW patch of one frame, each thread two pixels of a column
-// (rows ty and ty + NTH / 2). Per time tap and NCC input channels the block stages the patch's
+// 3 multiplies. A block takes a TH x TW patch of one frame, each thread two pixels of a column
+// (rows ty and ty + TH / 2). Per time tap and CC input channels the block stages the patch's
 // input with its halo ([channel][y][x], f32: a warp reads 32 consecutive words) and those taps'
 // weights ([tap][channel][16], f32: every lane reads the same float4) in shared memory; each input
 // value read there feeds 2 x cout multiply-adds. Not for up, nor k > NK.
