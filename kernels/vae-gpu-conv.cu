@@ -175,11 +175,22 @@ struct vae_gpu_conv_cfg {
     // or 12 chunks (BN 16 or 96 at 16 bits, BSW), unpadded with chunk c of row k at c ^ (k / 4 % 2) or
     // c ^ (k / 2 % 4): the 8 rows of an ldmatrix.trans then cover the 8 bank groups, and 8 chunks that
     // run across two rows of 12 fall in distinct halves of the banks
+    // On AMD B's rows are unpadded, each 8 rows 32 bytes (BSHIFT) after the 8 before: a lane of the
+    // tensor tiles reads B one element at a time, rows k and k + 8 in one phase
+    // (tests/gpu-emu/README.md, "AMD's LDS"), and the loaders' 16-byte writes, whose phases take
+    // lanes 0-3 with 20-23 (in the padded rows: banks that overlap), fall in distinct banks. (A
+    // shift, not an XOR: a lane's B addresses from a row that is a multiple of 8 on then differ by
+    // constants.)
     static constexpr int    BCH = BN * (int) sizeof(T) / 16;   // chunks per B row
-    static constexpr bool   BSW = BCH == 2 || BCH == 12;
-    static constexpr int    LDA = BK, LDB = BSW ? BN : BN + 8;
+#if defined(VAE_GPU_AMD)
+    static constexpr bool   BAMD = true;
+#else
+    static constexpr bool   BAMD = false;
+#endif
+    static constexpr bool   BSW = !BAMD && (BCH == 2 || BCH == 12);
+    static constexpr int    LDA = BK, LDB = BSW || BAMD ? BN : BN + 8, BSHIFT = BAMD ? 32 / (int) sizeof(T) : 0;
     static_assert(BK / VEC == 4, "A rows of four 16-byte chunks");
-    static constexpr int    A_BYTES = BM * LDA * sizeof(T), B_BYTES = BK * LDB * sizeof(T);   // per stage
+    static constexpr int    A_BYTES = BM * LDA * sizeof(T), B_BYTES = (BK * LDB + (BK / 8 - 1) * BSHIFT) * sizeof(T);   // per stage
     static constexpr int    B_BASE  = STAGES * A_BYTES;   // shared memory: A [STAGES][BM][LDA], B [STAGES][BK][LDB]
     static constexpr int    WM = BM / WGM, WN = BN / WGN, LDC = WN + 8; // warp tile; its f32 staging rows
     static constexpr size_t PIPE    = (size_t) STAGES * (A_BYTES + B_BYTES);
@@ -191,7 +202,7 @@ struct vae_gpu_conv_cfg {
     // the element of a stage's A tile that holds row r, column k; of its B tile, row k, column n
     static __device__ __forceinline__ int a_at(int r, int k) { return r * LDA + ((k / VEC) ^ (r >> 1 & 3)) * VEC + k % VEC; }
     static __device__ __forceinline__ int b_at(int k, int n) {
-        return k * LDB + (BSW ? ((n / VEC) ^ (BCH == 2 ? k >> 2 & 1 : k >> 1 & 3)) * VEC + n % VEC : n);
+        return k * LDB + (k >> 3) * BSHIFT + (BSW ? ((n / VEC) ^ (BCH == 2 ? k >> 2 & 1 : k >> 1 & 3)) * VEC + n % VEC : n);
     }
 };
 
@@ -476,12 +487,17 @@ template <class C> struct vae_gpu_conv_tc {
 #else
 // AMD's matrix cores: each warp (wave) a WM x WN tile, MI x NJ fragments of 16x16, operands read
 // from the stages by plain loads per the fragment geometry (vae-gpu-amdgcn.cuh): a lane's A row is
-// contiguous along k; its B column is one element per k row
+// contiguous along k; its B column is one element per k row. Where a lane's KL k are fewer than a
+// 16-byte chunk (CDNA: 4), KP consecutive instructions take theirs from one chunk, read at once
+// (16-byte LDS reads, conflict-free in CDNA's phases where 8-byte ones are not): instruction s of
+// the KP takes k kc + KP k0 + s KL .. of its lane, B the same k (a sum over k is blind to which k
+// each instruction takes, as long as A and B agree)
 template <class C> struct vae_gpu_conv_tc {
     typedef typename C::T T;
     static constexpr int  MI = C::WM / 16, NJ = C::WN / 16, KL = VAE_GPU_AMD_KL;
-    static constexpr int  PE = KL < C::VEC ? KL : C::VEC;   // A's k per copy
-    static_assert(C::WM % 16 == 0 && C::WN % 16 == 0 && C::BK % 16 == 0 && sizeof(T) == 2, "warp tile");
+    static constexpr int  KP = KL < C::VEC ? C::VEC / KL : 1;           // instructions per chunk read
+    static constexpr int  PE = KL * KP < C::VEC ? KL * KP : C::VEC;     // A's k per read
+    static_assert(C::WM % 16 == 0 && C::WN % 16 == 0 && C::BK % (16 * KP) == 0 && sizeof(T) == 2, "warp tile");
     float acc[MI][NJ][VAE_GPU_AMD_NACC];
     int   wm, wn;
 
@@ -502,35 +518,42 @@ template <class C> struct vae_gpu_conv_tc {
     }
 
     __device__ __forceinline__ void step(int stage) {
-        const int lane = vae_gpu_amd_lane(), k0 = vae_gpu_amd_k0(lane);
+        const int lane = vae_gpu_amd_lane(), k0 = vae_gpu_amd_k0(lane) * KP;
         const T * as = reinterpret_cast<const T *>(vae_gpu_conv_smem + stage * C::A_BYTES);
-        // B: this lane's column of rows k0 .., through C::b_at where its rows are swizzled
-        const T * bs = reinterpret_cast<const T *>(vae_gpu_conv_smem + C::B_BASE + stage * C::B_BYTES) +
-                       (C::BSW ? 0 : k0 * C::LDB + wn * C::WN + lane % 16);
+        // B: this lane's column from row k0 (a multiple of 8) on, row k0 + m at bk + m LDB + m / 8
+        // BSHIFT (C::b_at)
+        const T * bk = reinterpret_cast<const T *>(vae_gpu_conv_smem + C::B_BASE + stage * C::B_BYTES) +
+                       C::b_at(k0, wn * C::WN + lane % 16);
 #pragma unroll
-        for (int kk = 0; kk < C::BK; kk += 16) {
-            unsigned b[NJ][KL / 2];
+        for (int kc = 0; kc < C::BK; kc += 16 * KP) {
+            unsigned b[KP][NJ][KL / 2];
 #pragma unroll
-            for (int j = 0; j < NJ; j++) {
-                T e[KL];
+            for (int s = 0; s < KP; s++) {
 #pragma unroll
-                for (int q = 0; q < KL; q++) {
-                    e[q] = C::BSW ? bs[C::b_at(k0 + kk + q, wn * C::WN + j * 16 + lane % 16)]
-                                  : bs[(kk + q) * C::LDB + j * 16];
+                for (int j = 0; j < NJ; j++) {
+                    T e[KL];
+#pragma unroll
+                    for (int q = 0; q < KL; q++) {
+                        const int m = kc + s * KL + q;
+                        e[q]        = bk[m * C::LDB + (m >> 3) * C::BSHIFT + j * 16];
+                    }
+                    memcpy(b[s][j], e, sizeof(e));
                 }
-                memcpy(b[j], e, sizeof(e));
             }
 #pragma unroll
             for (int i = 0; i < MI; i++) {
-                // the row's KL k, in pieces that each lie in one 16-byte chunk (swizzled: C::a_at)
-                unsigned a[KL / 2];
+                // the row's KP x KL k, in pieces that each lie in one 16-byte chunk (swizzled: C::a_at)
+                unsigned a[KP * KL / 2];
 #pragma unroll
-                for (int q = 0; q < KL; q += PE) {
-                    memcpy(a + q / 2, as + C::a_at(wm * C::WM + i * 16 + lane % 16, kk + k0 + q), PE * sizeof(T));
+                for (int q = 0; q < KP * KL; q += PE) {
+                    memcpy(a + q / 2, as + C::a_at(wm * C::WM + i * 16 + lane % 16, kc + k0 + q), PE * sizeof(T));
                 }
 #pragma unroll
-                for (int j = 0; j < NJ; j++) {
-                    vae_gpu_amd_mma(acc[i][j], a, b[j], T());
+                for (int s = 0; s < KP; s++) {
+#pragma unroll
+                    for (int j = 0; j < NJ; j++) {
+                        vae_gpu_amd_mma(acc[i][j], a + s * KL / 2, b[s][j], T());
+                    }
                 }
             }
         }

@@ -58,8 +58,11 @@
 #include <string.h>
 #include <time.h>
 
-#if defined(VAE_GPU_EMU) && !defined(VAE_GPU_EMU_GFX)
-#include "gpu-emu-counts.h"     // the conv kernels' shared-memory wavefronts (conv_banks)
+// the emulator counts the conv kernels' shared-memory wavefronts (conv_banks): on NVIDIA devices
+// always (ldmatrix, cp.async), on AMD ones where the kernels' own loads and stores are instrumented
+#if defined(VAE_GPU_EMU) && (!defined(VAE_GPU_EMU_GFX) || defined(VAE_GPU_EMU_ACCESSES))
+#define CONV_BANKS 1
+#include "gpu-emu-counts.h"
 #endif
 #ifdef GPU_TEST_CUDA_RUNTIME
 #include <cuda_runtime_api.h>   // device frames: cudaMalloc, cudaMemset, cudaMemcpy
@@ -394,14 +397,15 @@ static void test_upconv(void) {
     }
 }
 
-#if defined(VAE_GPU_EMU) && !defined(VAE_GPU_EMU_GFX)
+#ifdef CONV_BANKS
 // ---- the conv kernels' shared memory, counted by the emulator -----------------------------------
 
 // A conv and an upsample conv at every precision, every conv tile variant timed at prepare (or the
 // one VAE_GPU_CONV_VARIANT forces), counted as the hardware banks them (tests/gpu-emu/README.md,
-// "Counters"): each ldmatrix and each 16-byte copy into shared memory takes the fewest wavefronts,
-// 4 per warp instruction, so no bank conflict in the main loop (A's swizzled rows, B's padded or
-// swizzled ones). NVIDIA's banks: not run on the emulated AMD devices, whose LDS rules differ.
+// "Counters" and "AMD's LDS"). NVIDIA: each ldmatrix and each 16-byte copy into shared memory takes
+// the fewest wavefronts, 4 per warp instruction, so no bank conflict in the main loop (A's swizzled
+// rows, B's padded or swizzled ones). AMD: the main loop's LDS loads and stores (all of them before
+// the epilogue's barrier) take the fewest wavefronts its phases allow; the epilogue's are printed.
 static void test_conv_banks(void) {
     for (int up = 0; up < 2; up++) {
         vae_emu_counts_start(0);
@@ -413,28 +417,48 @@ static void test_conv_banks(void) {
         vae_emu_counts_stop();
         const struct vae_emu_counts * r = NULL;
         const size_t                  n = vae_emu_counts_read(&r);
-        unsigned long long            launches = 0, ldsm = 0, st16 = 0;
+        unsigned long long            launches = 0, reads = 0, writes = 0, tail = 0, tail_least = 0;
         for (size_t i = 0; i < n; i++) {
             if (strncmp(r[i].name, "vae_gpu_conv_kernel", 19) != 0) {
                 continue;
             }
             launches++;
-            ldsm += r[i].ldsm;
-            st16 += r[i].st16;
+#ifdef VAE_GPU_EMU_GFX
+            // the main loop: every access before the epilogue (which follows the last barrier)
+            const unsigned long long w = r[i].lds_wavefronts + r[i].sts_wavefronts - r[i].tail_wavefronts;
+            const unsigned long long least = r[i].lds_ideal + r[i].sts_ideal - r[i].tail_ideal;
+            reads += r[i].lds;
+            writes += r[i].sts;
+            tail += r[i].tail_wavefronts;
+            tail_least += r[i].tail_ideal;
+            CHECK(w == least && least > 0, "%s conv, launch %zu (%u blocks of %u, %zu bytes): the main loop's LDS "
+                  "loads and stores in %llu wavefronts, fewest %llu", up ? "upsample" : "3x3", i, r[i].grid[0],
+                  r[i].block[0], r[i].smem, w, least);
+#else
+            reads += r[i].ldsm;
+            writes += r[i].st16;
             CHECK(r[i].ldsm_wavefronts == 4 * r[i].ldsm && r[i].st16_wavefronts == 4 * r[i].st16,
                   "%s conv, launch %zu (%u blocks of %u): %llu ldmatrix in %llu wavefronts, %llu 16-byte copies "
                   "in %llu (4 each at the fewest)", up ? "upsample" : "3x3", i, r[i].grid[0], r[i].block[0],
                   r[i].ldsm, r[i].ldsm_wavefronts, r[i].st16, r[i].st16_wavefronts);
+#endif
         }
         int backends = 0;
         for (int i = 0; i < N_PRECISIONS; i++) {
             backends += gpu[precisions[i]] != NULL;
         }
-        CHECK(launches >= (unsigned long long) backends && ldsm > 0 && st16 > 0, "%s conv: %llu conv launches counted "
-              "on %d backends, %llu ldmatrix, %llu 16-byte copies", up ? "upsample" : "3x3", launches, backends, ldsm,
-              st16);
+        CHECK(launches >= (unsigned long long) backends && reads > 0 && writes > 0, "%s conv: %llu conv launches "
+              "counted on %d backends, %llu shared reads, %llu writes", up ? "upsample" : "3x3", launches, backends,
+              reads, writes);
+#ifdef VAE_GPU_EMU_GFX
+        printf("%s conv: %llu conv launches, %llu LDS loads and %llu stores, the main loop's in the fewest wavefronts; "
+               "the epilogue's staging %llu wavefronts (fewest %llu)\n", up ? "upsample" : "3x3", launches, reads,
+               writes, tail, tail_least);
+#else
+        (void) tail, (void) tail_least;
         printf("%s conv: %llu conv launches, %llu ldmatrix and %llu 16-byte copies into shared memory, 4 wavefronts each\n",
-               up ? "upsample" : "3x3", launches, ldsm, st16);
+               up ? "upsample" : "3x3", launches, reads, writes);
+#endif
     }
 }
 #endif
@@ -2388,7 +2412,7 @@ int main(int argc, char ** argv) {
     } sections[] = {
         { "conv2d", test_conv },
         { "upsample_conv2d, upsample2x", test_upconv },
-#if defined(VAE_GPU_EMU) && !defined(VAE_GPU_EMU_GFX)
+#ifdef CONV_BANKS
         { "conv_banks", test_conv_banks },
 #endif
         { "causal_conv3d", test_causal },

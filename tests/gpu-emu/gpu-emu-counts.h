@@ -28,6 +28,8 @@ struct vae_emu_counts {
     // stores per warp: shared ones, the wavefronts they take and the fewest their widths allow;
     // global ones, the bytes the lanes ask for and the 32-byte sectors they touch
     unsigned long long lds, lds_wavefronts, lds_ideal, sts, sts_wavefronts, sts_ideal;
+    unsigned long long tail_wavefronts, tail_ideal;   // of those shared ones, the wavefronts (and fewest) of
+                                                      //   the accesses after the block's last barrier
     unsigned long long gld, gld_bytes, gld_sectors, gst, gst_bytes, gst_sectors;
 };
 extern bool vae_emu_counting;        // records are being made

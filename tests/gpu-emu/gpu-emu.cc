@@ -720,29 +720,69 @@ extern "C" void vae_emu_count_access(const void * p, size_t bytes, bool write, c
     a.at[f.w.lane]     = at;   // (never 0: shared windows start at 1 << 24)
 }
 
-// a warp's access instruction into the counters: shared ones in phases by width (up to 4 bytes the
-// whole warp at once, 8 a half warp, 16 a quarter), global ones by the 32-byte sectors they touch
-static void emu_count_instruction(vae_emu_counts * c, const emu_access & a) {
+// the lanes of phase q of a shared access of `bytes` (up to 16) a warp's instruction takes at once:
+// NVIDIA: up to 4 bytes the whole warp, 8 a half warp, 16 a quarter (README.md here, "Counters").
+// AMD, as measured on the devices (README.md here, "AMD's LDS"): up to 4 bytes 32 lanes, 8 bytes
+// 16; 16 bytes 8 lanes, in gfx9 and gfx11 the groups {0-3, 20-23}, {4-7, 16-19}, {8-11, 28-31},
+// {12-15, 24-27} of each 32 (gfx9 taking the 64 lanes' groups alternately from each half, an order
+// that changes no count), in gfx12 lanes 8q .. 8q + 7
+extern "C" int vae_emu_shared_phases(unsigned bytes) {
+#if VAE_EMU_AMD
+    return VAE_EMU_WARP / (bytes <= 4 ? 32 : bytes <= 8 ? 16 : 8);
+#else
+    return bytes <= 4 ? 1 : bytes <= 8 ? 2 : 4;
+#endif
+}
+
+extern "C" int vae_emu_shared_phase_lane(unsigned bytes, int q, int i) {
+    const int lanes = VAE_EMU_WARP / vae_emu_shared_phases(bytes);
+#if VAE_EMU_AMD_ISA == 9 || VAE_EMU_AMD_ISA == 11
+    if (bytes > 8) {   // group q % 4 of the 32 lanes from 32 (q / 4)
+        static const int first[4][2] = { { 0, 20 }, { 4, 16 }, { 8, 28 }, { 12, 24 } };
+        return 32 * (q / 4) + first[q % 4][i / 4] + i % 4;
+    }
+#endif
+    return q * lanes + i;
+}
+
+// the wavefronts one warp instruction's `bytes` (up to 16) at the shared addresses at[] (0: no
+// access by that lane) take, and the fewest its lanes could (a phase with any access: one)
+extern "C" unsigned vae_emu_shared_wavefronts(const uintptr_t * at, unsigned bytes, unsigned * ideal) {
+    const int phases = vae_emu_shared_phases(bytes), lanes = VAE_EMU_WARP / phases;
+    unsigned  w = 0;
+    *ideal      = 0;
+    for (int q = 0; q < phases; q++) {
+        unsigned addr[VAE_EMU_WARP];
+        int      n = 0;
+        for (int i = 0; i < lanes; i++) {
+            const int l = vae_emu_shared_phase_lane(bytes, q, i);
+            if (at[l]) {
+                addr[n++] = (unsigned) at[l] / 4 * 4;
+            }
+        }
+        w += n ? emu_wavefronts(addr, n, bytes < 4 ? 4 : (bytes + 3) / 4 * 4) : 0;
+        *ideal += n ? 1 : 0;
+    }
+    return w;
+}
+
+// a warp's access instruction into the counters: shared ones in phases by width, global ones by
+// the 32-byte sectors they touch
+static void emu_count_instruction(vae_emu_counts * c, const emu_access & a, bool tail) {
     if (a.shared) {
         // wider than 16 bytes (an aggregate): as 16-byte accesses one after another
         for (unsigned off = 0; off < a.bytes; off += 16) {
-            const unsigned bytes  = std::min(a.bytes - off, 16u);
-            const int      phases = bytes <= 4 ? 1 : bytes <= 8 ? 2 : 4, lanes = VAE_EMU_WARP / phases;
-            unsigned long long w = 0, ideal = 0;
-            for (int q = 0; q < phases; q++) {
-                unsigned addr[VAE_EMU_WARP];
-                int      n = 0;
-                for (int l = q * lanes; l < (q + 1) * lanes; l++) {
-                    if (a.at[l]) {
-                        addr[n++] = (unsigned) (a.at[l] + off) / 4 * 4;
-                    }
-                }
-                w += n ? emu_wavefronts(addr, n, bytes < 4 ? 4 : (bytes + 3) / 4 * 4) : 0;
-                ideal += n ? 1 : 0;
+            uintptr_t at[VAE_EMU_WARP];
+            for (int l = 0; l < VAE_EMU_WARP; l++) {
+                at[l] = a.at[l] ? a.at[l] + off : 0;
             }
+            unsigned       ideal = 0;
+            const unsigned w     = vae_emu_shared_wavefronts(at, std::min(a.bytes - off, 16u), &ideal);
             (a.write ? c->sts : c->lds)++;
             (a.write ? c->sts_wavefronts : c->lds_wavefronts) += w;
             (a.write ? c->sts_ideal : c->lds_ideal) += ideal;
+            c->tail_wavefronts += tail ? w : 0;
+            c->tail_ideal += tail ? ideal : 0;
         }
     } else {
         uintptr_t sectors[VAE_EMU_WARP * 2];
@@ -765,9 +805,10 @@ static void emu_count_instruction(vae_emu_counts * c, const emu_access & a) {
     }
 }
 
-// at a barrier and at the block's end: the 16-byte writes and the loads and stores of every warp,
-// as warp instructions
-static void emu_count_flush() {
+// at a barrier and at the block's end (`tail`: the shared accesses made after its last barrier,
+// an epilogue, counted apart too): the 16-byte writes and the loads and stores of every warp, as
+// warp instructions
+static void emu_count_flush(bool tail) {
     vae_emu_counts * c = emu_counts();
     for (size_t w = 0; c && w < E.st16.size(); w++) {
         for (const auto & ins : E.st16[w]) {
@@ -787,7 +828,7 @@ static void emu_count_flush() {
     }
     for (size_t w = 0; c && w < E.accesses.size(); w++) {
         for (const auto & kv : E.accesses[w]) {
-            emu_count_instruction(c, kv.second);
+            emu_count_instruction(c, kv.second, tail);
         }
         E.accesses[w].clear();
     }
@@ -822,7 +863,7 @@ static void emu_release_block() {
     emu_race_barrier();
     if (vae_emu_counts * c = emu_counts()) {
         c->barriers++;
-        emu_count_flush();
+        emu_count_flush(false);
     }
 }
 
@@ -1010,7 +1051,7 @@ static void emu_run_block(unsigned bx, unsigned by, unsigned bz, const char * ho
     vae_emu_now = nullptr;
     if (vae_emu_counts * c = emu_counts()) {
         c->blocks++;
-        emu_count_flush();
+        emu_count_flush(true);
     }
 }
 

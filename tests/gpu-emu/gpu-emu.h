@@ -145,6 +145,11 @@ void   vae_emu_count_wmma(void);                      // lane 0
 void   vae_emu_count_ldsm(const unsigned rows[32]);   // lane 0: the 32 lanes' row addresses
 void   vae_emu_count_st16(unsigned addr);             // every lane: its 16 bytes' shared address
 void   vae_emu_count_access(const void * p, size_t bytes, bool write, const void * pc);   // gpu-emu-tsan.cc
+// the phases of the device's shared memory (gpu-emu.cc): how many a warp's access of `bytes` takes,
+// lane i of phase q, and the wavefronts of one instruction at the shared addresses at[] (0: none)
+int      vae_emu_shared_phases(unsigned bytes);
+int      vae_emu_shared_phase_lane(unsigned bytes, int q, int i);
+unsigned vae_emu_shared_wavefronts(const uintptr_t * at, unsigned bytes, unsigned * ideal);
 // the race checker (gpu-emu.cc), on where the kernels are compiled with -fsanitize=thread
 // (gpu-emu-tsan.cc): an access of `bytes` at p by the current thread, made by the code at pc
 void     vae_emu_race_enable(void);

@@ -156,11 +156,14 @@ bug amd-acc-row-cdna $amd gfx942 "MFMA accumulator rows transposed within a lane
     'int vae_gpu_amd_row(int lane, int v) { return lane / 16 * 4 + v; }' \
     'int vae_gpu_amd_row(int lane, int v) { return v * 4 + lane / 16; }'
 bug amd-replication $conv gfx1100 "gfx11 conv A rows from lane, not lane % 16: lanes 16-31 load other rows than the instruction replicates" \
-    '(wm * C::WM + lane % 16) * C::LDA + k0;' \
-    '(wm * C::WM + lane) * C::LDA + k0;'
+    'C::a_at(wm * C::WM + i * 16 + lane % 16, kc + k0 + q)' \
+    'C::a_at(wm * C::WM + i * 16 + lane, kc + k0 + q)'
 bug amd-b-k0 $conv gfx942 "AMD conv B fragment without its k offset: lane groups 1-3 read the k of group 0" \
-    '                       k0 * C::LDB + wn * C::WN + lane % 16;' \
-    '                       wn * C::WN + lane % 16;'
+    'C::b_at(k0, wn * C::WN + lane % 16);' \
+    'C::b_at(0, wn * C::WN + lane % 16);'
+bug amd-b-chunk $conv gfx942 "CDNA conv B of the second instruction of a chunk read at the first's k (s KL dropped)" \
+    'const int m = kc + s * KL + q;' \
+    'const int m = kc + q;'
 bug amd-missing-warp-sync $conv gfx1200 "AMD conv epilogue reads the staged rows without the warp barrier after writing them" \
     $'                    st[vae_gpu_amd_row(lane, v) * C::LDC + j * 16 + lane % 16] = acc[i][j][v];\n                }\n            }\n            vae_gpu_warp_sync();\n' \
     $'                    st[vae_gpu_amd_row(lane, v) * C::LDC + j * 16 + lane % 16] = acc[i][j][v];\n                }\n            }\n'

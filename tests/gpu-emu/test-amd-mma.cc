@@ -342,6 +342,64 @@ static void test_stops() {
 #endif
 }
 
+// ---- the LDS's phases ----------------------------------------------------------------------------
+
+// the wavefronts one wave's access of `bytes` at address(lane) takes in the counters, against counts
+// worked out by hand from the measured phases (README.md here, "AMD's LDS"), 32 banks of 4 bytes
+static void lds_case(const char * what, unsigned bytes, unsigned (*address)(int), unsigned want, unsigned want_ideal) {
+    uintptr_t at[WAVE];
+    for (int l = 0; l < WAVE; l++) {
+        const unsigned a = address(l);
+        at[l]            = a == ~0u ? 0 : (1u << 24) + a;   // (shared windows start at 1 << 24)
+    }
+    unsigned       ideal = 0;
+    const unsigned w     = vae_emu_shared_wavefronts(at, bytes, &ideal);
+    printf("lds %s: %u wavefronts (fewest %u)\n", what, w, ideal);
+    CHECK(w == want && ideal == want_ideal, "lds %s: %u wavefronts, fewest %u; want %u and %u", what, w, ideal, want,
+          want_ideal);
+}
+
+static void test_lds() {
+    // every lane in exactly one phase, for every width
+    for (unsigned bytes : { 2u, 4u, 8u, 16u }) {
+        int seen[WAVE] = { 0 }, phases = vae_emu_shared_phases(bytes);
+        for (int q = 0; q < phases; q++) {
+            for (int i = 0; i < WAVE / phases; i++) {
+                const int l = vae_emu_shared_phase_lane(bytes, q, i);
+                seen[l >= 0 && l < WAVE ? l : 0] += l >= 0 && l < WAVE ? 1 : 100;
+            }
+        }
+        for (int l = 0; l < WAVE; l++) {
+            CHECK(seen[l] == 1, "%u-byte phases: lane %d is in %d of them", bytes, l, seen[l]);
+        }
+    }
+    // 16 bytes, lane bits 0-1 the 16-byte column, bit 4 the next 64 bytes, bit 2 the next 128 (bits
+    // 3 and 5 beyond): in the groups {0-3, 20-23} .. of gfx9 and gfx11 lanes 0-3 fill banks 0-15,
+    // lanes 20-23 (bits 2 and 4 set) banks 16-31: one wavefront each; gfx12's lanes 0-7 ask banks
+    // 0-15 twice (lanes 4-7, bit 2): two
+    unsigned (*b128)(int) = [](int l) -> unsigned {
+        return 16u * (l % 4) + 64u * (l >> 4 & 1) + 128u * (l >> 2 & 1) + 1024u * (l >> 3 & 1) + 2048u * (l >> 5);
+    };
+    // 8 bytes, 16 lanes over 128 bytes, the next 16 on the next 128: a phase of 16 lanes is one
+    // wavefront (gfx9: 4 phases, gfx11 and gfx12: 2)
+    unsigned (*b64)(int) = [](int l) -> unsigned { return 8u * (l % 16) + 128u * (l / 16); };
+    // 4 bytes, the same: a phase of 32 lanes asks banks 0-15 twice (gfx9: 2 phases)
+    unsigned (*b32)(int) = [](int l) -> unsigned { return 4u * (l % 16) + 128u * (l / 16); };
+    // 2 bytes, consecutive: two lanes per word, 16 words per 32 lanes
+    unsigned (*b16)(int) = [](int l) -> unsigned { return 2u * l; };
+    // 16 bytes, every lane on banks 0-3 of its own 128 bytes, odd lanes idle: 4 lanes per phase ask bank 0
+    unsigned (*same)(int) = [](int l) -> unsigned { return l % 2 ? ~0u : 128u * l; };
+#if FAMILY == 12
+    lds_case("b128 (lane bits 0, 1, 4, 2)", 16, b128, 8, 4);
+#else
+    lds_case("b128 (lane bits 0, 1, 4, 2)", 16, b128, WAVE / 8, WAVE / 8);
+#endif
+    lds_case("b64 (16 lanes per 128 bytes)", 8, b64, WAVE / 16, WAVE / 16);
+    lds_case("b32 (16 lanes per 128 bytes)", 4, b32, 2 * (WAVE / 32), WAVE / 32);
+    lds_case("b16 (consecutive)", 2, b16, WAVE / 32, WAVE / 32);
+    lds_case("b128 (even lanes, one bank)", 16, same, 4 * (WAVE / 8), WAVE / 8);
+}
+
 int main() {
     std::mt19937 rng(17);
     printf("gfx%d (emulated): %s\n", VAE_GPU_EMU_GFX, FAMILY == 11 ? "RDNA3 WMMA, wave32" :
@@ -351,6 +409,7 @@ int main() {
     test_wave();
     test_device();
     test_stops();
+    test_lds();
     printf("%s\n", failures ? "FAILED" : "all passed");
     return failures ? 1 : 0;
 }
