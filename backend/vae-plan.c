@@ -27,7 +27,7 @@ static size_t plan_place(const struct plan_block * live, int n_live, size_t size
 
 bool vae_plan_arena(const struct vae_graph * g, struct vae_plan_node * plan, size_t align, size_t * arena_bytes) {
     const int           n    = g->n_nodes;
-    int *               last = malloc((size_t) n * sizeof(int));
+    int *               last = malloc((size_t) n * 2 * sizeof(int)), *until = last + n;
     struct plan_block * live = calloc((size_t) n, sizeof(*live));
     if (!last || !live) {
         free(last);
@@ -46,6 +46,20 @@ bool vae_plan_arena(const struct vae_graph * g, struct vae_plan_node * plan, siz
         }
     }
     last[g->output->index] = n; // the output outlives the run
+    // blocks are freed after until[]: their last reader, or an output that an earlier node writes
+    // (the node's inputs then live until that output is placed; last[] still decides what a node
+    // takes over)
+    for (int i = 0; i < n; i++) {
+        until[i] = last[i];
+    }
+    for (int i = 0; i < n; i++) {
+        const struct vae_tensor * w = plan[i].written_by;
+        for (int s = 0; w && s < VAE_MAX_SRC; s++) {
+            if (w->src[s] && w->src[s]->op != VAE_OP_WEIGHT && until[w->src[s]->index] < i) {
+                until[w->src[s]->index] = i;
+            }
+        }
+    }
     size_t peak = 0;
     for (int i = 0; i < n; i++) {
         const size_t              front = plan[i].front;
@@ -68,7 +82,7 @@ bool vae_plan_arena(const struct vae_graph * g, struct vae_plan_node * plan, siz
             peak = live[i].offset + size;
         }
         for (int j = 0; j <= i; j++) { // (j == i: a node nothing reads)
-            if (live[j].owner == j && last[j] == i) {
+            if (live[j].owner == j && until[j] == i) {
                 live[j].owner = -1;
             }
         }

@@ -12,6 +12,9 @@ struct vae_plan_node {
     size_t                    bytes;     // in: its output's size
     size_t                    front;     // in: room it needs right before its output (state frames)
     const struct vae_tensor * heir_of;   // in: a source whose block it may take over, or NULL
+    const struct vae_tensor * written_by; // in: the node that writes this output, where an earlier one does
+                                          //   (an RMS norm in its conv's epilogue), or NULL: that node's
+                                          //   sources then live until this output is placed
     size_t                    offset;    // out: of its output in the arena (after the front room)
     bool                      inherited; // out: it took over heir_of's block
 };

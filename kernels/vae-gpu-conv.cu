@@ -45,8 +45,9 @@ struct vae_gpu_conv_params {
     int           nt;             // tiles along N
     enum vae_act  act;
     // a per-pixel RMS norm of the output in the epilogue (nform 0 or 1: VAE_OP_RMS_NORM's forms; -1
-    // none), the tile holding every channel (nt = 1): y = nact(v s ngamma + nbeta) with v = act(acc
-    // + bias + res) in f32 and s from the sum of v^2 over the pixel's channels
+    // none), the tile holding every channel (nt = 1): nact(v s ngamma + nbeta) with v = act(acc +
+    // bias + res) and s from the sum of v^2 over the pixel's channels, over y, or to ny (v kept in y)
+    void *        ny;             // NULL: over y
     const float * ngamma;         // [cout] or NULL (ones)
     const float * nbeta;          // [cout] or NULL
     int           nform;
@@ -247,8 +248,8 @@ __device__ __forceinline__ void vae_gpu_conv_out(const vae_gpu_conv_params & p, 
     vae_gpu_conv_st16((T *) p.y + o, out);
 }
 
-// the RMS norm of the tile's rows m0 .. in place: every channel of their pixels, which this block
-// has just written (seen by all its threads after a barrier). A thread per row sums the squares of
+// the RMS norm of the tile's rows m0 .., over them or to p.ny: every channel of their pixels, which
+// this block has just written (seen by all its threads after a barrier). A thread per row sums the squares of
 // the stored values in channel order, as the norm's own kernel reads them, and puts the row's scale
 // (VAE_OP_RMS_NORM's form 0 or 1) in scale[row], gamma and beta going to shared memory too (zeros
 // past cout); then every vector is normalized. sm: BM + 2 cout_p floats of shared memory
@@ -283,13 +284,13 @@ __device__ __forceinline__ void vae_gpu_conv_norm(const vae_gpu_conv_params & p,
         if (m >= p.M) {
             continue;
         }
-        T *            y = (T *) p.y + vae_gpu_conv_out_pixel(p, m, phase) * p.cout_p + n;
-        vae_gpu_vec<T> v = vae_gpu_conv_ld16(y);
+        const size_t   o = vae_gpu_conv_out_pixel(p, m, phase) * p.cout_p + n;
+        vae_gpu_vec<T> v = vae_gpu_conv_ld16((const T *) p.y + o);
 #pragma unroll
         for (int i = 0; i < N; i++) { // (the padding lanes: 0 x 0 + 0, act(0) = 0)
             v.v[i] = vae_gpu_from_f32<T>(vae_gpu_act(vae_gpu_to_f32(v.v[i]) * scale[r] * gamma[n + i] + beta[n + i], p.nact));
         }
-        vae_gpu_conv_st16(y, v);
+        vae_gpu_conv_st16((T *) (p.ny ? p.ny : p.y) + o, v);
     }
 }
 
@@ -1115,15 +1116,22 @@ extern "C" cudaError_t vae_gpu_conv(const struct vae_gpu_conv_args * a, enum vae
                        y.cp == vae_gpu_cpad(y.c) && y.n == x.n && y.h == sc * x.h && y.w == sc * x.w;
     const bool kernel = a->k > 0 && a->k % 2 == 1 && a->kt >= 1 && (!a->up || (a->k == 3 && a->kt == 1)) &&
                         (a->kt > 1) == (a->hist != nullptr) && (!a->reflect || (a->k == 3 && x.h > 1 && x.w > 1));
-    // y apart from x and the history (every block reads a window of them), the residual y or apart
+    // y apart from x and the history (every block reads a window of them), the residual y or apart;
+    // the norm's own output apart from all of them
     const size_t hist_bytes = (size_t) (a->kt - 1) * x.h * x.w * x.cp * vae_gpu_elem_bytes(p);
+    const size_t y_bytes    = vae_gpu_act_bytes(y, p);
+    const void * ny         = a->norm ? a->norm_y : nullptr;
     const bool   apart = vae_gpu_precision_ok(p) && !vae_gpu_act_overlap(x, y, p) &&
-                       !vae_gpu_bytes_overlap(a->hist, hist_bytes, y.data, vae_gpu_act_bytes(y, p)) &&
-                       vae_gpu_in_place_ok(a->residual, y, p);
+                       !vae_gpu_bytes_overlap(a->hist, hist_bytes, y.data, y_bytes) &&
+                       vae_gpu_in_place_ok(a->residual, y, p) &&
+                       (!ny || (!vae_gpu_bytes_overlap(ny, y_bytes, x.data, vae_gpu_act_bytes(x, p)) &&
+                                !vae_gpu_bytes_overlap(ny, y_bytes, a->hist, hist_bytes) &&
+                                !vae_gpu_bytes_overlap(ny, y_bytes, y.data, y_bytes) &&
+                                !vae_gpu_bytes_overlap(ny, y_bytes, a->residual, a->residual ? y_bytes : 0)));
     const bool ptrs = x.data && y.data && a->weights && apart && vae_gpu_conv_aligned(x.data) &&
                       vae_gpu_conv_aligned(y.data) && vae_gpu_conv_aligned(a->hist) &&
                       vae_gpu_conv_aligned(a->weights) && vae_gpu_conv_aligned(a->bias) &&
-                      vae_gpu_conv_aligned(a->residual);
+                      vae_gpu_conv_aligned(a->residual) && vae_gpu_conv_aligned(ny);
     // int row, K and pixel numbers, with a tile of room
     const long long room = INT_MAX - 256;
     if (!shape || !kernel || !ptrs || (long long) x.n * x.h * x.w > room ||
@@ -1161,6 +1169,7 @@ extern "C" cudaError_t vae_gpu_conv(const struct vae_gpu_conv_args * a, enum vae
     q.ngamma = a->norm_gamma;
     q.nbeta  = a->norm_beta;
     q.nact   = a->norm_act;
+    q.ny     = a->norm ? a->norm_y : nullptr;
     int n = 0;
     return vae_gpu_conv_table(p, a->warp, &n)[a->variant].launch(q, s);
 }

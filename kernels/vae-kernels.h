@@ -158,8 +158,10 @@ struct vae_gpu_conv_args {
     // norm: y = norm_act(v s gamma + beta), the RMS norm of each pixel's v = act(acc + bias +
     // residual) over its channels (VAE_OP_RMS_NORM's forms 0 and 1, eps), in the epilogue, on a tile
     // that holds all of a pixel's channels (vae_gpu_conv_variant_work: 0 for the others); the norm's
-    // node then writes nothing of its own, and v is never stored
+    // node then writes nothing of its own. norm_y NULL: v is never stored; else v is y and the norm
+    // goes to norm_y (like y, apart from it and from every input)
     bool               norm;
+    void *             norm_y;
     int                norm_form;
     float              norm_eps;
     const float *      norm_gamma, *norm_beta;   // device f32 [y.c] or NULL (ones, zeros)

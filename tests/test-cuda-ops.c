@@ -909,9 +909,12 @@ static void case_rms(int N, int C, int H, int W, enum vae_act act, float scale, 
 // a conv (up: the upsampling one; res: a residual; act) and the RMS norm of its output (Wan's
 // form 0 with gamma, or form 1 with gamma and beta, then nact), which an NVIDIA GPU computes in
 // the conv's epilogue where one tile holds every output channel (at most 192 at 16 bits, 128 at
-// fp32 and tf32), the norm's node then launching nothing
+// fp32 and tf32), the norm's node then launching nothing. kept: the conv's output is read after
+// the norm too, as the residual of a conv of the norm (a block's input: its first norm and its
+// shortcut), x to the end (so that the norm's own block costs no memory): the epilogue then writes
+// both, the norm to its own block
 static void case_conv_rms(int N, int Ci, int Co, int H, int W, bool up, bool res, enum vae_act act, int form,
-                          enum vae_act nact) {
+                          enum vae_act nact, bool kept) {
     struct pool         pl = { 0 };
     struct vae_graph *  g  = graph_new(true);
     struct vae_tensor * x  = vae_graph_input(g, N, Ci, H, W);
@@ -921,13 +924,20 @@ static void case_conv_rms(int N, int Ci, int Co, int H, int W, bool up, bool res
     struct vae_tensor * y  = up ? vae_graph_upsample_conv2d(g, x, conv_w(g, &pl, Co, Ci, 3, NULL), b, act)
                                 : vae_graph_conv2d(g, x, conv_w(g, &pl, Co, Ci, 3, NULL), b, r, act);
     struct vae_tensor * gm = vec_w(g, &pl, Co, .5f, 1.5f, NULL);
-    vae_graph_set_output(g, form ? vae_graph_rms_norm_eps(g, y, 1e-5f, gm, vec_w(g, &pl, Co, -.5f, .5f, NULL), NULL, nact)
-                                 : vae_graph_rms_norm(g, y, gm, nact));
+    struct vae_tensor * z  = form ? vae_graph_rms_norm_eps(g, y, 1e-5f, gm, vec_w(g, &pl, Co, -.5f, .5f, NULL), NULL, nact)
+                                  : vae_graph_rms_norm(g, y, gm, nact);
+    if (kept) {
+        struct vae_tensor * u = vae_graph_conv2d(g, z, conv_w(g, &pl, Co, Co, 3, NULL), NULL, y, VAE_ACT_NONE);
+        vae_graph_set_output(g, vae_graph_conv2d(g, u, conv_w(g, &pl, Ci, Co, 1, NULL), NULL, x, VAE_ACT_NONE));
+    } else {
+        vae_graph_set_output(g, z);
+    }
     char label[160];
-    snprintf(label, sizeof(label), "%s(n=%d,cin=%d,cout=%d,h=%d,w=%d,bias%s,%s) -> rms_norm(form %d,%s)",
-             up ? "upsample_conv2d" : "conv2d", N, Ci, Co, H, W, res ? ",res" : "", act_name(act), form, act_name(nact));
+    snprintf(label, sizeof(label), "%s(n=%d,cin=%d,cout=%d,h=%d,w=%d,bias%s,%s) -> rms_norm(form %d,%s)%s",
+             up ? "upsample_conv2d" : "conv2d", N, Ci, Co, H, W, res ? ",res" : "", act_name(act), form, act_name(nact),
+             kept ? ", the conv's output kept" : "");
     check1(label, g, rnd(&pl, (size_t) N * Ci * H * W, -1, 1), CMP_OP);
-    const int norm = g->n_nodes - 1;
+    const int norm = z->index;
     for (int i = 0; i < N_PRECISIONS; i++) {
         const enum vae_precision p = precisions[i];
         char                     err[512] = "";
@@ -942,7 +952,8 @@ static void case_conv_rms(int N, int Ci, int Co, int H, int W, bool up, bool res
 #else
         const bool fused = g->fused && (Co + 15) / 16 * 16 <= (wide ? 192 : 128);   // (channels padded to 16)
 #endif
-        CHECK(fused == (impl && !strcmp(impl, "in the conv's epilogue")), "%s [%s]: the norm %s the conv's epilogue "
+        CHECK(fused == (impl && !strcmp(impl, kept ? "in the conv's epilogue, to its own block" : "in the conv's epilogue")),
+              "%s [%s]: the norm %s the conv's epilogue "
               "('%s')", label, vae_precision_name(p), fused ? "not in" : "in", impl ? impl : "-");
         vae_backend_graph_release(gpu[p], g);
     }
@@ -1011,10 +1022,20 @@ static void test_rms_attention_tanh(void) {
         { 1, 32, 192, 3, 7, true, false, VAE_ACT_NONE, 1, VAE_ACT_SILU },
         { 1, 16, 384, 3, 5, false, false, VAE_ACT_NONE, 0, VAE_ACT_SILU },  // apart: no tile holds 384
     };
+    // kept: a block's conv2 + residual -> the next block's norm1 (Wan's), form 1, and 384 (apart)
+    static const struct {
+        int n, ci, co, h, w, form;
+        bool res;
+    } kept[] = { { 1, 96, 96, 9, 21, 0, true }, { 2, 24, 40, 7, 13, 1, false }, { 1, 16, 384, 3, 5, 0, false } };
     for (int s = 0; s < (int) (sizeof(crms) / sizeof(crms[0])); s++) {
         rng_seed((uint64_t) (3100 + s));
         case_conv_rms(crms[s].n, crms[s].ci, crms[s].co, crms[s].h, crms[s].w, crms[s].up, crms[s].res, crms[s].act,
-                      crms[s].form, crms[s].nact);
+                      crms[s].form, crms[s].nact, false);
+    }
+    for (int s = 0; s < (int) (sizeof(kept) / sizeof(kept[0])); s++) {
+        rng_seed((uint64_t) (3200 + s));
+        case_conv_rms(kept[s].n, kept[s].ci, kept[s].co, kept[s].h, kept[s].w, false, kept[s].res, VAE_ACT_NONE,
+                      kept[s].form, VAE_ACT_SILU, true);
     }
     static const int att[][4] = {
         // n, c, h, w
@@ -2342,8 +2363,15 @@ static void test_overlaps(void) {
     CHECK(vae_gpu_conv(&a, p, 0) == cudaErrorInvalidValue, "overlaps: a conv y over x's tail accepted");
     a.y.data = buf + 3 * bytes;   // x, the history and y apart: taken (the refusals were the overlaps')
     CHECK(vae_gpu_conv(&a, p, 0) == cudaSuccess, "overlaps: a conv with its operands apart refused");
+    // its RMS norm to a block of its own: over x's tail, over y's tail, then apart from all
+    a.norm = true, a.norm_y = buf + bytes / 2;
+    CHECK(vae_gpu_conv(&a, p, 0) == cudaErrorInvalidValue, "overlaps: a conv's norm over x's tail accepted");
+    a.norm_y = buf + 3 * bytes + bytes / 2;
+    CHECK(vae_gpu_conv(&a, p, 0) == cudaErrorInvalidValue, "overlaps: a conv's norm over y's tail accepted");
+    a.norm_y = buf + bytes;
+    CHECK(vae_gpu_conv(&a, p, 0) == cudaSuccess, "overlaps: a conv's norm apart from its operands refused");
     CHECK(cudaDeviceSynchronize() == cudaSuccess, "overlaps: the accepted kernels failed");
-    printf("overlaps: %zu element-wise and data-movement cases and 3 convs refused or taken as they should\n",
+    printf("overlaps: %zu element-wise and data-movement cases and 6 convs refused or taken as they should\n",
            sizeof(cases) / sizeof(cases[0]));
     cudaFree(buf);
     cudaFree(vec);

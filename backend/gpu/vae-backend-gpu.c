@@ -78,6 +78,7 @@ struct gpu_node {
     struct gpu_weights * w, *bias, *gamma, *beta;
     int                   variant;        // convolutions
     const struct vae_tensor * norm;       // a convolution: the RMS norm its epilogue computes (gpu_fusable_norm)
+    bool                  norm_apart;     //   to the norm's own block (the conv's output kept), not over its own
     bool                  fused;          // an RMS norm its convolution computes: nothing of its own to launch
     bool                  convert;        // inputs: converted to the activation layout (not only statistics)
 };
@@ -315,9 +316,10 @@ static struct vae_gpu_conv_args gpu_conv_args(const struct gpu_context * ctx, st
     a.replicate = causal && (t->i[1] & VAE_CAUSAL_REPLICATE);
     a.reflect   = causal && (t->i[1] & VAE_CAUSAL_REFLECT);
     a.act      = t->act;
-    if (node->norm) { // (the norm's output: the conv's own block, taken over in place by the plan)
+    if (node->norm) { // (the norm's output: the conv's own block, taken over in place by the plan, or its own)
         const struct gpu_node * nn = &cg->nodes[node->norm->index];
         a.norm       = true;
+        a.norm_y     = node->norm_apart ? nn->act.data : NULL;
         a.norm_form  = node->norm->i[0];
         a.norm_eps   = node->norm->f[0];
         a.norm_gamma = nn->gamma ? nn->gamma->data : NULL;
@@ -423,8 +425,9 @@ static bool gpu_choose_variant(vae_backend_t * backend, struct gpu_graph * cg, c
     const int                n    = vae_gpu_conv_variants(backend->precision, ctx->cc);
     const char *             env  = getenv("VAE_GPU_CONV_VARIANT");
     if (node->norm && vae_gpu_conv_variant_work(&a, backend->precision, gpu_fit_variant(&a, backend->precision, n)) <= 0) {
-        cg->nodes[node->norm->index].fused = false; // (no tile holds all its channels: the norm runs apart)
+        cg->nodes[node->norm->index].fused = false; // (no tile holds all its channels: the norm runs alone)
         node->norm                         = NULL;
+        node->norm_apart                   = false;
         a                                  = gpu_conv_args(ctx, cg, t, NULL, backend->precision);
     }
     if (env && env[0]) {
@@ -531,25 +534,26 @@ static bool gpu_implicit_gemm(const struct vae_tensor * t) {
            vae_conv_groups(t) == 1;
 }
 
-// the RMS norm that conv t's output alone feeds, which the conv's epilogue can compute in its
-// place (forms 0 and 1, no residual of its own, fusion on: vae_graph.fused), or NULL. The norm's
-// output then takes over the conv's block in the plan (it reads nothing else), so the conv
-// writes the norm's output where its own would have been.
-static const struct vae_tensor * gpu_fusable_norm(const struct vae_graph * g, const struct vae_tensor * t) {
-    const struct vae_tensor * reader = NULL;
+// the RMS norm (forms 0 and 1, no residual of its own; fusion on: vae_graph.fused) of conv t's
+// output that t's epilogue can compute, or NULL: t's sole reader, whose output then takes over t's
+// block in the plan (in place); or, t having other readers too, the next node, writing its own
+// block (*apart) while t's output stays for the others
+static const struct vae_tensor * gpu_fusable_norm(const struct vae_graph * g, const struct vae_tensor * t, bool * apart) {
+    const struct vae_tensor * norm    = NULL;
+    int                       readers = 0;
     for (int i = t->index + 1; g->fused && t != g->output && i < g->n_nodes; i++) {
         for (int s = 0; s < VAE_MAX_SRC; s++) {
-            if (g->nodes[i]->src[s] == t) {
-                if (reader || s != 0) {
-                    return NULL;
+            const struct vae_tensor * r = g->nodes[i];
+            if (r->src[s] == t) {
+                readers++;
+                if (s == 0 && !norm && r->op == VAE_OP_RMS_NORM && (r->i[0] == 0 || r->i[0] == 1) && !r->src[3]) {
+                    norm = r;
                 }
-                reader = g->nodes[i];
             }
         }
     }
-    return reader && reader->op == VAE_OP_RMS_NORM && (reader->i[0] == 0 || reader->i[0] == 1) && !reader->src[3]
-               ? reader
-               : NULL;
+    *apart = readers > 1;
+    return norm && (!*apart || norm->index == t->index + 1) ? norm : NULL;
 }
 
 // a parameter a node reads on the device: gpu_weights_get's arguments and where it goes
@@ -703,7 +707,26 @@ static bool gpu_graph_prepare(vae_backend_t * backend, struct vae_graph * g, siz
     if (g->output->op == VAE_OP_INPUT) {
         cg->nodes[g->output->index].convert = true;
     }
-    if (!vae_plan_arena(g, plan, GPU_ALIGN, &cg->arena_bytes)) {
+    // a norm its conv writes to its own block keeps the conv's inputs live until it is placed (the
+    // conv's blocks read them while others write the norm): each is taken only where the arena does
+    // not grow by it
+    size_t base = 0, tried = 0;
+    bool   planned = vae_plan_arena(g, plan, GPU_ALIGN, &base);
+    cg->arena_bytes = base;
+    for (int i = 0; planned && i < g->n_nodes; i++) {
+        bool                      apart = false;
+        const struct vae_tensor * nt    = gpu_implicit_gemm(g->nodes[i]) ? gpu_fusable_norm(g, g->nodes[i], &apart) : NULL;
+        if (nt && apart) {
+            plan[nt->index].written_by = g->nodes[i];
+            planned = vae_plan_arena(g, plan, GPU_ALIGN, &tried);
+            if (planned && tried > base) {
+                plan[nt->index].written_by = NULL;
+                planned = vae_plan_arena(g, plan, GPU_ALIGN, &tried);
+            }
+            cg->arena_bytes = tried;
+        }
+    }
+    if (!planned) {
         free(plan);
         gpu_graph_release(backend, g);
         snprintf(err, err_size, "out of host memory planning %d nodes", g->n_nodes);
@@ -711,10 +734,12 @@ static bool gpu_graph_prepare(vae_backend_t * backend, struct vae_graph * g, siz
     }
     cg->mem_bytes = cg->arena_bytes + gpu_align(scratch) + gpu_align(stats * sizeof(float)) + staging;
     for (int i = 0; i < g->n_nodes; i++) { // the RMS norms computed in their conv's epilogue
-        const struct vae_tensor * nt = gpu_implicit_gemm(g->nodes[i]) ? gpu_fusable_norm(g, g->nodes[i]) : NULL;
-        if (nt && plan[nt->index].inherited) {
-            cg->nodes[i].norm             = nt;
-            cg->nodes[nt->index].fused    = true;
+        bool                      apart = false;
+        const struct vae_tensor * nt = gpu_implicit_gemm(g->nodes[i]) ? gpu_fusable_norm(g, g->nodes[i], &apart) : NULL;
+        if (nt && (apart ? plan[nt->index].written_by == g->nodes[i] : plan[nt->index].inherited)) {
+            cg->nodes[i].norm          = nt;
+            cg->nodes[i].norm_apart    = apart;
+            cg->nodes[nt->index].fused = true;
         }
     }
 
@@ -1478,7 +1503,8 @@ static bool gpu_graph_read_output(vae_backend_t * backend, struct vae_graph * g,
 static const char * gpu_node_impl(vae_backend_t * backend, const struct vae_graph * g, int i) {
     const struct gpu_graph * cg = g->backend_data;
     if (cg->nodes[i].fused) {
-        return "in the conv's epilogue";
+        return cg->nodes[g->nodes[i]->src[0]->index].norm_apart ? "in the conv's epilogue, to its own block"
+                                                                 : "in the conv's epilogue";
     }
     return gpu_implicit_gemm(g->nodes[i]) ? vae_gpu_conv_variant_name(backend->precision, cg->nodes[i].variant) : NULL;
 }

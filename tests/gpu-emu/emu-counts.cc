@@ -75,17 +75,19 @@ static emu_fit emu_fit_on(const emu_target & t, double blocks, unsigned threads,
 }
 
 // the bytes node i of g must move at least: its activation inputs and its output once each, and its
-// weights, at the storage precision p, channels unpadded (none for an RMS norm a conv computes in
-// its epilogue, unless `apart`: the conv writes its output in place of its own)
+// weights, at the storage precision p, channels unpadded. An RMS norm a conv computes in its
+// epilogue (unless `apart`, as if each norm ran alone) reads nothing: the conv writes the norm's
+// output in place of its own, or to the norm's block beside its own (its output only)
 static double emu_node_bytes(vae_backend_t * b, const struct vae_graph * g, int i, enum vae_precision p, bool apart) {
-    const struct vae_tensor * t    = g->nodes[i];
-    const char *              impl = vae_backend_node_impl(b, g, i);
-    if (t->op == VAE_OP_INPUT || (!apart && impl && !strcmp(impl, "in the conv's epilogue"))) {
+    const struct vae_tensor * t     = g->nodes[i];
+    const char *              impl  = vae_backend_node_impl(b, g, i);
+    const bool                fused = !apart && impl && !strncmp(impl, "in the conv's epilogue", 22);
+    if (t->op == VAE_OP_INPUT || (fused && !strcmp(impl, "in the conv's epilogue"))) {
         return 0.0;
     }
     const double e = p == VAE_PRECISION_FP16 || p == VAE_PRECISION_BF16 ? 2.0 : 4.0;
     double       n = (double) t->ne[0] * t->ne[1] * t->ne[2] * t->ne[3];
-    for (int k = 0; k < VAE_MAX_SRC; k++) {
+    for (int k = 0; k < VAE_MAX_SRC && !fused; k++) {
         const struct vae_tensor * s = t->src[k];
         if (s) {
             double m = 1.0;
@@ -266,7 +268,7 @@ int main(int argc, char ** argv) {
         const char * impl = vae_backend_node_impl(b, g, i);
         moved += emu_node_bytes(b, g, i, prec, false);
         apart += emu_node_bytes(b, g, i, prec, true);
-        fused += impl && !strcmp(impl, "in the conv's epilogue");
+        fused += impl && !strncmp(impl, "in the conv's epilogue", 22);
     }
     printf("global bytes the step's nodes must move at least (each activation read once by each reader and written "
            "once, weights once; a model, not counted): %.4g with %d RMS norms in their conv's epilogue, %.4g with "

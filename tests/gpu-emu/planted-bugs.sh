@@ -13,7 +13,9 @@
 # output) runs test-gpu-emu-race and its sections instead (read from meson.build too), as the
 # pristine tree does when such a bug is selected. A bug whose extra is an AMD device (gfx1100,
 # gfx1200, gfx942: a bug in the kernels' AMD paths) runs that emulated device's build and sections
-# (test-gpu-emu-gfxN, the emu_words of meson.build) instead, likewise. A run stops at its first failed check or emulator
+# (test-gpu-emu-gfxN, the emu_words of meson.build) instead, likewise; one whose extra is
+# banks-gfxN (a layout that computes right but collides in the LDS's banks) runs
+# test-gpu-emu-banks-gfxN's conv_banks. A run stops at its first failed check or emulator
 # report, which the table shows. The pristine tree runs first and must pass; the slow extra
 # sections run there for at most EXTRA_CAP seconds each (a bug's failing case must be one the
 # pristine run passed, or the table says so).
@@ -38,7 +40,8 @@ die() {
     exit 2
 }
 
-# ---- the bugs: name, file, extra section ("-": none; race: test-gpu-emu-race; gfxN: test-gpu-emu-gfxN), what it changes, the old and new text ----
+# ---- the bugs: name, file, extra section ("-": none; race: test-gpu-emu-race; gfxN: test-gpu-emu-gfxN;
+# banks-gfxN: test-gpu-emu-banks-gfxN), what it changes, the old and new text ----
 
 names=() files=() extras=() whats=() olds=() news=()
 bug() {
@@ -53,6 +56,9 @@ bug fragment-row $conv - "ldmatrix A rows: lane % 8 instead of lane % 16 (rows 8
 bug missing-syncthreads-conv $conv - "no __syncthreads between the cp.async wait and the next stage's load/mma" \
     $'        __syncthreads();\n        if (kb + C::STAGES - 1 < nk) {' \
     $'        if (kb + C::STAGES - 1 < nk) {'
+bug conv-norm-over-kept $conv - "a conv's epilogue norm written over the conv's output that later nodes still read, not to its own block" \
+    'vae_gpu_conv_st16((T *) (p.ny ? p.ny : p.y) + o, v);' \
+    'vae_gpu_conv_st16((T *) p.y + o, v);'
 bug missing-syncthreads-attn $attn - "no \"S complete\" __syncthreads: the softmax reads S while other warps write it" \
     '            __syncthreads(); // S complete, the K tile free' \
     '            // S complete, the K tile free'
@@ -164,6 +170,12 @@ bug amd-b-k0 $conv gfx942 "AMD conv B fragment without its k offset: lane groups
 bug amd-b-chunk $conv gfx942 "CDNA conv B of the second instruction of a chunk read at the first's k (s KL dropped)" \
     'const int m = kc + s * KL + q;' \
     'const int m = kc + q;'
+bug amd-b-shift $conv banks-gfx1200 "AMD conv B rows without their shift per 8 rows: rows k and k + 8 of a lane pair's reads share banks" \
+    'BSHIFT = BAMD ? 32 / (int) sizeof(T) : 0;' \
+    'BSHIFT = 0;'
+bug amd-a-pieces $conv banks-gfx942 "CDNA conv A read 8 bytes at a time (one MFMA's k), not a 16-byte chunk for two" \
+    'static constexpr int  PE = KL * KP < C::VEC ? KL * KP : C::VEC;' \
+    'static constexpr int  PE = KL;'
 bug amd-missing-warp-sync $conv gfx1200 "AMD conv epilogue reads the staged rows without the warp barrier after writing them" \
     $'                    st[vae_gpu_amd_row(lane, v) * C::LDC + j * 16 + lane % 16] = acc[i][j][v];\n                }\n            }\n            vae_gpu_warp_sync();\n' \
     $'                    st[vae_gpu_amd_row(lane, v) * C::LDC + j * 16 + lane % 16] = acc[i][j][v];\n                }\n            }\n'
@@ -185,7 +197,7 @@ done
 meson setup "$build" "$tree" -Dcuda=disabled > "$work/setup.log" 2>&1 || die "meson setup failed: $work/setup.log"
 emu_exe=$build/tests/gpu-emu/test-gpu-emu
 exe=$emu_exe
-build_emu() {   # [-race]: test-gpu-emu-race; -gfxN: test-gpu-emu-gfxN
+build_emu() {   # [-race]: test-gpu-emu-race; -gfxN: test-gpu-emu-gfxN; -banks-gfxN: test-gpu-emu-banks-gfxN
     ninja -C "$build" "tests/gpu-emu/test-gpu-emu${1:-}" > "$work/build.log" 2>&1
 }
 build_emu || die "the pristine tree does not build test-gpu-emu: $(tail -5 "$work/build.log")"
@@ -194,8 +206,8 @@ build_emu || die "the pristine tree does not build test-gpu-emu: $(tail -5 "$wor
 # emu_devices (word=v: on conv variant v)
 sections=$(python3 -c "import re,sys; t=open(sys.argv[1]).read(); m=re.search(r\"emu_words = \\[([^]]*)\\].*?\\['', '-D__CUDA_ARCH__=860',\\s*\\[([^]]*)\\]\", t, re.S); print(' '.join(re.findall(r\"'([^']+)'\", m.group(1) + m.group(2))) if m else '')" "$src/tests/gpu-emu/meson.build")
 [ -n "$sections" ] || die "cannot read test-gpu-emu's sections from tests/gpu-emu/meson.build"
-# test-gpu-emu-race's: the arguments after race_exe of its test()
-race_sections=$(python3 -c "import re,sys; t=open(sys.argv[1]).read(); m=re.search(r\"test\\('test-gpu-emu-race'.*?args : \\[race_exe, ([^]]*)\\]\", t, re.S); print(' '.join(re.findall(r\"'([^']+)'\", m.group(1))) if m else '')" "$src/tests/gpu-emu/meson.build")
+# test-gpu-emu-race's: race_sections
+race_sections=$(python3 -c "import re,sys; t=open(sys.argv[1]).read(); m=re.search(r\"race_sections = \\[([^]]*)\\]\", t); print(' '.join(re.findall(r\"'([^']+)'\", m.group(1))) if m else '')" "$src/tests/gpu-emu/meson.build")
 [ -n "$race_sections" ] || die "cannot read test-gpu-emu-race's sections from tests/gpu-emu/meson.build"
 # the AMD builds': emu_words
 amd_sections=$(python3 -c "import re,sys; t=open(sys.argv[1]).read(); m=re.search(r\"emu_words = \\[([^]]*)\\]\", t); print(' '.join(re.findall(r\"'([^']+)'\", m.group(1))) if m else '')" "$src/tests/gpu-emu/meson.build")
@@ -259,6 +271,15 @@ for i in "${!names[@]}"; do
 done
 [ ${#sel[@]} -gt 0 ] || die "no bug's name contains '$only'"
 for word in $(for i in "${sel[@]}"; do echo "${extras[$i]}"; done | grep -v '^-$' | sort -u); do
+    case $word in banks-gfx*)
+        build_emu "-$word" || die "the pristine tree does not build test-gpu-emu-$word: $(tail -5 "$work/build.log")"
+        exe=$emu_exe-$word
+        run_section "$work/pristine-$word.log" 600 conv_banks ||
+            die "the pristine tree fails test-gpu-emu-$word: $(first_failure "$work/pristine-$word.log")"
+        exe=$emu_exe
+        echo "pristine: test-gpu-emu-$word (conv_banks) passes"
+        continue
+    esac
     case $word in gfx*)
         build_emu "-$word" || die "the pristine tree does not build test-gpu-emu-$word: $(tail -5 "$work/build.log")"
         exe=$emu_exe-$word
@@ -317,6 +338,8 @@ for i in "${sel[@]}"; do
         words=$race_sections exe=$emu_exe-race race=-race
     elif [ "${extra#gfx}" != "$extra" ]; then
         words=$amd_sections exe=$emu_exe-$extra race=-$extra
+    elif [ "${extra#banks-}" != "$extra" ]; then
+        words=conv_banks exe=$emu_exe-$extra race=-$extra
     elif [ "$extra" != - ]; then
         words="$words $extra"
     fi
