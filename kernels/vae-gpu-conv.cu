@@ -191,7 +191,8 @@ struct vae_gpu_conv_cfg {
     static constexpr bool   BSW = !BAMD && (BCH == 2 || BCH == 12);
     static constexpr int    LDA = BK, LDB = BSW || BAMD ? BN : BN + 8, BSHIFT = BAMD ? 32 / (int) sizeof(T) : 0;
     static_assert(BK / VEC == 4, "A rows of four 16-byte chunks");
-    static constexpr int    A_BYTES = BM * LDA * sizeof(T), B_BYTES = (BK * LDB + (BK / 8 - 1) * BSHIFT) * sizeof(T);   // per stage
+    static constexpr int    A_BYTES = BM * LDA * sizeof(T);                              // per stage
+    static constexpr int    B_BYTES = (BK * LDB + (BK / 8 - 1) * BSHIFT) * sizeof(T);    // per stage
     static constexpr int    B_BASE  = STAGES * A_BYTES;   // shared memory: A [STAGES][BM][LDA], B [STAGES][BK][LDB]
     static constexpr int    WM = BM / WGM, WN = BN / WGN, LDC = WN + 8; // warp tile; its f32 staging rows
     static constexpr size_t PIPE    = (size_t) STAGES * (A_BYTES + B_BYTES);
@@ -249,10 +250,10 @@ __device__ __forceinline__ void vae_gpu_conv_out(const vae_gpu_conv_params & p, 
 }
 
 // the RMS norm of the tile's rows m0 .., over them or to p.ny: every channel of their pixels, which
-// this block has just written (seen by all its threads after a barrier). A thread per row sums the squares of
-// the stored values in channel order, as the norm's own kernel reads them, and puts the row's scale
-// (VAE_OP_RMS_NORM's form 0 or 1) in scale[row], gamma and beta going to shared memory too (zeros
-// past cout); then every vector is normalized. sm: BM + 2 cout_p floats of shared memory
+// this block has just written (seen by all its threads after a barrier). A thread per row sums the
+// squares of the stored values in channel order, as the norm's own kernel reads them, and puts the
+// row's scale (VAE_OP_RMS_NORM's form 0 or 1) in scale[row], gamma and beta going to shared memory
+// too (zeros past cout); then every vector is normalized. sm: BM + 2 cout_p floats of shared memory
 template <typename T, int BM, int THREADS>
 __device__ __forceinline__ void vae_gpu_conv_norm(const vae_gpu_conv_params & p, int m0, int phase, float * sm) {
     float * scale = sm, *gamma = sm + BM, *beta = gamma + p.cout_p;
