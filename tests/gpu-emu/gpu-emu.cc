@@ -812,17 +812,13 @@ static void emu_count_flush(bool tail) {
     vae_emu_counts * c = emu_counts();
     for (size_t w = 0; c && w < E.st16.size(); w++) {
         for (const auto & ins : E.st16[w]) {
-            c->st16++;
-            for (int q = 0; q < VAE_EMU_WARP / 8; q++) {   // the lanes of quarter q that wrote
-                unsigned a[8];
-                int      n = 0;
-                for (int l = 8 * q; l < 8 * q + 8; l++) {
-                    if (ins[(size_t) l] != ~0u) {
-                        a[n++] = ins[(size_t) l];
-                    }
-                }
-                c->st16_wavefronts += n ? emu_wavefronts(a, n, 16) : 0;
+            uintptr_t at[VAE_EMU_WARP];   // (the lanes that wrote: shared windows start at 1 << 24, never 0)
+            for (int l = 0; l < VAE_EMU_WARP; l++) {
+                at[l] = ins[(size_t) l] != ~0u ? ins[(size_t) l] : 0;
             }
+            unsigned ideal = 0;
+            c->st16++;
+            c->st16_wavefronts += vae_emu_shared_wavefronts(at, 16, &ideal);
         }
         E.st16[w].clear();
     }
