@@ -11,7 +11,7 @@
 // folded when packed; a causal conv3d reads its earlier frames in place from the state. Every
 // precision has several tile shapes: the backend times each on the real layer, keeps the fastest.
 
-#include "vae-gpu-common.cuh"
+#include "vae-gpu-gn-partials.cuh"
 
 #include <climits>
 #include <cmath>
@@ -53,6 +53,11 @@ struct vae_gpu_conv_params {
     int           nform;
     float         neps;
     enum vae_act  nact;
+    // the partial statistics of a GroupNorm of y (gngroups groups, vae_gpu_group_norm_combine's
+    // partials) from every tile's epilogue, over the values it stored; frames of gnrows GEMM rows
+    // (of a phase), every tile's rows in one frame, gnslots partials per (frame, group); NULL none
+    float *       gnpart;
+    int           gngroups, gnrows, gnslots;
 };
 
 // a position along K: time tap j, spatial tap (ky, kx), input channel c
@@ -199,6 +204,7 @@ struct vae_gpu_conv_cfg {
     static constexpr size_t STAGING = TC ? (size_t) WGM * WGN * 16 * LDC * sizeof(float) : 0;
     static constexpr size_t SMEM    = PIPE > STAGING ? PIPE : STAGING;
     static_assert((BM + 2 * BN) * sizeof(float) <= SMEM, "an RMS norm's scales, gamma, beta (vae_gpu_conv_norm)");
+    static_assert(VAE_GPU_GN_TILE_SMEM(T, THREADS) * sizeof(float) <= SMEM, "a GroupNorm's partials (vae_gpu_conv_gn)");
     static constexpr bool   SM80    = TC && !std::is_same<T, __half>::value;   // tf32, bf16
 
     // the element of a stage's A tile that holds row r, column k; of its B tile, row k, column n
@@ -293,6 +299,33 @@ __device__ __forceinline__ void vae_gpu_conv_norm(const vae_gpu_conv_params & p,
         }
         vae_gpu_conv_st16((T *) (p.ny ? p.ny : p.y) + o, v);
     }
+}
+
+// the pixels of a conv's tile in y: GEMM row m0 + r's output pixel, at the tile's first channel n0
+template <typename T> struct vae_gpu_conv_rows {
+    const vae_gpu_conv_params * p;
+    int                         m0, n0, phase;
+    __device__ const vae_gpu_vec<T> * operator()(size_t r) const {
+        const size_t o = vae_gpu_conv_out_pixel(*p, m0 + (int) r, phase) * p->cout_p + n0;
+        return reinterpret_cast<const vae_gpu_vec<T> *>((const T *) p->y + o);
+    }
+};
+
+// the GroupNorm partials of tile (mb, nb) of a phase from what the block has just written to y (seen
+// by all its threads after a barrier), read back as the norm's own statistics pass reads them: slot
+// (mb - f tiles per frame) x phases + phase) x nt + nb of its frame f
+template <class C>
+__device__ __forceinline__ void vae_gpu_conv_gn(const vae_gpu_conv_params & p, int mb, int nb, int phase) {
+    typedef typename C::T T;
+    const int    m0 = mb * C::BM, n0 = nb * C::BN;
+    const int    f = m0 / p.gnrows, tiles = (p.gnrows + C::BM - 1) / C::BM;
+    const size_t total = (size_t) (p.M / p.gnrows) * p.gngroups * p.gnslots;
+    const size_t slot  = ((size_t) (mb - f * tiles) * (p.up ? 4 : 1) + phase) * p.nt + nb;
+    const vae_gpu_conv_rows<T> rows = { &p, m0, n0, phase };
+    vae_gpu_gn_tile_partials<T, C::THREADS>(rows, (size_t) min(C::BM, p.M - m0), min(C::BN, p.cout_p - n0) / C::VEC, n0,
+                                            p.cout, p.gngroups, p.cout / p.gngroups,
+                                            reinterpret_cast<float *>(vae_gpu_conv_smem),
+                                            p.gnpart, (size_t) f * p.gngroups * p.gnslots + slot, p.gnslots, total);
 }
 
 // the epilogue of a warp's row of 16 x WN fragments, staged as f32 rows of LDC at st: 16-byte
@@ -693,6 +726,10 @@ template <class C> __device__ __forceinline__ void vae_gpu_conv_tile(const vae_g
         vae_gpu_conv_norm<typename C::T, C::BM, C::THREADS>(p, m0, phase, reinterpret_cast<float *>(vae_gpu_conv_smem));
     }
 #endif
+    if (p.gnpart) { // (likewise)
+        __syncthreads();
+        vae_gpu_conv_gn<C>(p, mb, nb, phase);
+    }
 }
 
 #if defined(__HIP_DEVICE_COMPILE__) || defined(VAE_GPU_EMU_GFX)
@@ -1079,7 +1116,7 @@ extern "C" double vae_gpu_conv_variant_work(const struct vae_gpu_conv_args * a, 
     const vae_gpu_conv_variant & v = t[variant];
     const double                 M = (double) a->x.n * a->x.h * a->x.w;   // pixels of a phase
     if (v.bn == 0) {
-        const bool fits = !a->up && a->k <= VAE_GPU_NARROW_K && a->y.c <= 16 && !a->norm;
+        const bool fits = !a->up && a->k <= VAE_GPU_NARROW_K && a->y.c <= 16 && !a->norm && a->gn_groups <= 0;
         return fits ? (double) a->x.n * std::ceil((double) a->x.h / VAE_GPU_NARROW_TH) *
                           std::ceil((double) a->x.w / VAE_GPU_NARROW_TW) * v.bm * a->y.c : 0.0;
     }
@@ -1091,6 +1128,9 @@ extern "C" double vae_gpu_conv_variant_work(const struct vae_gpu_conv_args * a, 
     if (a->norm && a->y.cp > v.bn) {
         return 0.0;   // (the norm sums a pixel's channels in one tile)
     }
+    if (a->gn_groups > 0 && a->gn_per_frame && a->x.n > 1 && (long long) a->x.h * a->x.w % v.bm) {
+        return 0.0;   // (a tile's partials belong to one frame)
+    }
     return std::ceil(M / v.bm) * v.bm * (a->up ? 4 : 1) * std::ceil((double) a->y.cp / v.bn) * v.bn;
 }
 
@@ -1101,6 +1141,35 @@ extern "C" void vae_gpu_conv_variant_tile(enum vae_precision p, int variant, int
     *bm                            = v ? t[variant].bm : 0;
     *bn                            = v ? t[variant].bn : 0;
     *warps                         = v ? t[variant].warps : 0;
+}
+
+// GEMM rows per frame of a's GroupNorm statistics, and the partials (slots) per (frame, group) on
+// variant v: one per tile of the frame
+static int vae_gpu_conv_gn_rows(const struct vae_gpu_conv_args * a) {
+    return (a->gn_per_frame ? 1 : a->x.n) * a->x.h * a->x.w;
+}
+
+static size_t vae_gpu_conv_gn_slots(const struct vae_gpu_conv_args * a, const vae_gpu_conv_variant & v) {
+    const size_t rows = (size_t) vae_gpu_conv_gn_rows(a);
+    return (rows + v.bm - 1) / v.bm * (a->up ? 4 : 1) * ((a->y.cp + v.bn - 1) / v.bn);
+}
+
+static size_t vae_gpu_conv_gn_bytes(const struct vae_gpu_conv_args * a, const vae_gpu_conv_variant & v) {
+    const size_t frames = (size_t) a->x.n * a->x.h * a->x.w / vae_gpu_conv_gn_rows(a);
+    return 3 * frames * a->gn_groups * vae_gpu_conv_gn_slots(a, v) * sizeof(float);
+}
+
+extern "C" size_t vae_gpu_conv_gn_scratch(const struct vae_gpu_conv_args * a, enum vae_precision p) {
+    int                          n = 0;
+    const vae_gpu_conv_variant * t = vae_gpu_conv_table(p, a->warp, &n);
+    size_t                       most = 0;
+    const bool                   shape = a->x.n > 0 && a->x.h > 0 && a->x.w > 0 && a->y.cp > 0;
+    for (int v = 0; v < n && v < vae_gpu_conv_variants(p, a->cc) && a->gn_groups > 0 && shape; v++) {
+        if (vae_gpu_conv_variant_work(a, p, v) > 0.0 && vae_gpu_conv_gn_bytes(a, t[v]) > most) {
+            most = vae_gpu_conv_gn_bytes(a, t[v]);
+        }
+    }
+    return most;
 }
 
 static bool vae_gpu_conv_aligned(const void * p) {
@@ -1133,9 +1202,24 @@ extern "C" cudaError_t vae_gpu_conv(const struct vae_gpu_conv_args * a, enum vae
                       vae_gpu_conv_aligned(y.data) && vae_gpu_conv_aligned(a->hist) &&
                       vae_gpu_conv_aligned(a->weights) && vae_gpu_conv_aligned(a->bias) &&
                       vae_gpu_conv_aligned(a->residual) && vae_gpu_conv_aligned(ny);
+    // GroupNorm statistics: groups of y's channels; the partials apart from every buffer the conv reads
+    // or writes, the statistics from them
+    const bool gn = a->gn_groups > 0;
+    int        nv = 0;
+    const vae_gpu_conv_variant * table = vae_gpu_conv_table(p, a->warp, &nv);
+    const bool valid_variant = table && a->variant >= 0 && a->variant < vae_gpu_conv_variants(p, a->cc);
+    const size_t part_bytes = gn && valid_variant && shape ? vae_gpu_conv_gn_bytes(a, table[a->variant]) : 0;
+    const size_t stat_bytes = gn && shape ? (size_t) x.n * 2 * a->gn_groups * sizeof(float) : 0;
+    const bool gn_ok = !gn || (!a->norm && y.c % a->gn_groups == 0 && a->gn_eps >= 0.0f && std::isfinite(a->gn_eps) &&
+                               a->gn_part && a->gn_stats && vae_gpu_conv_aligned(a->gn_part) &&
+                               !vae_gpu_bytes_overlap(a->gn_part, part_bytes, x.data, vae_gpu_act_bytes(x, p)) &&
+                               !vae_gpu_bytes_overlap(a->gn_part, part_bytes, a->hist, hist_bytes) &&
+                               !vae_gpu_bytes_overlap(a->gn_part, part_bytes, y.data, y_bytes) &&
+                               !vae_gpu_bytes_overlap(a->gn_part, part_bytes, a->residual, a->residual ? y_bytes : 0) &&
+                               !vae_gpu_bytes_overlap(a->gn_part, part_bytes, a->gn_stats, stat_bytes));
     // int row, K and pixel numbers, with a tile of room
     const long long room = INT_MAX - 256;
-    if (!shape || !kernel || !ptrs || (long long) x.n * x.h * x.w > room ||
+    if (!shape || !kernel || !ptrs || !gn_ok || (long long) x.n * x.h * x.w > room ||
         (long long) (a->kt - 1) * x.h * x.w > room || (long long) a->kt * ks * ks * x.cp > room) {
         return cudaErrorInvalidValue;
     }
@@ -1171,8 +1255,18 @@ extern "C" cudaError_t vae_gpu_conv(const struct vae_gpu_conv_args * a, enum vae
     q.nbeta  = a->norm_beta;
     q.nact   = a->norm_act;
     q.ny     = a->norm ? a->norm_y : nullptr;
-    int n = 0;
-    return vae_gpu_conv_table(p, a->warp, &n)[a->variant].launch(q, s);
+    if (gn) {
+        q.gnpart   = a->gn_part;
+        q.gngroups = a->gn_groups;
+        q.gnrows   = vae_gpu_conv_gn_rows(a);
+        q.gnslots  = (int) vae_gpu_conv_gn_slots(a, table[a->variant]);
+    }
+    cudaError_t e = table[a->variant].launch(q, s);
+    if (e == cudaSuccess && gn) {
+        e = vae_gpu_group_norm_combine(a->gn_part, (size_t) (q.M / q.gnrows) * a->gn_groups, (size_t) q.gnslots,
+                                       a->gn_groups, a->gn_eps, a->gn_stats, s);
+    }
+    return e;
 }
 
 extern "C" cudaError_t vae_gpu_conv_setup(enum vae_precision p, int cc, int warp) {

@@ -9,7 +9,7 @@
 // precision. The apply pass gives each thread fixed channels, so their scale and shift are loaded
 // once (again at a frame boundary), not per element.
 
-#include "vae-gpu-common.cuh"
+#include "vae-gpu-gn-partials.cuh"
 
 #include <cmath>
 
@@ -39,15 +39,6 @@ static bool vae_gpu_gn_groups_ok(struct vae_gpu_act x, int groups) {
     return groups > 0 && x.c % groups == 0;
 }
 
-// the sum over the warp, the same in every lane
-static __device__ __forceinline__ float vae_gpu_gn_warp_sum(float v) {
-#pragma unroll
-    for (int o = VAE_GPU_WARP / 2; o > 0; o >>= 1) {
-        v += vae_gpu_shfl_xor(v, o, VAE_GPU_WARP);
-    }
-    return v;
-}
-
 // the sum over the block, the same in every thread
 static __device__ double vae_gpu_gn_block_sum(double v) {
     __shared__ double sm[VAE_GPU_GN_THREADS / VAE_GPU_WARP];
@@ -68,98 +59,36 @@ static __device__ double vae_gpu_gn_block_sum(double v) {
     return s;
 }
 
+// the pixels of a statistics block: vectors of its tile's channels, pixel r of the block at at(r)
+template <typename T> struct vae_gpu_gn_rows {
+    const vae_gpu_vec<T> * x0;   // the block's first pixel, at its tile's first channel
+    size_t                 G;    // vectors per pixel
+    __device__ const vae_gpu_vec<T> * operator()(size_t r) const { return x0 + r * G; }
+};
+
 // one partial (count, mean, M2) per group for each block b = (frame, chunk, tile); nblocks = n * nb
 template <typename T>
 static __global__ void __launch_bounds__(VAE_GPU_GN_THREADS)
     vae_gpu_group_norm_partial_kernel(const T * x, size_t nblocks, size_t hw, int c, int cp, int groups, int cpg,
                                       struct vae_gpu_gn_plan pl, float * part) {
     constexpr int VEC = 16 / sizeof(T);
-    // entry t * VEC + l: thread t's statistics of its lane l (row r, slot s: t = r * S + s)
-    __shared__ float sm_mean[VAE_GPU_GN_THREADS * VEC], sm_m2[VAE_GPU_GN_THREADS * VEC];
-    __shared__ int   sm_cnt[VAE_GPU_GN_THREADS];
-    const vae_gpu_vec<T> * xv    = reinterpret_cast<const vae_gpu_vec<T> *>(x);
-    const int              G     = cp / VEC;
-    const int              TS    = pl.tile_ch / VEC;  // vectors of a pixel per whole tile
-    const size_t           total = nblocks * groups;  // partials of each kind
-    const int              t = threadIdx.x, lane = t % VAE_GPU_WARP;
+    constexpr int SMF = VAE_GPU_GN_TILE_SMEM(T, VAE_GPU_GN_THREADS);
+    __shared__ float sm[SMF];
+    const int    G     = cp / VEC;
+    const int    TS    = pl.tile_ch / VEC;  // vectors of a pixel per whole tile
+    const size_t total = nblocks * groups;  // partials of each kind
     for (size_t b = blockIdx.x; b < nblocks; b += gridDim.x) {
         const size_t i     = b / pl.nb;
         const size_t slot  = b - i * pl.nb;  // chunk * tiles + tile
         const size_t chunk = slot / pl.tiles;
         const int    tile  = (int) (slot - chunk * pl.tiles);
-        const int    S     = min(G - tile * TS, TS);  // vectors of a pixel in this tile
-        const int    R     = VAE_GPU_GN_THREADS / S;  // pixel rows the block reads at once
-        const int    r     = t / S;
         const size_t p0    = chunk * pl.chunk_px;
-        const size_t p1    = min(hw, p0 + pl.chunk_px);
-        float        k[VEC], s1[VEC], s2[VEC];
-        int          cnt = 0;
-#pragma unroll
-        for (int l = 0; l < VEC; l++) {
-            k[l] = s1[l] = s2[l] = 0.0f;
-        }
-        if (r < R) {
-            const size_t v0 = i * hw * G + tile * TS + t % S;  // the vector of pixel 0, channels of lane 0
-            size_t       px = p0 + r;
-            if (px < p1) {
-                const vae_gpu_vec<T> a = xv[v0 + px * G];
-#pragma unroll
-                for (int l = 0; l < VEC; l++) {
-                    k[l] = vae_gpu_to_f32(a.v[l]);
-                }
-            }
-            for (; px < p1; px += R, cnt++) {
-                const vae_gpu_vec<T> a = xv[v0 + px * G];
-#pragma unroll
-                for (int l = 0; l < VEC; l++) {
-                    const float d = vae_gpu_to_f32(a.v[l]) - k[l];
-                    s1[l] += d;
-                    s2[l] += d * d;
-                }
-            }
-        }
-#pragma unroll
-        for (int l = 0; l < VEC; l++) {
-            sm_mean[t * VEC + l] = cnt ? k[l] + s1[l] / cnt : 0.0f;
-            sm_m2[t * VEC + l]   = cnt ? s2[l] - s1[l] * (s1[l] / cnt) : 0.0f;
-        }
-        sm_cnt[t] = cnt;
-        __syncthreads();
-        // one warp per group: the entries of its real channels in this tile, [lo, hi) of the block
-        const int lo = tile * pl.tile_ch, hi = min(c, lo + S * VEC);
-        for (int gr = t / VAE_GPU_WARP; gr < groups; gr += VAE_GPU_GN_THREADS / VAE_GPU_WARP) {
-            const int a0 = max(gr * cpg, lo), nch = min((gr + 1) * cpg, hi) - a0;  // nch <= 0: none
-            const int ne = nch > 0 ? nch * R : 0;
-            float     n = 0.0f, nm = 0.0f;
-            for (int e = lane; e < ne; e += VAE_GPU_WARP) {
-                const int   rr = e / nch, j = rr * S * VEC + a0 - lo + (e - rr * nch);
-                const float nj = (float) sm_cnt[j / VEC];
-                if (nj > 0.0f) {
-                    n += nj;
-                    nm += nj * sm_mean[j];
-                }
-            }
-            n                = vae_gpu_gn_warp_sum(n);
-            nm               = vae_gpu_gn_warp_sum(nm);
-            const float mean = n > 0.0f ? nm / n : 0.0f;
-            float       m2   = 0.0f;
-            for (int e = lane; e < ne; e += VAE_GPU_WARP) {
-                const int   rr = e / nch, j = rr * S * VEC + a0 - lo + (e - rr * nch);
-                const float nj = (float) sm_cnt[j / VEC];
-                if (nj > 0.0f) {
-                    const float d = sm_mean[j] - mean;
-                    m2 += sm_m2[j] + nj * d * d;
-                }
-            }
-            m2 = vae_gpu_gn_warp_sum(m2);
-            if (lane == 0) {
-                const size_t o = (i * groups + gr) * pl.nb + slot;
-                part[o]             = n;
-                part[total + o]     = mean;
-                part[2 * total + o] = m2;
-            }
-        }
-        __syncthreads();  // the shared entries are rewritten for the next block
+        vae_gpu_gn_rows<T> rows;
+        rows.x0 = reinterpret_cast<const vae_gpu_vec<T> *>(x) + (i * hw + p0) * G + tile * TS;
+        rows.G  = (size_t) G;
+        vae_gpu_gn_tile_partials<T, VAE_GPU_GN_THREADS>(rows, min(hw, p0 + pl.chunk_px) - p0, min(G - tile * TS, TS),
+                                                        tile * pl.tile_ch, c, groups, cpg, sm, part,
+                                                        i * groups * pl.nb + slot, pl.nb, total);
     }
 }
 
@@ -212,8 +141,13 @@ static cudaError_t vae_gpu_group_norm_stats_launch(struct vae_gpu_act x, int gro
     if (err != cudaSuccess) {
         return err;
     }
+    return vae_gpu_group_norm_combine(part, nq, pl.nb, groups, eps, stats, s);
+}
+
+extern "C" cudaError_t vae_gpu_group_norm_combine(const float * part, size_t nq, size_t nb, int groups, float eps,
+                                                  float * stats, cudaStream_t s) {
     vae_gpu_group_norm_combine_kernel<<<vae_gpu_blocks(nq * VAE_GPU_GN_THREADS), VAE_GPU_GN_THREADS, 0, s>>>(
-        part, nq, pl.nb, groups, eps, stats);
+        part, nq, nb, groups, eps, stats);
     return cudaGetLastError();
 }
 

@@ -39,6 +39,7 @@
 #define vae_gpu_crossfade          vae_hip_gpu_crossfade
 #define vae_gpu_group_norm_scratch vae_hip_gpu_group_norm_scratch
 #define vae_gpu_group_norm_stats   vae_hip_gpu_group_norm_stats
+#define vae_gpu_group_norm_combine vae_hip_gpu_group_norm_combine
 #define vae_gpu_group_norm_apply   vae_hip_gpu_group_norm_apply
 #define vae_gpu_rms_norm           vae_hip_gpu_rms_norm
 #define vae_gpu_attention_scratch  vae_hip_gpu_attention_scratch
@@ -52,6 +53,7 @@
 #define vae_gpu_conv_variant_name  vae_hip_gpu_conv_variant_name
 #define vae_gpu_conv_variant_work  vae_hip_gpu_conv_variant_work
 #define vae_gpu_conv_variant_tile  vae_hip_gpu_conv_variant_tile
+#define vae_gpu_conv_gn_scratch    vae_hip_gpu_conv_gn_scratch
 #define vae_gpu_conv               vae_hip_gpu_conv
 #define vae_gpu_conv_setup         vae_hip_gpu_conv_setup
 #define vae_gpu_frame_pack         vae_hip_gpu_frame_pack

@@ -95,6 +95,10 @@ cudaError_t vae_gpu_crossfade(struct vae_gpu_act x, struct vae_gpu_act y, const 
 size_t     vae_gpu_group_norm_scratch(struct vae_gpu_act x, int groups);
 cudaError_t vae_gpu_group_norm_stats(struct vae_gpu_act x, int groups, float eps, float * stats, void * scratch,
                                     enum vae_precision p, cudaStream_t s);
+// the statistics as above from nb partials (count, mean, M2: three arrays of nq x nb floats) of each
+// (frame, group) q = i * groups + g, at part[q * nb ..]: those a conv's epilogue gives (gn_groups)
+cudaError_t vae_gpu_group_norm_combine(const float * part, size_t nq, size_t nb, int groups, float eps, float * stats,
+                                      cudaStream_t s);
 // y = act((x - mean) * rstd * gamma[c] + beta[c]); stats as above, per frame, or one set for every
 // frame when stats_per_frame is false (statistics of a whole image given to its tiles); y may be x.
 // gamma, beta: device f32 [c]
@@ -166,6 +170,16 @@ struct vae_gpu_conv_args {
     float              norm_eps;
     const float *      norm_gamma, *norm_beta;   // device f32 [y.c] or NULL (ones, zeros)
     enum vae_act       norm_act;
+    // gn_groups > 0: the statistics of a GroupNorm of y too (gn_groups groups, eps gn_eps; per frame,
+    // or one set over all frames unless gn_per_frame), as vae_gpu_group_norm_stats gives them, into
+    // gn_stats: every tile's epilogue writes its partials to gn_part (vae_gpu_conv_gn_scratch bytes,
+    // apart from every other buffer) from what it stored, then vae_gpu_group_norm_combine runs. Per
+    // frame over several frames, only on tiles whose rows never span two frames; not with norm, nor
+    // on the narrow conv (vae_gpu_conv_variant_work 0)
+    int                gn_groups;
+    bool               gn_per_frame;
+    float              gn_eps;
+    float *            gn_stats, *gn_part;
     int                variant;    // tile configuration, 0 .. vae_gpu_conv_variants() - 1
     int                cc, warp;   // the device's (vae_gpu_device_query): a launch asks the runtime nothing
 };
@@ -183,11 +197,15 @@ int        vae_gpu_conv_variants(enum vae_precision p, int cc);
 const char * vae_gpu_conv_variant_name(enum vae_precision p, int variant);
 // the outputs variant v computes for conv a, the padding of its last tiles included (blocks x the
 // tile's pixels x its channels; the narrow conv's: exactly a's channels), or 0 when v cannot run a
-// (the narrow conv: more than 16 output channels, up, k > 5, a norm; a tile narrower than a's
-// channels with a norm; every tile with a norm on AMD)
+// (the narrow conv: more than 16 output channels, up, k > 5, a norm, GroupNorm statistics; a tile
+// narrower than a's channels with a norm; every tile with a norm on AMD; with GroupNorm statistics
+// per frame over several frames, a tile whose rows would span two)
 double       vae_gpu_conv_variant_work(const struct vae_gpu_conv_args * a, enum vae_precision p, int variant);
 // its output tile: bm pixels (of one output phase when up) by bn channels, in `warps` warps; bn 0:
 // the narrow conv (bm pixels, a patch of 16 x 32, by exactly the conv's channels)
+// the bytes of gn_part for conv a (its shapes, up, gn_groups and gn_per_frame: no pointer is looked
+// at) on every variant that can run it, 0 when none can
+size_t       vae_gpu_conv_gn_scratch(const struct vae_gpu_conv_args * a, enum vae_precision p);
 void         vae_gpu_conv_variant_tile(enum vae_precision p, int variant, int * bm, int * bn, int * warps);
 cudaError_t vae_gpu_conv(const struct vae_gpu_conv_args * a, enum vae_precision p, cudaStream_t s);
 // in the current context, what precision p's tiles need there before their first launch (the

@@ -83,6 +83,8 @@ enum cmp_kind {
     CMP_OP,      // one op or a few
     CMP_CHAIN,   // ten or more ops: four times the limits
     CMP_EXACT,   // a pure copy: bit for bit
+    CMP_F32,     // as CMP_OP, at fp32 and tf32 only: an intermediate whose 16-bit storage alone exceeds the
+                 //   limits (a conv's output around 100, stored, then normalized)
 };
 
 static double nmse_limit(enum vae_precision p) {
@@ -221,7 +223,7 @@ static void check_sets(const char * label, struct vae_graph * g, int n_sets, con
     run_sets(cpu_be, &pl, g, n_sets, sets, ref, label);
     for (int i = 0; ref[0] && i < N_PRECISIONS; i++) {
         const enum vae_precision p = precisions[i];
-        if (!gpu[p]) {
+        if (!gpu[p] || (kind == CMP_F32 && (p == VAE_PRECISION_FP16 || p == VAE_PRECISION_BF16))) {
             continue;
         }
         run_sets(gpu[p], &pl, g, n_sets, sets, got, label);
@@ -845,6 +847,49 @@ static void case_gn_stats(int N, int C, int H, int W, int groups, bool stats_fir
     pool_free(&pl);
 }
 
+// a conv (up: the upsampling one; res: a residual of a 1x1 conv) with a bias around `offset`, then
+// the GroupNorm of its output in `groups` groups (per frame, or over all frames), whose
+// statistics the GPU's conv epilogue gives (each tile's partials), the norm's node then applying
+// them only. A GPU fuses them wherever one tile's rows lie in one frame: one frame, statistics
+// over all frames, or frames of a multiple of 64 pixels (of the input grid). kept: the conv's
+// output is read after the norm too (a block's input: its first norm and its shortcut)
+static void case_conv_gn(int N, int Ci, int Co, int H, int W, bool up, bool res, int groups, bool frames, float offset,
+                         bool kept) {
+    struct pool         pl = { 0 };
+    struct vae_graph *  g  = graph_new(true);
+    struct vae_tensor * x  = vae_graph_input(g, N, Ci, H, W);
+    struct vae_tensor * b  = vec_w(g, &pl, Co, offset - .5f, offset + .5f, NULL);
+    struct vae_tensor * r  = res ? vae_graph_conv2d(g, x, conv_w(g, &pl, Co, Ci, 1, NULL), NULL, NULL, VAE_ACT_NONE)
+                                 : NULL;
+    struct vae_tensor * y  = up ? vae_graph_upsample_conv2d(g, x, conv_w(g, &pl, Co, Ci, 3, NULL), b, VAE_ACT_NONE)
+                                : vae_graph_conv2d(g, x, conv_w(g, &pl, Co, Ci, 3, NULL), b, r, VAE_ACT_NONE);
+    struct vae_tensor * gm = vec_w(g, &pl, Co, .5f, 1.5f, NULL), *bt = vec_w(g, &pl, Co, -.5f, .5f, NULL);
+    struct vae_tensor * z  = frames ? vae_graph_group_norm_frames(g, y, groups, 1e-6f, gm, bt, VAE_ACT_SILU)
+                                    : vae_graph_group_norm(g, y, groups, 1e-6f, gm, bt, VAE_ACT_SILU);
+    vae_graph_set_output(g, kept ? vae_graph_conv2d(g, z, conv_w(g, &pl, Co, Co, 3, NULL), NULL, y, VAE_ACT_NONE) : z);
+    char label[200];
+    snprintf(label, sizeof(label), "%s(n=%d,cin=%d,cout=%d,h=%d,w=%d,bias %g%s) -> group_norm(groups=%d%s,silu)%s",
+             up ? "upsample_conv2d" : "conv2d", N, Ci, Co, H, W, offset, res ? ",res" : "", groups,
+             frames ? ",over all frames" : "", kept ? ", the conv's output kept" : "");
+    check1(label, g, rnd(&pl, (size_t) N * Ci * H * W, -1, 1), offset != 0.0f ? CMP_F32 : CMP_OP);
+    const bool fusable = N == 1 || frames || H * W % 64 == 0;
+    for (int i = 0; i < N_PRECISIONS; i++) {
+        const enum vae_precision p        = precisions[i];
+        char                     err[512] = "";
+        if (!gpu[p] || !vae_backend_graph_prepare(gpu[p], g, 0, err, sizeof(err))) {
+            continue;
+        }
+        const char * impl  = vae_backend_node_impl(gpu[p], g, z->index);
+        const bool   fused = g->fused && fusable;
+        CHECK(fused == (impl && !strcmp(impl, "statistics in the conv's epilogue")),
+              "%s [%s]: the statistics %s the conv's epilogue ('%s')", label, vae_precision_name(p),
+              fused ? "not in" : "in", impl ? impl : "-");
+        vae_backend_graph_release(gpu[p], g);
+    }
+    vae_graph_free(g);
+    pool_free(&pl);
+}
+
 static void test_gn(void) {
     static const int shapes[][5] = {
         // n, c, h, w, groups
@@ -876,6 +921,31 @@ static void test_gn(void) {
     case_gn_stats(1, 96, 9, 11, 32, true, true);
     case_gn_stats(1, 20, 5, 7, 4, false, false);   // stats [1, 8, 1, 1]: padding lanes
     case_gn_stats(2, 40, 7, 13, 8, true, true);    // two frames, one set of statistics
+
+    // n, cin, cout, h, w, up, res, groups, over all frames, bias offset, kept
+    static const struct {
+        int   n, ci, co, h, w;
+        bool  up, res;
+        int   groups;
+        bool  frames;
+        float offset;
+        bool  kept;
+    } cgn[] = {
+        { 1, 32, 128, 13, 11, false, false, 32, false, 0.0f, false },   // KL's: 4 channels a group
+        { 1, 24, 96, 9, 21, false, true, 32, false, 0.0f, true },       // groups of 3 across 64-wide tiles
+        { 1, 16, 40, 7, 13, false, false, 8, false, 100.0f, false },    // a mean of 100 (shifted sums)
+        { 2, 16, 64, 8, 16, false, false, 32, false, 0.0f, false },     // 2 frames of 128 pixels: per frame
+        { 2, 16, 64, 8, 12, false, true, 4, false, 0.0f, true },        // 2 frames of 96 pixels: apart
+        { 3, 16, 48, 5, 7, false, false, 4, true, 0.0f, false },        // 3 frames, one set of statistics
+        { 1, 32, 64, 7, 9, true, false, 32, false, 0.0f, false },       // up: four phases' tiles
+        { 2, 16, 32, 4, 16, true, false, 8, false, -50.0f, false },     // up, 2 frames of 64 input pixels
+        { 1, 16, 256, 5, 5, false, false, 32, false, 0.0f, false },     // 256 channels: tiles along N
+    };
+    for (int s = 0; s < (int) (sizeof(cgn) / sizeof(cgn[0])); s++) {
+        rng_seed((uint64_t) (2960 + s));
+        case_conv_gn(cgn[s].n, cgn[s].ci, cgn[s].co, cgn[s].h, cgn[s].w, cgn[s].up, cgn[s].res, cgn[s].groups,
+                     cgn[s].frames, cgn[s].offset, cgn[s].kept);
+    }
 }
 
 // ---- rms_norm, attention, tanh_clamp -----------------------------------------------------------

@@ -55,7 +55,7 @@ struct gpu_weights {
 
 // the conv variant chosen for a layer shape
 struct gpu_choice {
-    int                  key[10];
+    int                  key[11];
     int                  variant;
     struct gpu_choice * next;
 };
@@ -79,7 +79,9 @@ struct gpu_node {
     int                   variant;        // convolutions
     const struct vae_tensor * norm;       // a convolution: the RMS norm its epilogue computes (gpu_fusable_norm)
     bool                  norm_apart;     //   to the norm's own block (the conv's output kept), not over its own
-    bool                  fused;          // an RMS norm its convolution computes: nothing of its own to launch
+    const struct vae_tensor * gn;         // a convolution: the GroupNorm its epilogue gives statistics (gpu_fusable_gn)
+    bool                  fused;          // an RMS norm its convolution computes: nothing of its own to launch; a
+                                          //   GroupNorm whose statistics it gives: the apply alone
     bool                  convert;        // inputs: converted to the activation layout (not only statistics)
 };
 
@@ -291,6 +293,13 @@ static struct gpu_weights * gpu_weights_get(vae_backend_t * backend, const struc
 
 // ---- convolutions -----------------------------------------------------------------------------
 
+// what a conv's epilogue needs of GroupNorm gn to give its statistics (vae_gpu_conv_args.gn_groups)
+static void gpu_conv_gn_args(struct vae_gpu_conv_args * a, const struct vae_tensor * gn) {
+    a->gn_groups    = gn->i[0];
+    a->gn_per_frame = gn->i[1] != 1;
+    a->gn_eps       = gn->f[0];
+}
+
 // conv t's launch; a causal one reads the state's slot (NULL: at prepare, for the timing). A
 // centred conv starting its stream (kt = 3) reads x from its second frame on, its history two
 // copies of the first (gpu_launch puts them there): its taps read [x0, x0, x1, ...] as upstream's
@@ -325,6 +334,11 @@ static struct vae_gpu_conv_args gpu_conv_args(const struct gpu_context * ctx, st
         a.norm_gamma = nn->gamma ? nn->gamma->data : NULL;
         a.norm_beta  = nn->beta ? nn->beta->data : NULL;
         a.norm_act   = node->norm->act;
+    }
+    if (node->gn) { // (the statistics to where the GroupNorm's own pass puts them, the partials to scratch)
+        gpu_conv_gn_args(&a, node->gn);
+        a.gn_stats = cg->stats;
+        a.gn_part  = cg->scratch;
     }
     a.variant  = node->variant;
     a.cc       = ctx->cc;
@@ -443,7 +457,8 @@ static bool gpu_choose_variant(vae_backend_t * backend, struct gpu_graph * cg, c
         }
         return true;
     }
-    const int key[10] = { a.x.n, a.x.cp, a.x.h, a.x.w, a.y.cp, a.k, a.kt, a.up, a.residual != NULL, a.norm };
+    const int key[11] = { a.x.n, a.x.cp, a.x.h, a.x.w, a.y.cp, a.k, a.kt, a.up, a.residual != NULL, a.norm,
+                          a.gn_groups * 2 + a.gn_per_frame };
     for (struct gpu_choice * c = ctx->choices; c; c = c->next) {
         if (memcmp(c->key, key, sizeof(key)) == 0) {
             node->variant = c->variant;
@@ -554,6 +569,28 @@ static const struct vae_tensor * gpu_fusable_norm(const struct vae_graph * g, co
     }
     *apart = readers > 1;
     return norm && (!*apart || norm->index == t->index + 1) ? norm : NULL;
+}
+
+// the GroupNorm (computing its own statistics; fusion on) right after conv t, of t's output, whose
+// statistics t's epilogue can give from the tiles it writes, or NULL (cc, warp: the device's): the
+// norm then reads its input once, to apply them
+static const struct vae_tensor * gpu_fusable_gn(const struct vae_graph * g, const struct gpu_graph * cg,
+                                                const struct vae_tensor * t, int cc, int warp, enum vae_precision p,
+                                                size_t * part_bytes) {
+    const struct vae_tensor * gn = t->index + 1 < g->n_nodes ? g->nodes[t->index + 1] : NULL;
+    if (!g->fused || !gpu_implicit_gemm(t) || !gn || gn->op != VAE_OP_GROUP_NORM || gn->src[0] != t || gn->src[3]) {
+        return NULL;
+    }
+    struct vae_gpu_conv_args a = { 0 };
+    a.x    = cg->nodes[t->src[0]->index].act;
+    a.y    = cg->nodes[t->index].act;
+    a.k    = (int) t->src[1]->ne[t->src[1]->n_dims - 1];
+    a.up   = t->op == VAE_OP_UPSAMPLE_CONV2D;
+    a.cc   = cc;
+    a.warp = warp;
+    gpu_conv_gn_args(&a, gn);
+    *part_bytes = vae_gpu_conv_gn_scratch(&a, p);
+    return *part_bytes ? gn : NULL;
 }
 
 // a parameter a node reads on the device: gpu_weights_get's arguments and where it goes
@@ -691,6 +728,10 @@ static bool gpu_graph_prepare(vae_backend_t * backend, struct vae_graph * g, siz
                 cg->nodes[src->index].convert = true;
             }
         }
+        size_t part = 0;
+        if (gpu_fusable_gn(g, cg, t, ctx->cc, ctx->warp, p, &part)) {
+            scratch = part > scratch ? part : scratch;
+        }
         if (t->op == VAE_OP_GROUP_NORM && !t->src[3]) {
             const size_t n = vae_gpu_group_norm_scratch(gpu_gn_stats_act(cg->nodes[t->src[0]->index].act, t), t->i[0]);
             scratch        = n > scratch ? n : scratch;
@@ -740,6 +781,13 @@ static bool gpu_graph_prepare(vae_backend_t * backend, struct vae_graph * g, siz
             cg->nodes[i].norm          = nt;
             cg->nodes[i].norm_apart    = apart;
             cg->nodes[nt->index].fused = true;
+        }
+        size_t                    part = 0;
+        const struct vae_tensor * gn   = cg->nodes[i].norm ? NULL : gpu_fusable_gn(g, cg, g->nodes[i], ctx->cc,
+                                                                                   ctx->warp, p, &part);
+        if (gn) { // (the GroupNorms whose statistics their conv gives)
+            cg->nodes[i].gn            = gn;
+            cg->nodes[gn->index].fused = true;
         }
     }
 
@@ -1118,9 +1166,11 @@ static cudaError_t gpu_launch(vae_backend_t * backend, struct vae_graph * g, vae
                 if (t->src[3]) { // (the statistics input stays f32 in its staging)
                     e = vae_gpu_group_norm_apply(*x, y, t->i[0], cg->in_dev[t->src[3]->i[0]], false, node->gamma->data,
                                                  node->beta->data, t->act, p, s);
-                } else { // (over all frames: one set of statistics for every pixel)
-                    e = vae_gpu_group_norm_stats(gpu_gn_stats_act(*x, t), t->i[0], t->f[0], cg->stats, cg->scratch, p,
-                                                 s);
+                } else { // (over all frames: one set of statistics for every pixel; fused: its conv gave them)
+                    if (!node->fused) {
+                        e = vae_gpu_group_norm_stats(gpu_gn_stats_act(*x, t), t->i[0], t->f[0], cg->stats, cg->scratch,
+                                                     p, s);
+                    }
                     if (e == cudaSuccess) {
                         e = vae_gpu_group_norm_apply(*x, y, t->i[0], cg->stats, t->i[1] != 1, node->gamma->data,
                                                      node->beta->data, t->act, p, s);
@@ -1502,6 +1552,9 @@ static bool gpu_graph_read_output(vae_backend_t * backend, struct vae_graph * g,
 
 static const char * gpu_node_impl(vae_backend_t * backend, const struct vae_graph * g, int i) {
     const struct gpu_graph * cg = g->backend_data;
+    if (cg->nodes[i].fused && g->nodes[i]->op == VAE_OP_GROUP_NORM) {
+        return "statistics in the conv's epilogue";
+    }
     if (cg->nodes[i].fused) {
         return cg->nodes[g->nodes[i]->src[0]->index].norm_apart ? "in the conv's epilogue, to its own block"
                                                                  : "in the conv's epilogue";

@@ -75,9 +75,11 @@ static emu_fit emu_fit_on(const emu_target & t, double blocks, unsigned threads,
 }
 
 // the bytes node i of g must move at least: its activation inputs and its output once each, and its
-// weights, at the storage precision p, channels unpadded. An RMS norm a conv computes in its
-// epilogue (unless `apart`, as if each norm ran alone) reads nothing: the conv writes the norm's
-// output in place of its own, or to the norm's block beside its own (its output only)
+// weights, at the storage precision p, channels unpadded. A GroupNorm that computes its own
+// statistics reads its input twice (the statistics, then the apply). Unless `apart` (as if each
+// norm ran alone): an RMS norm a conv computes in its epilogue reads nothing, the conv writing the
+// norm's output in place of its own, or to the norm's block beside its own (its output only); a
+// GroupNorm whose statistics its conv gives reads its input once
 static double emu_node_bytes(vae_backend_t * b, const struct vae_graph * g, int i, enum vae_precision p, bool apart) {
     const struct vae_tensor * t     = g->nodes[i];
     const char *              impl  = vae_backend_node_impl(b, g, i);
@@ -87,6 +89,11 @@ static double emu_node_bytes(vae_backend_t * b, const struct vae_graph * g, int 
     }
     const double e = p == VAE_PRECISION_FP16 || p == VAE_PRECISION_BF16 ? 2.0 : 4.0;
     double       n = (double) t->ne[0] * t->ne[1] * t->ne[2] * t->ne[3];
+    const bool gn_stats = t->op == VAE_OP_GROUP_NORM && !t->src[3] &&
+                          (apart || !impl || strcmp(impl, "statistics in the conv's epilogue"));
+    if (gn_stats) {
+        n += (double) t->src[0]->ne[0] * t->src[0]->ne[1] * t->src[0]->ne[2] * t->src[0]->ne[3];
+    }
     for (int k = 0; k < VAE_MAX_SRC && !fused; k++) {
         const struct vae_tensor * s = t->src[k];
         if (s) {
@@ -263,16 +270,18 @@ int main(int argc, char ** argv) {
     printf("conv padding: %.1f%% of the outputs the convs compute; the most on one layer %.1f%% (%s)\n",
            tot_out > 0 ? 100.0 * tot_pad / tot_out : 0.0, 100.0 * most_pad, most_at);
     double moved = 0.0, apart = 0.0;
-    int    fused = 0;
+    int    fused = 0, gn_fused = 0;
     for (int i = 0; i < g->n_nodes; i++) {
         const char * impl = vae_backend_node_impl(b, g, i);
         moved += emu_node_bytes(b, g, i, prec, false);
         apart += emu_node_bytes(b, g, i, prec, true);
         fused += impl && !strncmp(impl, "in the conv's epilogue", 22);
+        gn_fused += impl && !strcmp(impl, "statistics in the conv's epilogue");
     }
     printf("global bytes the step's nodes must move at least (each activation read once by each reader and written "
-           "once, weights once; a model, not counted): %.4g with %d RMS norms in their conv's epilogue, %.4g with "
-           "every norm apart (%.1f%% fewer)\n", moved, fused, apart, apart > 0 ? 100.0 * (1.0 - moved / apart) : 0.0);
+           "once, a GroupNorm's input twice where it computes its statistics, weights once; a model, not counted): "
+           "%.4g with %d RMS norms in their conv's epilogue and %d GroupNorms' statistics, %.4g with every norm "
+           "apart (%.1f%% fewer)\n", moved, fused, gn_fused, apart, apart > 0 ? 100.0 * (1.0 - moved / apart) : 0.0);
     // per target, weighted by each launch's mma: the share of its whole waves' slots used, and the
     // ceiling of the shared traffic (the least of any launch too)
     printf("per target (use: blocks over the slots of whole waves; ceiling: of the mma peak, set by the shared traffic "

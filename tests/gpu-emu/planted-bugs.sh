@@ -59,6 +59,15 @@ bug missing-syncthreads-conv $conv - "no __syncthreads between the cp.async wait
 bug conv-norm-over-kept $conv - "a conv's epilogue norm written over the conv's output that later nodes still read, not to its own block" \
     'vae_gpu_conv_st16((T *) (p.ny ? p.ny : p.y) + o, v);' \
     'vae_gpu_conv_st16((T *) p.y + o, v);'
+bug conv-gn-phase-slot $conv - "a conv's GroupNorm partials at a slot without the phase's factor: an up conv's tiles overwrite each other's (a tile's partial sum missing)" \
+    'const size_t slot  = ((size_t) (mb - f * tiles) * (p.up ? 4 : 1) + phase) * p.nt + nb;' \
+    'const size_t slot  = ((size_t) (mb - f * tiles) + phase) * p.nt + nb;'
+bug conv-gn-no-barrier $conv race "no __syncthreads before a conv's GroupNorm partials: they reuse the epilogue's staging while other warps still store from it" \
+    $'    if (p.gnpart) { // (likewise)\n        __syncthreads();\n' \
+    $'    if (p.gnpart) { // (likewise)\n'
+bug conv-gn-tail-rows $conv - "a conv's GroupNorm partials over all BM rows of the last tile, the rows past M too" \
+    'vae_gpu_gn_tile_partials<T, C::THREADS>(rows, (size_t) min(C::BM, p.M - m0)' \
+    'vae_gpu_gn_tile_partials<T, C::THREADS>(rows, (size_t) C::BM'
 bug missing-syncthreads-attn $attn - "no \"S complete\" __syncthreads: the softmax reads S while other warps write it" \
     '            __syncthreads(); // S complete, the K tile free' \
     '            // S complete, the K tile free'
