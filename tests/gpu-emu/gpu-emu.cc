@@ -105,7 +105,18 @@ vae_emu_switch:
 .size vae_emu_switch, .-vae_emu_switch
 )");
 
-enum emu_state { EMU_RUN, EMU_BAR, EMU_WARP, EMU_DONE };
+enum emu_state { EMU_RUN, EMU_BAR, EMU_WARP, EMU_GROUP, EMU_DONE };
+
+// a thread's wgmma.mma_async not yet completed by a wgmma.wait_group: the accumulators it gives
+// its registers d, and every operand element it read at issue (where, the bits), checked again then
+struct emu_wgmma {
+    float *                                 d;
+    std::vector<float>                      out;
+    std::vector<std::pair<const void *, uint32_t>> read;
+    unsigned                                elem;
+    const char *                            file;
+    int                                     line;
+};
 
 struct emu_copy {
     void *        dst;
@@ -124,8 +135,12 @@ struct emu_fiber {
     std::vector<emu_copy>              open;    // asynchronous copies not yet committed
     std::vector<std::vector<emu_copy>> groups;  // committed, oldest first
     unsigned                           exchanges;   // warp exchanges so far (picks the buffer)
+    unsigned                           group_exchanges;   // warpgroup ones (wgmma)
     unsigned                           st16;        // 16-byte shared writes since the block's last barrier
     std::unordered_map<const void *, unsigned> pcs; // loads and stores per code address since then
+    std::vector<emu_wgmma>              wg_open;    // wgmma.mma_async not yet committed
+    std::vector<std::vector<emu_wgmma>> wg_groups;  // committed, oldest first
+    bool                                wg_fenced;  // a wgmma.fence since the start or the last wait
 };
 
 struct emu_shared {   // one shared-memory array: its slot of the arena, guard pages around it
@@ -146,7 +161,7 @@ static struct {
     const vae_emu_cfg *               cfg;
     std::vector<emu_fiber>            fibers;
     int                               nthreads, live;
-    std::vector<int>                  warp_live, warp_wait;
+    std::vector<int>                  warp_live, warp_wait, group_wait;   // group: per warpgroup (wgmma)
     int                               bar_wait;
     size_t                            cursor;     // the fibers of order[0 .. cursor) wait or are done
     unsigned long long                launches;
@@ -157,6 +172,7 @@ static struct {
     std::map<const void *, emu_shared> statics;
     size_t                            static_bytes;
     std::vector<unsigned char>        exchange;   // per warp: two buffers of VAE_EMU_WARP lanes x 64 bytes
+    std::vector<unsigned char>        group_exchange;   // per warpgroup: two of 128 threads x 64 bytes
     std::mt19937                      rng;
     // the race checker's stamps: the last one given, that of the block's last barrier, of each
     // warp's last __syncwarp
@@ -932,6 +948,175 @@ extern "C" const unsigned char * vae_emu_warp_exchange(vae_emu_mask_t mask, cons
     return x;
 }
 
+#if !defined(VAE_GPU_EMU_GFX)   // (NVIDIA only)
+// ---- wgmma (sm_90a) ------------------------------------------------------------------------------
+// A warpgroup is 128 consecutive threads of the block (4 warps); its instructions (.sync.aligned)
+// need all of them live, at one call site. Each thread computes its own accumulators at issue from
+// the shared memory its descriptors give (vae_emu_gmma_addr, in the dynamic shared memory),
+// remembers what it read and poisons its registers (NaN): they are the instruction's until the
+// wgmma.wait_group that completes its group, which writes them and reports any operand element
+// changed since the issue (shared memory reused before the wait). A wgmma.mma_async needs a
+// wgmma.fence since the thread's start or its last wgmma.wait_group (stricter than the PTX ISA,
+// which asks it only around register accesses: the way CUTLASS's main loops fence every step);
+// one accumulating into registers still in flight takes the accumulators the earlier one gives.
+
+// every thread of the warpgroup deposits `bytes` (<= 64); returns the 128 deposits, thread t's at 64 t
+// (two buffers per warpgroup, used in turn, as the warps' exchanges)
+static const unsigned char * emu_group_exchange(const void * mine, size_t bytes, const char * file, int line) {
+    emu_fiber * f = E.cur;
+    const int   t = (int) (f - E.fibers.data()), g = t / 128;
+    if (E.nthreads % 128) {
+        vae_emu_fail(file, line, "a warpgroup instruction in a block of %d threads (not whole warpgroups of 128)",
+                     E.nthreads);
+    }
+    for (int w = 4 * g; w < 4 * g + 4; w++) {
+        if (E.warp_live[w] != VAE_EMU_WARP) {
+            vae_emu_fail(file, line, "a warpgroup instruction after a thread of its warpgroup exited");
+        }
+    }
+    unsigned char * x = E.group_exchange.data() + ((size_t) g * 2 + (f->group_exchanges++ & 1)) * 128 * 64;
+    if (bytes) {
+        memcpy(x + t % 128 * 64, mine, bytes);
+    }
+    f->state = EMU_GROUP;
+    f->file  = file;
+    f->line  = line;
+    if (++E.group_wait[g] == 128) {
+        for (int u = 128 * g; u < 128 * g + 128; u++) {
+            emu_fiber & o = E.fibers[u];
+            if (o.line != line || strcmp(o.file, file) != 0) {
+                vae_emu_fail(o.file, o.line, "a warpgroup instruction here while thread %d of its warpgroup waits at "
+                             "the one of %s:%d", t, file, line);
+            }
+            o.state = EMU_RUN;
+        }
+        E.group_wait[g] = 0;
+        E.cursor        = 0;
+    }
+    emu_yield();
+    return x;
+}
+
+// the instruction's parameters, the same in every thread of the warpgroup
+struct emu_wgmma_args {
+    uint64_t da, db;
+    int      n, kind;
+    bool     a_mn, b_mn, scale_d;
+};
+
+extern "C" void vae_emu_wgmma(float * d, int n, uint64_t da, uint64_t db, bool a_mn, bool b_mn, int kind, bool scale_d,
+                              const char * file, int line) {
+    emu_fiber *          f    = E.cur;
+    const emu_wgmma_args mine = { da, db, n, kind, a_mn, b_mn, scale_d };
+    const unsigned char * all = emu_group_exchange(&mine, sizeof(mine), file, line);
+    const int            t    = (int) (f - E.fibers.data()) % 128;
+    for (int u = 0; u < 128; u++) {
+        emu_wgmma_args o;
+        memcpy(&o, all + u * 64, sizeof(o));
+        if (memcmp(&o, &mine, sizeof(o)) != 0) {
+            vae_emu_fail(file, line, "wgmma.mma_async: thread %d of the warpgroup gives other operands than thread %d "
+                         "(descriptors 0x%016llx, 0x%016llx against 0x%016llx, 0x%016llx)", u, t,
+                         (unsigned long long) o.da, (unsigned long long) o.db, (unsigned long long) da,
+                         (unsigned long long) db);
+        }
+    }
+    const bool tf32 = kind == 3;
+    if (n < 8 || n > 256 || n % 8 || (kind != 0 && kind != 1 && kind != 3) || (tf32 && (a_mn || b_mn))) {
+        vae_emu_fail(file, line, "wgmma.mma_async m64n%dk%d of kind %d%s: not an instruction", n, tf32 ? 8 : 16, kind,
+                     tf32 && (a_mn || b_mn) ? " (tf32 operands are K-major only)" : "");
+    }
+    if (!f->wg_fenced) {
+        vae_emu_fail(file, line, "wgmma.mma_async without a wgmma.fence since the thread's start or its last "
+                     "wgmma.wait_group");
+    }
+    if (!E.dyn.base) {
+        vae_emu_fail(file, line, "wgmma.mma_async: its operands are in dynamic shared memory, and the launch has none");
+    }
+    // the accumulators going in: those of the last wgmma in flight on these registers, else d
+    const float * in = d;
+    for (const auto & group : f->wg_groups) {
+        for (const emu_wgmma & w : group) {
+            in = w.d == d ? w.out.data() : in;
+        }
+    }
+    for (const emu_wgmma & w : f->wg_open) {
+        in = w.d == d ? w.out.data() : in;
+    }
+    emu_wgmma w;
+    w.d    = d;
+    w.elem = tf32 ? 4 : 2;
+    w.file = file;
+    w.line = line;
+    w.out.assign(in, in + n / 2);
+    const int K = tf32 ? 8 : 16;
+    auto      at = [&](uint64_t desc, bool mn, int i, int k) {
+        const void * p = vae_emu_shared_at(E.dyn.window + vae_emu_gmma_addr(desc, mn, w.elem, i, k, file, line), w.elem,
+                                                file, line);
+        uint32_t     bits = 0;
+        memcpy(&bits, p, w.elem);
+        w.read.emplace_back(p, bits);
+        return tf32 ? __uint_as_float(bits & 0xffffe000u) : kind == 0 ? vae_emu_b16(bits, 0, __half())
+                                                                            : vae_emu_b16(bits, 0, __nv_bfloat16());
+    };
+    for (int v = 0; v < n / 2; v++) {
+        int m = 0, c = 0;
+        vae_emu_gmma_frag_at(t, v, &m, &c);
+        float s = scale_d ? w.out[v] : 0.0f;
+        for (int k = 0; k < K; k++) {
+            s += at(da, a_mn, m, k) * at(db, b_mn, c, k);
+        }
+        w.out[v] = s;
+    }
+    for (int v = 0; v < n / 2; v++) {
+        d[v] = NAN;   // (the instruction's until it completes)
+    }
+    f->wg_open.push_back(std::move(w));
+}
+
+extern "C" void vae_emu_wgmma_fence(const char * file, int line) {
+    emu_group_exchange(nullptr, 0, file, line);
+    E.cur->wg_fenced = true;
+}
+
+extern "C" void vae_emu_wgmma_commit(const char * file, int line) {
+    emu_group_exchange(nullptr, 0, file, line);
+    emu_fiber * f = E.cur;
+    f->wg_groups.push_back(std::move(f->wg_open));
+    f->wg_open.clear();
+}
+
+extern "C" void vae_emu_wgmma_wait(int pending, const char * file, int line) {
+    emu_group_exchange(nullptr, 0, file, line);
+    emu_fiber * f = E.cur;
+    while ((int) f->wg_groups.size() > pending) {
+        for (const emu_wgmma & w : f->wg_groups.front()) {
+            for (const auto & r : w.read) {
+                uint32_t now = 0;
+                memcpy(&now, r.first, w.elem);
+                if (now != r.second) {
+                    vae_emu_fail(file, line, "shared memory that the wgmma.mma_async of %s:%d reads changed before "
+                                 "this wgmma.wait_group completed it (a stage reused before its wait)", w.file, w.line);
+                }
+            }
+            bool later = false;   // a later wgmma in flight on these registers: they stay its
+            for (size_t g = 1; g < f->wg_groups.size(); g++) {
+                for (const emu_wgmma & o : f->wg_groups[g]) {
+                    later = later || o.d == w.d;
+                }
+            }
+            for (const emu_wgmma & o : f->wg_open) {
+                later = later || o.d == w.d;
+            }
+            if (!later) {
+                memcpy(w.d, w.out.data(), w.out.size() * sizeof(float));
+            }
+        }
+        f->wg_groups.erase(f->wg_groups.begin());
+    }
+    f->wg_fenced = false;
+}
+#endif
+
 // ---- running a launch --------------------------------------------------------------------------
 
 static void emu_fiber_main() {
@@ -941,6 +1126,11 @@ static void emu_fiber_main() {
     f->state = EMU_DONE;
     f->open.clear();
     f->groups.clear();
+    if (!f->wg_open.empty() || !f->wg_groups.empty()) {
+        const emu_wgmma & w = f->wg_open.empty() ? f->wg_groups.back().back() : f->wg_open.back();
+        vae_emu_fail(w.file, w.line, "a thread exited with this wgmma.mma_async in flight (no wgmma.wait_group "
+                     "completed it)");
+    }
     E.live--;
     const int w = (int) (f - E.fibers.data()) / VAE_EMU_WARP;
     E.warp_live[w]--;
@@ -976,6 +1166,7 @@ static void emu_fiber_start(emu_fiber * f) {
     *--top       = 0x1f80 | (uint64_t) 0x037f << 32;
     f->sp        = top;
     f->exchanges = 0;
+    f->group_exchanges = 0;
 }
 
 // the priority of a block's threads (and the order of the blocks of a launch): forward, reverse,
@@ -1011,6 +1202,9 @@ static void emu_run_block(unsigned bx, unsigned by, unsigned bz, const char * ho
         f.state       = EMU_RUN;
         f.file        = nullptr;
         f.line        = 0;
+        f.wg_open.clear();
+        f.wg_groups.clear();
+        f.wg_fenced   = false;
         emu_fiber_start(&f);
     }
     if (E.dyn.base) {
@@ -1031,10 +1225,11 @@ static void emu_run_block(unsigned bx, unsigned by, unsigned bz, const char * ho
         }
         if (E.cursor == order.size()) {
             for (auto & f : E.fibers) {
-                if (f.state == EMU_BAR || f.state == EMU_WARP) {
+                if (f.state == EMU_BAR || f.state == EMU_WARP || f.state == EMU_GROUP) {
                     E.cur = &f;
                     vae_emu_fail(f.file, f.line, "deadlock: this thread waits at a %s that others never reach",
-                                 f.state == EMU_BAR ? "__syncthreads" : "warp collective");
+                                 f.state == EMU_BAR ? "__syncthreads" : f.state == EMU_WARP ? "warp collective"
+                                                                                         : "warpgroup instruction");
                 }
             }
         }
@@ -1172,6 +1367,8 @@ static void emu_run_launch(vae_emu_cfg cfg, const std::function<void()> & body) 
     E.warp_wait.assign(warps, 0);
     E.warp_stamp.assign(warps, 0);
     E.exchange.assign(warps * 2 * VAE_EMU_WARP * 64, 0);
+    E.group_wait.assign((size_t) (E.nthreads + 127) / 128, 0);
+    E.group_exchange.assign((size_t) (E.nthreads + 127) / 128 * 2 * 128 * 64, 0);
     E.st16.assign(warps, {});
     E.accesses.assign(warps, {});
     if (vae_emu_counting) {

@@ -461,6 +461,65 @@ static inline void vae_emu_mma_at(const char * file, int line, float * d, const 
 }
 #define vae_gpu_ptx_mma(d, a, b, t) vae_emu_mma_at(__FILE__, __LINE__, d, a, b, t)
 
+// ---- wgmma (sm_90a): warpgroup matrix multiply from shared memory --------------------------------
+// From the PTX ISA (9.7.15, "Asynchronous Warpgroup Level Matrix Multiply-Accumulate"); checked by
+// test-gmma against CuTe's layouts (gmma-layouts.txt). A matrix descriptor ("Matrix Descriptor
+// Format"): bits 0-13 the start address, 16-29 the leading dimension byte offset (LBO), 32-45 the
+// stride dimension byte offset (SBO), each in 16-byte units; 49-51 the base offset; 62-63 the
+// swizzle (0 none, 1 128-byte, 2 64-byte, 3 32-byte). The layout ("Shared Memory Matrix Layout"),
+// in 16-byte chunks of V = 16 / elem elements: a swizzle atom of S bytes a row (16 without a
+// swizzle) is 8 rows of S contiguous bytes, its rows along the operand's leading dimension.
+// K-major (imm-trans 0): atom row i % 8 is operand row i (of M for A, N for B), its chunk k / V;
+// atoms follow along M/N (every 8 rows) at SBO, and without a swizzle the chunks along K at LBO.
+// MN-major: atom row k % 8 is k, its chunk i / V; atoms follow along K (every 8 k) at SBO and along
+// M/N (every S / 16 chunks) at LBO; without a swizzle the two offsets trade places (LBO along K, SBO
+// along M/N). A swizzle then XORs the address's 16-byte chunk bits (from bit 4, log2(S / 16) of
+// them) with the bits above the 128-byte line (from bit 7), of the absolute shared address.
+// Returns the address of element (i, k) of one instruction's operand; a base offset other than 0
+// (an atom not aligned to its pattern) is not emulated and stops the run.
+static inline unsigned vae_emu_gmma_addr(uint64_t desc, bool mn_major, unsigned elem, int i, int k, const char * file,
+                                         int line) {
+    const unsigned start = (unsigned) (desc & 0x3fff) << 4, lbo = (unsigned) (desc >> 16 & 0x3fff) << 4;
+    const unsigned sbo = (unsigned) (desc >> 32 & 0x3fff) << 4, mode = (unsigned) (desc >> 62 & 3);
+    if (desc >> 49 & 7) {
+        vae_emu_fail(file, line, "wgmma descriptor 0x%016llx: base offset %u (not emulated)", (unsigned long long) desc,
+                     (unsigned) (desc >> 49 & 7));
+    }
+    const unsigned S = mode == 0 ? 16 : 256 >> mode, V = 16 / elem, W = S / 16;
+    const unsigned ui = (unsigned) i, uk = (unsigned) k;
+    unsigned       off;
+    if (!mn_major) {
+        off = ui / 8 * sbo + (mode ? ui % 8 * S + uk / V * 16 : ui % 8 * 16 + uk / V * lbo) + uk % V * elem;
+    } else {
+        const unsigned c = ui / V;
+        off = (mode ? c / W * lbo + c % W * 16 + uk / 8 * sbo + uk % 8 * S : c * sbo + uk / 8 * lbo + uk % 8 * 16) +
+              ui % V * elem;
+    }
+    const unsigned a = start + off;
+    return mode ? a ^ (a >> 7 & (W - 1)) << 4 : a;
+}
+
+// the register fragments of a warpgroup's thread t (0 .. 127), value v at row *m, column *c: the
+// accumulator of m64nN (column n) and the 64 x 16 A from registers (16-bit; column k), both the
+// m16n8 layouts of mma.sync per warp of 16 rows, in blocks of 8 columns
+static inline void vae_emu_gmma_frag_at(int t, int v, int * m, int * c) {
+    const int w = t / 32, g = t % 32 / 4, q = t % 4;
+    *m          = 16 * w + g + 8 * (v / 2 % 2);
+    *c          = 8 * (v / 4) + 2 * q + v % 2;
+}
+
+// wgmma.mma_async.sync.aligned.m64nNk16 (f16: kind 0, bf16: 1) or k8 (tf32: 3), f32 accumulators
+// d (N / 2 of this thread: vae_emu_gmma_frag_at), A and B from shared memory by descriptors da, db
+// (a_mn, b_mn: imm-trans-a, -b), d = A B + (scale_d ? d : 0); wgmma.fence, .commit_group and
+// .wait_group: gpu-emu.cc, "wgmma"
+extern "C" {
+void vae_emu_wgmma(float * d, int n, uint64_t da, uint64_t db, bool a_mn, bool b_mn, int kind, bool scale_d,
+                   const char * file, int line);
+void vae_emu_wgmma_fence(const char * file, int line);
+void vae_emu_wgmma_commit(const char * file, int line);
+void vae_emu_wgmma_wait(int pending, const char * file, int line);
+}
+
 // ---- wmma (m16n16k16, f16/bf16 operands, f32 accumulators) ---------------------------------------
 
 namespace nvcuda {

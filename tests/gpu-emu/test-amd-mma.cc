@@ -13,8 +13,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <random>
 #include <string>
@@ -280,36 +278,6 @@ static void test_device() {
 }
 
 // ---- runs the emulator must stop ---------------------------------------------------------------
-
-// runs f in a child; the child must exit with the emulator's status 3 and a report containing want
-template <typename F> static void expect_stop(const char * what, const char * want, F f) {
-    int fd[2];
-    if (pipe(fd) != 0) {
-        CHECK(false, "pipe");
-        return;
-    }
-    fflush(stdout);
-    fflush(stderr);
-    const pid_t pid = fork();
-    if (pid == 0) {
-        close(fd[0]);
-        dup2(fd[1], 2);
-        f();
-        _exit(0);
-    }
-    close(fd[1]);
-    std::string err;
-    char        buf[512];
-    for (ssize_t n; (n = read(fd[0], buf, sizeof(buf))) > 0;) {
-        err.append(buf, (size_t) n);
-    }
-    close(fd[0]);
-    int status = 0;
-    waitpid(pid, &status, 0);
-    const bool ok = WIFEXITED(status) && WEXITSTATUS(status) == 3 && err.find(want) != std::string::npos;
-    printf("stops %s: %s\n", what, ok ? "yes" : "NO");
-    CHECK(ok, "%s: status %d, report: %s", what, status, err.c_str());
-}
 
 static void test_stops() {
     std::vector<unsigned> a((size_t) 2 * WAVE * WORDS, 0x3c003c00u), b((size_t) 2 * WAVE * WORDS, 0x3c003c00u);

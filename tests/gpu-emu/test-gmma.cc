@@ -1,0 +1,288 @@
+// test-gmma: the emulator's Hopper matrix instructions against an oracle independent of our code.
+// The address of every element of wgmma's shared-memory operands that vae_emu_gmma_addr reads from
+// a descriptor (its reading of the PTX ISA), and the thread and register of every element of the
+// register fragments, against CuTe's canonical layouts, descriptors and fragments
+// (gmma-layouts.txt, written by gmma-layouts.sh from NVIDIA's CUTLASS): K-major at 16 and 32 bits,
+// MN-major at 16, with no swizzle and the 32-, 64- and 128-byte swizzles, over several K blocks
+// (start addresses inside a swizzle atom) and two atoms along M/N and K (LBO and SBO). Then
+// wgmma.mma_async itself on the emulated sm_90: operands placed by this file's own formulas (the
+// 128-byte swizzle of K-major rows, the 64-byte one of N-major B across two atoms, tf32's 32-byte
+// and unswizzled K-major), chained into one accumulator and in two commit groups, against a
+// double GEMM; and the runs it must stop: shared memory reused before the wait, no fence, threads
+// of a warpgroup with other descriptors, a block of partial warpgroups, an exit with one in flight.
+// Usage: test-gmma gmma-layouts.txt
+
+#include "emu-check.h"
+#include "gpu-emu.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <string>
+#include <vector>
+
+static uint64_t desc_of(unsigned start, unsigned lbo, unsigned sbo, unsigned base, unsigned mode) {
+    return (uint64_t) (start >> 4) | (uint64_t) (lbo >> 4) << 16 | (uint64_t) (sbo >> 4) << 32 | (uint64_t) base << 49 |
+           (uint64_t) mode << 62;
+}
+
+// one case of the table: its K blocks, each checked element by element; the number of elements
+static long check_case(FILE * f, const char * name, unsigned elem, bool mn, unsigned mode, int M, int kbs, int K) {
+    const int V = 16 / (int) elem;
+    long      n = 0, bad = 0;
+    for (int b = 0; b < kbs; b++) {
+        unsigned start, lbo, sbo, base, m;
+        if (fscanf(f, " kb %u %u %u %u %u", &start, &lbo, &sbo, &base, &m) != 5 || m != mode) {
+            CHECK(false, "%s: K block %d unreadable", name, b);
+            return n;
+        }
+        const uint64_t d = desc_of(start, lbo, sbo, base, mode);
+        for (int o = 0; o < M * K / V; o++) {
+            long chunk = 0;
+            if (fscanf(f, " %ld", &chunk) != 1) {
+                CHECK(false, "%s: K block %d: chunk %d unreadable", name, b, o);
+                return n;
+            }
+            const int i0 = mn ? o % (M / V) * V : o / (K / V), k0 = mn ? o / (M / V) : o % (K / V) * V;
+            for (int e = 0; e < V; e++) {   // the chunk's elements, contiguous
+                const int      i = mn ? i0 + e : i0, k = mn ? k0 : k0 + e;
+                const unsigned got = vae_emu_gmma_addr(d, mn, elem, i, k, __FILE__, __LINE__);
+                const unsigned want = (unsigned) chunk * 16 + (unsigned) e * elem;
+                if (got != want && bad++ < 5) {
+                    CHECK(false, "%s: K block %d (start %u, LBO %u, SBO %u): element (%d, %d) at byte %u, CuTe's at %u",
+                          name, b, start, lbo, sbo, i, k, got, want);
+                }
+                n++;
+            }
+        }
+    }
+    CHECK(bad == 0, "%s: %ld of %ld elements at another address than CuTe's", name, bad, n);
+    return n;
+}
+
+// thread t's value v of a fragment at m + 64 c: the emulator's map against the table
+static void check_fragment(FILE * f, const char * what, int N, int values) {
+    int bad = 0;
+    for (int t = 0; t < 128; t++) {
+        for (int v = 0; v < values; v++) {
+            int want = -1, m = 0, c = 0;
+            if (fscanf(f, " %d", &want) != 1) {
+                CHECK(false, "fragment %s: thread %d value %d unreadable", what, t, v);
+                return;
+            }
+            vae_emu_gmma_frag_at(t, v, &m, &c);
+            if (m + 64 * c != want && bad++ < 5) {
+                CHECK(false, "fragment %s: thread %d value %d at (%d, %d), CuTe's at (%d, %d)", what, t, v, m, c,
+                      want % 64, want / 64);
+            }
+        }
+    }
+    printf("fragment %s 64x%d: %s\n", what, N, bad ? "FAIL" : "as CuTe's");
+}
+
+static void test_layouts(const char * path) {
+    FILE * f = fopen(path, "r");
+    if (!f) {
+        CHECK(false, "cannot open %s", path);
+        return;
+    }
+    int  cases = 0, fragments = 0;
+    char line[512];
+    while (fscanf(f, " %511s", line) == 1) {
+        if (line[0] == '#') {
+            if (!fgets(line, sizeof(line), f)) {
+                break;
+            }
+        } else if (!strcmp(line, "case")) {
+            char     name[64], major[4];
+            unsigned elem, mode;
+            int      M, kbs, K;
+            if (fscanf(f, " %63s %u %3s %u %d %d %d", name, &elem, major, &mode, &M, &kbs, &K) != 7) {
+                CHECK(false, "case %d unreadable", cases);
+                break;
+            }
+            const long n = check_case(f, name, elem, !strcmp(major, "MN"), mode, M, kbs, K);
+            printf("%-14s %2u-byte elements, %s-major, swizzle mode %u, %d x %d in %d K blocks: %ld elements%s\n", name,
+                   elem, major, mode, M, K * kbs, kbs, n, failures ? " (failures so far)" : "");
+            cases++;
+        } else if (!strcmp(line, "fragment")) {
+            char what[4];
+            int  M, N;
+            if (fscanf(f, " %3s %d %d", what, &M, &N) != 3 || M != 64) {
+                CHECK(false, "a fragment unreadable");
+                break;
+            }
+            check_fragment(f, what, N, N / 2);
+            fragments++;
+        } else {
+            CHECK(false, "%s: unexpected '%s'", path, line);
+            break;
+        }
+    }
+    fclose(f);
+    CHECK(cases == 12 && fragments == 2, "%s: %d cases and %d fragments, 12 and 2 expected", path, cases, fragments);
+}
+
+// ---- wgmma.mma_async -----------------------------------------------------------------------------
+
+// A 64 x K (K-major) and B N x K into shared memory, then K / KI instructions m64nNkKI into d;
+// shape 0: bf16, A with the 128-byte swizzle (8 rows of 128 bytes an atom, 16-byte chunk c of row
+// r at c ^ r % 8), B N-major with the 64-byte swizzle (atoms of 32 n x 8 k, rows of 64 bytes, chunk
+// c of row k at c ^ k % 8 / 2; the second atom along N at LBO), K 64, one commit group. Shape 1:
+// tf32, A with the 32-byte swizzle (rows of 32 bytes, chunk c at c ^ r % 8 / 4; the next 8 k a whole
+// tile of such atoms on), B K-major unswizzled
+// (8 x 16-byte core matrices: rows 16 bytes apart, the next chunk along K at LBO, the next 8 n at
+// SBO), K 32, in two commit groups waited for in turn. flaw: 1 shared memory reused before the wait,
+// 2 no fence, 3 thread 5 with another descriptor, 4 no wait
+struct wg_io {
+    const float * a, *b;
+    float *       d;
+    int           shape, n, flaw;
+};
+
+static const int WG_K[2] = { 64, 32 };
+
+static unsigned wg_a_at(int shape, int m, int k) {
+    if (shape == 0) {
+        return (unsigned) (m / 8 * 1024 + m % 8 * 128 + ((k / 8) ^ (m % 8)) * 16 + k % 8 * 2);
+    }
+    return (unsigned) (k / 8 * 2048 + m / 8 * 256 + m % 8 * 32 + ((k % 8 / 4) ^ (m % 8 / 4)) * 16 + k % 4 * 4);
+}
+
+static unsigned wg_b_at(int shape, int n, int k) {
+    if (shape == 0) {
+        return (unsigned) (16384 + n / 32 * 4096 + k / 8 * 512 + k % 8 * 64 + ((n % 32 / 8) ^ (k % 8 / 2)) * 16 + n % 8 * 2);
+    }
+    return (unsigned) (16384 + n / 8 * 1024 + k / 4 * 128 + n % 8 * 16 + k % 4 * 4);
+}
+
+static void wg_kernel(wg_io io) {
+    char *    s = (char *) vae_emu_dyn_smem("test");
+    const int t = (int) threadIdx.x, K = WG_K[io.shape], KI = io.shape ? 8 : 16;
+    for (int e = t; e < 64 * K + io.n * K; e += 128) { // (element e: A's, then B's, row-major)
+        const bool  a = e < 64 * K;
+        const int   r = a ? e / K : (e - 64 * K) / K, k = a ? e % K : (e - 64 * K) % K;
+        const float v = a ? io.a[e] : io.b[e - 64 * K];
+        const unsigned at = a ? wg_a_at(io.shape, r, k) : wg_b_at(io.shape, r, k);
+        if (io.shape == 0) {
+            const __nv_bfloat16 h = __float2bfloat16_rn(v);
+            memcpy(s + at, &h, 2);
+        } else {
+            memcpy(s + at, &v, 4);
+        }
+    }
+    __syncthreads();
+    const unsigned base = __cvta_generic_to_shared(s);
+    float          d[128];
+    for (int v = 0; v < io.n / 2; v++) {
+        d[v] = 0.0f;
+    }
+    if (io.flaw != 2) {
+        vae_emu_wgmma_fence(__FILE__, __LINE__);
+    }
+    for (int j = 0; j < K / KI; j++) {
+        // the instruction's K block: A's start 32 bytes on along its rows (shape 0) or an atom tile on
+        // (1); B's 2 k groups on (0), or 2 core matrices along K (1)
+        const unsigned sa = base + (unsigned) (io.shape ? j * 2048 : j * 32);
+        const unsigned sb = base + 16384 + (unsigned) (io.shape ? j * 256 : j * 1024);
+        const uint64_t da = (uint64_t) (sa >> 4 & 0x3fff) | (uint64_t) (io.shape ? 1 : 1) << 16 |
+                            (uint64_t) ((io.shape ? 256 : 1024) >> 4) << 32 | (uint64_t) (io.shape ? 3 : 1) << 62;
+        const uint64_t db = (uint64_t) (sb >> 4 & 0x3fff) | (uint64_t) ((io.shape ? 128 : 4096) >> 4) << 16 |
+                            (uint64_t) ((io.shape ? 1024 : 512) >> 4) << 32 | (uint64_t) (io.shape ? 0 : 2) << 62;
+        vae_emu_wgmma(d, io.n, io.flaw == 3 && t == 5 ? da + 2 : da, db, false, io.shape == 0, io.shape ? 3 : 1, true,
+                      __FILE__, __LINE__);
+        if (io.shape == 1 && j == K / KI / 2 - 1) {
+            vae_emu_wgmma_commit(__FILE__, __LINE__);
+        }
+    }
+    vae_emu_wgmma_commit(__FILE__, __LINE__);
+    if (io.flaw == 1) {
+        __syncthreads();
+        if (t == 0) {
+            s[wg_a_at(io.shape, 3, 5)] ^= 1;   // (a producer filling the stage again)
+        }
+        __syncthreads();
+    }
+    if (io.shape == 1 && io.flaw == 0) {
+        vae_emu_wgmma_wait(1, __FILE__, __LINE__);   // the first group complete, the second in flight
+        for (int v = 0; v < io.n / 2; v++) {
+            CHECK(isnan(d[v]), "thread %d: accumulator %d readable while its wgmma is in flight", t, v);
+        }
+    }
+    if (io.flaw != 4) {
+        vae_emu_wgmma_wait(0, __FILE__, __LINE__);
+    }
+    for (int v = 0; v < io.n / 2; v++) {
+        int m = 0, c = 0;
+        vae_emu_gmma_frag_at(t, v, &m, &c);
+        io.d[m * io.n + c] = d[v];
+    }
+}
+
+static cudaError_t wg_launch(const wg_io & io, unsigned threads) {
+    wg_kernel->*vae_emu_config("wgmma test kernel", __func__, __FILE__, __LINE__, false, dim3(1), dim3(threads), 32768) ->*
+        vae_emu_args(io);
+    cudaDeviceSynchronize();
+    return cudaGetLastError();
+}
+
+static float rounded(float v, int shape) {
+    return shape == 0 ? __bfloat162float(__float2bfloat16_rn(v)) : __uint_as_float(__float_as_uint(v) & 0xffffe000u);
+}
+
+static void test_wgmma(int shape, int n) {
+    const int          K = WG_K[shape];
+    std::vector<float> a((size_t) 64 * K), b((size_t) n * K), d((size_t) 64 * n, -1.0f);
+    unsigned           x = 12345u + (unsigned) shape;
+    for (auto * v : { &a, &b }) {
+        for (float & e : *v) {
+            x = x * 1664525u + 1013904223u;
+            e = (float) (x >> 8) / 16777216.0f * 2.0f - 1.0f;
+        }
+    }
+    const wg_io io = { a.data(), b.data(), d.data(), shape, n, 0 };
+    cudaFuncSetAttribute((const void *) wg_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, 32768);
+    CHECK(wg_launch(io, 128) == cudaSuccess, "wgmma shape %d: launch", shape);
+    double err = 0.0;
+    for (int m = 0; m < 64; m++) {
+        for (int c = 0; c < n; c++) {
+            double r = 0.0;
+            for (int k = 0; k < K; k++) {
+                r += (double) rounded(a[(size_t) m * K + k], shape) * rounded(b[(size_t) c * K + k], shape);
+            }
+            err = fmax(err, fabs(d[(size_t) m * n + c] - r));
+        }
+    }
+    printf("wgmma m64n%dk%d %s x %d instructions (A K-major %s, B %s): max error %.3g against a double GEMM\n", n,
+           shape ? 8 : 16, shape ? "tf32" : "bf16", K / (shape ? 8 : 16), shape ? "32-byte swizzle" : "128-byte swizzle",
+           shape ? "K-major unswizzled" : "N-major 64-byte swizzle, two atoms", err);
+    CHECK(err < 1e-4, "wgmma shape %d: max error %g", shape, err);
+}
+
+static void test_stops() {
+    std::vector<float> a(64 * 64, 0.5f), b(40 * 64, 0.25f), d(64 * 40);
+    auto               run = [&](int flaw, unsigned threads) {
+        const wg_io io = { a.data(), b.data(), d.data(), 0, 40, flaw };
+        cudaFuncSetAttribute((const void *) wg_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, 32768);
+        wg_launch(io, threads);
+    };
+    expect_stop("shared memory reused before the wait", "changed before this wgmma.wait_group", [&]() { run(1, 128); });
+    expect_stop("a wgmma without a fence", "without a wgmma.fence", [&]() { run(2, 128); });
+    expect_stop("a thread with another descriptor", "gives other operands", [&]() { run(3, 128); });
+    expect_stop("an exit with a wgmma in flight", "in flight", [&]() { run(4, 128); });
+    expect_stop("a block of 96 threads", "not whole warpgroups", [&]() { run(0, 96); });
+}
+
+int main(int argc, char ** argv) {
+    if (argc != 2) {
+        fprintf(stderr, "usage: %s gmma-layouts.txt\n", argv[0]);
+        return 2;
+    }
+    test_layouts(argv[1]);
+    test_wgmma(0, 40);
+    test_wgmma(1, 16);
+    test_stops();
+    printf("%s\n", failures ? "FAILED" : "OK");
+    return failures ? 1 : 0;
+}
