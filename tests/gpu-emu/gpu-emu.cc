@@ -105,7 +105,16 @@ vae_emu_switch:
 .size vae_emu_switch, .-vae_emu_switch
 )");
 
-enum emu_state { EMU_RUN, EMU_BAR, EMU_WARP, EMU_GROUP, EMU_DONE };
+enum emu_state { EMU_RUN, EMU_BAR, EMU_WARP, EMU_GROUP, EMU_MBAR, EMU_DONE };
+
+// an mbarrier in shared memory (its address the key): arrivals expected per phase and still
+// pending, transaction bytes still pending (expected minus completed), the phase, where it was made
+struct emu_mbar {
+    unsigned     count, pending, phase;
+    long long    tx;
+    const char * file;
+    int          line;
+};
 
 // a thread's wgmma.mma_async not yet completed by a wgmma.wait_group: the accumulators it gives
 // its registers d, and every operand element it read at issue (where, the bits), checked again then
@@ -141,6 +150,7 @@ struct emu_fiber {
     std::vector<emu_wgmma>              wg_open;    // wgmma.mma_async not yet committed
     std::vector<std::vector<emu_wgmma>> wg_groups;  // committed, oldest first
     bool                                wg_fenced;  // a wgmma.fence since the start or the last wait
+    unsigned                            mbar, mbar_parity;   // EMU_MBAR: the barrier and phase parity it waits for
 };
 
 struct emu_shared {   // one shared-memory array: its slot of the arena, guard pages around it
@@ -173,6 +183,7 @@ static struct {
     size_t                            static_bytes;
     std::vector<unsigned char>        exchange;   // per warp: two buffers of VAE_EMU_WARP lanes x 64 bytes
     std::vector<unsigned char>        group_exchange;   // per warpgroup: two of 128 threads x 64 bytes
+    std::map<unsigned, emu_mbar>      mbars;            // the block's mbarriers
     std::mt19937                      rng;
     // the race checker's stamps: the last one given, that of the block's last barrier, of each
     // warp's last __syncwarp
@@ -1115,6 +1126,81 @@ extern "C" void vae_emu_wgmma_wait(int pending, const char * file, int line) {
     }
     f->wg_fenced = false;
 }
+
+// ---- mbarrier (sm_90): arrivals and transaction bytes per phase ---------------------------------
+// From the PTX ISA (9.7.13.15, "mbarrier"): a phase completes when its pending arrivals reach 0 and
+// its pending transaction bytes are 0 (expect_tx adds, complete_tx, the asynchronous copies'
+// landing, takes away); the next phase then expects `count` arrivals again. A wait for the phase
+// of parity P returns once the barrier's current phase has the other parity (P completed). Here a
+// waiting thread sleeps until an arrival or a landing completes the phase: a phase that never
+// completes (a wrong byte count, parity or arrival count) is the deadlock the GPU would hang in,
+// reported naming the barrier and what it still waits for. (The race checker does not yet take a
+// completed phase as ordering memory.)
+
+static emu_mbar & emu_mbar_at(unsigned addr, const char * file, int line) {
+    auto it = E.mbars.find(addr);
+    if (it == E.mbars.end()) {
+        vae_emu_fail(file, line, "mbarrier at shared address 0x%x used before mbarrier.init", addr);
+    }
+    return it->second;
+}
+
+// the phase done: the next one, and the threads that waited for it run again
+static void emu_mbar_check(unsigned addr, emu_mbar & b) {
+    if (b.pending > 0 || b.tx != 0) {
+        return;
+    }
+    b.phase++;
+    b.pending = b.count;
+    for (auto & f : E.fibers) {
+        if (f.state == EMU_MBAR && f.mbar == addr && (b.phase & 1) != f.mbar_parity) {
+            f.state = EMU_RUN;
+        }
+    }
+    E.cursor = 0;
+}
+
+extern "C" void vae_emu_mbar_init(unsigned addr, unsigned count, const char * file, int line) {
+    if (addr % 8 || count < 1 || count >= (1u << 20)) {
+        vae_emu_fail(file, line, "mbarrier.init at shared address 0x%x with count %u (8-byte aligned, 1 .. 2^20 - 1)",
+                     addr, count);
+    }
+    vae_emu_shared_at(addr, 8, file, line);
+    E.mbars[addr] = { count, count, 0, 0, file, line };
+}
+
+extern "C" unsigned vae_emu_mbar_arrive(unsigned addr, unsigned tx, const char * file, int line) {
+    emu_mbar &     b     = emu_mbar_at(addr, file, line);
+    const unsigned phase = b.phase;
+    b.tx += tx;
+    b.pending--;
+    emu_mbar_check(addr, b);
+    return phase;
+}
+
+extern "C" void vae_emu_mbar_expect_tx(unsigned addr, unsigned tx, const char * file, int line) {
+    emu_mbar_at(addr, file, line).tx += tx;
+}
+
+extern "C" void vae_emu_mbar_complete_tx(unsigned addr, unsigned tx, const char * file, int line) {
+    emu_mbar & b = emu_mbar_at(addr, file, line);
+    b.tx -= tx;
+    emu_mbar_check(addr, b);
+}
+
+extern "C" void vae_emu_mbar_wait(unsigned addr, unsigned parity, const char * file, int line) {
+    const emu_mbar & b = emu_mbar_at(addr, file, line);
+    if ((b.phase & 1) != (parity & 1)) {
+        return;
+    }
+    emu_fiber * f   = E.cur;
+    f->state        = EMU_MBAR;
+    f->mbar         = addr;
+    f->mbar_parity  = parity & 1;
+    f->file         = file;
+    f->line         = line;
+    emu_yield();
+}
 #endif
 
 // ---- running a launch --------------------------------------------------------------------------
@@ -1187,6 +1273,7 @@ static void emu_run_block(unsigned bx, unsigned by, unsigned bz, const char * ho
     const dim3 b = E.cfg->block, g = E.cfg->grid;
     E.live       = E.nthreads;
     E.bar_wait   = 0;
+    E.mbars.clear();
     emu_race_barrier();
     for (int w = 0; w < (E.nthreads + VAE_EMU_WARP - 1) / VAE_EMU_WARP; w++) {
         E.warp_live[w] = std::min(VAE_EMU_WARP, E.nthreads - w * VAE_EMU_WARP);
@@ -1225,6 +1312,14 @@ static void emu_run_block(unsigned bx, unsigned by, unsigned bz, const char * ho
         }
         if (E.cursor == order.size()) {
             for (auto & f : E.fibers) {
+                if (f.state == EMU_MBAR) {
+                    E.cur               = &f;
+                    const emu_mbar & b  = E.mbars[f.mbar];
+                    vae_emu_fail(f.file, f.line, "deadlock: this thread waits on the mbarrier at shared address 0x%x "
+                                 "(made at %s:%d) for its phase of parity %u, which never completes: %u of its %u "
+                                 "arrivals and %lld transaction bytes pending (a wrong expect_tx byte count, parity or "
+                                 "arrival count?)", f.mbar, b.file, b.line, f.mbar_parity, b.pending, b.count, b.tx);
+                }
                 if (f.state == EMU_BAR || f.state == EMU_WARP || f.state == EMU_GROUP) {
                     E.cur = &f;
                     vae_emu_fail(f.file, f.line, "deadlock: this thread waits at a %s that others never reach",

@@ -518,6 +518,14 @@ void vae_emu_wgmma(float * d, int n, uint64_t da, uint64_t db, bool a_mn, bool b
 void vae_emu_wgmma_fence(const char * file, int line);
 void vae_emu_wgmma_commit(const char * file, int line);
 void vae_emu_wgmma_wait(int pending, const char * file, int line);
+// mbarrier.init (count arrivals a phase), .arrive (.expect_tx: tx > 0; returns the phase it arrived
+// in), .expect_tx, complete_tx (what an asynchronous copy does as it lands), and the wait for the
+// phase of a parity (try_wait.parity in a loop): gpu-emu.cc, "mbarrier"
+void     vae_emu_mbar_init(unsigned addr, unsigned count, const char * file, int line);
+unsigned vae_emu_mbar_arrive(unsigned addr, unsigned tx, const char * file, int line);
+void     vae_emu_mbar_expect_tx(unsigned addr, unsigned tx, const char * file, int line);
+void     vae_emu_mbar_complete_tx(unsigned addr, unsigned tx, const char * file, int line);
+void     vae_emu_mbar_wait(unsigned addr, unsigned parity, const char * file, int line);
 }
 
 // ---- wmma (m16n16k16, f16/bf16 operands, f32 accumulators) ---------------------------------------

@@ -10,6 +10,9 @@
 // and unswizzled K-major), chained into one accumulator and in two commit groups, against a
 // double GEMM; and the runs it must stop: shared memory reused before the wait, no fence, threads
 // of a warpgroup with other descriptors, a block of partial warpgroups, an exit with one in flight.
+// And mbarrier: a producer and its consumers over two phases (arrivals, then transaction bytes),
+// and the deadlocks it must report: a wrong parity, a wrong byte count, too few arrivals, a barrier
+// never initialized.
 // Usage: test-gmma gmma-layouts.txt
 
 #include "emu-check.h"
@@ -17,6 +20,7 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <string>
@@ -260,6 +264,87 @@ static void test_wgmma(int shape, int n) {
     CHECK(err < 1e-4, "wgmma shape %d: max error %g", shape, err);
 }
 
+// ---- mbarrier -------------------------------------------------------------------------------------
+
+// a producer warp (warp 1) fills a stage, each of its threads arriving on `full` after its write;
+// the consumers (warps 0, 2, 3) wait for that phase, read the stage and arrive on `empty`, which the
+// producers wait for before they fill the stage again. Twice, the second phase with transaction
+// bytes too: thread 32 arrives with expect_tx of 64 bytes, which land (complete_tx) in two halves.
+// flaw: 1 the consumers wait for the wrong parity, 2 expect_tx of 72 bytes, 3 a barrier never
+// initialized, 4 an arrival count one too many, 5 the producers do not wait for `empty` (they run a
+// phase ahead: the consumers' wait for phase 0 then waits for phase 2, parity alone telling them
+// apart). (With the count 1 and thread 32 alone arriving, the emulator's random order had consumers
+// read bytes the other producers had not written yet.)
+struct mb_io {
+    int * out;
+    int   flaw;
+};
+
+static void mb_kernel(mb_io io) {
+    char *         s    = (char *) vae_emu_dyn_smem("test");
+    const unsigned base = __cvta_generic_to_shared(s), full = base + 256, empty = base + 264;
+    const int      t    = (int) threadIdx.x;
+    if (t == 0 && io.flaw != 3) {
+        vae_emu_mbar_init(full, io.flaw == 4 ? 33 : 32, __FILE__, __LINE__);
+        vae_emu_mbar_init(empty, 96, __FILE__, __LINE__);
+    }
+    __syncthreads();
+    for (int phase = 0; phase < 2; phase++) {
+        if (t / 32 == 1) {
+            if (phase > 0 && io.flaw != 5) {
+                vae_emu_mbar_wait(empty, (unsigned) (phase - 1) & 1, __FILE__, __LINE__);
+            }
+            s[t % 32] = (char) (t % 32 + 10 * phase);
+        }
+        if (t / 32 == 1) {
+            vae_emu_mbar_arrive(full, t == 32 && phase == 1 ? (io.flaw == 2 ? 72 : 64) : 0, __FILE__, __LINE__);
+        }
+        if (t == 32 && phase == 1) {
+            vae_emu_mbar_complete_tx(full, 32, __FILE__, __LINE__);
+            vae_emu_mbar_complete_tx(full, 32, __FILE__, __LINE__);
+        }
+        if (t / 32 != 1) {
+            vae_emu_mbar_wait(full, (unsigned) (io.flaw == 1 ? phase + 1 : phase) & 1, __FILE__, __LINE__);
+            io.out[phase * 128 + t] = s[t % 32];
+            vae_emu_mbar_arrive(empty, 0, __FILE__, __LINE__);
+        }
+    }
+}
+
+static void mb_launch(mb_io io) {
+    mb_kernel->*vae_emu_config("mbarrier test kernel", __func__, __FILE__, __LINE__, false, dim3(1), dim3(128), 512) ->*
+        vae_emu_args(io);
+    cudaDeviceSynchronize();
+}
+
+static void test_mbarrier() {
+    std::vector<int> out(256, -1);
+    mb_launch({ out.data(), 0 });
+    int bad = 0;
+    for (int phase = 0; phase < 2; phase++) {
+        for (int t = 0; t < 128; t++) {
+            bad += t / 32 != 1 && out[phase * 128 + t] != t % 32 + 10 * phase;
+        }
+    }
+    printf("mbarrier: two phases (arrivals, then transaction bytes), the consumers reading what the producer wrote: "
+           "%s\n", bad ? "FAIL" : "yes");
+    CHECK(bad == 0, "mbarrier: %d consumer reads wrong", bad);
+    expect_stop("a wait for the wrong parity", "which never completes", [&]() {
+        mb_launch({ out.data(), 1 });
+    });
+    expect_stop("an expect_tx of 8 bytes too many", "8 transaction bytes pending", [&]() {
+        mb_launch({ out.data(), 2 });
+    });
+    expect_stop("a barrier never initialized", "used before mbarrier.init", [&]() { mb_launch({ out.data(), 3 }); });
+    expect_stop("an arrival count one too many", "1 of its 33 arrivals", [&]() { mb_launch({ out.data(), 4 }); });
+    // (whether the consumers meet phase 2 depends on the order the threads run in, on a GPU as here;
+    // the emulator's default order, deterministic for this launch, has them meet it)
+    expect_stop("a producer running a phase ahead", "which never completes", [&]() {
+        unsetenv("VAE_GPU_EMU_ORDER");
+        mb_launch({ out.data(), 5 });
+    });
+}
+
 static void test_stops() {
     std::vector<float> a(64 * 64, 0.5f), b(40 * 64, 0.25f), d(64 * 40);
     auto               run = [&](int flaw, unsigned threads) {
@@ -283,6 +368,7 @@ int main(int argc, char ** argv) {
     test_wgmma(0, 40);
     test_wgmma(1, 16);
     test_stops();
+    test_mbarrier();
     printf("%s\n", failures ? "FAILED" : "OK");
     return failures ? 1 : 0;
 }
