@@ -107,6 +107,15 @@ vae_emu_switch:
 
 enum emu_state { EMU_RUN, EMU_BAR, EMU_WARP, EMU_GROUP, EMU_MBAR, EMU_DONE };
 
+// a tensor copy (cp.async.bulk.tensor) in flight: the box read at issue, to land at dst (shared, the
+// swizzle of `swizzle` bytes applied) when a thread waits on its mbarrier
+struct emu_tma_copy {
+    unsigned                   dst, mbar, swizzle;
+    std::vector<unsigned char> box;
+    const char *               file;
+    int                        line;
+};
+
 // an mbarrier in shared memory (its address the key): arrivals expected per phase and still
 // pending, transaction bytes still pending (expected minus completed), the phase, where it was made
 struct emu_mbar {
@@ -184,6 +193,7 @@ static struct {
     std::vector<unsigned char>        exchange;   // per warp: two buffers of VAE_EMU_WARP lanes x 64 bytes
     std::vector<unsigned char>        group_exchange;   // per warpgroup: two of 128 threads x 64 bytes
     std::map<unsigned, emu_mbar>      mbars;            // the block's mbarriers
+    std::vector<struct emu_tma_copy>  tma;              // the block's tensor copies not yet landed
     std::mt19937                      rng;
     // the race checker's stamps: the last one given, that of the block's last barrier, of each
     // warp's last __syncwarp
@@ -1188,7 +1198,10 @@ extern "C" void vae_emu_mbar_complete_tx(unsigned addr, unsigned tx, const char 
     emu_mbar_check(addr, b);
 }
 
+static void emu_tma_land(unsigned mbar, const char * file, int line);
+
 extern "C" void vae_emu_mbar_wait(unsigned addr, unsigned parity, const char * file, int line) {
+    emu_tma_land(addr, file, line);
     const emu_mbar & b = emu_mbar_at(addr, file, line);
     if ((b.phase & 1) != (parity & 1)) {
         return;
@@ -1200,6 +1213,125 @@ extern "C" void vae_emu_mbar_wait(unsigned addr, unsigned parity, const char * f
     f->file         = file;
     f->line         = line;
     emu_yield();
+}
+
+// ---- TMA (sm_90): tensor maps and tiled tensor copies ---------------------------------------------
+// cuTensorMapEncodeTiled (the CUDA driver API's reference: its limits checked as it documents
+// them) writes this into the map's 128 opaque bytes; cp.async.bulk.tensor (tile mode, global to
+// shared, PTX ISA 9.7.9.25) reads the box at its coordinates at issue, elements outside the tensor
+// as zeros (or NaN with the NaN fill), and lands it densely (dimension 0 fastest) at the shared
+// destination, 16-byte chunks swizzled on the absolute address as wgmma reads them
+// (vae_emu_gmma_addr), when a thread next waits on its mbarrier, whose transaction bytes it then
+// completes. A block that ends with a copy in flight stops the run. Element strides other than 1
+// and interleaved layouts are not emulated (refused).
+struct emu_tmap {
+    uint32_t     magic, elem, rank, swizzle, nan_fill, pad;
+    const char * global;
+    uint64_t     dim[5], stride[4];   // stride[i]: bytes from one index of dimension i + 1 to the next
+    uint32_t     box[5];
+};
+static_assert(sizeof(emu_tmap) <= 128, "a tensor map's opaque bytes");
+#define EMU_TMAP_MAGIC 0x544d4150u
+
+extern "C" int vae_emu_tensor_map_encode_tiled(void * map, int dtype, unsigned rank, void * global, const uint64_t * dim,
+                                               const uint64_t * stride, const uint32_t * box,
+                                               const uint32_t * elem_stride, int interleave, int swizzle, int l2,
+                                               int oob_fill) {
+    static const unsigned bytes[] = { 1, 2, 4, 4, 8, 8, 2, 4, 8, 2, 4, 4, 4 };   // CUtensorMapDataType's
+    (void) l2;
+    if (!map || (uintptr_t) map % 64 || dtype < 0 || dtype > 12 || rank < 1 || rank > 5 || !global ||
+        (uintptr_t) global % 16 || interleave != 0 || swizzle < 0 || swizzle > 3 || oob_fill < 0 || oob_fill > 1) {
+        return 1;   // CUDA_ERROR_INVALID_VALUE
+    }
+    emu_tmap m = {};
+    m.magic    = EMU_TMAP_MAGIC;
+    m.elem     = bytes[dtype];
+    m.rank     = rank;
+    m.swizzle  = swizzle ? 16u << swizzle : 0;
+    m.nan_fill = (uint32_t) oob_fill;
+    m.global   = (const char *) global;
+    for (unsigned i = 0; i < rank; i++) {
+        if (dim[i] < 1 || dim[i] > (1ull << 32) || box[i] < 1 || box[i] > 256 || elem_stride[i] != 1 ||
+            (i > 0 && (stride[i - 1] % 16 || stride[i - 1] >= (1ull << 40)))) {
+            return 1;
+        }
+        m.dim[i] = dim[i];
+        m.box[i] = box[i];
+        if (i > 0) {
+            m.stride[i - 1] = stride[i - 1];
+        }
+    }
+    if (box[0] * m.elem % 16 || (m.swizzle && box[0] * m.elem > m.swizzle)) {
+        return 1;   // (a box row of whole 16 bytes, within the swizzle's span)
+    }
+    memcpy(map, &m, sizeof(m));
+    return 0;
+}
+
+extern "C" void vae_emu_tma_load(unsigned dst, const void * map, const int * coords, unsigned mbar, const char * file,
+                                 int line) {
+    emu_tmap m;
+    memcpy(&m, map, sizeof(m));
+    if (m.magic != EMU_TMAP_MAGIC) {
+        vae_emu_fail(file, line, "cp.async.bulk.tensor with a tensor map cuTensorMapEncodeTiled did not make");
+    }
+    if (dst % 128) {
+        vae_emu_fail(file, line, "cp.async.bulk.tensor to shared address 0x%x: not 128-byte aligned", dst);
+    }
+    emu_mbar_at(mbar, file, line);
+    emu_tma_copy c;
+    c.dst     = dst;
+    c.mbar    = mbar;
+    c.swizzle = m.swizzle;
+    c.file    = file;
+    c.line    = line;
+    size_t n  = m.elem;
+    for (unsigned i = 0; i < m.rank; i++) {
+        n *= m.box[i];
+    }
+    c.box.resize(n);
+    vae_emu_shared_at(dst, n, file, line);   // (the whole box inside shared memory)
+    unsigned idx[5] = { 0, 0, 0, 0, 0 };
+    for (size_t e = 0; e < n / m.elem; e++) {
+        bool   in  = true;
+        size_t off = 0;
+        for (unsigned i = 0; i < m.rank; i++) {
+            const long long g = (long long) coords[i] + idx[i];
+            in                = in && g >= 0 && (unsigned long long) g < m.dim[i];
+            off += in ? (size_t) g * (i ? m.stride[i - 1] : m.elem) : 0;
+        }
+        unsigned char * d = c.box.data() + e * m.elem;
+        if (in) {
+            memcpy(d, m.global + off, m.elem);
+        } else if (m.nan_fill) {
+            memset(d, 0xff, m.elem);
+        } else {
+            memset(d, 0, m.elem);
+        }
+        for (unsigned i = 0; i < m.rank && ++idx[i] == m.box[i]; i++) {
+            idx[i] = 0;
+        }
+    }
+    E.tma.push_back(std::move(c));
+}
+
+// the copies that complete mbarrier mbar's transactions land, in issue order
+static void emu_tma_land(unsigned mbar, const char * file, int line) {
+    for (size_t i = 0; i < E.tma.size();) {
+        emu_tma_copy & c = E.tma[i];
+        if (c.mbar != mbar) {
+            i++;
+            continue;
+        }
+        const unsigned w = c.swizzle / 16;
+        for (size_t o = 0; o < c.box.size(); o += 16) {
+            const unsigned a = c.dst + (unsigned) o, at = w ? a ^ (a >> 7 & (w - 1)) << 4 : a;
+            memcpy(vae_emu_shared_at(at, 16, c.file, c.line), c.box.data() + o, 16);
+        }
+        const unsigned n = (unsigned) c.box.size();
+        E.tma.erase(E.tma.begin() + (long) i);
+        vae_emu_mbar_complete_tx(mbar, n, file, line);
+    }
 }
 #endif
 
@@ -1274,6 +1406,7 @@ static void emu_run_block(unsigned bx, unsigned by, unsigned bz, const char * ho
     E.live       = E.nthreads;
     E.bar_wait   = 0;
     E.mbars.clear();
+    E.tma.clear();
     emu_race_barrier();
     for (int w = 0; w < (E.nthreads + VAE_EMU_WARP - 1) / VAE_EMU_WARP; w++) {
         E.warp_live[w] = std::min(VAE_EMU_WARP, E.nthreads - w * VAE_EMU_WARP);
@@ -1333,6 +1466,12 @@ static void emu_run_block(unsigned bx, unsigned by, unsigned bz, const char * ho
         vae_emu_now   = &f.w;
         vae_emu_switch(&E.sched_sp, f.sp);
     }
+#if !defined(VAE_GPU_EMU_GFX)
+    if (!E.tma.empty()) {
+        vae_emu_fail(E.tma.front().file, E.tma.front().line, "a block ended with this tensor copy in flight (no "
+                     "thread waited on its mbarrier)");
+    }
+#endif
     E.cur       = nullptr;
     vae_emu_now = nullptr;
     if (vae_emu_counts * c = emu_counts()) {
@@ -1648,6 +1787,9 @@ cudaError_t cudaGetDriverEntryPointByVersion(const char * symbol, void ** fn, un
           : strcmp(symbol, "cuCtxPopCurrent") == 0  ? (void *) emu_ctx_pop
           : strcmp(symbol, "cuCtxCreate") == 0      ? create
           : strcmp(symbol, "cuCtxDestroy") == 0     ? (void *) emu_ctx_destroy
+#if !defined(VAE_GPU_EMU_GFX)
+          : strcmp(symbol, "cuTensorMapEncodeTiled") == 0 ? (void *) vae_emu_tensor_map_encode_tiled
+#endif
                                                     : nullptr;
     *q  = *fn ? cudaDriverEntryPointSuccess : cudaDriverEntryPointSymbolNotFound;
     return cudaSuccess;

@@ -526,6 +526,13 @@ unsigned vae_emu_mbar_arrive(unsigned addr, unsigned tx, const char * file, int 
 void     vae_emu_mbar_expect_tx(unsigned addr, unsigned tx, const char * file, int line);
 void     vae_emu_mbar_complete_tx(unsigned addr, unsigned tx, const char * file, int line);
 void     vae_emu_mbar_wait(unsigned addr, unsigned parity, const char * file, int line);
+// cuTensorMapEncodeTiled (the driver's, through cudaGetDriverEntryPointByVersion; CUresult 0 or 1),
+// and cp.async.bulk.tensor.Nd tile mode, global to shared, completing mbar's transaction bytes:
+// gpu-emu.cc, "TMA"
+int  vae_emu_tensor_map_encode_tiled(void * map, int dtype, unsigned rank, void * global, const uint64_t * dim,
+                                     const uint64_t * stride, const uint32_t * box, const uint32_t * elem_stride,
+                                     int interleave, int swizzle, int l2, int oob_fill);
+void vae_emu_tma_load(unsigned dst, const void * map, const int * coords, unsigned mbar, const char * file, int line);
 }
 
 // ---- wmma (m16n16k16, f16/bf16 operands, f32 accumulators) ---------------------------------------

@@ -12,7 +12,10 @@
 // of a warpgroup with other descriptors, a block of partial warpgroups, an exit with one in flight.
 // And mbarrier: a producer and its consumers over two phases (arrivals, then transaction bytes),
 // and the deadlocks it must report: a wrong parity, a wrong byte count, too few arrivals, a barrier
-// never initialized.
+// never initialized. And TMA: 2-D tensor maps with the 128-byte swizzle and padded rows, the boxes
+// landed by an mbarrier's wait into wgmma's K-major atoms (rows past the tensor as zeros), the
+// product against a double GEMM; the driver's refusal of a box wider than its swizzle, and a block
+// that ends with its copies in flight.
 // Usage: test-gmma gmma-layouts.txt
 
 #include "emu-check.h"
@@ -345,6 +348,106 @@ static void test_mbarrier() {
     });
 }
 
+// ---- TMA + wgmma ----------------------------------------------------------------------------------
+
+// A (60 x 64 bf16, rows 144 bytes apart) and B (32 x 64, rows 160 bytes apart) in global memory;
+// tensor maps with boxes of 64 x 64 and 64 x 32 elements (128-byte rows) and the 128-byte swizzle,
+// which lay them out as wgmma's K-major 128-byte atoms; one thread arrives with expect_tx of both
+// boxes and issues the two copies, every thread waits, then m64n32k16 x 4 (A's rows 60..63 outside
+// the tensor: zeros). flaw: 1 no thread waits (the block ends with the copies in flight)
+struct tma_io {
+    const void * map_a, *map_b;
+    float *      d;
+    int          flaw;
+};
+
+static void tma_kernel(tma_io io) {
+    char *         s    = (char *) vae_emu_dyn_smem("test");
+    const unsigned base = __cvta_generic_to_shared(s), bar = base + 16384;
+    const int      t    = (int) threadIdx.x;
+    if (t == 0) {
+        vae_emu_mbar_init(bar, 1, __FILE__, __LINE__);
+    }
+    __syncthreads();
+    if (t == 0) {
+        const int at[2] = { 0, 0 };
+        vae_emu_mbar_arrive(bar, 64 * 64 * 2 + 32 * 64 * 2, __FILE__, __LINE__);
+        vae_emu_tma_load(base, io.map_a, at, bar, __FILE__, __LINE__);
+        vae_emu_tma_load(base + 8192, io.map_b, at, bar, __FILE__, __LINE__);
+    }
+    if (io.flaw == 1) {
+        return;
+    }
+    vae_emu_mbar_wait(bar, 0, __FILE__, __LINE__);
+    float d[16];
+    vae_emu_wgmma_fence(__FILE__, __LINE__);
+    for (int j = 0; j < 4; j++) {
+        const uint64_t sbo = (uint64_t) (1024 >> 4) << 32, sw = (uint64_t) 1 << 62, lbo = (uint64_t) 1 << 16;
+        const uint64_t da  = (uint64_t) ((base + 32 * j) >> 4 & 0x3fff) | lbo | sbo | sw;
+        const uint64_t db  = (uint64_t) ((base + 8192 + 32 * j) >> 4 & 0x3fff) | lbo | sbo | sw;
+        vae_emu_wgmma(d, 32, da, db, false, false, 1, j > 0, __FILE__, __LINE__);
+    }
+    vae_emu_wgmma_commit(__FILE__, __LINE__);
+    vae_emu_wgmma_wait(0, __FILE__, __LINE__);
+    for (int v = 0; v < 16; v++) {
+        int m = 0, c = 0;
+        vae_emu_gmma_frag_at(t, v, &m, &c);
+        io.d[m * 32 + c] = d[v];
+    }
+}
+
+static void test_tma(int flaw) {
+    std::vector<__nv_bfloat16> ga(60 * 72), gb(32 * 80);   // (rows of 144 and 160 bytes)
+    std::vector<float>         a(60 * 64), b(32 * 64), d(64 * 32, -1.0f);
+    unsigned                   x = 777u;
+    for (int i = 0; i < 60 * 64 + 32 * 64; i++) {
+        x             = x * 1664525u + 1013904223u;
+        const float v = __bfloat162float(__float2bfloat16_rn((float) (x >> 8) / 16777216.0f * 2.0f - 1.0f));
+        if (i < 60 * 64) {
+            a[i]                         = v;
+            ga[(size_t) i / 64 * 72 + i % 64] = __float2bfloat16_rn(v);
+        } else {
+            b[i - 60 * 64]                                 = v;
+            gb[(size_t) (i - 60 * 64) / 64 * 80 + i % 64] = __float2bfloat16_rn(v);
+        }
+    }
+    alignas(64) unsigned char map_a[128], map_b[128];
+    const uint64_t            dim_a[2] = { 64, 60 }, dim_b[2] = { 64, 32 }, st_a[1] = { 144 }, st_b[1] = { 160 };
+    const uint32_t            box_a[2] = { 64, 64 }, box_b[2] = { 64, 32 }, ones[2] = { 1, 1 };
+    CHECK(vae_emu_tensor_map_encode_tiled(map_a, 9, 2, ga.data(), dim_a, st_a, box_a, ones, 0, 3, 0, 0) == 0 &&
+              vae_emu_tensor_map_encode_tiled(map_b, 9, 2, gb.data(), dim_b, st_b, box_b, ones, 0, 3, 0, 0) == 0,
+          "cuTensorMapEncodeTiled refused a valid map");
+    const uint32_t wide[2] = { 128, 32 };   // (256-byte rows: wider than the 128-byte swizzle)
+    CHECK(vae_emu_tensor_map_encode_tiled(map_b, 9, 2, gb.data(), dim_b, st_b, wide, ones, 0, 3, 0, 0) == 1,
+          "cuTensorMapEncodeTiled took a box row wider than its swizzle");
+    CHECK(vae_emu_tensor_map_encode_tiled(map_b, 9, 2, gb.data(), dim_b, st_b, box_b, ones, 0, 3, 0, 0) == 0, "again");
+    const tma_io io = { map_a, map_b, d.data(), flaw };
+    auto         go = [&]() {
+        cudaFuncSetAttribute((const void *) tma_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, 16392);
+        tma_kernel->*vae_emu_config("tma test kernel", __func__, __FILE__, __LINE__, false, dim3(1), dim3(128), 16392) ->*
+            vae_emu_args(io);
+        cudaDeviceSynchronize();
+    };
+    if (flaw) {
+        expect_stop("a block ending with its tensor copies in flight", "in flight (no thread waited", go);
+        return;
+    }
+    go();
+    double err = 0.0;
+    for (int m = 0; m < 64; m++) {
+        for (int c = 0; c < 32; c++) {
+            double r = 0.0;
+            for (int k = 0; k < 64 && m < 60; k++) {
+                r += (double) a[(size_t) m * 64 + k] * b[(size_t) c * 64 + k];
+            }
+            err = fmax(err, fabs(d[(size_t) m * 32 + c] - r));
+        }
+    }
+    printf("TMA (2-D tiles, 128-byte swizzle, rows past the tensor as zeros) into wgmma m64n32k16 x 4: max error %.3g "
+           "against a double GEMM\n", err);
+    CHECK(err < 1e-4, "TMA + wgmma: max error %g", err);
+}
+
 static void test_stops() {
     std::vector<float> a(64 * 64, 0.5f), b(40 * 64, 0.25f), d(64 * 40);
     auto               run = [&](int flaw, unsigned threads) {
@@ -369,6 +472,8 @@ int main(int argc, char ** argv) {
     test_wgmma(1, 16);
     test_stops();
     test_mbarrier();
+    test_tma(0);
+    test_tma(1);
     printf("%s\n", failures ? "FAILED" : "OK");
     return failures ? 1 : 0;
 }
