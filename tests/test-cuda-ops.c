@@ -938,6 +938,7 @@ static void test_gn(void) {
         { 2, 16, 64, 8, 12, false, true, 4, false, 0.0f, true },        // 2 frames of 96 pixels: apart
         { 3, 16, 48, 5, 7, false, false, 4, true, 0.0f, false },        // 3 frames, one set of statistics
         { 1, 32, 64, 7, 9, true, false, 32, false, 0.0f, false },       // up: four phases' tiles
+        { 1, 16, 48, 13, 11, true, false, 8, false, 0.0f, false },      // up, 143 rows: several tiles a phase
         { 2, 16, 32, 4, 16, true, false, 8, false, -50.0f, false },     // up, 2 frames of 64 input pixels
         { 1, 16, 256, 5, 5, false, false, 32, false, 0.0f, false },     // 256 channels: tiles along N
     };
