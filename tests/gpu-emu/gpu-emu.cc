@@ -1215,104 +1215,207 @@ extern "C" void vae_emu_mbar_wait(unsigned addr, unsigned parity, const char * f
     emu_yield();
 }
 
-// ---- TMA (sm_90): tensor maps and tiled tensor copies ---------------------------------------------
-// cuTensorMapEncodeTiled (the CUDA driver API's reference: its limits checked as it documents
-// them) writes this into the map's 128 opaque bytes; cp.async.bulk.tensor (tile mode, global to
-// shared, PTX ISA 9.7.9.25) reads the box at its coordinates at issue, elements outside the tensor
-// as zeros (or NaN with the NaN fill), and lands it densely (dimension 0 fastest) at the shared
+// ---- TMA (sm_90): tensor maps and tensor copies ---------------------------------------------------
+// cuTensorMapEncodeTiled and cuTensorMapEncodeIm2col (the CUDA driver API's reference: their limits
+// checked as it documents them) write this into the map's 128 opaque bytes; cp.async.bulk.tensor
+// (global to shared, PTX ISA 9.7.9.25) reads its box at issue, elements outside the tensor as
+// zeros (or NaN with the NaN fill), and lands it densely (dimension 0 fastest) at the shared
 // destination, 16-byte chunks swizzled on the absolute address as wgmma reads them
 // (vae_emu_gmma_addr), when a thread next waits on its mbarrier, whose transaction bytes it then
 // completes. A block that ends with a copy in flight stops the run. Element strides other than 1
 // and interleaved layouts are not emulated (refused).
+// Tile mode: the box of box[] elements at the coordinates. Im2col mode (PTX ISA 5.5.4, "im2col
+// mode"): dimensions C (0), the spatial ones, N (last); the bounding box of each spatial dimension
+// d is [lower + o, dim + upper + o) for the instruction's offset o; box[1] pixels are read from the
+// coordinates' pixel shifted by the offsets, W fastest, wrapping within the bounding box to its
+// next row and then to the next image, each its box[0] channels from the coordinates' channel on.
 struct emu_tmap {
-    uint32_t     magic, elem, rank, swizzle, nan_fill, pad;
+    uint32_t     magic;
+    uint8_t      elem, rank, swizzle, nan_fill, im2col;
+    int16_t      lower[3], upper[3];   // im2col: the bounding box's corners, spatial dimensions 1 ..
     const char * global;
     uint64_t     dim[5], stride[4];   // stride[i]: bytes from one index of dimension i + 1 to the next
-    uint32_t     box[5];
+    uint32_t     box[5];              // im2col: channels per pixel, pixels
 };
 static_assert(sizeof(emu_tmap) <= 128, "a tensor map's opaque bytes");
 #define EMU_TMAP_MAGIC 0x544d4150u
+
+// what both encodings check and keep: the tensor, its strides, the fill, the swizzle; row: the
+// bytes of the box's rows (dimension 0), whole 16 bytes within the swizzle's span. false: refused
+static bool emu_tmap_tensor(emu_tmap & m, int dtype, unsigned rank, void * global, const uint64_t * dim,
+                            const uint64_t * stride, const uint32_t * elem_stride, int interleave, int swizzle,
+                            int oob_fill, unsigned row) {
+    static const unsigned bytes[] = { 1, 2, 4, 4, 8, 8, 2, 4, 8, 2, 4, 4, 4 };   // CUtensorMapDataType's
+    if (dtype < 0 || dtype > 12 || rank < 1 || rank > 5 || !global || (uintptr_t) global % 16 || interleave != 0 ||
+        swizzle < 0 || swizzle > 3 || oob_fill < 0 || oob_fill > 1) {
+        return false;
+    }
+    m          = {};
+    m.magic    = EMU_TMAP_MAGIC;
+    m.elem     = (uint8_t) bytes[dtype];
+    m.rank     = (uint8_t) rank;
+    m.swizzle  = (uint8_t) (swizzle ? 16u << swizzle : 0);
+    m.nan_fill = (uint8_t) oob_fill;
+    m.global   = (const char *) global;
+    for (unsigned i = 0; i < rank; i++) {
+        if (dim[i] < 1 || dim[i] > (1ull << 32) || elem_stride[i] != 1 ||
+            (i > 0 && (stride[i - 1] % 16 || stride[i - 1] >= (1ull << 40)))) {
+            return false;
+        }
+        m.dim[i] = dim[i];
+        if (i > 0) {
+            m.stride[i - 1] = stride[i - 1];
+        }
+    }
+    return row * m.elem % 16 == 0 && (!m.swizzle || row * m.elem <= m.swizzle);
+}
 
 extern "C" int vae_emu_tensor_map_encode_tiled(void * map, int dtype, unsigned rank, void * global, const uint64_t * dim,
                                                const uint64_t * stride, const uint32_t * box,
                                                const uint32_t * elem_stride, int interleave, int swizzle, int l2,
                                                int oob_fill) {
-    static const unsigned bytes[] = { 1, 2, 4, 4, 8, 8, 2, 4, 8, 2, 4, 4, 4 };   // CUtensorMapDataType's
+    emu_tmap m;
     (void) l2;
-    if (!map || (uintptr_t) map % 64 || dtype < 0 || dtype > 12 || rank < 1 || rank > 5 || !global ||
-        (uintptr_t) global % 16 || interleave != 0 || swizzle < 0 || swizzle > 3 || oob_fill < 0 || oob_fill > 1) {
+    if (!map || (uintptr_t) map % 64 || !box ||
+        !emu_tmap_tensor(m, dtype, rank, global, dim, stride, elem_stride, interleave, swizzle, oob_fill, box[0])) {
         return 1;   // CUDA_ERROR_INVALID_VALUE
     }
-    emu_tmap m = {};
-    m.magic    = EMU_TMAP_MAGIC;
-    m.elem     = bytes[dtype];
-    m.rank     = rank;
-    m.swizzle  = swizzle ? 16u << swizzle : 0;
-    m.nan_fill = (uint32_t) oob_fill;
-    m.global   = (const char *) global;
     for (unsigned i = 0; i < rank; i++) {
-        if (dim[i] < 1 || dim[i] > (1ull << 32) || box[i] < 1 || box[i] > 256 || elem_stride[i] != 1 ||
-            (i > 0 && (stride[i - 1] % 16 || stride[i - 1] >= (1ull << 40)))) {
+        if (box[i] < 1 || box[i] > 256) {
             return 1;
         }
-        m.dim[i] = dim[i];
         m.box[i] = box[i];
-        if (i > 0) {
-            m.stride[i - 1] = stride[i - 1];
-        }
-    }
-    if (box[0] * m.elem % 16 || (m.swizzle && box[0] * m.elem > m.swizzle)) {
-        return 1;   // (a box row of whole 16 bytes, within the swizzle's span)
     }
     memcpy(map, &m, sizeof(m));
     return 0;
 }
 
-extern "C" void vae_emu_tma_load(unsigned dst, const void * map, const int * coords, unsigned mbar, const char * file,
-                                 int line) {
+// the corners' range by rank (the driver's reference: 16, 8 and 5 signed bits for ranks 3, 4, 5)
+extern "C" int vae_emu_tensor_map_encode_im2col(void * map, int dtype, unsigned rank, void * global,
+                                                const uint64_t * dim, const uint64_t * stride, const int * lower,
+                                                const int * upper, unsigned channels, unsigned pixels,
+                                                const uint32_t * elem_stride, int interleave, int swizzle, int l2,
+                                                int oob_fill) {
     emu_tmap m;
-    memcpy(&m, map, sizeof(m));
-    if (m.magic != EMU_TMAP_MAGIC) {
-        vae_emu_fail(file, line, "cp.async.bulk.tensor with a tensor map cuTensorMapEncodeTiled did not make");
+    (void) l2;
+    if (!map || (uintptr_t) map % 64 || rank < 3 || channels < 1 || channels > 256 || pixels < 1 || pixels > 1024 ||
+        !emu_tmap_tensor(m, dtype, rank, global, dim, stride, elem_stride, interleave, swizzle, oob_fill, channels)) {
+        return 1;
     }
+    const int lim = rank == 3 ? 1 << 15 : rank == 4 ? 1 << 7 : 1 << 4;
+    for (unsigned d = 0; d + 2 < rank; d++) {
+        if (lower[d] < -lim || lower[d] >= lim || upper[d] < -lim || upper[d] >= lim) {
+            return 1;
+        }
+        m.lower[d] = (int16_t) lower[d];
+        m.upper[d] = (int16_t) upper[d];
+    }
+    m.im2col = 1;
+    m.box[0] = channels;
+    m.box[1] = pixels;
+    memcpy(map, &m, sizeof(m));
+    return 0;
+}
+
+// a copy of `box` (read at issue) to land at dst when a thread waits on mbar
+static void emu_tma_issue(unsigned dst, const emu_tmap & m, std::vector<unsigned char> box, unsigned mbar,
+                          const char * file, int line) {
     if (dst % 128) {
         vae_emu_fail(file, line, "cp.async.bulk.tensor to shared address 0x%x: not 128-byte aligned", dst);
     }
     emu_mbar_at(mbar, file, line);
+    vae_emu_shared_at(dst, box.size(), file, line);   // (the whole box inside shared memory)
     emu_tma_copy c;
     c.dst     = dst;
     c.mbar    = mbar;
     c.swizzle = m.swizzle;
+    c.box     = std::move(box);
     c.file    = file;
     c.line    = line;
-    size_t n  = m.elem;
+    E.tma.push_back(std::move(c));
+}
+
+// element x (its coordinates, dimension 0 first) of m's tensor into d: its bytes, or the fill
+static void emu_tmap_read(const emu_tmap & m, const long long * x, unsigned char * d) {
+    size_t off = 0;
+    for (unsigned i = 0; i < m.rank; i++) {
+        if (x[i] < 0 || (unsigned long long) x[i] >= m.dim[i]) {
+            memset(d, m.nan_fill ? 0xff : 0, m.elem);
+            return;
+        }
+        off += (size_t) x[i] * (i ? m.stride[i - 1] : m.elem);
+    }
+    memcpy(d, m.global + off, m.elem);
+}
+
+static emu_tmap emu_tmap_of(const void * map, bool im2col, const char * file, int line) {
+    emu_tmap m;
+    memcpy(&m, map, sizeof(m));
+    if (m.magic != EMU_TMAP_MAGIC || m.im2col != im2col) {
+        vae_emu_fail(file, line, "cp.async.bulk.tensor (%s mode) with a tensor map cuTensorMapEncode%s did not make",
+                     im2col ? "im2col" : "tile", im2col ? "Im2col" : "Tiled");
+    }
+    return m;
+}
+
+// im2col mode: offsets, one per spatial dimension (dimension 1 first)
+extern "C" void vae_emu_tma_load_im2col(unsigned dst, const void * map, const int * coords, const int * offsets,
+                                        unsigned mbar, const char * file, int line) {
+    const emu_tmap m = emu_tmap_of(map, true, file, line);
+    const unsigned s = m.rank - 2;   // spatial dimensions
+    long long      pos[5];           // the pixel's place in the bounding box (offsets not added), its image
+    for (unsigned i = 1; i < m.rank; i++) {
+        pos[i] = coords[i];
+        if (i <= s && (pos[i] < m.lower[i - 1] || pos[i] >= (long long) m.dim[i] + m.upper[i - 1])) {
+            vae_emu_fail(file, line, "cp.async.bulk.tensor im2col: coordinate %lld of dimension %u outside the "
+                         "bounding box [%d, %lld) (not emulated)", pos[i], i, m.lower[i - 1],
+                         (long long) m.dim[i] + m.upper[i - 1]);
+        }
+    }
+    std::vector<unsigned char> box((size_t) m.box[0] * m.box[1] * m.elem);
+    for (unsigned p = 0; p < m.box[1]; p++) {
+        long long x[5] = { 0, 0, 0, 0, 0 };
+        x[m.rank - 1] = pos[m.rank - 1];
+        for (unsigned i = 1; i <= s; i++) {
+            x[i] = pos[i] + offsets[i - 1];
+        }
+        for (unsigned c = 0; c < m.box[0]; c++) {
+            x[0] = (long long) coords[0] + c;
+            emu_tmap_read(m, x, box.data() + ((size_t) p * m.box[0] + c) * m.elem);
+        }
+        for (unsigned i = 1; i <= s; i++) { // W fastest, wrapping to the box's next row, then image
+            if (++pos[i] < (long long) m.dim[i] + m.upper[i - 1]) {
+                break;
+            }
+            pos[i] = m.lower[i - 1];
+            if (i == s) {
+                pos[m.rank - 1]++;
+            }
+        }
+    }
+    emu_tma_issue(dst, m, std::move(box), mbar, file, line);
+}
+
+extern "C" void vae_emu_tma_load(unsigned dst, const void * map, const int * coords, unsigned mbar, const char * file,
+                                 int line) {
+    const emu_tmap m = emu_tmap_of(map, false, file, line);
+    size_t         n = 1;
     for (unsigned i = 0; i < m.rank; i++) {
         n *= m.box[i];
     }
-    c.box.resize(n);
-    vae_emu_shared_at(dst, n, file, line);   // (the whole box inside shared memory)
-    unsigned idx[5] = { 0, 0, 0, 0, 0 };
-    for (size_t e = 0; e < n / m.elem; e++) {
-        bool   in  = true;
-        size_t off = 0;
+    std::vector<unsigned char> box(n * m.elem);
+    unsigned                   idx[5] = { 0, 0, 0, 0, 0 };
+    for (size_t e = 0; e < n; e++) {
+        long long x[5] = { 0, 0, 0, 0, 0 };
         for (unsigned i = 0; i < m.rank; i++) {
-            const long long g = (long long) coords[i] + idx[i];
-            in                = in && g >= 0 && (unsigned long long) g < m.dim[i];
-            off += in ? (size_t) g * (i ? m.stride[i - 1] : m.elem) : 0;
+            x[i] = (long long) coords[i] + idx[i];
         }
-        unsigned char * d = c.box.data() + e * m.elem;
-        if (in) {
-            memcpy(d, m.global + off, m.elem);
-        } else if (m.nan_fill) {
-            memset(d, 0xff, m.elem);
-        } else {
-            memset(d, 0, m.elem);
-        }
+        emu_tmap_read(m, x, box.data() + e * m.elem);
         for (unsigned i = 0; i < m.rank && ++idx[i] == m.box[i]; i++) {
             idx[i] = 0;
         }
     }
-    E.tma.push_back(std::move(c));
+    emu_tma_issue(dst, m, std::move(box), mbar, file, line);
 }
 
 // the copies that complete mbarrier mbar's transactions land, in issue order
@@ -1789,6 +1892,7 @@ cudaError_t cudaGetDriverEntryPointByVersion(const char * symbol, void ** fn, un
           : strcmp(symbol, "cuCtxDestroy") == 0     ? (void *) emu_ctx_destroy
 #if !defined(VAE_GPU_EMU_GFX)
           : strcmp(symbol, "cuTensorMapEncodeTiled") == 0 ? (void *) vae_emu_tensor_map_encode_tiled
+          : strcmp(symbol, "cuTensorMapEncodeIm2col") == 0 ? (void *) vae_emu_tensor_map_encode_im2col
 #endif
                                                     : nullptr;
     *q  = *fn ? cudaDriverEntryPointSuccess : cudaDriverEntryPointSymbolNotFound;

@@ -533,6 +533,13 @@ int  vae_emu_tensor_map_encode_tiled(void * map, int dtype, unsigned rank, void 
                                      const uint64_t * stride, const uint32_t * box, const uint32_t * elem_stride,
                                      int interleave, int swizzle, int l2, int oob_fill);
 void vae_emu_tma_load(unsigned dst, const void * map, const int * coords, unsigned mbar, const char * file, int line);
+// cuTensorMapEncodeIm2col, and cp.async.bulk.tensor.Nd im2col mode (offsets: one per spatial dimension)
+int  vae_emu_tensor_map_encode_im2col(void * map, int dtype, unsigned rank, void * global, const uint64_t * dim,
+                                      const uint64_t * stride, const int * lower, const int * upper, unsigned channels,
+                                      unsigned pixels, const uint32_t * elem_stride, int interleave, int swizzle,
+                                      int l2, int oob_fill);
+void vae_emu_tma_load_im2col(unsigned dst, const void * map, const int * coords, const int * offsets, unsigned mbar,
+                             const char * file, int line);
 }
 
 // ---- wmma (m16n16k16, f16/bf16 operands, f32 accumulators) ---------------------------------------

@@ -15,7 +15,8 @@
 // never initialized. And TMA: 2-D tensor maps with the 128-byte swizzle and padded rows, the boxes
 // landed by an mbarrier's wait into wgmma's K-major atoms (rows past the tensor as zeros), the
 // product against a double GEMM; the driver's refusal of a box wider than its swizzle, and a block
-// that ends with its copies in flight.
+// that ends with its copies in flight. And TMA's im2col mode against the examples of Triton's
+// tutorial, which its tests run on Hopper GPUs.
 // Usage: test-gmma gmma-layouts.txt
 
 #include "emu-check.h"
@@ -448,6 +449,68 @@ static void test_tma(int flaw) {
     CHECK(err < 1e-4, "TMA + wgmma: max error %g", err);
 }
 
+// ---- TMA, im2col mode ---------------------------------------------------------------------------
+// The four examples of Triton's TMA im2col tutorial (triton-lang/triton,
+// python/tutorials/gluon/13-tma-im2col.py; its tests run them on Hopper GPUs), with their expected
+// pixels: an NHWC f32 tensor whose pixel i (from 0, in memory order) holds i + 1 in every channel,
+// boxes of 16 pixels x 32 channels (128-byte rows, 128-byte swizzle). Thread p reads pixel p's
+// channel 0 (chunk 0 of its row, swizzled to chunk p % 8).
+struct im2col_io {
+    const void * map;
+    int          coords[4], offsets[2];
+    float *      out;
+};
+
+static void im2col_kernel(im2col_io io) {
+    char *         s    = (char *) vae_emu_dyn_smem("test");
+    const unsigned base = __cvta_generic_to_shared(s), bar = base + 2048;
+    const int      t    = (int) threadIdx.x;
+    if (t == 0) {
+        vae_emu_mbar_init(bar, 1, __FILE__, __LINE__);
+        vae_emu_mbar_arrive(bar, 16 * 32 * 4, __FILE__, __LINE__);
+        vae_emu_tma_load_im2col(base, io.map, io.coords, io.offsets, bar, __FILE__, __LINE__);
+    }
+    __syncthreads();
+    vae_emu_mbar_wait(bar, 0, __FILE__, __LINE__);
+    if (t < 16) {
+        memcpy(&io.out[t], s + t * 128 + (t % 8) * 16, 4);
+    }
+}
+
+static void test_im2col() {
+    static const struct {
+        const char * what;
+        int          n, lower, upper, h, w, off;
+        float        want[16];
+    } ex[] = {
+        { "basic", 1, 0, 0, 0, 0, 0, { 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16 } },
+        { "padded", 1, -1, -1, -1, -1, 0, { 0, 0, 0, 0, 0, 1, 2, 3, 0, 5, 6, 7, 0, 9, 10, 11 } },
+        { "shifted by the offsets", 1, -1, -1, -1, -1, 1, { 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16 } },
+        { "across two images", 2, 0, 0, 1, 3, 0, { 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23 } },
+    };
+    for (const auto & e : ex) {
+        std::vector<float> x((size_t) e.n * 16 * 32), out(16, -1.0f);
+        for (size_t i = 0; i < x.size(); i++) {
+            x[i] = (float) (i / 32 + 1);
+        }
+        alignas(64) unsigned char map[128];
+        const uint64_t            dim[4]    = { 32, 4, 4, (uint64_t) e.n }, stride[3] = { 128, 512, 2048 };
+        const int                 lower[2]  = { e.lower, e.lower }, upper[2] = { e.upper, e.upper };
+        const uint32_t            ones[4]   = { 1, 1, 1, 1 };
+        CHECK(vae_emu_tensor_map_encode_im2col(map, 7, 4, x.data(), dim, stride, lower, upper, 32, 16, ones, 0, 3, 0, 0) ==
+                  0, "im2col %s: cuTensorMapEncodeIm2col refused the map", e.what);
+        const im2col_io io = { map, { 0, e.w, e.h, 0 }, { e.off, e.off }, out.data() };
+        im2col_kernel->*vae_emu_config("im2col test kernel", __func__, __FILE__, __LINE__, false, dim3(1), dim3(32),
+                                       2056) ->*
+            vae_emu_args(io);
+        cudaDeviceSynchronize();
+        const bool same = memcmp(out.data(), e.want, sizeof(e.want)) == 0;
+        printf("TMA im2col, %s: %s\n", e.what, same ? "the pixels Triton's test expects" : "FAIL");
+        CHECK(same, "im2col %s: pixel 0 %g, 5 %g, 15 %g (want %g, %g, %g)", e.what, out[0], out[5], out[15], e.want[0],
+              e.want[5], e.want[15]);
+    }
+}
+
 static void test_stops() {
     std::vector<float> a(64 * 64, 0.5f), b(40 * 64, 0.25f), d(64 * 40);
     auto               run = [&](int flaw, unsigned threads) {
@@ -474,6 +537,7 @@ int main(int argc, char ** argv) {
     test_mbarrier();
     test_tma(0);
     test_tma(1);
+    test_im2col();
     printf("%s\n", failures ? "FAILED" : "OK");
     return failures ? 1 : 0;
 }
