@@ -1137,6 +1137,19 @@ extern "C" void vae_emu_wgmma_wait(int pending, const char * file, int line) {
     f->wg_fenced = false;
 }
 
+extern "C" void vae_emu_setmaxnreg(unsigned n, bool inc, const char * file, int line) {
+    const unsigned        mine[2] = { n, inc };
+    const unsigned char * all     = emu_group_exchange(mine, sizeof(mine), file, line);
+    if (n < 24 || n > 256 || n % 8) {
+        vae_emu_fail(file, line, "setmaxnreg %u: not in 24 .. 256, a multiple of 8", n);
+    }
+    for (int u = 0; u < 128; u++) {
+        if (memcmp(all + u * 64, mine, sizeof(mine)) != 0) {
+            vae_emu_fail(file, line, "setmaxnreg: thread %d of the warpgroup asks another count", u);
+        }
+    }
+}
+
 // ---- mbarrier (sm_90): arrivals and transaction bytes per phase ---------------------------------
 // From the PTX ISA (9.7.13.15, "mbarrier"): a phase completes when its pending arrivals reach 0 and
 // its pending transaction bytes are 0 (expect_tx adds, complete_tx, the asynchronous copies'

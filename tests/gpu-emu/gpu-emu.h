@@ -202,6 +202,25 @@ template <typename M> static inline vae_emu_mask_t vae_emu_ballot(const char * f
     return b;
 }
 #define __ballot_sync(...) vae_emu_ballot(__FILE__, __LINE__, __VA_ARGS__)
+
+// elect.sync (sm_90): true in one lane of the mask (every lane of the warp calls it, as every
+// collective here). The PTX ISA does not say which; here the lowest lane in blocks of even x + y,
+// the highest in the others, so that a kernel that counts on lane 0 fails in half of its blocks
+template <typename M> static inline bool vae_emu_elect(const char * file, int line, M mask) {
+    const vae_emu_mask_t m = vae_emu_ballot(file, line, vae_emu_wave_lanes,
+                                            (int) (vae_emu_mask(mask) >> vae_emu_now->lane & 1));
+    int                  l = 0;
+    if ((blockIdx.x + blockIdx.y) % 2 == 0) {
+        while (l < VAE_EMU_WARP - 1 && !(m >> l & 1)) {
+            l++;
+        }
+    } else {
+        for (int i = 0; i < VAE_EMU_WARP; i++) {
+            l = m >> i & 1 ? i : l;
+        }
+    }
+    return vae_emu_now->lane == l;
+}
 #define __any_sync(m, p)   (vae_emu_ballot(__FILE__, __LINE__, m, p) != 0)
 #define __all_sync(m, p)   (vae_emu_ballot(__FILE__, __LINE__, m, p) == (vae_emu_mask(m) & vae_emu_wave_lanes))
 
@@ -533,6 +552,9 @@ int  vae_emu_tensor_map_encode_tiled(void * map, int dtype, unsigned rank, void 
                                      const uint64_t * stride, const uint32_t * box, const uint32_t * elem_stride,
                                      int interleave, int swizzle, int l2, int oob_fill);
 void vae_emu_tma_load(unsigned dst, const void * map, const int * coords, unsigned mbar, const char * file, int line);
+// setmaxnreg.inc|dec.sync.aligned.u32 n: a warpgroup instruction, n in 24 .. 256, a multiple of 8,
+// the same in every thread (no other effect here)
+void vae_emu_setmaxnreg(unsigned n, bool inc, const char * file, int line);
 // cuTensorMapEncodeIm2col, and cp.async.bulk.tensor.Nd im2col mode (offsets: one per spatial dimension)
 int  vae_emu_tensor_map_encode_im2col(void * map, int dtype, unsigned rank, void * global, const uint64_t * dim,
                                       const uint64_t * stride, const int * lower, const int * upper, unsigned channels,

@@ -511,6 +511,46 @@ static void test_im2col() {
     }
 }
 
+// ---- elect.sync, setmaxnreg --------------------------------------------------------------------------
+
+// each warp elects one lane of mask 0x0ff0 (every lane calls): lanes 4 or 11 by the block's parity
+struct elect_io {
+    int * leaders;   // per block and warp: how many lanes were elected, then the last one's lane
+    int   regs;      // setmaxnreg's count (0: none)
+};
+
+static void elect_kernel(elect_io io) {
+    const int t = (int) threadIdx.x, b = (int) blockIdx.x;
+    if (vae_emu_elect(__FILE__, __LINE__, 0x0ff0u)) {
+        io.leaders[(b * 4 + t / 32) * 2]++;
+        io.leaders[(b * 4 + t / 32) * 2 + 1] = t % 32;
+    }
+    if (io.regs) {
+        vae_emu_setmaxnreg((unsigned) (t == 5 && io.regs == 240 ? 232 : io.regs), true, __FILE__, __LINE__);
+    }
+}
+
+static void test_elect() {
+    std::vector<int> leaders(2 * 4 * 2, 0);
+    auto             go = [&](int regs) {
+        elect_kernel->*vae_emu_config("elect test kernel", __func__, __FILE__, __LINE__, false, dim3(2), dim3(128), 0) ->*
+            vae_emu_args(elect_io{ leaders.data(), regs });
+        cudaDeviceSynchronize();
+    };
+    go(232);
+    bool ok = true;
+    for (int b = 0; b < 2; b++) {
+        for (int w = 0; w < 4; w++) {
+            ok = ok && leaders[(b * 4 + w) * 2] == 1 && leaders[(b * 4 + w) * 2 + 1] == (b ? 11 : 4);
+        }
+    }
+    printf("elect.sync: one lane of the mask in each warp, the lowest or the highest by the block: %s\n",
+           ok ? "yes" : "FAIL");
+    CHECK(ok, "elect.sync: leaders %d %d, %d %d", leaders[0], leaders[1], leaders[8], leaders[9]);
+    expect_stop("setmaxnreg 20", "not in 24 .. 256", [&]() { go(20); });
+    expect_stop("setmaxnreg with another count in one thread", "asks another count", [&]() { go(240); });
+}
+
 static void test_stops() {
     std::vector<float> a(64 * 64, 0.5f), b(40 * 64, 0.25f), d(64 * 40);
     auto               run = [&](int flaw, unsigned threads) {
@@ -538,6 +578,7 @@ int main(int argc, char ** argv) {
     test_tma(0);
     test_tma(1);
     test_im2col();
+    test_elect();
     printf("%s\n", failures ? "FAILED" : "OK");
     return failures ? 1 : 0;
 }
