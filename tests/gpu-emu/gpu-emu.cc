@@ -1018,23 +1018,33 @@ static const unsigned char * emu_group_exchange(const void * mine, size_t bytes,
     return x;
 }
 
-// the instruction's parameters, the same in every thread of the warpgroup
+// the instruction's parameters, the same in every thread of the warpgroup (rs: A from registers),
+// then the thread's A registers
 struct emu_wgmma_args {
     uint64_t da, db;
     int      n, kind;
-    bool     a_mn, b_mn, scale_d;
+    bool     a_mn, b_mn, scale_d, rs;
+};
+struct emu_wgmma_deposit {
+    emu_wgmma_args args;
+    unsigned       a[4];
 };
 
-extern "C" void vae_emu_wgmma(float * d, int n, uint64_t da, uint64_t db, bool a_mn, bool b_mn, int kind, bool scale_d,
-                              const char * file, int line) {
+// a: the thread's A fragment (4 registers of 16-bit pairs, vae_emu_gmma_frag_at), or NULL: A by da
+static void emu_wgmma_issue(float * d, int n, uint64_t da, const unsigned * a, uint64_t db, bool a_mn, bool b_mn,
+                            int kind, bool scale_d, const char * file, int line) {
     emu_fiber *          f    = E.cur;
-    const emu_wgmma_args mine = { da, db, n, kind, a_mn, b_mn, scale_d };
+    emu_wgmma_deposit    mine = {};
+    mine.args                 = { a ? 0 : da, db, n, kind, a_mn, b_mn, scale_d, a != nullptr };
+    if (a) {
+        memcpy(mine.a, a, sizeof(mine.a));
+    }
     const unsigned char * all = emu_group_exchange(&mine, sizeof(mine), file, line);
     const int            t    = (int) (f - E.fibers.data()) % 128;
     for (int u = 0; u < 128; u++) {
         emu_wgmma_args o;
         memcpy(&o, all + u * 64, sizeof(o));
-        if (memcmp(&o, &mine, sizeof(o)) != 0) {
+        if (memcmp(&o, &mine.args, sizeof(o)) != 0) {
             vae_emu_fail(file, line, "wgmma.mma_async: thread %d of the warpgroup gives other operands than thread %d "
                          "(descriptors 0x%016llx, 0x%016llx against 0x%016llx, 0x%016llx)", u, t,
                          (unsigned long long) o.da, (unsigned long long) o.db, (unsigned long long) da,
@@ -1045,6 +1055,9 @@ extern "C" void vae_emu_wgmma(float * d, int n, uint64_t da, uint64_t db, bool a
     if (n < 8 || n > 256 || n % 8 || (kind != 0 && kind != 1 && kind != 3) || (tf32 && (a_mn || b_mn))) {
         vae_emu_fail(file, line, "wgmma.mma_async m64n%dk%d of kind %d%s: not an instruction", n, tf32 ? 8 : 16, kind,
                      tf32 && (a_mn || b_mn) ? " (tf32 operands are K-major only)" : "");
+    }
+    if (a && tf32) {
+        vae_emu_fail(file, line, "wgmma.mma_async tf32 with A from registers: not emulated");
     }
     if (!f->wg_fenced) {
         vae_emu_fail(file, line, "wgmma.mma_async without a wgmma.fence since the thread's start or its last "
@@ -1079,12 +1092,20 @@ extern "C" void vae_emu_wgmma(float * d, int n, uint64_t da, uint64_t db, bool a
         return tf32 ? __uint_as_float(bits & 0xffffe000u) : kind == 0 ? vae_emu_b16(bits, 0, __half())
                                                                             : vae_emu_b16(bits, 0, __nv_bfloat16());
     };
+    // A (m, k) from registers: value v = 4 (k / 8) + 2 (m % 16 / 8) + k % 2 of thread 32 (m / 16) +
+    // 4 (m % 8) + k % 8 / 2 (vae_emu_gmma_frag_at inverted), the 16-bit half v % 2 of register v / 2
+    auto a_reg = [&](int m, int k) {
+        const int      v = 4 * (k / 8) + 2 * (m % 16 / 8) + k % 2, u = 32 * (m / 16) + 4 * (m % 8) + k % 8 / 2;
+        emu_wgmma_deposit o;
+        memcpy(&o, all + u * 64, sizeof(o));
+        return kind == 0 ? vae_emu_b16(o.a[v / 2], v % 2, __half()) : vae_emu_b16(o.a[v / 2], v % 2, __nv_bfloat16());
+    };
     for (int v = 0; v < n / 2; v++) {
         int m = 0, c = 0;
         vae_emu_gmma_frag_at(t, v, &m, &c);
         float s = scale_d ? w.out[v] : 0.0f;
         for (int k = 0; k < K; k++) {
-            s += at(da, a_mn, m, k) * at(db, b_mn, c, k);
+            s += (a ? a_reg(m, k) : at(da, a_mn, m, k)) * at(db, b_mn, c, k);
         }
         w.out[v] = s;
     }
@@ -1092,6 +1113,16 @@ extern "C" void vae_emu_wgmma(float * d, int n, uint64_t da, uint64_t db, bool a
         d[v] = NAN;   // (the instruction's until it completes)
     }
     f->wg_open.push_back(std::move(w));
+}
+
+extern "C" void vae_emu_wgmma(float * d, int n, uint64_t da, uint64_t db, bool a_mn, bool b_mn, int kind, bool scale_d,
+                              const char * file, int line) {
+    emu_wgmma_issue(d, n, da, nullptr, db, a_mn, b_mn, kind, scale_d, file, line);
+}
+
+extern "C" void vae_emu_wgmma_rs(float * d, int n, const unsigned * a, uint64_t db, bool b_mn, int kind, bool scale_d,
+                                 const char * file, int line) {
+    emu_wgmma_issue(d, n, 0, a, db, false, b_mn, kind, scale_d, file, line);
 }
 
 extern "C" void vae_emu_wgmma_fence(const char * file, int line) {

@@ -534,6 +534,10 @@ static inline void vae_emu_gmma_frag_at(int t, int v, int * m, int * c) {
 extern "C" {
 void vae_emu_wgmma(float * d, int n, uint64_t da, uint64_t db, bool a_mn, bool b_mn, int kind, bool scale_d,
                    const char * file, int line);
+// the same with A from registers: the thread's 4 registers of 16-bit pairs (f16, bf16; the A
+// fragment of vae_emu_gmma_frag_at)
+void vae_emu_wgmma_rs(float * d, int n, const unsigned * a, uint64_t db, bool b_mn, int kind, bool scale_d,
+                      const char * file, int line);
 void vae_emu_wgmma_fence(const char * file, int line);
 void vae_emu_wgmma_commit(const char * file, int line);
 void vae_emu_wgmma_wait(int pending, const char * file, int line);

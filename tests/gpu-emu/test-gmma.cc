@@ -7,8 +7,8 @@
 // (start addresses inside a swizzle atom) and two atoms along M/N and K (LBO and SBO). Then
 // wgmma.mma_async itself on the emulated sm_90: operands placed by this file's own formulas (the
 // 128-byte swizzle of K-major rows, the 64-byte one of N-major B across two atoms, tf32's 32-byte
-// and unswizzled K-major), chained into one accumulator and in two commit groups, against a
-// double GEMM; and the runs it must stop: shared memory reused before the wait, no fence, threads
+// and unswizzled K-major, A from registers), chained into one accumulator and in two commit groups,
+// against a double GEMM; and the runs it must stop: shared memory reused before the wait, no fence, threads
 // of a warpgroup with other descriptors, a block of partial warpgroups, an exit with one in flight.
 // And mbarrier: a producer and its consumers over two phases (arrivals, then transaction bytes),
 // and the deadlocks it must report: a wrong parity, a wrong byte count, too few arrivals, a barrier
@@ -139,17 +139,18 @@ static void test_layouts(const char * path) {
 // r at c ^ r % 8), B N-major with the 64-byte swizzle (atoms of 32 n x 8 k, rows of 64 bytes, chunk
 // c of row k at c ^ k % 8 / 2; the second atom along N at LBO), K 64, one commit group. Shape 1:
 // tf32, A with the 32-byte swizzle (rows of 32 bytes, chunk c at c ^ r % 8 / 4; the next 8 k a whole
-// tile of such atoms on), B K-major unswizzled
-// (8 x 16-byte core matrices: rows 16 bytes apart, the next chunk along K at LBO, the next 8 n at
-// SBO), K 32, in two commit groups waited for in turn. flaw: 1 shared memory reused before the wait,
-// 2 no fence, 3 thread 5 with another descriptor, 4 no wait
+// tile of such atoms on), B K-major unswizzled (8 x 16-byte core matrices: rows 16 bytes apart,
+// the next chunk along K at LBO, the next 8 n at SBO), K 32, in two commit groups waited for in
+// turn. Shape 2: shape 0 with A from registers (each thread's fragment of the K block, from global
+// memory). flaw: 1 shared memory reused before the wait, 2 no fence, 3 thread 5 with another
+// descriptor, 4 no wait
 struct wg_io {
     const float * a, *b;
     float *       d;
     int           shape, n, flaw;
 };
 
-static const int WG_K[2] = { 64, 32 };
+static const int WG_K[3] = { 64, 32, 64 };
 
 static unsigned wg_a_at(int shape, int m, int k) {
     if (shape == 0) {
@@ -167,13 +168,14 @@ static unsigned wg_b_at(int shape, int n, int k) {
 
 static void wg_kernel(wg_io io) {
     char *    s = (char *) vae_emu_dyn_smem("test");
-    const int t = (int) threadIdx.x, K = WG_K[io.shape], KI = io.shape ? 8 : 16;
+    const int  t = (int) threadIdx.x, K = WG_K[io.shape], KI = io.shape == 1 ? 8 : 16;
+    const bool tf = io.shape == 1, rs = io.shape == 2;
     for (int e = t; e < 64 * K + io.n * K; e += 128) { // (element e: A's, then B's, row-major)
         const bool  a = e < 64 * K;
         const int   r = a ? e / K : (e - 64 * K) / K, k = a ? e % K : (e - 64 * K) % K;
         const float v = a ? io.a[e] : io.b[e - 64 * K];
-        const unsigned at = a ? wg_a_at(io.shape, r, k) : wg_b_at(io.shape, r, k);
-        if (io.shape == 0) {
+        const unsigned at = a ? wg_a_at(tf, r, k) : wg_b_at(tf, r, k);
+        if (!tf) {
             const __nv_bfloat16 h = __float2bfloat16_rn(v);
             memcpy(s + at, &h, 2);
         } else {
@@ -192,14 +194,26 @@ static void wg_kernel(wg_io io) {
     for (int j = 0; j < K / KI; j++) {
         // the instruction's K block: A's start 32 bytes on along its rows (shape 0) or an atom tile on
         // (1); B's 2 k groups on (0), or 2 core matrices along K (1)
-        const unsigned sa = base + (unsigned) (io.shape ? j * 2048 : j * 32);
-        const unsigned sb = base + 16384 + (unsigned) (io.shape ? j * 256 : j * 1024);
-        const uint64_t da = (uint64_t) (sa >> 4 & 0x3fff) | (uint64_t) (io.shape ? 1 : 1) << 16 |
-                            (uint64_t) ((io.shape ? 256 : 1024) >> 4) << 32 | (uint64_t) (io.shape ? 3 : 1) << 62;
-        const uint64_t db = (uint64_t) (sb >> 4 & 0x3fff) | (uint64_t) ((io.shape ? 128 : 4096) >> 4) << 16 |
-                            (uint64_t) ((io.shape ? 1024 : 512) >> 4) << 32 | (uint64_t) (io.shape ? 0 : 2) << 62;
-        vae_emu_wgmma(d, io.n, io.flaw == 3 && t == 5 ? da + 2 : da, db, false, io.shape == 0, io.shape ? 3 : 1, true,
-                      __FILE__, __LINE__);
+        const unsigned sa = base + (unsigned) (tf ? j * 2048 : j * 32);
+        const unsigned sb = base + 16384 + (unsigned) (tf ? j * 256 : j * 1024);
+        const uint64_t da = (uint64_t) (sa >> 4 & 0x3fff) | (uint64_t) 1 << 16 | (uint64_t) ((tf ? 256 : 1024) >> 4) << 32 |
+                            (uint64_t) (tf ? 3 : 1) << 62;
+        const uint64_t db = (uint64_t) (sb >> 4 & 0x3fff) | (uint64_t) ((tf ? 128 : 4096) >> 4) << 16 |
+                            (uint64_t) ((tf ? 1024 : 512) >> 4) << 32 | (uint64_t) (tf ? 0 : 2) << 62;
+        if (rs) { // (A from registers: this thread's fragment of the K block, from global memory)
+            unsigned a[4];
+            for (int v = 0; v < 8; v += 2) {
+                int m = 0, k = 0;
+                vae_emu_gmma_frag_at(t, v, &m, &k);   // (v + 1: k + 1)
+                const __nv_bfloat16 lo = __float2bfloat16_rn(io.a[m * K + 16 * j + k]);
+                const __nv_bfloat16 hi = __float2bfloat16_rn(io.a[m * K + 16 * j + k + 1]);
+                a[v / 2]               = (unsigned) *(const uint16_t *) &lo | (unsigned) *(const uint16_t *) &hi << 16;
+            }
+            vae_emu_wgmma_rs(d, io.n, a, db, true, 1, true, __FILE__, __LINE__);
+        } else {
+            vae_emu_wgmma(d, io.n, io.flaw == 3 && t == 5 ? da + 2 : da, db, false, !tf, tf ? 3 : 1, true, __FILE__,
+                          __LINE__);
+        }
         if (io.shape == 1 && j == K / KI / 2 - 1) {
             vae_emu_wgmma_commit(__FILE__, __LINE__);
         }
@@ -208,7 +222,7 @@ static void wg_kernel(wg_io io) {
     if (io.flaw == 1) {
         __syncthreads();
         if (t == 0) {
-            s[wg_a_at(io.shape, 3, 5)] ^= 1;   // (a producer filling the stage again)
+            s[wg_a_at(tf, 3, 5)] ^= 1;   // (a producer filling the stage again)
         }
         __syncthreads();
     }
@@ -236,7 +250,7 @@ static cudaError_t wg_launch(const wg_io & io, unsigned threads) {
 }
 
 static float rounded(float v, int shape) {
-    return shape == 0 ? __bfloat162float(__float2bfloat16_rn(v)) : __uint_as_float(__float_as_uint(v) & 0xffffe000u);
+    return shape != 1 ? __bfloat162float(__float2bfloat16_rn(v)) : __uint_as_float(__float_as_uint(v) & 0xffffe000u);
 }
 
 static void test_wgmma(int shape, int n) {
@@ -262,9 +276,10 @@ static void test_wgmma(int shape, int n) {
             err = fmax(err, fabs(d[(size_t) m * n + c] - r));
         }
     }
-    printf("wgmma m64n%dk%d %s x %d instructions (A K-major %s, B %s): max error %.3g against a double GEMM\n", n,
-           shape ? 8 : 16, shape ? "tf32" : "bf16", K / (shape ? 8 : 16), shape ? "32-byte swizzle" : "128-byte swizzle",
-           shape ? "K-major unswizzled" : "N-major 64-byte swizzle, two atoms", err);
+    static const char * a_of[3] = { "K-major 128-byte swizzle", "K-major 32-byte swizzle", "from registers" };
+    printf("wgmma m64n%dk%d %s x %d instructions (A %s, B %s): max error %.3g against a double GEMM\n", n,
+           shape == 1 ? 8 : 16, shape == 1 ? "tf32" : "bf16", K / (shape == 1 ? 8 : 16), a_of[shape],
+           shape == 1 ? "K-major unswizzled" : "N-major 64-byte swizzle, two atoms", err);
     CHECK(err < 1e-4, "wgmma shape %d: max error %g", shape, err);
 }
 
@@ -573,6 +588,7 @@ int main(int argc, char ** argv) {
     test_layouts(argv[1]);
     test_wgmma(0, 40);
     test_wgmma(1, 16);
+    test_wgmma(2, 40);
     test_stops();
     test_mbarrier();
     test_tma(0);
