@@ -160,6 +160,7 @@ struct emu_fiber {
     std::vector<std::vector<emu_wgmma>> wg_groups;  // committed, oldest first
     bool                                wg_fenced;  // a wgmma.fence since the start or the last wait
     unsigned                            mbar, mbar_parity;   // EMU_MBAR: the barrier and phase parity it waits for
+    uint32_t                            proxy_fence;         // emu_proxy_seq at its last fence.proxy.async
 };
 
 struct emu_shared {   // one shared-memory array: its slot of the arena, guard pages around it
@@ -456,6 +457,17 @@ struct emu_race_code {                // apart, as only the report reads it
 
 static emu_race_cell * emu_race_shadow;   // per byte of the arena
 static emu_race_code * emu_race_codes;
+
+// the proxies of sm_90: each byte's last write through the generic proxy (the threads' stores and
+// cp.async) not followed by that thread's fence.proxy.async (its sequence number, the writer, the
+// block), which an async-proxy read (wgmma's operands) must not meet; a tensor copy's landing is an
+// async-proxy write. Sequence numbers rise at every generic write and every fence
+struct emu_proxy_cell {
+    uint32_t seq, block;
+    uint16_t t;   // EMU_RACE_NONE: no generic write to fence
+};
+static emu_proxy_cell * emu_proxy_shadow;
+static uint32_t         emu_proxy_seq, emu_proxy_block;
 static bool            emu_race_on;
 uintptr_t              vae_emu_race_lo, vae_emu_race_span;
 
@@ -479,6 +491,7 @@ static void emu_race_arena(void) {
     if (emu_race_on) {
         emu_race_shadow   = (emu_race_cell *) emu_race_map(n * sizeof(emu_race_cell));
         emu_race_codes    = (emu_race_code *) emu_race_map(n * sizeof(emu_race_code));
+        emu_proxy_shadow  = (emu_proxy_cell *) emu_race_map(n * sizeof(emu_proxy_cell));
         vae_emu_race_lo   = (uintptr_t) emu_smem_arena;
         vae_emu_race_span = n;
     }
@@ -577,8 +590,12 @@ extern "C" void vae_emu_race_access(const void * p, size_t bytes, bool write, co
     const uint32_t ep = E.epoch, s = E.warp_stamp[w], at = emu_race_at(pc);
     // the access of thread u at stamp us is ordered before this one
     auto ordered = [&](uint16_t u, uint32_t us) { return us < ep || u == t || (u / VAE_EMU_WARP == w && us < s); };
-    const size_t end = off + std::min(bytes, vae_emu_race_span - off);
+    const size_t   end = off + std::min(bytes, vae_emu_race_span - off);
+    const uint32_t seq = write ? ++emu_proxy_seq : 0;
     for (size_t i = off; i < end; i++) {
+        if (write) {
+            emu_proxy_shadow[i] = { seq, emu_proxy_block, t };
+        }
         emu_race_cell & c = emu_race_shadow[i];
         emu_race_code & k = emu_race_codes[i];
         if (!ordered(c.w_t, c.w_s)) {
@@ -981,9 +998,34 @@ extern "C" const unsigned char * vae_emu_warp_exchange(vae_emu_mask_t mask, cons
 // which asks it only around register accesses: the way CUTLASS's main loops fence every step);
 // one accumulating into registers still in flight takes the accumulators the earlier one gives.
 
+// with the race checker on: an async-proxy read of p's bytes by `what` must meet no generic write
+// left unfenced by its writer (emu_proxy_cell)
+static void emu_proxy_check(const void * p, size_t bytes, const char * what, const char * file, int line) {
+    const size_t off = (uintptr_t) p - vae_emu_race_lo;
+    for (size_t i = off; emu_proxy_shadow && off < vae_emu_race_span && i < off + bytes; i++) {
+        const emu_proxy_cell & c = emu_proxy_shadow[i];
+        if (c.t != EMU_RACE_NONE && c.block == emu_proxy_block && E.fibers[c.t].proxy_fence < c.seq) {
+            vae_emu_fail(file, line, "%s reads a shared byte that thread %u wrote through the generic proxy with no "
+                         "fence.proxy.async after the write", what, c.t);
+        }
+    }
+}
+
+extern "C" void vae_emu_fence_proxy_async(void) {
+    E.cur->proxy_fence = ++emu_proxy_seq;
+}
+
+// the Hopper instructions exist from sm_90 on
+static void emu_need_sm90(const char * what, const char * file, int line) {
+    if (__CUDA_ARCH__ < 900) {
+        vae_emu_fail(file, line, "%s on the emulated sm_%d: it needs sm_90", what, __CUDA_ARCH__ / 10);
+    }
+}
+
 // every thread of the warpgroup deposits `bytes` (<= 64); returns the 128 deposits, thread t's at 64 t
 // (two buffers per warpgroup, used in turn, as the warps' exchanges)
 static const unsigned char * emu_group_exchange(const void * mine, size_t bytes, const char * file, int line) {
+    emu_need_sm90("a warpgroup instruction (wgmma, setmaxnreg)", file, line);
     emu_fiber * f = E.cur;
     const int   t = (int) (f - E.fibers.data()), g = t / 128;
     if (E.nthreads % 128) {
@@ -1086,6 +1128,7 @@ static void emu_wgmma_issue(float * d, int n, uint64_t da, const unsigned * a, u
     auto      at = [&](uint64_t desc, bool mn, int i, int k) {
         const void * p = vae_emu_shared_at(E.dyn.window + vae_emu_gmma_addr(desc, mn, w.elem, i, k, file, line), w.elem,
                                                 file, line);
+        emu_proxy_check(p, w.elem, "wgmma.mma_async", file, line);
         uint32_t     bits = 0;
         memcpy(&bits, p, w.elem);
         w.read.emplace_back(p, bits);
@@ -1215,6 +1258,7 @@ static void emu_mbar_check(unsigned addr, emu_mbar & b) {
 }
 
 extern "C" void vae_emu_mbar_init(unsigned addr, unsigned count, const char * file, int line) {
+    emu_need_sm90("an mbarrier with transaction bytes", file, line);
     if (addr % 8 || count < 1 || count >= (1u << 20)) {
         vae_emu_fail(file, line, "mbarrier.init at shared address 0x%x with count %u (8-byte aligned, 1 .. 2^20 - 1)",
                      addr, count);
@@ -1364,6 +1408,7 @@ extern "C" int vae_emu_tensor_map_encode_im2col(void * map, int dtype, unsigned 
 // a copy of `box` (read at issue) to land at dst when a thread waits on mbar
 static void emu_tma_issue(unsigned dst, const emu_tmap & m, std::vector<unsigned char> box, unsigned mbar,
                           const char * file, int line) {
+    emu_need_sm90("cp.async.bulk.tensor", file, line);
     if (dst % 128) {
         vae_emu_fail(file, line, "cp.async.bulk.tensor to shared address 0x%x: not 128-byte aligned", dst);
     }
@@ -1473,7 +1518,12 @@ static void emu_tma_land(unsigned mbar, const char * file, int line) {
         const unsigned w = c.swizzle / 16;
         for (size_t o = 0; o < c.box.size(); o += 16) {
             const unsigned a = c.dst + (unsigned) o, at = w ? a ^ (a >> 7 & (w - 1)) << 4 : a;
-            memcpy(vae_emu_shared_at(at, 16, c.file, c.line), c.box.data() + o, 16);
+            void * d = vae_emu_shared_at(at, 16, c.file, c.line);
+            memcpy(d, c.box.data() + o, 16);
+            for (size_t i = (uintptr_t) d - vae_emu_race_lo; emu_proxy_shadow && i < (uintptr_t) d - vae_emu_race_lo + 16;
+                 i++) {
+                emu_proxy_shadow[i].t = EMU_RACE_NONE;   // (an async-proxy write)
+            }
         }
         const unsigned n = (unsigned) c.box.size();
         E.tma.erase(E.tma.begin() + (long) i);
@@ -1552,6 +1602,7 @@ static void emu_run_block(unsigned bx, unsigned by, unsigned bz, const char * ho
     const dim3 b = E.cfg->block, g = E.cfg->grid;
     E.live       = E.nthreads;
     E.bar_wait   = 0;
+    emu_proxy_block++;
     E.mbars.clear();
     E.tma.clear();
     emu_race_barrier();
@@ -1572,6 +1623,7 @@ static void emu_run_block(unsigned bx, unsigned by, unsigned bz, const char * ho
         f.wg_open.clear();
         f.wg_groups.clear();
         f.wg_fenced   = false;
+        f.proxy_fence = 0;
         emu_fiber_start(&f);
     }
     if (E.dyn.base) {

@@ -556,6 +556,9 @@ int  vae_emu_tensor_map_encode_tiled(void * map, int dtype, unsigned rank, void 
                                      const uint64_t * stride, const uint32_t * box, const uint32_t * elem_stride,
                                      int interleave, int swizzle, int l2, int oob_fill);
 void vae_emu_tma_load(unsigned dst, const void * map, const int * coords, unsigned mbar, const char * file, int line);
+// fence.proxy.async: this thread's generic-proxy writes to shared memory so far become visible to
+// the async proxy (wgmma's operand reads); checked with the race checker on (gpu-emu.cc)
+void vae_emu_fence_proxy_async(void);
 // setmaxnreg.inc|dec.sync.aligned.u32 n: a warpgroup instruction, n in 24 .. 256, a multiple of 8,
 // the same in every thread (no other effect here)
 void vae_emu_setmaxnreg(unsigned n, bool inc, const char * file, int line);
