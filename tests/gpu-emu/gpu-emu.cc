@@ -1143,12 +1143,25 @@ static void emu_wgmma_issue(float * d, int n, uint64_t da, const unsigned * a, u
         memcpy(&o, all + u * 64, sizeof(o));
         return kind == 0 ? vae_emu_b16(o.a[v / 2], v % 2, __half()) : vae_emu_b16(o.a[v / 2], v % 2, __nv_bfloat16());
     };
+    // the thread's operands, each read once: A's rows 16 w + g and + 8, B's columns 8 j + 2 q and + 1
+    // (vae_emu_gmma_frag_at: value v at row slot v / 2 % 2, column slot 2 (v / 4) + v % 2)
+    float A[2][16], B[64][16];
+    for (int r = 0; r < 2; r++) {
+        const int m = 16 * (t / 32) + t % 32 / 4 + 8 * r;
+        for (int k = 0; k < K; k++) {
+            A[r][k] = a ? a_reg(m, k) : at(da, a_mn, m, k);
+        }
+    }
+    for (int j = 0; j < n / 4; j++) {
+        const int c = 8 * (j / 2) + 2 * (t % 4) + j % 2;
+        for (int k = 0; k < K; k++) {
+            B[j][k] = at(db, b_mn, c, k);
+        }
+    }
     for (int v = 0; v < n / 2; v++) {
-        int m = 0, c = 0;
-        vae_emu_gmma_frag_at(t, v, &m, &c);
         float s = scale_d ? w.out[v] : 0.0f;
         for (int k = 0; k < K; k++) {
-            s += (a ? a_reg(m, k) : at(da, a_mn, m, k)) * at(db, b_mn, c, k);
+            s += A[v / 2 % 2][k] * B[2 * (v / 4) + v % 2][k];
         }
         w.out[v] = s;
     }
