@@ -682,6 +682,21 @@ template <class C> struct vae_gpu_conv_simt {
     }
 };
 
+// after a tile's store, by the whole block: the RMS norm of its pixels and a GroupNorm's partials
+// of it, where the conv has them (the staging's shared memory is free after the barrier)
+template <class C> __device__ __forceinline__ void vae_gpu_conv_norms(const vae_gpu_conv_params & p, int mb, int nb, int phase) {
+#if !defined(VAE_GPU_AMD) // (not on AMD: RDNA3's 128x96 tile then spills; the norm runs apart there)
+    if (p.nform >= 0) {
+        __syncthreads();
+        vae_gpu_conv_norm<typename C::T, C::BM, C::THREADS>(p, mb * C::BM, phase, reinterpret_cast<float *>(vae_gpu_conv_smem));
+    }
+#endif
+    if (p.gnpart) {
+        __syncthreads();
+        vae_gpu_conv_gn<C>(p, mb, nb, phase);
+    }
+}
+
 // one BM x BN tile of one phase: blocks run N fastest, then the phase, so the blocks that share
 // an A tile run together and read it once from memory
 template <class C> __device__ __forceinline__ void vae_gpu_conv_tile(const vae_gpu_conv_params & p) {
@@ -720,16 +735,7 @@ template <class C> __device__ __forceinline__ void vae_gpu_conv_tile(const vae_g
     vae_gpu_cp_wait<0>();
     __syncthreads();
     mm.store(p, m0, n0, phase);
-#if !defined(VAE_GPU_AMD) // (not on AMD: RDNA3's 128x96 tile then spills; the norm runs apart there)
-    if (p.nform >= 0) { // (the staging's shared memory is free after the barrier)
-        __syncthreads();
-        vae_gpu_conv_norm<typename C::T, C::BM, C::THREADS>(p, m0, phase, reinterpret_cast<float *>(vae_gpu_conv_smem));
-    }
-#endif
-    if (p.gnpart) { // (likewise)
-        __syncthreads();
-        vae_gpu_conv_gn<C>(p, mb, nb, phase);
-    }
+    vae_gpu_conv_norms<C>(p, mb, nb, phase);
 }
 
 #if defined(__HIP_DEVICE_COMPILE__) || defined(VAE_GPU_EMU_GFX)
@@ -762,6 +768,177 @@ static __global__ void __launch_bounds__(C::THREADS, VAE_GPU_CONV_MINB(C)) vae_g
         vae_gpu_conv_tile<C>(p);
     }
 }
+
+// ---- Hopper (sm_90a): TMA and wgmma, warp-specialized ---------------------------------------------
+
+// On an H100 or H200 mma.sync reaches about half of the tensor cores' peak; wgmma, fed by TMA,
+// reaches the rest. A block computes a 128 x BN tile of one phase: a producer warp, one elected
+// lane of it, copies each K slice's A and B into a ring of STAGES shared-memory stages with TMA,
+// and two consumer warpgroups (64 rows each) multiply them with wgmma, BN channels wide, from the
+// stages' descriptors. full[s] (the producer's arrival and the copies' bytes) and empty[s] (the
+// 8 consumer warps, done reading) hand each stage over. A slice is 64 channels of one tap:
+// - A: the im2col column of the 128 rows' pixels at tap (j, ky, kx), copied by TMA in im2col mode
+//   (4-D: channels, x, y, frames, zeros outside the tensor) into 128-byte rows, 128-byte swizzled,
+//   as wgmma reads a K-major operand. The bounding box's corner is -pad (-1 for the phases of an
+//   up conv, whose tap offsets then carry the phase). A causal conv's time tap j reads frame
+//   t + j - (kt - 1) of [history, x]: from the history map or from x's; a tile whose rows need both
+//   (frames on either side of x's first) takes that tap twice, once from each map, the other's
+//   rows falling outside its tensor as zeros.
+// - B: the packed weights' 64 rows of those K, in boxes of 64 channels (128 bytes, swizzled: the
+//   N-major operand of wgmma, imm-trans-b), tile mode.
+// Channels past cin_p come in as zeros (A), so the B rows past the tap (the next tap's) add nothing.
+// The 288 threads leave each 224 registers (65536 / 288): the consumers' 128 accumulators at BN 256
+// fit without setmaxnreg. Edges other than zeros (replicate, reflect) stay with mma.sync.
+// Not persistent: the epilogue (vae_gpu_conv_tc's store, then vae_gpu_conv_norms, every thread) is
+// the other tiles' and waits for the main loop.
+#if !defined(VAE_GPU_AMD)
+#if VAE_GPU_PTX_SM90A || (defined(VAE_GPU_EMU) && __CUDA_ARCH__ >= 900)
+#define VAE_GPU_CONV_SM90A 1
+#else
+#define VAE_GPU_CONV_SM90A 0
+#endif
+
+// the tensor maps of a launch (cuTensorMapEncode*: 128 opaque bytes each), kernel parameters
+struct __align__(64) vae_gpu_tmap {
+    unsigned long long v[16];
+};
+struct vae_gpu_conv90_maps {
+    vae_gpu_tmap x, hist, wt;   // A from x and the history (im2col), B (tiles)
+};
+
+// a 128 x BN tile in K slices of 64 (16-bit T); also what vae_gpu_conv_tc's epilogue needs (its
+// warps' rows: 16 each, all BN channels) and vae_gpu_conv_norms
+template <typename T_, int BN_, int MINB_> struct vae_gpu_conv90_cfg {
+    typedef T_ T;
+    static constexpr int    BM = 128, BN = BN_, BK = 64, STAGES = 4, MINB = MINB_, W = 32, THREADS = 288;
+    static constexpr int    WGM = 8, WGN = 1, WM = 16, WN = BN, LDC = BN + 8, VEC = 8, LDA = BK, B_BASE = 0;
+    static constexpr int    NB      = (BN + 63) / 64;                 // B boxes of 64 channels
+    static constexpr int    A_BYTES = BM * BK * 2, STAGE = A_BYTES + NB * 64 * BK * 2;
+    static constexpr size_t RING    = 1024 + (size_t) STAGES * STAGE;   // (the ring on a 1024-byte boundary)
+    static constexpr size_t SMEM    = RING + 2 * STAGES * 8;            // then the full and empty barriers
+    static constexpr bool   TC = true;
+    static_assert(sizeof(T) == 2, "16-bit operands");
+    static_assert((size_t) WGM * 16 * LDC * sizeof(float) <= RING, "the epilogue's staging, clear of the barriers");
+    static_assert((BM + 2 * BN) * sizeof(float) <= RING, "an RMS norm's scales, gamma, beta (vae_gpu_conv_norm)");
+    static_assert(VAE_GPU_GN_TILE_SMEM(T, THREADS) * sizeof(float) <= RING, "a GroupNorm's partials");
+};
+
+// a wgmma descriptor of shared address a, 128-byte swizzle, leading and stride byte offsets
+static __device__ __forceinline__ uint64_t vae_gpu_conv90_desc(unsigned a, unsigned lbo, unsigned sbo) {
+    return (uint64_t) (a >> 4 & 0x3fff) | (uint64_t) (lbo >> 4 & 0x3fff) << 16 | (uint64_t) (sbo >> 4 & 0x3fff) << 32 |
+           1ull << 62;
+}
+
+// the slices of tile m0: every time tap once, or twice where its rows read both the history and x
+static __device__ __forceinline__ int vae_gpu_conv90_slices(const vae_gpu_conv_params & p, int m0, int BM) {
+    const int hw = p.h * p.w, f0 = m0 / hw, f1 = (min(m0 + BM, p.M) - 1) / hw;
+    int       taps = 0;
+    for (int j = 0; j < p.kt; j++) {
+        const int s0 = f0 + j - (p.kt - 1), s1 = f1 + j - (p.kt - 1);
+        taps += (s0 < 0) + (s1 >= 0);
+    }
+    return taps * p.ks * p.ks * ((p.cin_p + 63) / 64);
+}
+
+template <class C>
+static __device__ __forceinline__ void vae_gpu_conv90_tile(const vae_gpu_conv90_maps & mp, const vae_gpu_conv_params & p) {
+    typedef typename C::T T;
+    const int      nb = (int) (blockIdx.x % (unsigned) p.nt), rest = (int) (blockIdx.x / (unsigned) p.nt);
+    const int      phase = p.up ? rest & 3 : 0, mb = p.up ? rest >> 2 : rest;
+    const int      m0 = mb * C::BM, n0 = nb * C::BN, warp = (int) threadIdx.x / 32;
+    const unsigned ring = (vae_gpu_smem_addr(vae_gpu_conv_smem) + 1023) & ~1023u, full = ring + C::STAGES * C::STAGE;
+    const unsigned empty = full + C::STAGES * 8;
+    const int      nk    = vae_gpu_conv90_slices(p, m0, C::BM);
+    if (threadIdx.x == 0) {
+        for (int s = 0; s < C::STAGES; s++) {
+            vae_gpu_ptx_mbar_init(full + 8 * s, 1);
+            vae_gpu_ptx_mbar_init(empty + 8 * s, 8);
+        }
+        vae_gpu_ptx_mbar_fence_init();
+    }
+    __syncthreads();
+    vae_gpu_conv_tc<C> mm;   // (its accumulators: warp w's rows 16 w .. 16 w + 15, as wgmma gives them)
+    if (warp == 8) {
+        if (vae_gpu_ptx_elect()) {
+            // the tile's first pixel (frame f0, row oy0, column ox0) and the last row's frame
+            const int hw = p.h * p.w, f0 = m0 / hw, f1 = (min(m0 + C::BM, p.M) - 1) / hw, r0 = m0 - f0 * hw;
+            const int oy0 = r0 / p.w, ox0 = r0 - oy0 * p.w, lo = p.up ? -1 : -p.pad;
+            const int dy = p.up ? phase >> 1 : 0, dx = p.up ? phase & 1 : 0;
+            int       kb = 0;
+            for (int j = 0; j < p.kt; j++) {
+                const int s0 = f0 + j - (p.kt - 1), s1 = f1 + j - (p.kt - 1);
+                for (int src = s0 < 0 ? 0 : 1; src <= (s1 >= 0 ? 1 : 0); src++) {   // 0: the history, 1: x
+                    const vae_gpu_tmap * map = src ? &mp.x : &mp.hist;
+                    const int            n   = src ? s0 : s0 + p.kt - 1;
+                    for (int ky = 0; ky < p.ks; ky++) {
+                        for (int kx = 0; kx < p.ks; kx++) {
+                            for (int c = 0; c < p.cin_p; c += 64, kb++) {
+                                const int s = kb % C::STAGES;
+                                if (kb >= C::STAGES) { // the consumers done with slice kb - STAGES
+                                    vae_gpu_ptx_mbar_wait(empty + 8 * s, (unsigned) (kb / C::STAGES - 1) & 1);
+                                }
+                                const unsigned a = ring + s * C::STAGE, bar = full + 8 * s;
+                                vae_gpu_ptx_mbar_arrive_tx(bar, C::STAGE);
+                                vae_gpu_ptx_tma_load_im2col_4d(a, map, c, ox0 + lo, oy0 + lo, n, kx + dx, ky + dy, bar);
+                                const int row = (int) (phase * (size_t) p.K + vae_gpu_conv_krow(j, ky, kx, c, p.ks, p.cin_p));
+#pragma unroll
+                                for (int b = 0; b < C::NB; b++) {
+                                    vae_gpu_ptx_tma_load_2d(a + C::A_BYTES + b * 8192, &mp.wt, n0 + 64 * b, row, bar);
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    } else {
+        mm.init();
+        float *   d = &mm.acc[0][0][0];
+        const int g = warp / 4;   // the warpgroup: rows 64 g ..
+        vae_gpu_ptx_fence_acc(d, C::BN / 2);
+        for (int kb = 0; kb < nk; kb++) {
+            const int s = kb % C::STAGES;
+            vae_gpu_ptx_mbar_wait(full + 8 * s, (unsigned) (kb / C::STAGES) & 1);
+            // A: 128-byte rows, 8-row atoms 1024 bytes apart, k16 steps 32 bytes on; B: rows of k, 64
+            // channels each, boxes 8192 bytes apart, k16 steps 16 rows on
+            const unsigned a = ring + s * C::STAGE + g * 64 * 128, b = ring + s * C::STAGE + C::A_BYTES;
+            vae_gpu_ptx_wgmma_fence();
+#pragma unroll
+            for (int k = 0; k < 4; k++) {
+                vae_gpu_ptx_wgmma<C::BN>(d, vae_gpu_conv90_desc(a + 32 * k, 16, 1024),
+                                         vae_gpu_conv90_desc(b + 2048 * k, 8192, 1024), T());
+            }
+            vae_gpu_ptx_wgmma_commit();
+            vae_gpu_ptx_wgmma_wait<1>();   // slice kb - 1 read: its stage may be refilled
+            if (kb > 0) {
+                vae_gpu_warp_sync();
+                if (threadIdx.x % 32 == 0) {
+                    vae_gpu_ptx_mbar_arrive(empty + 8 * ((kb - 1) % C::STAGES));
+                }
+            }
+        }
+        vae_gpu_ptx_wgmma_wait<0>();
+        vae_gpu_ptx_fence_acc(d, C::BN / 2);
+    }
+    __syncthreads();
+    if (warp < 8) {
+        mm.store(p, m0, n0, phase);
+    }
+    vae_gpu_conv_norms<C>(p, mb, nb, phase);
+}
+
+template <class C>
+static __global__ void __launch_bounds__(C::THREADS, C::MINB)
+    vae_gpu_conv90_kernel(const __grid_constant__ vae_gpu_conv90_maps mp, const vae_gpu_conv_params p) {
+#if VAE_GPU_CONV_SM90A
+    static_assert(C::SMEM <= VAE_GPU_CONV_SMEM_OPTIN, "resource gate: the Hopper conv tile's shared memory");
+    vae_gpu_conv90_tile<C>(mp, p);
+#else
+    (void) mp, (void) p;
+    vae_gpu_trap();   // (sm_90a only: vae_gpu_conv_variants offers it on compute capability 9.0 alone)
+#endif
+}
+#endif
 
 // ---- the narrow conv: a decoder's head ----------------------------------------------------------
 
@@ -889,22 +1066,83 @@ static __global__ void __launch_bounds__(256, VAE_GPU_NARROW_MINB) vae_gpu_conv_
 // shared memory past 48 KB must be asked for, in each context (an attribute belongs to the
 // context current at the call: a GstCudaContext is not the primary one): once per backend, at its
 // init (vae_gpu_conv_setup), not at each launch, which would repeat it inside every captured graph
-template <class C> static cudaError_t vae_gpu_conv_setup_t() {
+template <class C, class K> static cudaError_t vae_gpu_conv_opt_in(K kernel) {
     if (C::SMEM > 48 * 1024) {
-        return cudaFuncSetAttribute(vae_gpu_conv_kernel<C>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int) C::SMEM);
+        return cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int) C::SMEM);
     }
     return cudaSuccess;
 }
 
-template <class C> static cudaError_t vae_gpu_conv_launch(vae_gpu_conv_params p, cudaStream_t s) {
+template <class C> static cudaError_t vae_gpu_conv_setup_t() {
+    return vae_gpu_conv_opt_in<C>(vae_gpu_conv_kernel<C>);
+}
+
+// the blocks of a launch of tile C (p.nt set), or -1 past a grid's int
+template <class C> static long long vae_gpu_conv_blocks(vae_gpu_conv_params & p) {
     p.nt                   = (p.cout_p + C::BN - 1) / C::BN;
     const long long blocks = (long long) ((p.M + C::BM - 1) / C::BM) * (p.up ? 4 : 1) * p.nt;
-    if (blocks > INT_MAX) {
+    return blocks > INT_MAX ? -1 : blocks;
+}
+
+template <class C> static cudaError_t vae_gpu_conv_launch(vae_gpu_conv_params p, cudaStream_t s) {
+    const long long blocks = vae_gpu_conv_blocks<C>(p);
+    if (blocks < 0) {
         return cudaErrorInvalidValue;
     }
     vae_gpu_conv_kernel<C><<<(unsigned) blocks, C::THREADS, C::SMEM, s>>>(p);
     return cudaGetLastError();
 }
+
+#if !defined(VAE_GPU_AMD)
+// the driver's cuTensorMapEncodeIm2col and cuTensorMapEncodeTiled (their CUDA 12.0 signatures, the
+// enums as ints), through the runtime: the plugin links no libcuda
+typedef int (*vae_gpu_tmap_im2col_fn)(void *, int, unsigned, void *, const uint64_t *, const uint64_t *, const int *,
+                                      const int *, unsigned, unsigned, const unsigned *, int, int, int, int);
+typedef int (*vae_gpu_tmap_tiled_fn)(void *, int, unsigned, void *, const uint64_t *, const uint64_t *,
+                                     const unsigned *, const unsigned *, int, int, int, int);
+
+// the tensor maps of the Hopper conv of p (T: f16 or bf16), 128-byte swizzled, zeros outside the
+// tensors (CUtensorMapSwizzle 3, CUtensorMapFloatOOBfill 0, L2 promotion of 128 bytes): x and the
+// history [frames][h][w][cin_p] in im2col columns of 128 pixels by 64 channels, the bounding box's
+// corners at -pad (-1 for an up conv's phases); the weights [phases x K][cout_p] in 64 x 64 tiles
+template <typename T> static bool vae_gpu_conv90_encode(const vae_gpu_conv_params & p, vae_gpu_conv90_maps * mp) {
+    static void * im2col_fn = nullptr, *tiled_fn = nullptr;
+    char          err[256];
+    if ((!im2col_fn && !vae_gpu_driver_entry("cuTensorMapEncodeIm2col", &im2col_fn, err, sizeof(err))) ||
+        (!tiled_fn && !vae_gpu_driver_entry("cuTensorMapEncodeTiled", &tiled_fn, err, sizeof(err)))) {
+        return false;
+    }
+    const vae_gpu_tmap_im2col_fn im2col = (vae_gpu_tmap_im2col_fn) im2col_fn;
+    const vae_gpu_tmap_tiled_fn  tiled  = (vae_gpu_tmap_tiled_fn) tiled_fn;
+    const int                    dtype  = std::is_same<T, __half>::value ? 6 : 9;   // FLOAT16, BFLOAT16
+    const uint64_t               e = sizeof(T), px = (uint64_t) p.cin_p * e;
+    const unsigned               ones[4] = { 1, 1, 1, 1 }, box[2] = { 64, 64 };
+    const int                    lo = p.up ? -1 : -p.pad, corner[2] = { lo, lo };
+    uint64_t dim[4] = { (uint64_t) p.cin_p, (uint64_t) p.w, (uint64_t) p.h, (uint64_t) (p.M / (p.h * p.w)) };
+    const uint64_t st[3] = { px, px * p.w, px * p.w * p.h };
+    bool ok = im2col(&mp->x, dtype, 4, (void *) p.x, dim, st, corner, corner, 64, 128, ones, 0, 3, 2, 0) == 0;
+    dim[3]  = (uint64_t) (p.kt > 1 ? p.kt - 1 : 1);
+    ok = ok && (p.kt > 1 ? im2col(&mp->hist, dtype, 4, (void *) p.hist, dim, st, corner, corner, 64, 128, ones, 0, 3,
+                                  2, 0) == 0
+                         : (mp->hist = mp->x, true));
+    const uint64_t wdim[2] = { (uint64_t) p.cout_p, (uint64_t) (p.up ? 4 : 1) * p.K }, wst[1] = { (uint64_t) p.cout_p * e };
+    return ok && tiled(&mp->wt, dtype, 2, (void *) p.wt, wdim, wst, box, ones, 0, 3, 2, 0) == 0;
+}
+
+template <class C> static cudaError_t vae_gpu_conv90_setup() {
+    return vae_gpu_conv_opt_in<C>(vae_gpu_conv90_kernel<C>);
+}
+
+template <class C> static cudaError_t vae_gpu_conv90_launch(vae_gpu_conv_params p, cudaStream_t s) {
+    const long long     blocks = vae_gpu_conv_blocks<C>(p);
+    vae_gpu_conv90_maps mp;
+    if (blocks < 0 || !vae_gpu_conv90_encode<typename C::T>(p, &mp)) {
+        return cudaErrorInvalidValue;
+    }
+    vae_gpu_conv90_kernel<C><<<(unsigned) blocks, C::THREADS, C::SMEM, s>>>(mp, p);
+    return cudaGetLastError();
+}
+#endif
 
 template <typename T> static cudaError_t vae_gpu_conv_narrow_launch(vae_gpu_conv_params p, cudaStream_t s) {
     const long long blocks = vae_gpu_conv_narrow_blocks(p);
@@ -931,14 +1169,19 @@ struct vae_gpu_conv_variant {
     cudaError_t (*setup)();
     int bm, bn;   // the output tile: bm pixels (of a phase) by bn channels; bn 0: the narrow conv, bm
                   //   pixels (a patch) by exactly the conv's channels
-    int warps;    // of 32 lanes (AMD's wave64 tiles: as many waves)
+    int warps;    // of 32 lanes (AMD's wave64 tiles: as many waves; the Hopper tiles: their two consumer
+                  //   warpgroups, each multiplying 64 rows as one)
+    bool tma;     // the Hopper conv (sm_90a, zeros outside the frame), last in its table
 };
 
 #define VAE_GPU_CONV_VARIANT(name, T, BM, BN, BK, WGM, WGN, MINB, TC, W)                  \
     { name, vae_gpu_conv_launch<vae_gpu_conv_cfg<T, BM, BN, BK, WGM, WGN, MINB, TC, W>>, \
-      vae_gpu_conv_setup_t<vae_gpu_conv_cfg<T, BM, BN, BK, WGM, WGN, MINB, TC, W>>, BM, BN, WGM * WGN }
+      vae_gpu_conv_setup_t<vae_gpu_conv_cfg<T, BM, BN, BK, WGM, WGN, MINB, TC, W>>, BM, BN, WGM * WGN, false }
 #define VAE_GPU_CONV_NARROW(name, T) \
-    { name, vae_gpu_conv_narrow_launch<T>, vae_gpu_conv_narrow_setup, VAE_GPU_NARROW_TH * VAE_GPU_NARROW_TW, 0, 8 }
+    { name, vae_gpu_conv_narrow_launch<T>, vae_gpu_conv_narrow_setup, VAE_GPU_NARROW_TH * VAE_GPU_NARROW_TW, 0, 8, false }
+#define VAE_GPU_CONV90(name, T, BN, MINB)                                                                  \
+    { name, vae_gpu_conv90_launch<vae_gpu_conv90_cfg<T, BN, MINB>>, vae_gpu_conv90_setup<vae_gpu_conv90_cfg<T, BN, MINB>>, \
+      128, BN, 2, true }
 
 // per precision: 8 warps of 64x32, 4 warps of 64x64 (more registers, fewer shared-memory reads
 // per mma), then the narrow tiles for few output channels or few pixels
@@ -983,17 +1226,25 @@ static const vae_gpu_conv_variant vae_gpu_conv_bf16_w64_variants[] = {
 // tile is bound by gathering the input, 8 GB through shared memory, not by the multiplies).
 // Wider tiles (128x256 and 256x128 in 8 warps of 64x64, 128x128 in slices of 64) were slower than
 // 128x128x32 4w on every layer of the three decoders there, and are not kept
+// Then, on compute capability 9.0 alone, the Hopper tiles (TMA and wgmma): 128 rows by 64 (two
+// blocks an SM), 96, 128, 192 and 256 channels
+#define VAE_GPU_CONV_WGMMA(tn, T)                                                                               \
+    VAE_GPU_CONV90("wgmma-" tn " 128x64", T, 64, 2), VAE_GPU_CONV90("wgmma-" tn " 128x96", T, 96, 1),            \
+    VAE_GPU_CONV90("wgmma-" tn " 128x128", T, 128, 1), VAE_GPU_CONV90("wgmma-" tn " 128x192", T, 192, 1),        \
+    VAE_GPU_CONV90("wgmma-" tn " 128x256", T, 256, 1)
 static const vae_gpu_conv_variant vae_gpu_conv_fp16_variants[] = {
     VAE_GPU_CONV_MMA16("f16", __half, 32),
     VAE_GPU_CONV_VARIANT("mma-f16 128x16x32", __half, 128, 16, 32, 2, 1, 4, true, 32),
     VAE_GPU_CONV_EXACT("f16", __half, 32),
     VAE_GPU_CONV_NARROW("narrow-f16 16x32", __half),
+    VAE_GPU_CONV_WGMMA("f16", __half),
 };
 static const vae_gpu_conv_variant vae_gpu_conv_bf16_variants[] = {
     VAE_GPU_CONV_MMA16("bf16", __nv_bfloat16, 32),
     VAE_GPU_CONV_VARIANT("mma-bf16 128x16x32", __nv_bfloat16, 128, 16, 32, 2, 1, 4, true, 32),
     VAE_GPU_CONV_EXACT("bf16", __nv_bfloat16, 32),
     VAE_GPU_CONV_NARROW("narrow-bf16 16x32", __nv_bfloat16),
+    VAE_GPU_CONV_WGMMA("bf16", __nv_bfloat16),
 };
 static const vae_gpu_conv_variant vae_gpu_conv_tf32_variants[] = {
     VAE_GPU_CONV_VARIANT("mma-tf32 128x128x16 8w", float, 128, 128, 16, 2, 4, 2, true, 32),
@@ -1091,13 +1342,24 @@ extern "C" void vae_gpu_conv_pack(const float * w, int cout, int cin, int k, int
 }
 
 extern "C" int vae_gpu_conv_variants(enum vae_precision p, int cc) {
-    int n = 0;
-    vae_gpu_conv_table(p, 32, &n);   // (as many in waves of 64)
+    int                          n = 0;
+    const vae_gpu_conv_variant * t = vae_gpu_conv_table(p, 32, &n);   // (as many in waves of 64)
 #if defined(VAE_GPU_AMD)
-    (void) cc;   // every AMD target with a matrix path has bf16
+    (void) cc, (void) t;   // every AMD target with a matrix path has bf16
     return n;
 #else
-    return (p == VAE_PRECISION_TF32 || p == VAE_PRECISION_BF16) && cc < 80 ? 0 : n;
+    if ((p == VAE_PRECISION_TF32 || p == VAE_PRECISION_BF16) && cc < 80) {
+        return 0;
+    }
+#if defined(VAE_GPU_CONV_HOPPER) || defined(VAE_GPU_EMU)
+    const bool hopper = cc == 90;   // (sm_90a code runs on compute capability 9.0 alone)
+#else
+    const bool hopper = false;      // (gpu_archs without 90a)
+#endif
+    while (!hopper && n > 0 && t[n - 1].tma) {
+        n--;
+    }
+    return n;
 #endif
 }
 
@@ -1125,6 +1387,9 @@ extern "C" double vae_gpu_conv_variant_work(const struct vae_gpu_conv_args * a, 
         return 0.0;   // (no norm in the epilogue on AMD: see vae_gpu_conv_tile)
     }
 #endif
+    if (v.tma && (a->replicate || a->reflect)) {
+        return 0.0;   // (TMA fills zeros outside the frame)
+    }
     if (a->norm && a->y.cp > v.bn) {
         return 0.0;   // (the norm sums a pixel's channels in one tile)
     }

@@ -42,7 +42,7 @@ pack() {
     local files=${SHARED_FILES:-"models/taef2_decoder.safetensors reference/taef2/small.latent
         reference/taef2/small.expected.safetensors media/wan21_cheesecake.latent"}
     if [ ! -f "$build/build.ninja" ]; then
-        meson setup "$build" -Dcuda=enabled -Dgpu_archs="${CUDA_ARCHS:-90}" -Dtests=enabled --buildtype=release
+        meson setup "$build" -Dcuda=enabled -Dgpu_archs="${CUDA_ARCHS:-90a}" -Dtests=enabled --buildtype=release
     fi
     local plugin=
     case " $BINS " in *" test-elements "*) plugin=gst/libgstvaedecode.so ;; esac

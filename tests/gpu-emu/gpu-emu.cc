@@ -1028,9 +1028,10 @@ static const unsigned char * emu_group_exchange(const void * mine, size_t bytes,
     emu_need_sm90("a warpgroup instruction (wgmma, setmaxnreg)", file, line);
     emu_fiber * f = E.cur;
     const int   t = (int) (f - E.fibers.data()), g = t / 128;
-    if (E.nthreads % 128) {
-        vae_emu_fail(file, line, "a warpgroup instruction in a block of %d threads (not whole warpgroups of 128)",
-                     E.nthreads);
+    if ((g + 1) * 128 > E.nthreads) { // (the PTX ISA: four contiguous warps, the first's rank a multiple of 4; the
+                                      // block may have more warps, as a producer warp after two warpgroups)
+        vae_emu_fail(file, line, "a warpgroup instruction in warp %d of a block of %d threads (its warpgroup "
+                     "incomplete)", t / 32, E.nthreads);
     }
     for (int w = 4 * g; w < 4 * g + 4; w++) {
         if (E.warp_live[w] != VAE_EMU_WARP) {
@@ -1070,6 +1071,25 @@ struct emu_wgmma_args {
 struct emu_wgmma_deposit {
     emu_wgmma_args args;
     unsigned       a[4];
+};
+
+// the destinations of the tensor copies in flight (issued, not landed): the one holding shared
+// byte p, or NULL
+struct emu_tma_dests {
+    std::vector<std::pair<const unsigned char *, const emu_tma_copy *>> at;
+    emu_tma_dests() {
+        for (const emu_tma_copy & c : E.tma) {
+            at.emplace_back((const unsigned char *) vae_emu_shared_at(c.dst, c.box.size(), c.file, c.line), &c);
+        }
+    }
+    const emu_tma_copy * over(const void * p) const {
+        for (const auto & d : at) {
+            if ((const unsigned char *) p >= d.first && (const unsigned char *) p < d.first + d.second->box.size()) {
+                return d.second;
+            }
+        }
+        return nullptr;
+    }
 };
 
 // a: the thread's A fragment (4 registers of 16-bit pairs, vae_emu_gmma_frag_at), or NULL: A by da
@@ -1124,11 +1144,16 @@ static void emu_wgmma_issue(float * d, int n, uint64_t da, const unsigned * a, u
     w.file = file;
     w.line = line;
     w.out.assign(in, in + n / 2);
-    const int K = tf32 ? 8 : 16;
-    auto      at = [&](uint64_t desc, bool mn, int i, int k) {
+    const int           K = tf32 ? 8 : 16;
+    const emu_tma_dests flight;
+    auto                at = [&](uint64_t desc, bool mn, int i, int k) {
         const void * p = vae_emu_shared_at(E.dyn.window + vae_emu_gmma_addr(desc, mn, w.elem, i, k, file, line), w.elem,
                                                 file, line);
         emu_proxy_check(p, w.elem, "wgmma.mma_async", file, line);
+        if (const emu_tma_copy * c = flight.over(p)) {
+            vae_emu_fail(file, line, "wgmma.mma_async reads shared memory that the tensor copy of %s:%d, in flight, "
+                         "will write (no wait on its mbarrier?)", c->file, c->line);
+        }
         uint32_t     bits = 0;
         memcpy(&bits, p, w.elem);
         w.read.emplace_back(p, bits);
@@ -1195,12 +1220,18 @@ extern "C" void vae_emu_wgmma_commit(const char * file, int line) {
 
 extern "C" void vae_emu_wgmma_wait(int pending, const char * file, int line) {
     emu_group_exchange(nullptr, 0, file, line);
-    emu_fiber * f = E.cur;
+    emu_fiber *         f = E.cur;
+    const emu_tma_dests flight;
     while ((int) f->wg_groups.size() > pending) {
         for (const emu_wgmma & w : f->wg_groups.front()) {
             for (const auto & r : w.read) {
                 uint32_t now = 0;
                 memcpy(&now, r.first, w.elem);
+                if (const emu_tma_copy * c = flight.over(r.first)) { // (whenever it lands)
+                    vae_emu_fail(file, line, "the tensor copy of %s:%d, issued before this wgmma.wait_group "
+                                 "completed the wgmma.mma_async of %s:%d, writes shared memory that it reads (a "
+                                 "stage reused before its wait)", c->file, c->line, w.file, w.line);
+                }
                 if (now != r.second) {
                     vae_emu_fail(file, line, "shared memory that the wgmma.mma_async of %s:%d reads changed before "
                                  "this wgmma.wait_group completed it (a stage reused before its wait)", w.file, w.line);
@@ -1655,6 +1686,17 @@ static void emu_run_block(unsigned bx, unsigned by, unsigned bz, const char * ho
         while (E.cursor < order.size() && E.fibers[order[E.cursor]].state != EMU_RUN) {
             E.cursor++;
         }
+#if !defined(VAE_GPU_EMU_GFX)
+        if (E.cursor == order.size() && !E.tma.empty()) {
+            // every thread waits: the copies in flight land (as late as they can), which may complete
+            // phases that threads sleep on
+            while (!E.tma.empty()) {
+                emu_tma_land(E.tma.front().mbar, E.tma.front().file, E.tma.front().line);
+            }
+            E.cursor = 0;
+            continue;
+        }
+#endif
         if (E.cursor == order.size()) {
             for (auto & f : E.fibers) {
                 if (f.state == EMU_MBAR) {

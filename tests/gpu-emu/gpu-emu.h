@@ -571,6 +571,37 @@ void vae_emu_tma_load_im2col(unsigned dst, const void * map, const int * coords,
                              const char * file, int line);
 }
 
+// the kernels' spellings of these (kernels/vae-gpu-ptx.cuh), at the call site's file and line
+#define __grid_constant__
+#define vae_gpu_ptx_mbar_init(bar, count)   vae_emu_mbar_init(bar, count, __FILE__, __LINE__)
+#define vae_gpu_ptx_mbar_fence_init()       ((void) 0)
+#define vae_gpu_ptx_mbar_arrive(bar)        ((void) vae_emu_mbar_arrive(bar, 0, __FILE__, __LINE__))
+#define vae_gpu_ptx_mbar_arrive_tx(bar, tx) ((void) vae_emu_mbar_arrive(bar, tx, __FILE__, __LINE__))
+#define vae_gpu_ptx_mbar_wait(bar, parity)  vae_emu_mbar_wait(bar, parity, __FILE__, __LINE__)
+#define vae_gpu_ptx_elect()                 vae_emu_elect(__FILE__, __LINE__, vae_emu_wave_lanes)
+#define vae_gpu_ptx_wgmma_fence()           vae_emu_wgmma_fence(__FILE__, __LINE__)
+#define vae_gpu_ptx_wgmma_commit()          vae_emu_wgmma_commit(__FILE__, __LINE__)
+#define vae_gpu_ptx_fence_acc(d, n)         ((void) (d), (void) (n))
+template <int N> static inline void vae_gpu_ptx_wgmma_wait(const char * file = __builtin_FILE(), int line = __builtin_LINE()) {
+    vae_emu_wgmma_wait(N, file, line);
+}
+static inline void vae_gpu_ptx_tma_load_2d(unsigned dst, const void * map, int x, int y, unsigned bar,
+                                           const char * file = __builtin_FILE(), int line = __builtin_LINE()) {
+    const int c[2] = { x, y };
+    vae_emu_tma_load(dst, map, c, bar, file, line);
+}
+static inline void vae_gpu_ptx_tma_load_im2col_4d(unsigned dst, const void * map, int c, int w, int h, int n, int ow,
+                                                  int oh, unsigned bar, const char * file = __builtin_FILE(),
+                                                  int line = __builtin_LINE()) {
+    const int x[4] = { c, w, h, n }, o[2] = { ow, oh };
+    vae_emu_tma_load_im2col(dst, map, x, o, bar, file, line);
+}
+template <int N, typename T>
+static inline void vae_gpu_ptx_wgmma(float * d, uint64_t da, uint64_t db, T, const char * file = __builtin_FILE(),
+                                     int line = __builtin_LINE()) {
+    vae_emu_wgmma(d, N, da, db, false, true, std::is_same<T, __half>::value ? 0 : 1, true, file, line);
+}
+
 // ---- wmma (m16n16k16, f16/bf16 operands, f32 accumulators) ---------------------------------------
 
 namespace nvcuda {

@@ -15,7 +15,8 @@
 # gfx1200, gfx942: a bug in the kernels' AMD paths) runs that emulated device's build and sections
 # (test-gpu-emu-gfxN, the emu_words of meson.build) instead, likewise; one whose extra is
 # banks-gfxN (a layout that computes right but collides in the LDS's banks) runs
-# test-gpu-emu-banks-gfxN's conv_banks. A run stops at its first failed check or emulator
+# test-gpu-emu-banks-gfxN's conv_banks; one whose extra is sm90:WORD (a bug in the Hopper conv,
+# which runs on the emulated sm_90 alone) runs that section on test-gpu-emu-sm90. A run stops at its first failed check or emulator
 # report, which the table shows. The pristine tree runs first and must pass; the slow extra
 # sections run there for at most EXTRA_CAP seconds each (a bug's failing case must be one the
 # pristine run passed, or the table says so).
@@ -41,7 +42,8 @@ die() {
 }
 
 # ---- the bugs: name, file, extra section ("-": none; race: test-gpu-emu-race; gfxN: test-gpu-emu-gfxN;
-# banks-gfxN: test-gpu-emu-banks-gfxN), what it changes, the old and new text ----
+# banks-gfxN: test-gpu-emu-banks-gfxN; sm90:WORD: WORD on test-gpu-emu-sm90), what it changes, the
+# old and new text ----
 
 names=() files=() extras=() whats=() olds=() news=()
 bug() {
@@ -63,8 +65,35 @@ bug conv-gn-phase-slot $conv - "a conv's GroupNorm partials at a slot without th
     'const size_t slot  = ((size_t) (mb - f * tiles) * (p.up ? 4 : 1) + phase) * p.nt + nb;' \
     'const size_t slot  = ((size_t) (mb - f * tiles) + phase) * p.nt + nb;'
 bug conv-gn-no-barrier $conv race "no __syncthreads before a conv's GroupNorm partials: they reuse the epilogue's staging while other warps still store from it" \
-    $'    if (p.gnpart) { // (likewise)\n        __syncthreads();\n' \
-    $'    if (p.gnpart) { // (likewise)\n'
+    $'    if (p.gnpart) {\n        __syncthreads();\n' \
+    $'    if (p.gnpart) {\n'
+bug conv90-swizzle $conv sm90:conv2d=10 "the Hopper conv's wgmma descriptors with the 64-byte swizzle, the stages' TMA copies 128-byte swizzled" \
+    '           1ull << 62;' \
+    '           2ull << 62;'
+bug conv90-desc-swap $conv sm90:conv2d=10 "the Hopper conv's B descriptor with its leading and stride byte offsets swapped" \
+    'vae_gpu_conv90_desc(b + 2048 * k, 8192, 1024)' \
+    'vae_gpu_conv90_desc(b + 2048 * k, 1024, 8192)'
+bug conv90-expect-tx $conv sm90:conv2d=10 "the Hopper conv's producer expects 16 bytes more than its copies bring (the stage's full barrier never completes)" \
+    'vae_gpu_ptx_mbar_arrive_tx(bar, C::STAGE);' \
+    'vae_gpu_ptx_mbar_arrive_tx(bar, C::STAGE + 16);'
+bug conv90-parity $conv sm90:conv2d=10 "the Hopper conv's consumers wait for the full barrier's other parity (the phase before: the stage not yet landed)" \
+    'vae_gpu_ptx_mbar_wait(full + 8 * s, (unsigned) (kb / C::STAGES) & 1);' \
+    'vae_gpu_ptx_mbar_wait(full + 8 * s, (unsigned) (kb / C::STAGES + 1) & 1);'
+bug conv90-early-release $conv sm90:conv2d=10 "the Hopper conv's consumers release a stage while its wgmmas are in flight (wait_group 2, not 1)" \
+    'vae_gpu_ptx_wgmma_wait<1>();   // slice kb - 1 read' \
+    'vae_gpu_ptx_wgmma_wait<2>();   // slice kb - 1 read'
+bug conv90-producer-ahead $conv sm90:conv2d=10 "the Hopper conv's producer refills a stage without waiting for its empty barrier (running ahead of the ring)" \
+    $'                                    vae_gpu_ptx_mbar_wait(empty + 8 * s, (unsigned) (kb / C::STAGES - 1) & 1);\n' \
+    ''
+bug conv90-release-lane $conv sm90:conv2d=10 "the Hopper conv's warps release a stage from lane 0 without a __syncwarp after every lane's wgmma wait" \
+    $'                vae_gpu_warp_sync();\n                if (threadIdx.x % 32 == 0) {' \
+    $'                if (threadIdx.x % 32 == 0) {'
+bug conv90-history-frame $conv sm90:causal_conv3d=10 "the Hopper conv's causal taps read the history frame before the right one" \
+    'const int            n   = src ? s0 : s0 + p.kt - 1;' \
+    'const int            n   = src ? s0 : s0 + p.kt - 2;'
+bug conv90-phase-offsets $conv sm90:conv2d=10 "the Hopper conv's up phases with the row and column offsets swapped" \
+    'kx + dx, ky + dy, bar);' \
+    'kx + dy, ky + dx, bar);'
 bug conv-gn-tail-rows $conv - "a conv's GroupNorm partials over all BM rows of the last tile, the rows past M too" \
     'vae_gpu_gn_tile_partials<T, C::THREADS>(rows, (size_t) min(C::BM, p.M - m0)' \
     'vae_gpu_gn_tile_partials<T, C::THREADS>(rows, (size_t) C::BM'
@@ -289,6 +318,15 @@ for word in $(for i in "${sel[@]}"; do echo "${extras[$i]}"; done | grep -v '^-$
         echo "pristine: test-gpu-emu-$word (conv_banks) passes"
         continue
     esac
+    case $word in sm90:*)
+        build_emu -sm90 || die "the pristine tree does not build test-gpu-emu-sm90: $(tail -5 "$work/build.log")"
+        exe=$emu_exe-sm90
+        run_section "$work/pristine-$word.log" 600 "${word#sm90:}" ||
+            die "the pristine tree fails $word: $(first_failure "$work/pristine-$word.log")"
+        exe=$emu_exe
+        echo "pristine: test-gpu-emu-sm90 (${word#sm90:}) passes"
+        continue
+    esac
     case $word in gfx*)
         build_emu "-$word" || die "the pristine tree does not build test-gpu-emu-$word: $(tail -5 "$work/build.log")"
         exe=$emu_exe-$word
@@ -349,6 +387,8 @@ for i in "${sel[@]}"; do
         words=$amd_sections exe=$emu_exe-$extra race=-$extra
     elif [ "${extra#banks-}" != "$extra" ]; then
         words=conv_banks exe=$emu_exe-$extra race=-$extra
+    elif [ "${extra#sm90:}" != "$extra" ]; then
+        words=${extra#sm90:} exe=$emu_exe-sm90 race=-sm90
     elif [ "$extra" != - ]; then
         words="$words $extra"
     fi

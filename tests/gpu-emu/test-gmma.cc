@@ -582,7 +582,7 @@ static void test_stops() {
     expect_stop("a wgmma without a fence", "without a wgmma.fence", [&]() { run(2, 128); });
     expect_stop("a thread with another descriptor", "gives other operands", [&]() { run(3, 128); });
     expect_stop("an exit with a wgmma in flight", "in flight", [&]() { run(4, 128); });
-    expect_stop("a block of 96 threads", "not whole warpgroups", [&]() { run(0, 96); });
+    expect_stop("a block of 96 threads", "its warpgroup incomplete", [&]() { run(0, 96); });
 }
 
 int main(int argc, char ** argv) {
