@@ -17,7 +17,7 @@
 // memory for real (a cudaMalloc holding the rest): a Wan session asked for 4 latent frames per step
 // takes fewer and says so.
 //
-// `test-cuda-decode small` is the list for the emulator of tests/gpu-emu (test-gpu-emu-decode),
+// `test-cuda-decode small` is the list for the emulator of tests/gpu-emu (test-gpu-emu-decode-sm90),
 // where each CUDA thread is a fiber on the CPU, a thousand times slower than a GPU: one decode per
 // family at a tiny size, the same limits. The real TAEF2 weights (TAESD's family) on two 2x3 (h x w)
 // crops of the latents in one step; Wan 2.1, Wan 2.2, TAEHV and a super TAEHV on three latent

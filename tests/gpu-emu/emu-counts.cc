@@ -1,5 +1,6 @@
 // emu-counts: the emulator's counters (README.md here, "Counters") over a real decode at its real
-// shape: a model's decoder graph of one latent frame (or --chunk C) on the emulated sm_86 through the CUDA
+// shape: a model's decoder graph of one latent frame (or --chunk C) on the emulated sm_86 (emu-counts-sm90:
+// sm_90, whose 16-bit convs run on the Hopper tiles, wgmma and TMA, counted too) through the CUDA
 // backend, step T of a stream of random latents (the stream's first graph, then the later one
 // where the model has two), a sample of blocks per launch run and the counts scaled by the grid.
 // It prints per launch the graph node it belongs to (op, weight, output shape), a conv's tile and
@@ -112,7 +113,7 @@ int main(int argc, char ** argv) {
     int                h = 0, w = 0, frames = 1, chunk = 1;
     unsigned           sample = 2;
     enum vae_precision prec   = VAE_PRECISION_BF16;
-    const emu_target * tgt    = &emu_targets[2];
+    const emu_target * tgt    = &emu_targets[__CUDA_ARCH__ == 900 ? 4 : 2];   // the emulated device's kind
     if (argc < 3 || sscanf(argv[2], "%dx%d", &h, &w) != 2 || h <= 0 || w <= 0) {
         fprintf(stderr, "usage: %s MODEL HxW(latent) [--frames T] [--chunk C] [--sample N] "
                 "[--precision bf16|fp16|fp32|tf32] [--target ARCH]\n", argv[0]);
@@ -193,12 +194,14 @@ int main(int argc, char ** argv) {
     const vae_emu_counts * r = nullptr;
     const size_t           n = vae_emu_counts_read(&r);
     vae_emu_counts_stop();
-    printf("%4s %-15s %-30s %-20s %-24s %5s %11s %4s %12s %12s %6s %12s %6s %10s %12s %9s  %s: %6s %5s %5s\n", "#",
-           "op", "weight", "out [N,C,H,W]", "conv tile", "pad", "grid", "blk", "mma k16", "ldmatrix", "wf/in",
-           "16B writes", "wf/in", "barriers", "d2d bytes", "smem B/mma", tgt->arch, "waves", "use", "ceil");
+    printf("%4s %-15s %-30s %-20s %-24s %5s %11s %4s %12s %12s %6s %12s %6s %10s %12s %10s %12s %9s  %s: %6s %5s %5s\n",
+           "#", "op", "weight", "out [N,C,H,W]", "conv tile", "pad", "grid", "blk", "mma k16", "ldmatrix", "wf/in",
+           "16B writes", "wf/in", "barriers", "d2d bytes", "wgmma", "TMA bytes", "smem B/mma", tgt->arch, "waves", "use",
+           "ceil");
     const size_t        nt = sizeof(emu_targets) / sizeof(emu_targets[0]);
     std::vector<double> t_ceil(nt), t_use(nt), t_min(nt, INFINITY);   // per target, over the launches that multiply
     double              tot_mma = 0, tot_wf = 0, tot_conflict = 0, tot_d2d = 0, tot_out = 0, tot_pad = 0, most_pad = 0;
+    double              tot_wg_flop = 0, tot_wg_smem = 0, tot_tma = 0, tot_tma_flop = 0;   // sm_90a's launches
     const char *        most_at = "-";
     int                 node = -1;   // the node whose launches follow (-1: before the first event)
     for (size_t i = 0; i < n; i++) {
@@ -210,8 +213,10 @@ int main(int argc, char ** argv) {
         const struct vae_tensor * nd     = node >= 0 && node < g->n_nodes ? g->nodes[node] : nullptr;
         const double              all    = (double) c.grid[0] * c.grid[1] * c.grid[2];
         const double              scale  = c.blocks ? all / (double) c.blocks : 0.0;
-        const double              mma    = scale * (double) (c.mma[0] + c.mma[1] + c.mma[3] + c.mma[2] / 2.0);
-        const double              wf     = scale * (double) (c.ldsm_wavefronts + c.st16_wavefronts);
+        // (a wgmma as the m16n8k16 of its FLOP; its operand reads and the tensor copies' writes as
+        // shared wavefronts of 128 bytes)
+        const double mma = scale * ((double) (c.mma[0] + c.mma[1] + c.mma[3] + c.mma[2] / 2.0) + c.wgmma_flop / 4096.0);
+        const double wf  = scale * ((double) (c.ldsm_wavefronts + c.st16_wavefronts) + (c.wgmma_smem + c.tma_bytes) / 128.0);
         const double              bpm    = mma > 0 ? wf * 128.0 / mma : 0.0;
         const unsigned            thread = c.block[0] * c.block[1] * c.block[2];
         char                      grid[40], fit[40] = "", shape[48] = "", tile[32] = "", pad[16] = "";
@@ -224,7 +229,7 @@ int main(int argc, char ** argv) {
         const char * impl = nd ? vae_backend_node_impl(b, g, node) : nullptr;
         if (impl && !strncmp(c.name, "vae_gpu_conv", 12)) {
             int bm = 0, bn = 0, warps = 0;
-            for (int v = 0; v < vae_gpu_conv_variants(prec, 86); v++) {
+            for (int v = 0; v < vae_gpu_conv_variants(prec, __CUDA_ARCH__ / 10); v++) {
                 if (!strcmp(vae_gpu_conv_variant_name(prec, v), impl)) {
                     vae_gpu_conv_variant_tile(prec, v, &bm, &bn, &warps);
                 }
@@ -252,21 +257,36 @@ int main(int argc, char ** argv) {
                 }
             }
         }
-        printf("%4d %-15.15s %-30.30s %-20s %-24.24s %5s %11s %4u %12.0f %12.0f %6.2f %12.0f %6.2f %10.0f %12llu %9.1f  "
-               "%*s%s\n",
+        printf("%4d %-15.15s %-30.30s %-20s %-24.24s %5s %11s %4u %12.0f %12.0f %6.2f %12.0f %6.2f %10.0f %12llu %10.0f "
+               "%12.0f %9.1f  %*s%s\n",
                node, nd ? vae_op_name(nd->op) : c.name, nd && nd->name ? nd->name : "-", shape, tile, pad,
                c.d2d_bytes ? "" : grid, thread, mma, scale * (double) c.ldsm,
                c.ldsm ? (double) c.ldsm_wavefronts / (double) c.ldsm : 0.0, scale * (double) c.st16,
                c.st16 ? (double) c.st16_wavefronts / (double) c.st16 : 0.0, scale * (double) c.barriers, c.d2d_bytes,
-               bpm, (int) strlen(tgt->arch) + 2, "", fit);
+               scale * (double) c.wgmma, scale * (double) c.tma_bytes, bpm, (int) strlen(tgt->arch) + 2, "", fit);
         tot_mma += mma;
         tot_wf += wf;
         tot_conflict += scale * (double) (c.ldsm_wavefronts - 4 * c.ldsm + c.st16_wavefronts - 4 * c.st16);
         tot_d2d += (double) c.d2d_bytes;
+        tot_wg_flop += scale * (double) c.wgmma_flop;
+        tot_wg_smem += scale * (double) c.wgmma_smem;
+        tot_tma += scale * (double) c.tma_bytes;
+        tot_tma_flop += c.tma_bytes ? scale * (double) c.wgmma_flop : 0.0;
     }
     printf("total: %.4g mma (m16n8k16 or its equal), %.4g shared wavefronts of ldmatrix and 16-byte writes (%.4g of "
            "them conflicts), %.1f shared bytes per mma, %.4g bytes copied device to device\n",
            tot_mma, tot_wf, tot_conflict, tot_mma > 0 ? tot_wf * 128.0 / tot_mma : 0.0, tot_d2d);
+    if (tot_wg_flop > 0) {
+        // the Hopper convs' main loops per wgmma FLOP: the shared operand bytes wgmma reads and the
+        // bytes TMA brings, as the bytes per clock and SM an H100 would need at its bf16 peak (4096
+        // FLOP a clock and SM: 128 shared bytes a clock feed it; L2's bytes a clock are for the
+        // first lent GPU to measure)
+        const double peak = emu_targets[4].flop_clk;
+        printf("wgmma: %.4g FLOP (%.1f%% of the step's multiplies), reading %.1f shared bytes a clock and SM at the sm_90 "
+               "peak (its shared memory gives %.0f); TMA brings %.1f bytes a clock and SM at that peak\n", tot_wg_flop,
+               100.0 * tot_wg_flop / (4096.0 * tot_mma), tot_wg_smem / tot_wg_flop * peak, emu_targets[4].smem_clk,
+               tot_tma_flop > 0 ? tot_tma / tot_tma_flop * peak : 0.0);
+    }
     printf("conv padding: %.1f%% of the outputs the convs compute; the most on one layer %.1f%% (%s)\n",
            tot_out > 0 ? 100.0 * tot_pad / tot_out : 0.0, 100.0 * most_pad, most_at);
     double moved = 0.0, apart = 0.0;
@@ -288,6 +308,9 @@ int main(int argc, char ** argv) {
            "counted above; weighted by mma):\n");
     for (size_t t = 0; t < nt && tot_mma > 0; t++) {
         const emu_target & g = emu_targets[t];
+        if (tot_wg_flop > 0 && t != 4) {
+            continue;   // (the Hopper tiles run on sm_90 alone)
+        }
         printf("  %-8s %-12s %3d SMs, %4.0f FLOP, %3.0f shared B per clock and SM: use %3.0f%%, ceiling ", g.arch,
                g.product, g.sms, g.flop_clk, g.smem_clk, 100.0 * t_use[t] / tot_mma);
         if (g.smem_clk > 0) {

@@ -31,6 +31,10 @@ struct vae_emu_counts {
     unsigned long long tail_wavefronts, tail_ideal;   // of those shared ones, the wavefronts (and fewest) of
                                                       //   the accesses after the block's last barrier
     unsigned long long gld, gld_bytes, gld_sectors, gst, gst_bytes, gst_sectors;
+    // sm_90a: wgmma.mma_async per warpgroup, their FLOP (2 x 64 x N x K) and the operand bytes they read
+    // from shared memory (A's 64 x K unless from registers, B's N x K); tensor copies (TMA) issued, the
+    // bytes of their boxes (read from global memory, written to shared memory)
+    unsigned long long wgmma, wgmma_flop, wgmma_smem, tma, tma_bytes;
 };
 extern bool vae_emu_counting;        // records are being made
 // forget the records, and record from now on; sample > 0: run only that many blocks of a launch,

@@ -1194,6 +1194,12 @@ static void emu_wgmma_issue(float * d, int n, uint64_t da, const unsigned * a, u
         d[v] = NAN;   // (the instruction's until it completes)
     }
     f->wg_open.push_back(std::move(w));
+    vae_emu_counts * c = emu_counts();
+    if (c && t == 0) { // (once per warpgroup)
+        c->wgmma++;
+        c->wgmma_flop += 2ull * 64 * (unsigned) n * (unsigned) K;
+        c->wgmma_smem += (unsigned long long) ((a ? 0 : 64) + n) * (unsigned) K * (tf32 ? 4 : 2);
+    }
 }
 
 extern "C" void vae_emu_wgmma(float * d, int n, uint64_t da, uint64_t db, bool a_mn, bool b_mn, int kind, bool scale_d,
@@ -1465,6 +1471,10 @@ static void emu_tma_issue(unsigned dst, const emu_tmap & m, std::vector<unsigned
     c.box     = std::move(box);
     c.file    = file;
     c.line    = line;
+    if (vae_emu_counts * k = emu_counts()) {
+        k->tma++;
+        k->tma_bytes += c.box.size();
+    }
     E.tma.push_back(std::move(c));
 }
 
