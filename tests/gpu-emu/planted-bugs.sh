@@ -88,6 +88,9 @@ bug conv90-producer-ahead $conv sm90:conv2d=10 "the Hopper conv's producer refil
 bug conv90-release-lane $conv sm90:conv2d=10 "the Hopper conv's warps release a stage from lane 0 without a __syncwarp after every lane's wgmma wait" \
     $'                vae_gpu_warp_sync();\n                if (threadIdx.x % 32 == 0) {' \
     $'                if (threadIdx.x % 32 == 0) {'
+bug conv90-steps $conv sm90:conv2d=10 "the Hopper conv leaves out a slice's last k16 step where its channels end inside it (cin_p not a multiple of 16)" \
+    'const int      steps = min(4, (p.cin_p - 64 * ck + 15) / 16);' \
+    'const int      steps = min(4, (p.cin_p - 64 * ck) / 16);'
 bug conv90-history-frame $conv sm90:causal_conv3d=10 "the Hopper conv's causal taps read the history frame before the right one" \
     'const int            n   = src ? s0 : s0 + p.kt - 1;' \
     'const int            n   = src ? s0 : s0 + p.kt - 2;'

@@ -453,7 +453,18 @@ static void test_tma(int flaw) {
         expect_stop("a block ending with its tensor copies in flight", "in flight (no thread waited", go);
         return;
     }
+    vae_emu_counts_start(0);
     go();
+    // the counters (gpu-emu-counts.h): 4 wgmma of the warpgroup, 2 x 64 x 32 x 16 FLOP and (64 + 32) x
+    // 16 bf16 operands read each; 2 copies of 64 x 64 and 64 x 32 bf16
+    const vae_emu_counts * rec = nullptr;
+    const size_t           nrec = vae_emu_counts_read(&rec);
+    vae_emu_counts_stop();
+    CHECK(nrec == 1 && rec[0].wgmma == 4 && rec[0].wgmma_flop == 4ull * 2 * 64 * 32 * 16 &&
+              rec[0].wgmma_smem == 4ull * (64 + 32) * 16 * 2 && rec[0].tma == 2 && rec[0].tma_bytes == (64 + 32) * 64 * 2,
+          "TMA + wgmma counted: %zu records, %llu wgmma, %llu FLOP, %llu shared bytes, %llu copies of %llu bytes", nrec,
+          nrec ? rec[0].wgmma : 0, nrec ? rec[0].wgmma_flop : 0, nrec ? rec[0].wgmma_smem : 0, nrec ? rec[0].tma : 0,
+          nrec ? rec[0].tma_bytes : 0);
     double err = 0.0;
     for (int m = 0; m < 64; m++) {
         for (int c = 0; c < 32; c++) {
