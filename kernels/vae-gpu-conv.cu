@@ -786,8 +786,8 @@ static __global__ void __launch_bounds__(C::THREADS, VAE_GPU_CONV_MINB(C)) vae_g
 //   rows falling outside its tensor as zeros.
 // - B: the packed weights' 64 rows of those K, in boxes of 64 channels (128 bytes, swizzled: the
 //   N-major operand of wgmma, imm-trans-b), tile mode.
-// Channels past cin_p come in as zeros (A), so the B rows past the tap (the next tap's) add nothing;
-// the k16 steps that hold only those are not issued.
+// Channels past cin_p come in as zeros (A), so the B rows past the tap (the next tap's) add nothing
+// (and cost their k16 steps: a quarter of a 96-channel layer's wgmma).
 // The 288 threads leave each 224 registers (65536 / 288): the consumers' 128 accumulators at BN 256
 // fit without setmaxnreg. Edges other than zeros (replicate, reflect) stay with mma.sync.
 // Not persistent: the epilogue (vae_gpu_conv_tc's store, then vae_gpu_conv_norms, every thread) is
@@ -897,24 +897,20 @@ static __device__ __forceinline__ void vae_gpu_conv90_tile(const vae_gpu_conv90_
         mm.init();
         float *   d = &mm.acc[0][0][0];
         const int g = warp / 4;   // the warpgroup: rows 64 g ..
-        const int chunks = (p.cin_p + 63) / 64;
         vae_gpu_ptx_fence_acc(d, C::BN / 2);
-        for (int kb = 0, ck = 0; kb < nk; kb++, ck = ck + 1 == chunks ? 0 : ck + 1) {
+        for (int kb = 0; kb < nk; kb++) {
             const int s = kb % C::STAGES;
             vae_gpu_ptx_mbar_wait(full + 8 * s, (unsigned) (kb / C::STAGES) & 1);
             // A: 128-byte rows, 8-row atoms 1024 bytes apart, k16 steps 32 bytes on; B: rows of k, 64
-            // channels each, boxes 8192 bytes apart, k16 steps 16 rows on. Slice kb holds channels
-            // 64 ck .. of its tap (the producer's innermost loop): the k16 steps past cin_p (zeros in
-            // A) are left out, a quarter of a 96-channel layer's
+            // channels each, boxes 8192 bytes apart, k16 steps 16 rows on. (Every k16 step, those
+            // past cin_p too, whose A is zeros: a wgmma under a branch, however uniform, is serialized
+            // by ptxas, which sm90a-gate.py refuses)
             const unsigned a = ring + s * C::STAGE + g * 64 * 128, b = ring + s * C::STAGE + C::A_BYTES;
-            const int      steps = min(4, (p.cin_p - 64 * ck + 15) / 16);
             vae_gpu_ptx_wgmma_fence();
 #pragma unroll
             for (int k = 0; k < 4; k++) {
-                if (k < steps) {
-                    vae_gpu_ptx_wgmma<C::BN>(d, vae_gpu_conv90_desc(a + 32 * k, 16, 1024),
-                                             vae_gpu_conv90_desc(b + 2048 * k, 8192, 1024), T());
-                }
+                vae_gpu_ptx_wgmma<C::BN>(d, vae_gpu_conv90_desc(a + 32 * k, 16, 1024),
+                                         vae_gpu_conv90_desc(b + 2048 * k, 8192, 1024), T());
             }
             vae_gpu_ptx_wgmma_commit();
             vae_gpu_ptx_wgmma_wait<1>();   // slice kb - 1 read: its stage may be refilled
@@ -1113,11 +1109,16 @@ typedef int (*vae_gpu_tmap_tiled_fn)(void *, int, unsigned, void *, const uint64
 // tensors (CUtensorMapSwizzle 3, CUtensorMapFloatOOBfill 0, L2 promotion of 128 bytes): x and the
 // history [frames][h][w][cin_p] in im2col columns of 128 pixels by 64 channels, the bounding box's
 // corners at -pad (-1 for an up conv's phases); the weights [phases x K][cout_p] in 64 x 64 tiles
+static void * vae_gpu_conv90_entry(const char * symbol) {
+    void * fn = nullptr;
+    char   err[256];
+    return vae_gpu_driver_entry(symbol, &fn, err, sizeof(err)) ? fn : nullptr;
+}
+
 template <typename T> static bool vae_gpu_conv90_encode(const vae_gpu_conv_params & p, vae_gpu_conv90_maps * mp) {
-    static void * im2col_fn = nullptr, *tiled_fn = nullptr;
-    char          err[256];
-    if ((!im2col_fn && !vae_gpu_driver_entry("cuTensorMapEncodeIm2col", &im2col_fn, err, sizeof(err))) ||
-        (!tiled_fn && !vae_gpu_driver_entry("cuTensorMapEncodeTiled", &tiled_fn, err, sizeof(err)))) {
+    static void * const im2col_fn = vae_gpu_conv90_entry("cuTensorMapEncodeIm2col");   // (once, thread-safe)
+    static void * const tiled_fn  = vae_gpu_conv90_entry("cuTensorMapEncodeTiled");
+    if (!im2col_fn || !tiled_fn) {
         return false;
     }
     const vae_gpu_tmap_im2col_fn im2col = (vae_gpu_tmap_im2col_fn) im2col_fn;
