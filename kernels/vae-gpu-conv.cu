@@ -914,7 +914,8 @@ static __device__ __forceinline__ void vae_gpu_conv90_tile(const vae_gpu_conv90_
             }
             vae_gpu_ptx_wgmma_commit();
             vae_gpu_ptx_wgmma_wait<1>();   // slice kb - 1 read: its stage may be refilled
-            if (kb > 0) {
+            if (kb > 0) { // (a warp's lanes leave wait_group together, .aligned, on the GPU; the emulator
+                          // completes each lane's in turn, which the __syncwarp awaits)
                 vae_gpu_warp_sync();
                 if (threadIdx.x % 32 == 0) {
                     vae_gpu_ptx_mbar_arrive(empty + 8 * ((kb - 1) % C::STAGES));

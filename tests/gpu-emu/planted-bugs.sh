@@ -21,7 +21,8 @@
 # sections run there for at most EXTRA_CAP seconds each (a bug's failing case must be one the
 # pristine run passed, or the table says so).
 #
-# Usage: tests/gpu-emu/planted-bugs.sh [WORD]   (WORD: only the bugs whose name contains it)
+# Usage: tests/gpu-emu/planted-bugs.sh [WORD]   (WORD: only the bugs whose name it matches, an extended
+#        regular expression: a word, or words joined by |)
 # Env: VAE_SHARED_DIR (default: ../shared beside the tree), EXTRA_CAP (seconds, default 60),
 #      KEEP=1 keeps the temporary copy. Exit: 0 when every bug is caught, 1 when one is missed,
 #      2 when the script itself fails (copy, build, a bug that does not apply, pristine failing).
@@ -53,8 +54,8 @@ bug() {
 conv=kernels/vae-gpu-conv.cu
 attn=kernels/vae-gpu-attention.cu
 bug fragment-row $conv - "ldmatrix A rows: lane % 8 instead of lane % 16 (rows 8-15 of each m16 fragment read rows 0-7)" \
-    '((wm * C::WM + lane % 16) * C::LDA + lane / 16 * C::VEC)' \
-    '((wm * C::WM + lane % 8) * C::LDA + lane / 16 * C::VEC)'
+    '(wm * C::WM + lane % 16) * C::LDA * sizeof(T)' \
+    '(wm * C::WM + lane % 8) * C::LDA * sizeof(T)'
 bug missing-syncthreads-conv $conv - "no __syncthreads between the cp.async wait and the next stage's load/mma" \
     $'        __syncthreads();\n        if (kb + C::STAGES - 1 < nk) {' \
     $'        if (kb + C::STAGES - 1 < nk) {'
@@ -85,12 +86,6 @@ bug conv90-early-release $conv sm90:conv2d=10 "the Hopper conv's consumers relea
 bug conv90-producer-ahead $conv sm90:conv2d=10 "the Hopper conv's producer refills a stage without waiting for its empty barrier (running ahead of the ring)" \
     $'                                    vae_gpu_ptx_mbar_wait(empty + 8 * s, (unsigned) (kb / C::STAGES - 1) & 1);\n' \
     ''
-bug conv90-release-lane $conv sm90:conv2d=10 "the Hopper conv's warps release a stage from lane 0 without a __syncwarp after every lane's wgmma wait" \
-    $'                vae_gpu_warp_sync();\n                if (threadIdx.x % 32 == 0) {' \
-    $'                if (threadIdx.x % 32 == 0) {'
-bug conv90-steps $conv sm90:conv2d=10 "the Hopper conv leaves out a slice's last k16 step where its channels end inside it (cin_p not a multiple of 16)" \
-    'const int      steps = min(4, (p.cin_p - 64 * ck + 15) / 16);' \
-    'const int      steps = min(4, (p.cin_p - 64 * ck) / 16);'
 bug conv90-history-frame $conv sm90:causal_conv3d=10 "the Hopper conv's causal taps read the history frame before the right one" \
     'const int            n   = src ? s0 : s0 + p.kt - 1;' \
     'const int            n   = src ? s0 : s0 + p.kt - 2;'
@@ -188,12 +183,12 @@ bug vit-crossfade-weight kernels/vae-gpu-crossfade.cu - "cross-fade weights a fr
 bug vit-crossfade-reset backend/gpu/vae-backend-gpu.c - "cross-fade blends after a state reset too (with the zeros of a slot that holds nothing)" \
     'state->written[t->i[0]] ? slot : NULL' \
     'slot'
-gn=kernels/vae-gpu-group-norm.cu
+gn=kernels/vae-gpu-group-norm.cu gnp=kernels/vae-gpu-gn-partials.cuh
 bug missing-syncthreads-gn-sum $gn race "no __syncthreads before a block sum writes sm, which the previous sum's readers may still read (the same zeros in the tests)" \
     $'    __syncthreads();  // the previous call\'s readers are done with sm\n' \
     ''
-bug missing-syncthreads-gn-loop $gn race "no __syncthreads at the end of the statistics' grid-stride loop: the next block overwrites entries still read" \
-    $'        __syncthreads();  // the shared entries are rewritten for the next block\n' \
+bug missing-syncthreads-gn-loop $gnp race "no __syncthreads at the end of a tile's GroupNorm partials: the statistics' next block (or a conv's next use) overwrites entries still read" \
+    $'    __syncthreads();  // the shared entries may be rewritten after it\n' \
     ''
 amd=kernels/vae-gpu-amdgcn.cuh
 bug amd-acc-row-gfx11 $amd gfx1100 "gfx11 accumulator rows read as gfx12's (8 (lane / 16) + v instead of 2v + lane / 16)" \
@@ -220,7 +215,7 @@ bug amd-a-pieces $conv banks-gfx942 "CDNA conv A read 8 bytes at a time (one MFM
 bug amd-missing-warp-sync $conv gfx1200 "AMD conv epilogue reads the staged rows without the warp barrier after writing them" \
     $'                    st[vae_gpu_amd_row(lane, v) * C::LDC + j * 16 + lane % 16] = acc[i][j][v];\n                }\n            }\n            vae_gpu_warp_sync();\n' \
     $'                    st[vae_gpu_amd_row(lane, v) * C::LDC + j * 16 + lane % 16] = acc[i][j][v];\n                }\n            }\n'
-bug wave64-reduction $gn gfx942 "GroupNorm's warp sum from offset 16, a literal warp of 32: each half of a wave64 sums its own lanes" \
+bug wave64-reduction $gnp gfx942 "GroupNorm's warp sum from offset 16, a literal warp of 32: each half of a wave64 sums its own lanes" \
     $'    for (int o = VAE_GPU_WARP / 2; o > 0; o >>= 1) {\n        v += vae_gpu_shfl_xor(v, o, VAE_GPU_WARP);\n    }\n    return v;' \
     $'    for (int o = 16; o > 0; o >>= 1) {\n        v += vae_gpu_shfl_xor(v, o, VAE_GPU_WARP);\n    }\n    return v;'
 
@@ -308,9 +303,9 @@ done
 # the bugs to run, and the extra sections they need
 sel=()
 for i in "${!names[@]}"; do
-    case ${names[$i]} in *"$only"*) sel+=("$i") ;; esac
+    [[ ${names[$i]} =~ $only ]] && sel+=("$i")
 done
-[ ${#sel[@]} -gt 0 ] || die "no bug's name contains '$only'"
+[ ${#sel[@]} -gt 0 ] || die "no bug's name matches '$only'"
 for word in $(for i in "${sel[@]}"; do echo "${extras[$i]}"; done | grep -v '^-$' | sort -u); do
     case $word in banks-gfx*)
         build_emu "-$word" || die "the pristine tree does not build test-gpu-emu-$word: $(tail -5 "$work/build.log")"
