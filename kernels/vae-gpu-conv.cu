@@ -824,6 +824,7 @@ template <typename T_, int BN_, int MINB_> struct vae_gpu_conv90_cfg {
     static_assert(VAE_GPU_GN_TILE_SMEM(T, THREADS) * sizeof(float) <= RING, "a GroupNorm's partials");
 };
 
+#if VAE_GPU_CONV_SM90A // (the device code of sm_90a and of the emulated sm_90 alone)
 // a wgmma descriptor of shared address a, 128-byte swizzle, leading and stride byte offsets
 static __device__ __forceinline__ uint64_t vae_gpu_conv90_desc(unsigned a, unsigned lbo, unsigned sbo) {
     return (uint64_t) (a >> 4 & 0x3fff) | (uint64_t) (lbo >> 4 & 0x3fff) << 16 | (uint64_t) (sbo >> 4 & 0x3fff) << 32 |
@@ -931,6 +932,7 @@ static __device__ __forceinline__ void vae_gpu_conv90_tile(const vae_gpu_conv90_
     }
     vae_gpu_conv_norms<C>(p, mb, nb, phase);
 }
+#endif
 
 template <class C>
 static __global__ void __launch_bounds__(C::THREADS, C::MINB)
@@ -1110,16 +1112,13 @@ typedef int (*vae_gpu_tmap_tiled_fn)(void *, int, unsigned, void *, const uint64
 // tensors (CUtensorMapSwizzle 3, CUtensorMapFloatOOBfill 0, L2 promotion of 128 bytes): x and the
 // history [frames][h][w][cin_p] in im2col columns of 128 pixels by 64 channels, the bounding box's
 // corners at -pad (-1 for an up conv's phases); the weights [phases x K][cout_p] in 64 x 64 tiles
-static void * vae_gpu_conv90_entry(const char * symbol) {
-    void * fn = nullptr;
-    char   err[256];
-    return vae_gpu_driver_entry(symbol, &fn, err, sizeof(err)) ? fn : nullptr;
-}
-
+// (looked up at each launch: a launch is made at capture or while timing, not per replay; no static,
+// whose guarded initialization the race checker's build cannot link)
 template <typename T> static bool vae_gpu_conv90_encode(const vae_gpu_conv_params & p, vae_gpu_conv90_maps * mp) {
-    static void * const im2col_fn = vae_gpu_conv90_entry("cuTensorMapEncodeIm2col");   // (once, thread-safe)
-    static void * const tiled_fn  = vae_gpu_conv90_entry("cuTensorMapEncodeTiled");
-    if (!im2col_fn || !tiled_fn) {
+    void * im2col_fn = nullptr, *tiled_fn = nullptr;
+    char   err[256];
+    if (!vae_gpu_driver_entry("cuTensorMapEncodeIm2col", &im2col_fn, err, sizeof(err)) ||
+        !vae_gpu_driver_entry("cuTensorMapEncodeTiled", &tiled_fn, err, sizeof(err))) {
         return false;
     }
     const vae_gpu_tmap_im2col_fn im2col = (vae_gpu_tmap_im2col_fn) im2col_fn;
