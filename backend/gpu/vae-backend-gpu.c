@@ -55,7 +55,7 @@ struct gpu_weights {
 
 // the conv variant chosen for a layer shape
 struct gpu_choice {
-    int                  key[11];
+    int                  key[12];
     int                  variant;
     struct gpu_choice * next;
 };
@@ -457,8 +457,10 @@ static bool gpu_choose_variant(vae_backend_t * backend, struct gpu_graph * cg, c
         }
         return true;
     }
-    const int key[11] = { a.x.n, a.x.cp, a.x.h, a.x.w, a.y.cp, a.k, a.kt, a.up, a.residual != NULL, a.norm,
-                          a.gn_groups * 2 + a.gn_per_frame };
+    // (every argument that decides which variants can run it: the edges too, which the Hopper tiles
+    // refuse)
+    const int key[12] = { a.x.n, a.x.cp, a.x.h, a.x.w, a.y.cp, a.k, a.kt, a.up, a.residual != NULL, a.norm,
+                          a.gn_groups * 2 + a.gn_per_frame, a.replicate * 2 + a.reflect };
     for (struct gpu_choice * c = ctx->choices; c; c = c->next) {
         if (memcmp(c->key, key, sizeof(key)) == 0) {
             node->variant = c->variant;

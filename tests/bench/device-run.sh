@@ -74,7 +74,8 @@ pack() {
     done
     python3 -m pip download -q --no-deps --only-binary=:all: -d "$stage/whl" "${DIFFUSERS:-diffusers==0.42.1}"
     mkdir -p "$CARRY"
-    tar -cJf "$CARRY/carry.tar.xz" -C "$stage" .
+    # (xz -9: its 64 MiB window holds all three programs, which share most of their bytes)
+    XZ_OPT=${XZ_OPT:--9} tar -cJf "$CARRY/carry.tar.xz" -C "$stage" .
     rm -rf "$stage"
     local tree carry
     tree=$(git ls-files -co --exclude-standard -z | du -cb --files0-from=- | tail -1 | cut -f1)
