@@ -387,10 +387,10 @@ static inline void remove_own_dir(const char * dir) {
 // --- random full-width weights, made by the peer scripts ---------------------------------------------
 
 // latent channels of video_torch.py's decoder `name`: SVD's 4, HunyuanVideo 1.5's 32, LTX-2's 128, MiniMax-H3's 24,
-// the others' 16
+// Wan 2.2's 48, the others' 16
 static inline int video_channels(const char * name) {
     return !strcmp(name, "svd") ? 4 : !strcmp(name, "hyvideo15") ? 32 : !strcmp(name, "ltx2") ? 128
-         : !strcmp(name, "minimax") ? 24 : VIDEO_CHANNELS;
+         : !strcmp(name, "minimax") ? 24 : !strcmp(name, "wan22") ? 48 : VIDEO_CHANNELS;
 }
 
 // does dir/<name>.json describe latents of [T, C, h, w] and the weights file `weights` (the layout python's

@@ -1,15 +1,17 @@
 // bench-cuda: ms per frame on the CUDA backend at one precision (default bf16) for TAEF2 at 512x512
 // (the real decoder from shared/models), the AutoencoderKL decoder of SD/SDXL at 1024x1024 and the
-// Wan 2.1 VAE decoder at 480x832 per output frame (both at full width, random weights made by
-// tests/bench/kl_torch.py and video_torch.py), beside the upstream decoders in PyTorch on the same
-// GPU at the same precision (tests/bench/cuda_torch.py: eager, channels_last, cudnn.benchmark) in
+// Wan 2.1 VAE decoder at 480x832 per output frame, on request the Wan 2.2 TI2V-5B VAE decoder at
+// 704x1280 (these at full width, random weights made by tests/bench/kl_torch.py and video_torch.py),
+// beside the upstream decoders in PyTorch on the same GPU at the same precision
+// (tests/bench/cuda_torch.py: eager or torch.compile, channels_last, cudnn.benchmark) in
 // the same run: the ratio, TFLOP/s, the fraction of the GPU's matmul peak measured in the run at
 // that precision, peak memory, and how far the two outputs are from each other and from
 // PyTorch's fp32 decode of the same latent and weights.
 //
 //   bench-cuda [--models LIST] [--precision P] [--runs N] [--warmup W] [--python PATH] [--no-peer]
-//              [--dir DIR] [--model PATH] [--taef2-latent HxW] [--kl-latent HxW] [--wan-latent HxW]
-//              [--latent-frames T] [--chunk-frames C] [--profile] [--leave-free MIB]
+//              [--peer-compile] [--dir DIR] [--model PATH] [--taef2-latent HxW] [--kl-latent HxW]
+//              [--wan-latent HxW] [--wan22-latent HxW] [--latent-frames T] [--chunk-frames C]
+//              [--profile] [--leave-free MIB]
 //
 // A benchmark, not a test: it exits 0 when our side ran for every model, whether or not the peer
 // could. See tests/bench/README.md.
@@ -30,13 +32,24 @@
 #define KL_LATENT      128                                  // 1024x1024
 #define WAN_LATENT_H   60                                   // 480x832
 #define WAN_LATENT_W   104
+#define WAN22_LATENT_H 44                                   // 704x1280 (16x)
+#define WAN22_LATENT_W 80
+#define WAN22_WEIGHTS  "wan22_b256.safetensors"
 
-enum { M_TAEF2, M_KL, M_WAN, M_COUNT };
+enum { M_TAEF2, M_KL, M_WAN, M_WAN22, M_COUNT };
 
-static const char * const model_names[M_COUNT] = { "taef2", "kl", "wan" };
+static const char * const model_names[M_COUNT] = { "taef2", "kl", "wan", "wan22" };
+// output pixels per latent pixel
+static const int model_scale[M_COUNT] = { 8, 8, 8, 16 };
 // the targets of issue 29, for an H100 at bf16: ms per output frame, and the speed-up over PyTorch
-static const double target_ms[M_COUNT]    = { 0.3, 18.0, 6.2 };
-static const double target_ratio[M_COUNT] = { 3.0, 2.5, 2.5 };
+// (0: none)
+static const double target_ms[M_COUNT]    = { 0.3, 18.0, 6.2, 0.0 };
+static const double target_ratio[M_COUNT] = { 3.0, 2.5, 2.5, 0.0 };
+
+// the video decoders: streams of latent frames, the first 1 frame, each later one 4
+static bool is_video(int m) {
+    return m == M_WAN || m == M_WAN22;
+}
 
 struct opts {
     bool               do_model[M_COUNT];
@@ -47,6 +60,7 @@ struct opts {
     const char *       script;
     const char *       taef2;
     bool               no_peer;
+    bool               peer_compile;   // --peer-compile: the peer's decoder through torch.compile
     bool               profile;        // --profile: per-layer times of one latent frame's graph
     int                leave_free_mib; // --leave-free: device memory taken before each session but this (0: none)
     double             peak_tflops;    // the measured peak (0: none), for the per-layer fractions
@@ -61,7 +75,7 @@ struct peak {
 struct cuda_peer {
     bool   ok;
     double ms, min_ms, first_ms, stream_ms, ref_ms;  // per output frame; first: Wan's latent frame 0
-    double load_mib, peak_mib, reserved_mib;
+    double load_mib, peak_mib, reserved_mib, compiled;
     char   version[64], reason[512];
 };
 
@@ -97,28 +111,33 @@ struct result {
 static void usage(FILE * f) {
     fprintf(f,
             "usage: bench-cuda [--models LIST] [--precision P] [--runs N] [--warmup W] [--python PATH] [--no-peer]\n"
-            "                  [--dir DIR] [--model PATH] [--taef2-latent HxW] [--kl-latent HxW] [--wan-latent HxW]\n"
-            "                  [--latent-frames T] [--chunk-frames C] [--profile] [--leave-free MIB]\n"
-            "  --models LIST       comma-separated, of taef2, kl, wan (default all three)\n"
+            "                  [--peer-compile] [--dir DIR] [--model PATH] [--taef2-latent HxW] [--kl-latent HxW]\n"
+            "                  [--wan-latent HxW] [--wan22-latent HxW] [--latent-frames T] [--chunk-frames C]\n"
+            "                  [--profile] [--leave-free MIB]\n"
+            "  --models LIST       comma-separated, of taef2, kl, wan, wan22 (default the first three; wan22:\n"
+            "                      the Wan 2.2 TI2V-5B VAE, 48 latent channels, 16x)\n"
             "  --precision P       fp32, tf32, fp16 or bf16 (default bf16), both sides\n"
             "  --runs N            timed decodes per model and side; Wan: timed streams (default 20)\n"
             "  --warmup W          untimed decodes (Wan: streams) first, per model and side (default 3)\n"
             "  --python PATH       interpreter with torch (CUDA) and diffusers for the peer and the weights\n"
             "                      (default env VAE_BENCH_PYTHON, else %s from the PATH)\n"
             "  --no-peer           do not time PyTorch (the weights are still made with it; no peak, no ratio)\n"
+            "  --peer-compile      the peer's decoder through torch.compile (compiled in its warm-up)\n"
             "  --dir DIR           keep the generated weights there (reused when they match); default: a\n"
             "                      temporary directory, removed at the end\n"
             "  --model PATH        TAEF2 decoder (default $VAE_SHARED_DIR/%s, else ../shared/...)\n"
             "  --taef2-latent HxW  TAEF2 latent size (default %dx%d: 512x512)\n"
             "  --kl-latent HxW     AutoencoderKL latent size (default %dx%d: 1024x1024)\n"
             "  --wan-latent HxW    Wan latent size (default %dx%d: 480x832)\n"
-            "  --latent-frames T   Wan: latent frames per stream, >= 2 (default 5: 1 + 4 x 4 = 17 frames)\n"
-            "  --chunk-frames C    Wan: latent frames per decode step of the session (default 0: its choice)\n"
+            "  --wan22-latent HxW  Wan 2.2 latent size (default %dx%d: 704x1280)\n"
+            "  --latent-frames T   Wan, Wan 2.2: latent frames per stream, >= 2 (default 5: 1 + 4 x 4 = 17 frames)\n"
+            "  --chunk-frames C    Wan, Wan 2.2: latent frames per decode step of the session (default 0: its choice)\n"
             "  --profile           also each layer's device time in one latent frame's graph (a later one for\n"
             "                      Wan), CUDA events around every node, beside its FLOPs and bytes\n"
             "  --leave-free MIB    before each session, take all the device's free memory but MIB (cudaMalloc):\n"
             "                      the session's out-of-memory fallback (a smaller chunk, then tiles) on hardware\n",
-            DEFAULT_PYTHON, TAEF2_FILE, TAEF2_LATENT, TAEF2_LATENT, KL_LATENT, KL_LATENT, WAN_LATENT_H, WAN_LATENT_W);
+            DEFAULT_PYTHON, TAEF2_FILE, TAEF2_LATENT, TAEF2_LATENT, KL_LATENT, KL_LATENT, WAN_LATENT_H, WAN_LATENT_W,
+            WAN22_LATENT_H, WAN22_LATENT_W);
 }
 
 // --- the PyTorch peer ------------------------------------------------------------------------------
@@ -162,8 +181,8 @@ static void peer_run(struct result * r, const struct opts * o, const char * dir)
     struct cuda_peer * p = &r->peer;
     char               cmd[8192], sub[512], last[2048];
     if (!peer_cmd(cmd, sizeof(cmd), o->python, o->script, p->reason, sizeof(p->reason))) return;
-    snprintf(sub, sizeof(sub), " time --model %s --dtype %s --runs %d --warmup %d --dir ", r->name,
-             vae_precision_name(o->precision), o->runs, o->warmup);
+    snprintf(sub, sizeof(sub), " time --model %s --dtype %s --runs %d --warmup %d%s --dir ", r->name,
+             vae_precision_name(o->precision), o->runs, o->warmup, o->peer_compile ? " --compile" : "");
     append(cmd, sizeof(cmd), sub);
     sh_quote(cmd, sizeof(cmd), dir);
     if (!strcmp(r->name, "taef2")) {
@@ -179,6 +198,7 @@ static void peer_run(struct result * r, const struct opts * o, const char * dir)
         !kv_double(last, "first_ms", &p->first_ms) || !kv_double(last, "stream_ms", &p->stream_ms) ||
         !kv_double(last, "ref_ms", &p->ref_ms) || !kv_double(last, "load_mib", &p->load_mib) ||
         !kv_double(last, "peak_mib", &p->peak_mib) || !kv_double(last, "reserved_mib", &p->reserved_mib) ||
+        !kv_double(last, "compiled", &p->compiled) ||
         !kv_find(last, "torch", p->version, sizeof(p->version))) {
         snprintf(p->reason, sizeof(p->reason), "unexpected last line from the peer: %.300s", last);
         return;
@@ -452,7 +472,7 @@ static void ours_run(struct result * r, const struct opts * o, const char * weig
     r->out_w           = model->scale * lw;
     r->n_frames        = 0;
     for (int k = 0; k < T; k++) r->n_frames += vae_model_frames_of_latent(model, (uint64_t) k);
-    if (m == M_WAN) {  // diffusers clamps Wan's output to [-1, 1]; ours is raw
+    if (is_video(m)) {  // diffusers clamps Wan's output to [-1, 1]; ours is raw
         r->lo = -model->out_offset / model->out_scale + 0.0f;  // no "-0"
         r->hi = (1.0f - model->out_offset) / model->out_scale;
     }
@@ -511,7 +531,7 @@ static void ours_run(struct result * r, const struct opts * o, const char * weig
     r->base_used_mib = used_mib();
 
     const struct vae_session_config cfg = { channels, lh, lw, m == M_KL ? VAE_SPACE_RAW : VAE_SPACE_AUTO,
-                                            m == M_WAN ? o->chunk_frames : 1, 0, 0 };
+                                            is_video(m) ? o->chunk_frames : 1, 0, 0 };
     const double t_prep = now_ms();
     s = vae_session_new(model, be, &cfg, err, sizeof(err));
     r->prepare_ms = now_ms() - t_prep;
@@ -596,10 +616,10 @@ static void run_model(struct result * r, int m, const struct opts * o, const cha
     float *lat = NULL;
     const int threads = (int) sysconf(_SC_NPROCESSORS_ONLN);
     r->name = model_names[m];
-    r->T    = m == M_WAN ? o->latent_frames : 1;
+    r->T    = is_video(m) ? o->latent_frames : 1;
     printf("\n%s: latent %dx%d%s, %s, %d warm-up + %d timed %s\n", r->name, o->lh[m], o->lw[m],
-           m == M_WAN ? " x T" : "", vae_precision_name(o->precision), o->warmup, o->runs,
-           m == M_WAN ? "streams" : "decodes");
+           is_video(m) ? " x T" : "", vae_precision_name(o->precision), o->warmup, o->runs,
+           is_video(m) ? "streams" : "decodes");
     fflush(stdout);
     size_t lat_floats = 0;
     if (m == M_TAEF2) {
@@ -623,17 +643,20 @@ static void run_model(struct result * r, int m, const struct opts * o, const cha
         dir_path(path, sizeof(path), dir, KL_WEIGHTS);
     } else {
         source_path(script, sizeof(script), VIDEO_SCRIPT);
-        if (!video_gen("wan", WAN_WEIGHTS, o->python, script, NULL, dir, r->T, o->lh[m], o->lw[m], threads, "",
+        const char * weights = m == M_WAN22 ? WAN22_WEIGHTS : WAN_WEIGHTS;
+        char         latents[64];
+        if (!video_gen(r->name, weights, o->python, script, NULL, dir, r->T, o->lh[m], o->lw[m], threads, "",
                        r->reason, sizeof(r->reason))) {
             goto done;
         }
-        lat_floats = (size_t) VIDEO_CHANNELS * (size_t) o->lh[m] * (size_t) o->lw[m];
+        lat_floats = (size_t) video_channels(r->name) * (size_t) o->lh[m] * (size_t) o->lw[m];
         if (!(lat = malloc((size_t) r->T * lat_floats * sizeof(float)))) {
             snprintf(r->reason, sizeof(r->reason), "out of memory");
             return;
         }
-        if (!read_f32(dir, "wan.latent.f32", lat, (size_t) r->T * lat_floats, r->reason, sizeof(r->reason))) goto done;
-        dir_path(path, sizeof(path), dir, WAN_WEIGHTS);
+        snprintf(latents, sizeof(latents), "%s.latent.f32", r->name);
+        if (!read_f32(dir, latents, lat, (size_t) r->T * lat_floats, r->reason, sizeof(r->reason))) goto done;
+        dir_path(path, sizeof(path), dir, weights);
     }
     printf("%s: ours...\n", r->name);
     fflush(stdout);
@@ -646,7 +669,7 @@ static void run_model(struct result * r, int m, const struct opts * o, const cha
                "memory +%.0f MiB over %.0f MiB in use before the session\n",
                r->name, r->description, r->backend, vae_precision_name(r->precision), r->prepare_ms, r->chunk, r->ms,
                r->min_ms, r->device_out ? " into a device RGBA frame" : " into host f32",
-               m == M_WAN ? "stream" : "decode", r->host_ms, r->peak_bytes / 1048576.0, r->device_mib,
+               is_video(m) ? "stream" : "decode", r->host_ms, r->peak_bytes / 1048576.0, r->device_mib,
                r->base_used_mib);
     }
     if (!o->no_peer) {
@@ -682,14 +705,14 @@ static void report(const struct result * res, const struct opts * o, const struc
     for (int m = 0; m < M_COUNT; m++) {
         const struct result * r = &res[m];
         if (!o->do_model[m]) continue;
-        char label[96], pct[16] = "-", first[16] = "-", a[32], b[32];
-        snprintf(label, sizeof(label), "%s %dx%d: ours", r->name, 8 * o->lw[m], 8 * o->lh[m]);
+        char label[128], pct[16] = "-", first[16] = "-", a[32], b[32];
+        snprintf(label, sizeof(label), "%s %dx%d: ours", r->name, model_scale[m] * o->lw[m], model_scale[m] * o->lh[m]);
         if (!r->ok) {
             printf("%-36s unavailable (%s)\n", label, r->reason);
         } else {
             const double tf = r->flops_frame / (r->ms / 1e3) / 1e12;
             if (pk->ok) snprintf(pct, sizeof(pct), "%.1f", 100.0 * tf / pk->tflops);
-            if (m == M_WAN) snprintf(first, sizeof(first), "%.2f", r->first_ms);
+            if (is_video(m)) snprintf(first, sizeof(first), "%.2f", r->first_ms);
             char speed[16] = "-";
             if (r->peer.ok) snprintf(speed, sizeof(speed), "%.2f", r->peer.ms / r->ms);
             fmt_cmp(a, sizeof(a), &r->vs_torch);
@@ -705,12 +728,13 @@ static void report(const struct result * res, const struct opts * o, const struc
         }
         char version[64];
         short_version(version, sizeof(version), p->version);
-        snprintf(label, sizeof(label), "  PyTorch %s (%s, channels_last)", version, prec);
+        snprintf(label, sizeof(label), "  PyTorch %s (%s, channels_last%s)", version, prec,
+                 p->compiled > 0 ? ", compiled" : "");
         const double tf = r->flops_frame > 0 ? r->flops_frame / (p->ms / 1e3) / 1e12 : 0.0;
         snprintf(pct, sizeof(pct), "-");
         if (pk->ok && tf > 0) snprintf(pct, sizeof(pct), "%.1f", 100.0 * tf / pk->tflops);
         snprintf(first, sizeof(first), "-");
-        if (m == M_WAN) snprintf(first, sizeof(first), "%.2f", p->first_ms);
+        if (is_video(m)) snprintf(first, sizeof(first), "%.2f", p->first_ms);
         fmt_cmp(b, sizeof(b), &r->torch_vs_ref);
         printf("%-36s %9.3f %9.3f %9s %8.1f %7s %10.1f %11.1f %9s %18s %18s\n", label, p->ms, p->min_ms, first, tf,
                pct, p->peak_mib, p->reserved_mib, "1.00", "-", b);
@@ -731,7 +755,7 @@ static void report(const struct result * res, const struct opts * o, const struc
         if (m == M_KL) {
             printf(" (from the shapes; our graph walked: %.2f model, %.2f executed)", r->walked.model / 1e9,
                    r->walked.executed / 1e9);
-        } else if (m == M_WAN) {
+        } else if (is_video(m)) {
             printf(" (a later latent frame's graph / 4: %.1f executed; latent frame 0: %.1f GFLOP; attention %.1f%%)",
                    r->walked.executed / 4 / 1e9, r->first_gflop, 100.0 * r->walked.attention / r->walked.model);
         } else {
@@ -772,15 +796,27 @@ static void report(const struct result * res, const struct opts * o, const struc
         } else if (r->vs_ref.ok) {
             snprintf(ref, sizeof(ref), "%.1f / - dB", r->vs_ref.psnr);
         }
-        snprintf(met, sizeof(met), "<= %g ms: %s; >= %gx: %s", target_ms[m], r->ms <= target_ms[m] ? "met" : "missed",
-                 target_ratio[m], !p->ok ? "-" : p->ms >= target_ratio[m] * r->ms ? "met" : "missed");
+        snprintf(met, sizeof(met), "(no target)");
+        if (target_ms[m] > 0) {
+            snprintf(met, sizeof(met), "<= %g ms: %s; >= %gx: %s", target_ms[m], r->ms <= target_ms[m] ? "met" : "missed",
+                     target_ratio[m], !p->ok ? "-" : p->ms >= target_ratio[m] * r->ms ? "met" : "missed");
+        }
         printf("| %s %dx%d | %s | %.3f | %s | %s | %.1f%s | %s | %.0f / %.0f | %s | %s | %s | %s |\n", r->name,
-               8 * o->lw[m], 8 * o->lh[m], prec, r->ms, pms, speed, tf, pk->ok ? pct : "", ptf,
+               model_scale[m] * o->lw[m], model_scale[m] * o->lh[m], prec, r->ms, pms, speed, tf, pk->ok ? pct : "", ptf,
                r->peak_bytes / 1048576.0, r->device_mib, pmem, vs, ref, met);
     }
 }
 
 // --- main --------------------------------------------------------------------------------------------
+
+// the model of option a, --<model>-latent, or -1
+static int latent_option(const char * a) {
+    for (int m = 0; m < M_COUNT; m++) {
+        const size_t n = strlen(model_names[m]);
+        if (!strncmp(a, "--", 2) && !strncmp(a + 2, model_names[m], n) && !strcmp(a + 2 + n, "-latent")) return m;
+    }
+    return -1;
+}
 
 // the TAEF2 decoder: $VAE_SHARED_DIR/models/..., else ../shared/models/... from the current
 // directory, else beside the source directory
@@ -814,13 +850,13 @@ static void device_info(void) {
 }
 
 int main(int argc, char ** argv) {
-    struct opts o = { .do_model = { true, true, true },
+    struct opts o = { .do_model = { true, true, true, false },
                       .precision     = VAE_PRECISION_BF16,
                       .runs          = 20,
                       .warmup        = 3,
                       .latent_frames = 5,
-                      .lh            = { TAEF2_LATENT, KL_LATENT, WAN_LATENT_H },
-                      .lw            = { TAEF2_LATENT, KL_LATENT, WAN_LATENT_W } };
+                      .lh            = { TAEF2_LATENT, KL_LATENT, WAN_LATENT_H, WAN22_LATENT_H },
+                      .lw            = { TAEF2_LATENT, KL_LATENT, WAN_LATENT_W, WAN22_LATENT_W } };
     const char * dir_opt = NULL;
     for (int i = 1; i < argc; i++) {
         const char * a       = argv[i];
@@ -835,7 +871,7 @@ int main(int argc, char ** argv) {
                     if (strlen(model_names[k]) == n && !strncmp(p, model_names[k], n)) hit = k;
                 }
                 if (hit < 0) {
-                    fprintf(stderr, "bench-cuda: --models takes a comma-separated list of taef2, kl, wan\n");
+                    fprintf(stderr, "bench-cuda: --models takes a comma-separated list of taef2, kl, wan, wan22\n");
                     return 2;
                 }
                 o.do_model[hit] = true;
@@ -865,13 +901,14 @@ int main(int argc, char ** argv) {
             o.python = argv[++i];
         } else if (!strcmp(a, "--no-peer")) {
             o.no_peer = true;
+        } else if (!strcmp(a, "--peer-compile")) {
+            o.peer_compile = true;
         } else if (!strcmp(a, "--dir") && has_val) {
             dir_opt = argv[++i];
         } else if (!strcmp(a, "--model") && has_val) {
             o.taef2 = argv[++i];
-        } else if ((!strcmp(a, "--taef2-latent") || !strcmp(a, "--kl-latent") || !strcmp(a, "--wan-latent")) &&
-                   has_val) {
-            const int m = a[2] == 't' ? M_TAEF2 : a[2] == 'k' ? M_KL : M_WAN;
+        } else if (latent_option(a) >= 0 && has_val) {
+            const int m = latent_option(a);
             if (!parse_hw(argv[++i], &o.lh[m], &o.lw[m])) {
                 fprintf(stderr, "bench-cuda: %s takes HxW (latent rows x columns, 1..512)\n", a);
                 return 2;

@@ -4,16 +4,18 @@ GPU at the same precision, the upstream way (the module converted with .to(dtype
 channels_last, torch.backends.cudnn.benchmark on), and the GPU's matmul peak at that precision.
 
     python cuda_torch.py peak --dtype bf16 [--n 8192] [--runs 10]
-    python cuda_torch.py time --model taef2|kl|wan --dir DIR --dtype bf16 [--runs 20] [--warmup 3]
-                              [--taef2 PATH --height-latent 64 --width-latent 64]
+    python cuda_torch.py time --model taef2|kl|wan|wan22 --dir DIR --dtype bf16 [--runs 20] [--warmup 3]
+                              [--taef2 PATH --height-latent 64 --width-latent 64] [--compile]
 
 --dtype: fp32 (TF32 off for cuDNN and matmuls), tf32 (fp32 storage, TF32 on for both), fp16, bf16.
 Needs torch with CUDA, and diffusers for kl and wan. The decoders are built by the CPU peers'
 code: TAEF2 by tests/data/taesd_torch.py (as taef2_torch.py does), AutoencoderKL by kl_torch.py,
-the Wan 2.1 VAE by video_torch.py (diffusers' AutoencoderKL / AutoencoderKLWan), on the files in
-DIR: taef2.latent.f32 (raw f32 [1, z, H, W], written by bench-cuda), kl_sd.safetensors + kl.json
-+ kl.latent.f32 (kl_torch.py gen), wan21_b96.safetensors + wan.json + wan.latent.f32
-(video_torch.py gen --only wan).
+the Wan 2.1 and 2.2 VAEs by video_torch.py (diffusers' AutoencoderKL / AutoencoderKLWan), on the
+files in DIR: taef2.latent.f32 (raw f32 [1, z, H, W], written by bench-cuda), kl_sd.safetensors +
+kl.json + kl.latent.f32 (kl_torch.py gen), wan21_b96.safetensors + wan.json + wan.latent.f32
+(video_torch.py gen --only wan), wan22_b256.safetensors + wan22.json + wan22.latent.f32 (--only
+wan22). --compile: the decoder module through torch.compile (default mode) after the reference;
+its compilation falls in the warm-up.
 
 `peak` prints, last: cuda_peak tflops=<f> ms=<f> dtype=<d> n=<n> torch=<v>
 (the best of --runs rounds of 10 back-to-back n x n x n products timed with CUDA events).
@@ -22,11 +24,11 @@ DIR: taef2.latent.f32 (raw f32 [1, z, H, W], written by bench-cuda), kl_sd.safet
 TF32 off (the reference, on the weights as the file has them), converts both to the precision,
 then runs --warmup untimed and --runs timed decodes (wan: streams of all T latent frames), each
 timed on the wall clock from a synchronized start to torch.cuda.synchronize(). It writes DIR/<model>.torch.f32 (the last timed output, as f32) and DIR/<model>.ref32.f32
-([F, 3, 8H, 8W], as upstream returns it: AutoencoderKL and TAEF2 raw, Wan clamped to [-1, 1])
+([F, 3, H, W], as upstream returns it: AutoencoderKL and TAEF2 raw, Wan clamped to [-1, 1])
 and prints, last:
 
     cuda_peer model=<m> ms=<f> min_ms=<f> first_ms=<f> stream_ms=<f> ref_ms=<f> dtype=<d>
-        layout=channels_last torch=<v> load_mib=<f> peak_mib=<f> reserved_mib=<f>
+        layout=channels_last torch=<v> load_mib=<f> peak_mib=<f> reserved_mib=<f> compiled=<0|1>
 
 (one line). ms: per output frame (taef2, kl: per decode; wan: steady state, the latent frames
 after the first, 4 frames each: diffusers' decode runs vae.decoder once per latent frame, and CUDA
@@ -51,6 +53,7 @@ sys.path.insert(0, os.path.join(HERE, "..", "data"))
 from video_torch import input_layout, load_latent, log, to_layout  # noqa: E402
 
 DTYPES = {"fp32": torch.float32, "tf32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}
+VIDEO = ("wan", "wan22")  # streams of latent frames: the first gives 1 frame, each later one 4
 
 
 def set_precision(dtype):
@@ -109,12 +112,12 @@ def build(args):
         a = np.fromfile(os.path.join(args.dir, "kl.latent.f32"), dtype="<f4")
         z = torch.from_numpy(a.reshape(1, C, H, W).copy())
         return vae, lambda x: vae.decode(x).sample, z, 1
-    from video_torch import make_wan
-    with open(os.path.join(args.dir, "wan.json")) as f:
+    from video_torch import make_wan, make_wan22
+    with open(os.path.join(args.dir, f"{args.model}.json")) as f:
         info = json.load(f)
     T, C, H, W = info["latent"]
-    vae = load_weights(make_wan(), os.path.join(args.dir, info["weights"]))
-    z = load_latent(os.path.join(args.dir, "wan.latent.f32"), T, C, H, W).permute(1, 0, 2, 3).unsqueeze(0)
+    vae = load_weights(make_wan22() if args.model == "wan22" else make_wan(), os.path.join(args.dir, info["weights"]))
+    z = load_latent(os.path.join(args.dir, f"{args.model}.latent.f32"), T, C, H, W).permute(1, 0, 2, 3).unsqueeze(0)
     return vae, lambda x: vae.decode(x).sample, z, T
 
 
@@ -131,7 +134,7 @@ def load_weights(vae, path):
 def as_frames(y, model):
     """[F, 3, H, W] f32 on the host"""
     y = y.float()
-    return (y[0].permute(1, 0, 2, 3) if model == "wan" else y).contiguous().cpu()
+    return (y[0].permute(1, 0, 2, 3) if model in VIDEO else y).contiguous().cpu()
 
 
 def timed(fn, x):
@@ -163,17 +166,22 @@ def cmd_time(args):
     set_precision(args.dtype)
     m.to(dt)
     z = z.to(dt)
+    if args.compile:  # (the decoder: the module every call of a stream runs; TAEF2 is one)
+        if args.model == "taef2":
+            fn = torch.compile(m)
+        else:
+            m.decoder = torch.compile(m.decoder)
     torch.cuda.synchronize()
     load = torch.cuda.memory_allocated()
     log(f"{args.model}: {sum(p.numel() for p in m.parameters()) / 1e6:.2f} M parameters on "
         f"{torch.cuda.get_device_name()}, {args.dtype} (dtype {dt}, cuDNN TF32 {torch.backends.cudnn.allow_tf32}, "
-        f"matmul TF32 {torch.backends.cuda.matmul.allow_tf32}), channels_last, cudnn.benchmark; latent "
+        f"matmul TF32 {torch.backends.cuda.matmul.allow_tf32}), channels_last, cudnn.benchmark{', torch.compile' if args.compile else ''}; latent "
         f"{tuple(z.shape)}; torch {torch.__version__}, cuDNN {torch.backends.cudnn.version()}; "
         f"{mib(load):.1f} MiB allocated after loading")
 
-    # wan: CUDA events around every vae.decoder call (one per latent frame)
+    # wan, wan22: CUDA events around every vae.decoder call (one per latent frame)
     calls = []
-    if args.model == "wan":
+    if args.model in VIDEO:
         def pre(mod, a, kw):
             e = torch.cuda.Event(enable_timing=True)
             e.record()
@@ -196,7 +204,7 @@ def cmd_time(args):
             y, ms = timed(fn, z)
             if i < args.warmup:
                 continue
-            if args.model == "wan":
+            if args.model in VIDEO:
                 assert len(calls) == T, (len(calls), T)
                 c = [a.elapsed_time(b) for a, b in calls]
                 per_frame.append(sum(c[1:]) / (4 * (T - 1)))
@@ -204,7 +212,7 @@ def cmd_time(args):
                 streams.append(ms)
             else:
                 per_frame.append(ms)
-        if args.model == "wan":
+        if args.model in VIDEO:
             for h in hooks:
                 h.remove()
         torch.cuda.synchronize()
@@ -217,7 +225,7 @@ def cmd_time(args):
     first = sum(firsts) / len(firsts) if firsts else -1.0
     stream = sum(streams) / len(streams) if streams else -1.0
     d = (out - ref).abs().max().item()
-    log(f"{args.model}: {args.runs} timed {'streams' if args.model == 'wan' else 'decodes'} after {args.warmup} "
+    log(f"{args.model}: {args.runs} timed {'streams' if args.model in VIDEO else 'decodes'} after {args.warmup} "
         f"warm-up: ms/frame mean {mean:.3f} min {min(per_frame):.3f}"
         + (f"; first latent {first:.2f} ms, stream {stream:.1f} ms" if firsts else "")
         + f"; output {tuple(out.shape)} in [{out.min().item():.3f}, {out.max().item():.3f}], max |{args.dtype} - "
@@ -225,7 +233,7 @@ def cmd_time(args):
     log(f"cuda_peer model={args.model} ms={mean:.4f} min_ms={min(per_frame):.4f} first_ms={first:.4f} "
         f"stream_ms={stream:.3f} ref_ms={ref_ms:.3f} dtype={args.dtype} layout=channels_last "
         f"torch={torch.__version__} load_mib={mib(load):.1f} peak_mib={mib(peak):.1f} "
-        f"reserved_mib={mib(reserved):.1f}")
+        f"reserved_mib={mib(reserved):.1f} compiled={int(args.compile)}")
 
 
 def main():
@@ -236,7 +244,7 @@ def main():
     p.add_argument("--n", type=int, default=8192)
     p.add_argument("--runs", type=int, default=10)
     t = sub.add_parser("time", help="time an upstream decoder on the GPU")
-    t.add_argument("--model", choices=["taef2", "kl", "wan"], required=True)
+    t.add_argument("--model", choices=["taef2", "kl", *VIDEO], required=True)
     t.add_argument("--dir", required=True)
     t.add_argument("--dtype", choices=DTYPES, default="bf16")
     t.add_argument("--runs", type=int, default=20, help="timed decodes (wan: streams)")
@@ -244,6 +252,7 @@ def main():
     t.add_argument("--taef2", help="taef2_decoder.safetensors (taef2 only)")
     t.add_argument("--height-latent", type=int, default=64, help="taef2 only (kl, wan: from DIR/*.json)")
     t.add_argument("--width-latent", type=int, default=64)
+    t.add_argument("--compile", action="store_true", help="the decoder through torch.compile")
     args = ap.parse_args()
     if not torch.cuda.is_available():
         sys.exit(f"torch {torch.__version__} sees no CUDA device")
