@@ -807,12 +807,13 @@ struct vae_gpu_conv90_maps {
     vae_gpu_tmap x, hist, wt;   // A from x and the history (im2col), B (tiles)
 };
 
-// a 128 x BN tile in K slices of 64 (16-bit T); also what vae_gpu_conv_tc's epilogue needs (its
-// warps' rows: 16 each, all BN channels) and vae_gpu_conv_norms
-template <typename T_, int BN_, int MINB_> struct vae_gpu_conv90_cfg {
+// a BM x BN tile (BM 128 or 256: BM / 64 consumer warpgroups, then the producer warp) in K slices
+// of 64 (16-bit T); also what vae_gpu_conv_tc's epilogue needs (its warps' rows: 16 each, all BN
+// channels) and vae_gpu_conv_norms
+template <typename T_, int BM_, int BN_, int MINB_> struct vae_gpu_conv90_cfg {
     typedef T_ T;
-    static constexpr int    BM = 128, BN = BN_, BK = 64, STAGES = 4, MINB = MINB_, W = 32, THREADS = 288;
-    static constexpr int    WGM = 8, WGN = 1, WM = 16, WN = BN, LDC = BN + 8, VEC = 8, LDA = BK, B_BASE = 0;
+    static constexpr int    BM = BM_, BN = BN_, BK = 64, STAGES = 4, MINB = MINB_, W = 32, THREADS = 32 * (BM / 16 + 1);
+    static constexpr int    WGM = BM / 16, WGN = 1, WM = 16, WN = BN, LDC = BN + 8, VEC = 8, LDA = BK, B_BASE = 0;
     static constexpr int    NB      = (BN + 63) / 64;                 // B boxes of 64 channels
     static constexpr int    A_BYTES = BM * BK * 2, STAGE = A_BYTES + NB * 64 * BK * 2;
     static constexpr size_t RING    = 1024 + (size_t) STAGES * STAGE;   // (the ring on a 1024-byte boundary)
@@ -854,13 +855,13 @@ static __device__ __forceinline__ void vae_gpu_conv90_tile(const vae_gpu_conv90_
     if (threadIdx.x == 0) {
         for (int s = 0; s < C::STAGES; s++) {
             vae_gpu_ptx_mbar_init(full + 8 * s, 1);
-            vae_gpu_ptx_mbar_init(empty + 8 * s, 8);
+            vae_gpu_ptx_mbar_init(empty + 8 * s, C::WGM);
         }
         vae_gpu_ptx_mbar_fence_init();
     }
     __syncthreads();
     vae_gpu_conv_tc<C> mm;   // (its accumulators: warp w's rows 16 w .. 16 w + 15, as wgmma gives them)
-    if (warp == 8) {
+    if (warp == C::WGM) {   // the producer
         if (vae_gpu_ptx_elect()) {
             // the tile's first pixel (frame f0, row oy0, column ox0) and the last row's frame
             const int hw = p.h * p.w, f0 = m0 / hw, f1 = (min(m0 + C::BM, p.M) - 1) / hw, r0 = m0 - f0 * hw;
@@ -927,7 +928,7 @@ static __device__ __forceinline__ void vae_gpu_conv90_tile(const vae_gpu_conv90_
         vae_gpu_ptx_fence_acc(d, C::BN / 2);
     }
     __syncthreads();
-    if (warp < 8) {
+    if (warp < C::WGM) {
         mm.store(p, m0, n0, phase);
     }
     vae_gpu_conv_norms<C>(p, mb, nb, phase);
@@ -1110,11 +1111,11 @@ typedef int (*vae_gpu_tmap_tiled_fn)(void *, int, unsigned, void *, const uint64
 
 // the tensor maps of the Hopper conv of p (T: f16 or bf16), 128-byte swizzled, zeros outside the
 // tensors (CUtensorMapSwizzle 3, CUtensorMapFloatOOBfill 0, L2 promotion of 128 bytes): x and the
-// history [frames][h][w][cin_p] in im2col columns of 128 pixels by 64 channels, the bounding box's
+// history [frames][h][w][cin_p] in im2col columns of bm pixels by 64 channels, the bounding box's
 // corners at -pad (-1 for an up conv's phases); the weights [phases x K][cout_p] in 64 x 64 tiles
 // (looked up at each launch: a launch is made at capture or while timing, not per replay; no static,
 // whose guarded initialization the race checker's build cannot link)
-template <typename T> static bool vae_gpu_conv90_encode(const vae_gpu_conv_params & p, vae_gpu_conv90_maps * mp) {
+template <typename T> static bool vae_gpu_conv90_encode(const vae_gpu_conv_params & p, unsigned bm, vae_gpu_conv90_maps * mp) {
     void * im2col_fn = nullptr, *tiled_fn = nullptr;
     char   err[256];
     if (!vae_gpu_driver_entry("cuTensorMapEncodeIm2col", &im2col_fn, err, sizeof(err)) ||
@@ -1129,9 +1130,9 @@ template <typename T> static bool vae_gpu_conv90_encode(const vae_gpu_conv_param
     const int                    lo = p.up ? -1 : -p.pad, corner[2] = { lo, lo };
     uint64_t dim[4] = { (uint64_t) p.cin_p, (uint64_t) p.w, (uint64_t) p.h, (uint64_t) (p.M / (p.h * p.w)) };
     const uint64_t st[3] = { px, px * p.w, px * p.w * p.h };
-    bool ok = im2col(&mp->x, dtype, 4, (void *) p.x, dim, st, corner, corner, 64, 128, ones, 0, 3, 2, 0) == 0;
+    bool ok = im2col(&mp->x, dtype, 4, (void *) p.x, dim, st, corner, corner, 64, bm, ones, 0, 3, 2, 0) == 0;
     dim[3]  = (uint64_t) (p.kt > 1 ? p.kt - 1 : 1);
-    ok = ok && (p.kt > 1 ? im2col(&mp->hist, dtype, 4, (void *) p.hist, dim, st, corner, corner, 64, 128, ones, 0, 3,
+    ok = ok && (p.kt > 1 ? im2col(&mp->hist, dtype, 4, (void *) p.hist, dim, st, corner, corner, 64, bm, ones, 0, 3,
                                   2, 0) == 0
                          : (mp->hist = mp->x, true));
     const uint64_t wdim[2] = { (uint64_t) p.cout_p, (uint64_t) (p.up ? 4 : 1) * p.K }, wst[1] = { (uint64_t) p.cout_p * e };
@@ -1145,7 +1146,7 @@ template <class C> static cudaError_t vae_gpu_conv90_setup() {
 template <class C> static cudaError_t vae_gpu_conv90_launch(vae_gpu_conv_params p, cudaStream_t s) {
     const long long     blocks = vae_gpu_conv_blocks<C>(p);
     vae_gpu_conv90_maps mp;
-    if (blocks < 0 || !vae_gpu_conv90_encode<typename C::T>(p, &mp)) {
+    if (blocks < 0 || !vae_gpu_conv90_encode<typename C::T>(p, C::BM, &mp)) {
         return cudaErrorInvalidValue;
     }
     vae_gpu_conv90_kernel<C><<<(unsigned) blocks, C::THREADS, C::SMEM, s>>>(mp, p);
@@ -1178,8 +1179,8 @@ struct vae_gpu_conv_variant {
     cudaError_t (*setup)();
     int bm, bn;   // the output tile: bm pixels (of a phase) by bn channels; bn 0: the narrow conv, bm
                   //   pixels (a patch) by exactly the conv's channels
-    int warps;    // of 32 lanes (AMD's wave64 tiles: as many waves; the Hopper tiles: their two consumer
-                  //   warpgroups, each multiplying 64 rows as one)
+    int warps;    // of 32 lanes (AMD's wave64 tiles: as many waves; the Hopper tiles: their consumer
+                  //   warpgroups, BM / 64, each multiplying 64 rows as one)
     bool tma;     // the Hopper conv (sm_90a, zeros outside the frame), last in its table
 };
 
@@ -1188,9 +1189,9 @@ struct vae_gpu_conv_variant {
       vae_gpu_conv_setup_t<vae_gpu_conv_cfg<T, BM, BN, BK, WGM, WGN, MINB, TC, W>>, BM, BN, WGM * WGN, false }
 #define VAE_GPU_CONV_NARROW(name, T) \
     { name, vae_gpu_conv_narrow_launch<T>, vae_gpu_conv_narrow_setup, VAE_GPU_NARROW_TH * VAE_GPU_NARROW_TW, 0, 8, false }
-#define VAE_GPU_CONV90(name, T, BN, MINB)                                                                  \
-    { name, vae_gpu_conv90_launch<vae_gpu_conv90_cfg<T, BN, MINB>>, vae_gpu_conv90_setup<vae_gpu_conv90_cfg<T, BN, MINB>>, \
-      128, BN, 2, true }
+#define VAE_GPU_CONV90(name, T, BM, BN, MINB)                                                                          \
+    { name, vae_gpu_conv90_launch<vae_gpu_conv90_cfg<T, BM, BN, MINB>>, vae_gpu_conv90_setup<vae_gpu_conv90_cfg<T, BM, BN, MINB>>, \
+      BM, BN, BM / 64, true }
 
 // per precision: 8 warps of 64x32, 4 warps of 64x64 (more registers, fewer shared-memory reads
 // per mma), then the narrow tiles for few output channels or few pixels
@@ -1236,11 +1237,16 @@ static const vae_gpu_conv_variant vae_gpu_conv_bf16_w64_variants[] = {
 // Wider tiles (128x256 and 256x128 in 8 warps of 64x64, 128x128 in slices of 64) were slower than
 // 128x128x32 4w on every layer of the three decoders there, and are not kept
 // Then, on compute capability 9.0 alone, the Hopper tiles (TMA and wgmma): 128 rows by 64 (two
-// blocks an SM), 96, 128, 192 and 256 channels
+// blocks an SM), 96, 128, 192 and 256 channels; then 256 rows (four consumer warpgroups) by 64, 96
+// and 128 channels, for the layers of few channels at large frames: on an H100 Wan's 96-channel
+// convs at 480x832 ran at 215 TFLOP/s on 128x96, bound by L2 (63% of its throughput, 30% of the
+// tensor pipe's): 256 rows read each weight slice once for twice the pixels, a fifth fewer bytes
+// from L2 per multiply there (tests/bench/RESULTS-cuda.md)
 #define VAE_GPU_CONV_WGMMA(tn, T)                                                                               \
-    VAE_GPU_CONV90("wgmma-" tn " 128x64", T, 64, 2), VAE_GPU_CONV90("wgmma-" tn " 128x96", T, 96, 1),            \
-    VAE_GPU_CONV90("wgmma-" tn " 128x128", T, 128, 1), VAE_GPU_CONV90("wgmma-" tn " 128x192", T, 192, 1),        \
-    VAE_GPU_CONV90("wgmma-" tn " 128x256", T, 256, 1)
+    VAE_GPU_CONV90("wgmma-" tn " 128x64", T, 128, 64, 2), VAE_GPU_CONV90("wgmma-" tn " 128x96", T, 128, 96, 1),  \
+    VAE_GPU_CONV90("wgmma-" tn " 128x128", T, 128, 128, 1), VAE_GPU_CONV90("wgmma-" tn " 128x192", T, 128, 192, 1), \
+    VAE_GPU_CONV90("wgmma-" tn " 128x256", T, 128, 256, 1), VAE_GPU_CONV90("wgmma-" tn " 256x64", T, 256, 64, 1),  \
+    VAE_GPU_CONV90("wgmma-" tn " 256x96", T, 256, 96, 1), VAE_GPU_CONV90("wgmma-" tn " 256x128", T, 256, 128, 1)
 static const vae_gpu_conv_variant vae_gpu_conv_fp16_variants[] = {
     VAE_GPU_CONV_MMA16("f16", __half, 32),
     VAE_GPU_CONV_VARIANT("mma-f16 128x16x32", __half, 128, 16, 32, 2, 1, 4, true, 32),

@@ -65,6 +65,7 @@
 #define cudaErrorMemoryAllocation               hipErrorOutOfMemory
 #define cudaErrorDeviceUninitialized            hipErrorInvalidContext
 #define cudaErrorNotSupported                   hipErrorNotSupported
+#define cudaErrorInvalidConfiguration           hipErrorInvalidConfiguration
 #define cudaGetLastError                        hipGetLastError
 #define cudaGetErrorString                      hipGetErrorString
 #define cudaGetErrorName                        hipGetErrorName

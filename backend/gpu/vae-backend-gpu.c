@@ -346,12 +346,19 @@ static struct vae_gpu_conv_args gpu_conv_args(const struct gpu_context * ctx, st
     return a;
 }
 
+// whether a launch's error leaves the context usable: the launch refused before it ran (an argument,
+// a configuration, or what the driver lacks, as a Hopper tile's tensor maps on an old driver)
+static bool gpu_launch_refused(cudaError_t e) {
+    return e == cudaErrorInvalidValue || e == cudaErrorInvalidConfiguration || e == cudaErrorNotSupported;
+}
+
 // the fastest of the n variants of conv a that can run it, each timed over GPU_TIME_RUNS runs after
 // a warm-up on the arena (filled with a constant by prepare); a causal conv's state does not exist
-// yet, so it reads zeros of the state's size (state_bytes). After a failure a->variant is the
-// variant that failed (-1: none had started)
+// yet, so it reads zeros of the state's size (state_bytes). A variant whose warm-up launch is
+// refused (gpu_launch_refused) is left out, said in `skipped` (the first such); after any other
+// failure a->variant is the variant that failed (-1: none had started)
 static cudaError_t gpu_time_variants(struct gpu_context * ctx, struct vae_gpu_conv_args * a, enum vae_precision p,
-                                      int n, size_t state_bytes, int * fastest) {
+                                      int n, size_t state_bytes, int * fastest, char * skipped, size_t skipped_size) {
     void *      hist  = NULL;
     cudaEvent_t start = NULL, stop = NULL;
     cudaError_t e     = cudaEventCreate(&start);
@@ -373,6 +380,15 @@ static cudaError_t gpu_time_variants(struct gpu_context * ctx, struct vae_gpu_co
         }
         a->variant = v;
         e          = vae_gpu_conv(a, p, ctx->stream);
+        if (gpu_launch_refused(e)) {
+            (void) cudaGetLastError();
+            if (!skipped[0]) {
+                snprintf(skipped, skipped_size, "%s (%s: %s)", vae_gpu_conv_variant_name(p, v), cudaGetErrorName(e),
+                         cudaGetErrorString(e));
+            }
+            e = cudaSuccess;
+            continue;
+        }
         if (e == cudaSuccess) {
             e = cudaEventRecord(start, ctx->stream);
         }
@@ -470,7 +486,13 @@ static bool gpu_choose_variant(vae_backend_t * backend, struct gpu_graph * cg, c
     node->variant = gpu_fit_variant(&a, backend->precision, n);
     if (n > 1) {
         const size_t      state = a.kt > 1 ? gpu_state_bytes_of(t, backend->precision) : 0;
-        const cudaError_t e     = gpu_time_variants(ctx, &a, backend->precision, n, state, &node->variant);
+        char              skipped[256] = "";
+        const cudaError_t e = gpu_time_variants(ctx, &a, backend->precision, n, state, &node->variant, skipped,
+                                                sizeof(skipped));
+        if (skipped[0]) {
+            snprintf(backend->notice, sizeof(backend->notice), VAE_GPU_VENDOR " refused the conv tile %s for %s: the "
+                     "autotuner left it out", skipped, t->name ? t->name : "a convolution");
+        }
         if (e != cudaSuccess) {
             snprintf(err, err_size, VAE_GPU_VENDOR " error timing %s for %s: %s (%s)",
                      a.variant >= 0 ? vae_gpu_conv_variant_name(backend->precision, a.variant) : "the conv variants",

@@ -2056,6 +2056,11 @@ cudaError_t cudaGetDriverEntryPointByVersion(const char * symbol, void ** fn, un
           : strcmp(symbol, "cuTensorMapEncodeIm2col") == 0 ? (void *) vae_emu_tensor_map_encode_im2col
 #endif
                                                     : nullptr;
+    // VAE_GPU_EMU_NO_ENTRY=symbol: a driver without it (the tensor maps: older than CUDA 12)
+    const char * missing = getenv("VAE_GPU_EMU_NO_ENTRY");
+    if (missing && strcmp(missing, symbol) == 0) {
+        *fn = nullptr;
+    }
     *q  = *fn ? cudaDriverEntryPointSuccess : cudaDriverEntryPointSymbolNotFound;
     return cudaSuccess;
 }

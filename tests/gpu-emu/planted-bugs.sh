@@ -86,6 +86,9 @@ bug conv90-early-release $conv sm90:conv2d=10 "the Hopper conv's consumers relea
 bug conv90-producer-ahead $conv sm90:conv2d=10 "the Hopper conv's producer refills a stage without waiting for its empty barrier (running ahead of the ring)" \
     $'                                    vae_gpu_ptx_mbar_wait(empty + 8 * s, (unsigned) (kb / C::STAGES - 1) & 1);\n' \
     ''
+bug conv90-empty-count $conv sm90:conv2d=14 "the Hopper conv's empty barriers count 8 consumer warps where a 256-row tile has 16 (a stage refilled while half its warpgroups still multiply it)" \
+    'vae_gpu_ptx_mbar_init(empty + 8 * s, C::WGM);' \
+    'vae_gpu_ptx_mbar_init(empty + 8 * s, 8);'
 bug conv90-history-frame $conv sm90:causal_conv3d=10 "the Hopper conv's causal taps read the history frame before the right one" \
     'const int            n   = src ? s0 : s0 + p.kt - 1;' \
     'const int            n   = src ? s0 : s0 + p.kt - 2;'
