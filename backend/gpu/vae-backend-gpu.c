@@ -355,8 +355,9 @@ static bool gpu_launch_refused(cudaError_t e) {
 // the fastest of the n variants of conv a that can run it, each timed over GPU_TIME_RUNS runs after
 // a warm-up on the arena (filled with a constant by prepare); a causal conv's state does not exist
 // yet, so it reads zeros of the state's size (state_bytes). A variant whose warm-up launch is
-// refused (gpu_launch_refused) is left out, said in `skipped` (the first such); after any other
-// failure a->variant is the variant that failed (-1: none had started)
+// refused (gpu_launch_refused) is left out, said in `skipped` (the first such), unless every one
+// is: then that refusal is the failure. After a failure a->variant is the variant that failed (-1:
+// none had started)
 static cudaError_t gpu_time_variants(struct gpu_context * ctx, struct vae_gpu_conv_args * a, enum vae_precision p,
                                       int n, size_t state_bytes, int * fastest, char * skipped, size_t skipped_size) {
     void *      hist  = NULL;
@@ -373,7 +374,9 @@ static cudaError_t gpu_time_variants(struct gpu_context * ctx, struct vae_gpu_co
         }
         a->hist = hist;
     }
-    float best = -1.0f;
+    float       best    = -1.0f;
+    cudaError_t refused = cudaSuccess;
+    int         first   = -1;   // the first variant refused
     for (int v = 0; v < n && e == cudaSuccess; v++) {
         if (vae_gpu_conv_variant_work(a, p, v) <= 0.0) {
             continue;
@@ -382,7 +385,9 @@ static cudaError_t gpu_time_variants(struct gpu_context * ctx, struct vae_gpu_co
         e          = vae_gpu_conv(a, p, ctx->stream);
         if (gpu_launch_refused(e)) {
             (void) cudaGetLastError();
-            if (!skipped[0]) {
+            if (first < 0) {
+                refused = e;
+                first   = v;
                 snprintf(skipped, skipped_size, "%s (%s: %s)", vae_gpu_conv_variant_name(p, v), cudaGetErrorName(e),
                          cudaGetErrorString(e));
             }
@@ -417,6 +422,10 @@ static cudaError_t gpu_time_variants(struct gpu_context * ctx, struct vae_gpu_co
         cudaEventDestroy(stop);
     }
     cudaFree(hist);
+    if (e == cudaSuccess && best < 0.0f && first >= 0) {
+        a->variant = first;
+        return refused;
+    }
     return e;
 }
 
@@ -489,7 +498,7 @@ static bool gpu_choose_variant(vae_backend_t * backend, struct gpu_graph * cg, c
         char              skipped[256] = "";
         const cudaError_t e = gpu_time_variants(ctx, &a, backend->precision, n, state, &node->variant, skipped,
                                                 sizeof(skipped));
-        if (skipped[0]) {
+        if (skipped[0] && e == cudaSuccess) {
             snprintf(backend->notice, sizeof(backend->notice), VAE_GPU_VENDOR " refused the conv tile %s for %s: the "
                      "autotuner left it out", skipped, t->name ? t->name : "a convolution");
         }
